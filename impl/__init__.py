@@ -1,0 +1,1 @@
+"""The optimized, production-shaped engine of the same protocol (issue 3); never imports model/."""

@@ -1,0 +1,1 @@
+"""Self-contained HTML divergence reports (a later issue)."""

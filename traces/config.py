@@ -1,0 +1,259 @@
+"""Configuration types and their validation: R6, R7, R8 (SPEC §2).
+
+A configuration is checked whole before anything runs. Errors name the field as a path
+(`senders[0].batch_size`) and say what is wrong, so a user can fix the trace at once.
+Fields not in SPEC §2 are rejected: a misspelt `batch_sise` must not silently become the
+default.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from wanconform.errors import ConfigError
+
+FAILURE_LISTENERS = (None, "dlq")
+
+
+@dataclass(frozen=True, slots=True)
+class SenderConfig:
+    """One serial gateway sender at `site` shipping to `remote` (Geode `gateway-sender`)."""
+
+    id: str
+    site: int
+    remote: int
+    batch_size: int = 100
+    batch_time_interval_ms: int = 1000
+    ack_timeout_ms: int = 10000
+    retry_interval_ms: int = 5000
+    delta: bool = False
+    failure_listener: str | None = None
+    dlq_secure: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "site": self.site,
+            "remote": self.remote,
+            "batch_size": self.batch_size,
+            "batch_time_interval_ms": self.batch_time_interval_ms,
+            "ack_timeout_ms": self.ack_timeout_ms,
+            "retry_interval_ms": self.retry_interval_ms,
+            "delta": self.delta,
+            "failure_listener": self.failure_listener,
+            "dlq_secure": self.dlq_secure,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ReceiverConfig:
+    """The gateway receiver of one site (retry options from the dead-letter proposal)."""
+
+    site: int
+    retry_attempts: int = 0
+    wait_time_between_retry_attempts_ms: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "site": self.site,
+            "retry_attempts": self.retry_attempts,
+            "wait_time_between_retry_attempts_ms": self.wait_time_between_retry_attempts_ms,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    """A whole WAN: its sites, senders (sorted by id) and one receiver per site."""
+
+    sites: tuple[int, ...]
+    senders: tuple[SenderConfig, ...]
+    receivers: tuple[ReceiverConfig, ...]
+
+    def sender(self, sender_id: str) -> SenderConfig:
+        for sender in self.senders:
+            if sender.id == sender_id:
+                return sender
+        raise KeyError(sender_id)
+
+    def receiver(self, site: int) -> ReceiverConfig:
+        for receiver in self.receivers:
+            if receiver.site == site:
+                return receiver
+        raise KeyError(site)
+
+    def senders_at(self, site: int) -> tuple[SenderConfig, ...]:
+        """The senders of one site, in sorted id order (R22's offer order)."""
+        return tuple(s for s in self.senders if s.site == site)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "sites": list(self.sites),
+            "senders": [s.to_json() for s in self.senders],
+            "receivers": [r.to_json() for r in self.receivers],
+        }
+
+
+_SENDER_INTS: dict[str, int] = {  # field -> smallest allowed value
+    "batch_size": 1,
+    "batch_time_interval_ms": 0,
+    "ack_timeout_ms": 1,
+    "retry_interval_ms": 0,
+}
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _object(value: Any, where: str) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"{where}: must be an object, got {_kind(value)}")
+    return value
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if _is_int(value):
+        return "an integer"
+    if isinstance(value, float):
+        return "a number with a fraction"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "a list"
+    return "an object"
+
+
+def _check_fields(obj: Mapping[str, Any], allowed: set[str], where: str) -> None:
+    unknown = sorted(set(obj) - allowed)
+    if unknown:
+        raise ConfigError(
+            f"{where}.{unknown[0]}: unknown field (allowed: {', '.join(sorted(allowed))})"
+        )
+
+
+def _int_field(obj: Mapping[str, Any], name: str, where: str, default: int, least: int) -> int:
+    value = obj.get(name, default)
+    if not _is_int(value):
+        raise ConfigError(f"{where}.{name}: must be an integer, got {_kind(value)}")
+    if value < least:
+        raise ConfigError(f"{where}.{name}: must be >= {least}, got {value}")
+    return int(value)
+
+
+def _bool_field(obj: Mapping[str, Any], name: str, where: str) -> bool:
+    value = obj.get(name, False)
+    if not isinstance(value, bool):
+        raise ConfigError(f"{where}.{name}: must be true or false, got {_kind(value)}")
+    return value
+
+
+def _site_field(obj: Mapping[str, Any], name: str, where: str, sites: set[int]) -> int:
+    if name not in obj:
+        raise ConfigError(f"{where}.{name}: missing (a site id from 'sites')")
+    value = obj[name]
+    if not _is_int(value):
+        raise ConfigError(f"{where}.{name}: must be an integer site id, got {_kind(value)}")
+    if value not in sites:
+        raise ConfigError(f"{where}.{name}: site {value} is not in 'sites'")
+    return int(value)
+
+
+def _parse_sites(raw: Mapping[str, Any]) -> tuple[int, ...]:
+    if "sites" not in raw:
+        raise ConfigError("sites: missing (a list of distributed-system-ids 1..255)")
+    sites = raw["sites"]
+    if not isinstance(sites, list) or not sites:
+        raise ConfigError("sites: must be a non-empty list of distributed-system-ids 1..255")
+    seen: set[int] = set()
+    for index, site in enumerate(sites):
+        if not _is_int(site) or not 1 <= site <= 255:
+            raise ConfigError(f"sites[{index}]: must be an integer from 1 to 255 (R1), got {site!r}")
+        if site in seen:
+            raise ConfigError(f"sites[{index}]: site {site} is listed twice")
+        seen.add(site)
+    return tuple(sorted(seen))
+
+
+def _parse_sender(raw: Any, where: str, sites: set[int]) -> SenderConfig:
+    obj = _object(raw, where)
+    _check_fields(obj, set(SenderConfig.__dataclass_fields__), where)
+    sender_id = obj.get("id")
+    if not isinstance(sender_id, str) or not sender_id:
+        raise ConfigError(f"{where}.id: must be a non-empty string, got {_kind(sender_id)}")
+    site = _site_field(obj, "site", where, sites)
+    remote = _site_field(obj, "remote", where, sites)
+    if site == remote:
+        raise ConfigError(f"{where}.remote: a sender cannot ship to its own site {site} (R6)")
+    ints = {
+        name: _int_field(obj, name, where, SenderConfig.__dataclass_fields__[name].default, least)
+        for name, least in _SENDER_INTS.items()
+    }
+    listener = obj.get("failure_listener")
+    if listener not in FAILURE_LISTENERS:
+        raise ConfigError(f'{where}.failure_listener: must be null or "dlq" (R7), got {listener!r}')
+    return SenderConfig(
+        id=sender_id,
+        site=site,
+        remote=remote,
+        delta=_bool_field(obj, "delta", where),
+        failure_listener=listener,
+        dlq_secure=_bool_field(obj, "dlq_secure", where),
+        **ints,
+    )
+
+
+def _parse_receiver(raw: Any, where: str, sites: set[int]) -> ReceiverConfig:
+    obj = _object(raw, where)
+    _check_fields(obj, set(ReceiverConfig.__dataclass_fields__), where)
+    return ReceiverConfig(
+        site=_site_field(obj, "site", where, sites),
+        retry_attempts=_int_field(obj, "retry_attempts", where, 0, -1),
+        wait_time_between_retry_attempts_ms=_int_field(
+            obj, "wait_time_between_retry_attempts_ms", where, 0, 0
+        ),
+    )
+
+
+def parse_config(raw: Any) -> Config:
+    """Validate a SPEC §2 configuration object; raise ConfigError naming the field."""
+    obj = _object(raw, "config")
+    _check_fields(obj, {"sites", "senders", "receivers"}, "config")
+    sites = _parse_sites(obj)
+    site_set = set(sites)
+    raw_senders = obj.get("senders", [])
+    if not isinstance(raw_senders, list):
+        raise ConfigError(f"senders: must be a list, got {_kind(raw_senders)}")
+    senders: dict[str, SenderConfig] = {}
+    pairs: dict[tuple[int, int], str] = {}
+    for index, raw_sender in enumerate(raw_senders):
+        sender = _parse_sender(raw_sender, f"senders[{index}]", site_set)
+        if sender.id in senders:
+            raise ConfigError(f"senders[{index}].id: sender id {sender.id!r} is used twice (R6)")
+        pair = (sender.site, sender.remote)
+        if pair in pairs:
+            raise ConfigError(
+                f"senders[{index}]: site {sender.site} already has sender {pairs[pair]!r} "
+                f"to site {sender.remote} (R6: at most one per pair)"
+            )
+        senders[sender.id] = sender
+        pairs[pair] = sender.id
+    raw_receivers = obj.get("receivers", [])
+    if not isinstance(raw_receivers, list):
+        raise ConfigError(f"receivers: must be a list, got {_kind(raw_receivers)}")
+    receivers: dict[int, ReceiverConfig] = {}
+    for index, raw_receiver in enumerate(raw_receivers):
+        receiver = _parse_receiver(raw_receiver, f"receivers[{index}]", site_set)
+        if receiver.site in receivers:
+            raise ConfigError(f"receivers[{index}].site: site {receiver.site} has two receivers")
+        receivers[receiver.site] = receiver
+    return Config(
+        sites=sites,
+        senders=tuple(senders[i] for i in sorted(senders)),
+        receivers=tuple(receivers.get(site, ReceiverConfig(site=site)) for site in sites),
+    )

@@ -1,0 +1,58 @@
+"""The observation vocabulary (SPEC §10): what every step returns, field by field.
+
+Model and impl must return the same lists, in the same order (P1), so this module is the
+contract for both. Observations are plain JSON objects (dicts); all fields are always
+present unless marked "only when". Tags are `[entry_version, timestamp, dsid]` lists.
+
+    skipped           {"kind", "op"}                     the operation was not enabled (§3)
+    enqueued          {"kind", "site", "event", "key", "op", "version", "value", "senders"}
+                      one per client write (a putall gives one per entry, in sorted key
+                      order); "op" is create|update|destroy, "value" the full value (null
+                      for a destroy), "senders" the sorted ids of the senders at the site
+                      whose queues got the event (R11; may be empty)
+    sent              {"kind", "sender", "batch_id", "events", "bytes_full", "bytes_delta",
+                       "events_resent"}                   R15, one per batch sent
+    connection_failed {"kind", "sender", "remote"}       R15 with the remote site down
+    applied           {"kind", "site", "sender", "event", "key", "status"}
+                      R16, one per event of a delivered batch, in batch order; "site" is
+                      the receiving site; status is ok|duplicate|conflict|failed|
+                      invalid_delta; only when failed: "exception"; only when ok and the
+                      event was shipped as a delta: "value", the value it built (P6)
+    forwarded         {"kind", "site", "sender", "event"} R22, right after the `applied`
+                      of that event, one per sender that queued it, in sorted id order
+    acked             {"kind", "sender", "batch_id", "removed"}
+                      R18, first observation of a deliver_ack; "removed" lists, in batch
+                      order, the events that left the queue (all but invalid_delta ones)
+    dropped           {"kind", "sender", "event", "exception"}   R18, failed, no listener
+    dlq               {"kind", "sender", "event", "exception"}   R24, failed, dead-lettered
+    invalid_delta     {"kind", "sender", "event"}        R19, kept and converted to full
+                      (dropped / dlq / invalid_delta follow `acked`, in batch order)
+    timeout           {"kind", "sender", "batch_id", "events"}   R20
+
+Order within one step (§3): the operation's own observations; then, for `tick`, the
+timeouts of R20 in sorted sender id order; then the flushes of R15 (`sent` or
+`connection_failed`) in sorted sender id order. `settle` returns the concatenated
+observations of its inner operations.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+Observation = dict[str, Any]
+
+KINDS = (
+    "skipped",
+    "enqueued",
+    "sent",
+    "connection_failed",
+    "applied",
+    "forwarded",
+    "acked",
+    "dropped",
+    "dlq",
+    "invalid_delta",
+    "timeout",
+)
+
+RECEIVER_STATUSES = ("ok", "duplicate", "conflict", "failed", "invalid_delta")

@@ -1,0 +1,254 @@
+"""The operation vocabulary of SPEC §3, as one closed union of frozen records.
+
+`parse_op` turns one decoded JSON object into an operation, or raises `OpError` naming the
+field and what is wrong; `TraceError` (with file and line) is added by the trace reader.
+A malformed operation is an error in the trace. An operation that is merely *not enabled*
+(a `deliver` with nothing in the network) is well formed: engines skip it (SPEC §3).
+Values are `Mapping`s: engines never mutate them (mypy holds them to it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from traces.config import Config
+from wanconform.errors import WanconformError
+
+Scalar = int | str | bool | None
+Value = Mapping[str, Scalar]
+
+
+class OpError(WanconformError):
+    """A malformed operation; `field` names the offending field (or '' for the whole)."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}" if field else message)
+        self.field = field
+
+
+@dataclass(frozen=True, slots=True)
+class Put:
+    site: int
+    key: str
+    value: Value
+    op = "put"
+
+
+@dataclass(frozen=True, slots=True)
+class Delta:
+    site: int
+    key: str
+    changes: Value
+    op = "delta"
+
+
+@dataclass(frozen=True, slots=True)
+class Destroy:
+    site: int
+    key: str
+    op = "destroy"
+
+
+@dataclass(frozen=True, slots=True)
+class PutAll:
+    site: int
+    entries: Mapping[str, Value]
+    op = "putall"
+
+
+@dataclass(frozen=True, slots=True)
+class Tick:
+    ms: int
+    op = "tick"
+
+
+@dataclass(frozen=True, slots=True)
+class Deliver:
+    sender: str
+    op = "deliver"
+
+
+@dataclass(frozen=True, slots=True)
+class DeliverAck:
+    sender: str
+    op = "deliver_ack"
+
+
+@dataclass(frozen=True, slots=True)
+class Drop:
+    sender: str
+    op = "drop"
+
+
+@dataclass(frozen=True, slots=True)
+class DropAck:
+    sender: str
+    op = "drop_ack"
+
+
+@dataclass(frozen=True, slots=True)
+class SiteDown:
+    site: int
+    op = "site_down"
+
+
+@dataclass(frozen=True, slots=True)
+class SiteUp:
+    site: int
+    wipe: bool = False
+    op = "site_up"
+
+
+@dataclass(frozen=True, slots=True)
+class Fail:
+    site: int
+    key: str
+    exception: str
+    times: int
+    op = "fail"
+
+
+@dataclass(frozen=True, slots=True)
+class Settle:
+    op = "settle"
+
+
+Op = (
+    Put | Delta | Destroy | PutAll | Tick | Deliver | DeliverAck | Drop | DropAck | SiteDown
+    | SiteUp | Fail | Settle
+)
+
+OP_TYPES: dict[str, type[Op]] = {
+    cls.op: cls
+    for cls in (Put, Delta, Destroy, PutAll, Tick, Deliver, DeliverAck, Drop, DropAck,
+                SiteDown, SiteUp, Fail, Settle)
+}
+OP_NAMES: tuple[str, ...] = tuple(OP_TYPES)
+
+
+def op_to_json(op: Op) -> dict[str, Any]:
+    """The trace line of an operation: `{"op": name, ...fields}`, all fields explicit."""
+    out: dict[str, Any] = {"op": op.op}
+    for name in op.__dataclass_fields__:
+        value = getattr(op, name)
+        if isinstance(value, Mapping):
+            value = {k: dict(v) if isinstance(v, Mapping) else v for k, v in value.items()}
+        out[name] = value
+    return out
+
+
+# Field kinds: what each field of each operation must hold.
+_FIELDS: dict[str, dict[str, str]] = {
+    "put": {"site": "site", "key": "key", "value": "value"},
+    "delta": {"site": "site", "key": "key", "changes": "value"},
+    "destroy": {"site": "site", "key": "key"},
+    "putall": {"site": "site", "entries": "entries"},
+    "tick": {"ms": "positive"},
+    "deliver": {"sender": "sender"},
+    "deliver_ack": {"sender": "sender"},
+    "drop": {"sender": "sender"},
+    "drop_ack": {"sender": "sender"},
+    "site_down": {"site": "site"},
+    "site_up": {"site": "site", "wipe": "bool?"},
+    "fail": {"site": "site", "key": "key", "exception": "name", "times": "positive"},
+    "settle": {},
+}
+
+
+def _describe(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int):
+        return "an integer"
+    if isinstance(value, float):
+        return "a number with a fraction"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "a list"
+    return "an object"
+
+
+def _is_scalar(value: Any) -> bool:
+    return value is None or isinstance(value, (bool, int, str))
+
+
+def _value(raw: Any, field: str) -> Value:
+    if not isinstance(raw, dict):
+        raise OpError(field, f"must be an object of field -> scalar, got {_describe(raw)}")
+    for name, scalar in raw.items():
+        if not _is_scalar(scalar):
+            raise OpError(
+                f"{field}.{name}",
+                f"must be a scalar (integer, string, boolean or null), got {_describe(scalar)}",
+            )
+    return dict(raw)
+
+
+def _check(kind: str, raw: Any, field: str, config: Config) -> Any:
+    if kind == "site":
+        if not isinstance(raw, int) or isinstance(raw, bool):
+            raise OpError(field, f"must be an integer site id, got {_describe(raw)}")
+        if raw not in config.sites:
+            raise OpError(field, f"unknown site {raw} (the config has sites {list(config.sites)})")
+        return raw
+    if kind == "sender":
+        if not isinstance(raw, str):
+            raise OpError(field, f"must be a sender id string, got {_describe(raw)}")
+        known = [s.id for s in config.senders]
+        if raw not in known:
+            raise OpError(field, f"unknown sender {raw!r} (the config has {known})")
+        return raw
+    if kind == "key":
+        if not isinstance(raw, str):
+            raise OpError(field, f"must be a string key, got {_describe(raw)}")
+        return raw
+    if kind == "name":
+        if not isinstance(raw, str) or not raw:
+            raise OpError(field, f"must be a non-empty exception name, got {_describe(raw)}")
+        return raw
+    if kind == "positive":
+        if not isinstance(raw, int) or isinstance(raw, bool):
+            raise OpError(field, f"must be an integer > 0, got {_describe(raw)}")
+        if raw <= 0:
+            raise OpError(field, f"must be an integer > 0, got {raw}")
+        return raw
+    if kind == "bool?":
+        if not isinstance(raw, bool):
+            raise OpError(field, f"must be true or false, got {_describe(raw)}")
+        return raw
+    if kind == "value":
+        return _value(raw, field)
+    if kind == "entries":
+        if not isinstance(raw, dict):
+            raise OpError(field, f"must be an object of key -> value, got {_describe(raw)}")
+        return {key: _value(value, f"{field}.{key}") for key, value in raw.items()}
+    raise AssertionError(kind)
+
+
+def parse_op(raw: Any, config: Config) -> Op:
+    """Validate one decoded operation object against SPEC §3 and the configuration."""
+    if not isinstance(raw, dict):
+        raise OpError("", f"an operation must be a JSON object, got {_describe(raw)}")
+    name = raw.get("op")
+    if name is None:
+        raise OpError("op", "missing (one of " + ", ".join(OP_NAMES) + ")")
+    if not isinstance(name, str) or name not in _FIELDS:
+        raise OpError("op", f"unknown operation {name!r} (one of " + ", ".join(OP_NAMES) + ")")
+    fields = _FIELDS[name]
+    unknown = sorted(set(raw) - set(fields) - {"op"})
+    if unknown:
+        allowed = ", ".join(fields) or "none"
+        raise OpError(unknown[0], f"unknown field for {name!r} (fields: {allowed})")
+    args: dict[str, Any] = {}
+    for field, kind in fields.items():
+        if field not in raw:
+            if kind.endswith("?"):
+                continue
+            raise OpError(field, f"missing (required by {name!r})")
+        args[field] = _check(kind, raw[field], field, config)
+    return OP_TYPES[name](**args)

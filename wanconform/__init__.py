@@ -1,0 +1,1 @@
+"""wanconform: an executable model of Geode/GemFire WAN gateways and a conformance harness."""

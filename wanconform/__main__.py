@@ -1,0 +1,5 @@
+"""Allows `python -m wanconform`."""
+
+from wanconform.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,44 @@
+"""The `wanconform` command.
+
+`main(argv) -> int` is the only entry point. Every `WanconformError` (bad trace, bad
+config, bad file) becomes one line on stderr and exit status 2, with nothing written to
+stdout; argparse's own usage errors also exit 2.
+
+Each subcommand lives in its own module `wanconform/cmd_*.py` exposing
+`register(subparsers) -> None`; the parser it adds sets `func(args) -> int`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from wanconform.errors import WanconformError
+
+COMMAND_MODULES = ("wanconform.cmd_replay",)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="wanconform",
+        description="Executable model and conformance harness for WAN gateway replication.",
+    )
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name in COMMAND_MODULES:
+        importlib.import_module(name).register(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        code: int = args.func(args)
+    except WanconformError as exc:
+        print(f"wanconform: error: {exc}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        return 0
+    return code
