@@ -9,7 +9,7 @@ default.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from wanconform.errors import ConfigError
@@ -65,27 +65,31 @@ class ReceiverConfig:
 
 @dataclass(frozen=True, slots=True)
 class Config:
-    """A whole WAN: its sites, senders (sorted by id) and one receiver per site."""
+    """A whole WAN: its sites (sorted), senders (sorted by id) and one receiver per site."""
 
     sites: tuple[int, ...]
     senders: tuple[SenderConfig, ...]
     receivers: tuple[ReceiverConfig, ...]
+    # Look-up indexes, built once; not part of the value (compare=False).
+    _by_id: Mapping[str, SenderConfig] = field(init=False, repr=False, compare=False)
+    _by_site: Mapping[int, tuple[SenderConfig, ...]] = field(init=False, repr=False, compare=False)
+    _receivers: Mapping[int, ReceiverConfig] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_by_id", {s.id: s for s in self.senders})
+        by_site = {site: tuple(s for s in self.senders if s.site == site) for site in self.sites}
+        object.__setattr__(self, "_by_site", by_site)
+        object.__setattr__(self, "_receivers", {r.site: r for r in self.receivers})
 
     def sender(self, sender_id: str) -> SenderConfig:
-        for sender in self.senders:
-            if sender.id == sender_id:
-                return sender
-        raise KeyError(sender_id)
+        return self._by_id[sender_id]
 
     def receiver(self, site: int) -> ReceiverConfig:
-        for receiver in self.receivers:
-            if receiver.site == site:
-                return receiver
-        raise KeyError(site)
+        return self._receivers[site]
 
     def senders_at(self, site: int) -> tuple[SenderConfig, ...]:
         """The senders of one site, in sorted id order (R22's offer order)."""
-        return tuple(s for s in self.senders if s.site == site)
+        return self._by_site[site]
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -173,7 +177,9 @@ def _parse_sites(raw: Mapping[str, Any]) -> tuple[int, ...]:
     seen: set[int] = set()
     for index, site in enumerate(sites):
         if not _is_int(site) or not 1 <= site <= 255:
-            raise ConfigError(f"sites[{index}]: must be an integer from 1 to 255 (R1), got {site!r}")
+            raise ConfigError(
+                f"sites[{index}]: must be an integer from 1 to 255 (R1), got {site!r}"
+            )
         if site in seen:
             raise ConfigError(f"sites[{index}]: site {site} is listed twice")
         seen.add(site)

@@ -116,14 +116,38 @@ class Settle:
 
 
 Op = (
-    Put | Delta | Destroy | PutAll | Tick | Deliver | DeliverAck | Drop | DropAck | SiteDown
-    | SiteUp | Fail | Settle
+    Put
+    | Delta
+    | Destroy
+    | PutAll
+    | Tick
+    | Deliver
+    | DeliverAck
+    | Drop
+    | DropAck
+    | SiteDown
+    | SiteUp
+    | Fail
+    | Settle
 )
 
 OP_TYPES: dict[str, type[Op]] = {
     cls.op: cls
-    for cls in (Put, Delta, Destroy, PutAll, Tick, Deliver, DeliverAck, Drop, DropAck,
-                SiteDown, SiteUp, Fail, Settle)
+    for cls in (
+        Put,
+        Delta,
+        Destroy,
+        PutAll,
+        Tick,
+        Deliver,
+        DeliverAck,
+        Drop,
+        DropAck,
+        SiteDown,
+        SiteUp,
+        Fail,
+        Settle,
+    )
 }
 OP_NAMES: tuple[str, ...] = tuple(OP_TYPES)
 

@@ -62,7 +62,9 @@ def parse_trace_lines(lines: Iterable[str], name: str) -> Trace:
             raise TraceError(f"{where}: not valid JSON: {exc}") from None
         if config is None:
             if not isinstance(raw, dict) or set(raw) != {"config"}:
-                raise TraceError(f'{where}: the first line must be {{"config": {{...}}}} (SPEC §12)')
+                raise TraceError(
+                    f'{where}: the first line must be {{"config": {{...}}}} (SPEC §12)'
+                )
             try:
                 config = parse_config(raw["config"])
             except ConfigError as exc:

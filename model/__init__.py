@@ -1,0 +1,38 @@
+"""The reference model of the WAN gateway protocol (SPEC.md R1-R25): pure, obviously correct.
+
+    state = initial_state(config)
+    state, observations = step(config, state, op)   # never mutates `state`
+    observe(state)                                  # SPEC §10 observable state
+
+Modules: client (R3, R9-R11), sender (R12-R15, R18-R20, R24), receiver (R16, R17, R22),
+faults (R21 and the fault operations), settle (R25), step (§3), observe (§10).
+`Engine` wraps the pure functions in the surface shared with `impl` (wanconform.engine).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from model.observe import observe
+from model.state import State
+from model.step import enabled, initial_state, step
+from traces.config import Config
+from traces.observations import Observation
+from traces.ops import Op
+
+__all__ = ["Engine", "enabled", "initial_state", "observe", "step"]
+
+
+class Engine:
+    """The model behind the engine surface: holds the current immutable state."""
+
+    def __init__(self, config: Config) -> None:
+        self.config = config
+        self.state: State = initial_state(config)
+
+    def apply(self, op: Op) -> list[Observation]:
+        self.state, observations = step(self.config, self.state, op)
+        return observations
+
+    def observe(self) -> dict[str, Any]:
+        return observe(self.state)

@@ -1,0 +1,107 @@
+"""Client operations at the origin site: R3, R9, R10, R11.
+
+A client write takes the origin's next sequence number (R3), gets a local version tag
+(R9), changes the entry (R10) and enqueues one gateway event on every sender of the
+origin site (R11).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from model.state import Entry, GatewayEvent, OpLabel, Sender, State, Tag
+from traces.config import Config
+from traces.observations import Observation
+from traces.ops import Delta, Destroy, Put, PutAll, Value
+
+
+def local_version(current: Entry | None, origin: int, now: int) -> Tag:
+    """R9: the tag of a client write at `origin` over the current entry (live or tombstone)."""
+    if current is None:
+        return (1, now, origin)
+    entry_version, timestamp, dsid = current.version
+    ts = now
+    if dsid != origin and now <= timestamp:
+        ts = timestamp + 1
+    elif dsid == origin and now < timestamp:
+        ts = timestamp
+    return (entry_version + 1, ts, origin)
+
+
+def write(
+    config: Config,
+    state: State,
+    origin: int,
+    key: str,
+    value: Value | None,
+    delta: Value | None,
+) -> tuple[State, Observation]:
+    """R3, R9-R11: one client write of `value` (None: destroy) at `origin`."""
+    site = state.sites[origin]
+    current = site.entries.get(key)
+    live = current is not None and current.value is not None
+    op: OpLabel = "destroy" if value is None else ("update" if live else "create")
+    version = local_version(current, origin, state.time)
+    seq = site.seq + 1  # R3
+    event_id = f"{origin}:{seq}"
+    site = replace(site, seq=seq, entries=site.entries.set(key, Entry(value, version)))
+    senders_here = config.senders_at(origin)
+    event = GatewayEvent(
+        event_id=event_id,
+        origin=origin,
+        key=key,
+        op=op,
+        value=value,
+        version=version,
+        base_version=current.version if delta is not None and current is not None else None,
+        delta=delta,
+        converted=False,
+        recipients=frozenset({origin, *(s.remote for s in senders_here)}),  # R11
+        possible_duplicate=False,
+        enqueued_at=state.time,
+    )
+    senders = state.senders
+    for sender_config in senders_here:
+        sender: Sender = senders[sender_config.id]
+        senders = senders.set(sender_config.id, replace(sender, queue=sender.queue.append(event)))
+    observation: Observation = {
+        "kind": "enqueued",
+        "site": origin,
+        "event": event_id,
+        "key": key,
+        "op": op,
+        "version": list(version),
+        "value": value,
+        "senders": [s.id for s in senders_here],
+    }
+    return replace(state, sites=state.sites.set(origin, site), senders=senders), observation
+
+
+def put(config: Config, state: State, op: Put) -> tuple[State, list[Observation]]:
+    """R10 put: store the full value."""
+    state, observation = write(config, state, op.site, op.key, op.value, None)
+    return state, [observation]
+
+
+def apply_delta(config: Config, state: State, op: Delta) -> tuple[State, list[Observation]]:
+    """R10 delta: merge `changes` into the live value; the event carries both (R11)."""
+    current = state.sites[op.site].entries[op.key]
+    assert current.value is not None  # enabled() guarantees a live entry
+    value = {**current.value, **op.changes}
+    state, observation = write(config, state, op.site, op.key, value, op.changes)
+    return state, [observation]
+
+
+def destroy(config: Config, state: State, op: Destroy) -> tuple[State, list[Observation]]:
+    """R10 destroy: store a tombstone (kept forever, R2)."""
+    state, observation = write(config, state, op.site, op.key, None, None)
+    return state, [observation]
+
+
+def putall(config: Config, state: State, op: PutAll) -> tuple[State, list[Observation]]:
+    """R10 putall: puts in sorted key order, one sequence number each (R3), never deltas."""
+    observations: list[Observation] = []
+    for key in sorted(op.entries):
+        state, observation = write(config, state, op.site, key, op.entries[key], None)
+        observations.append(observation)
+    return state, observations

@@ -1,0 +1,65 @@
+"""Faults as ordinary operations: `drop`, `drop_ack`, `fail`, and R21 (sites going down).
+
+A site going down loses every message to or from it; its senders and their peers recover
+by timeout (R20). A wiped site comes back as a brand-new distributed system: only what
+lives on disk (counters, dead letters) and its sequence numbers survive.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from immutables import Map
+
+from model.state import Failure, Sender, State
+from traces.config import Config
+from traces.observations import Observation
+from traces.ops import Drop, DropAck, Fail, SiteDown, SiteUp
+
+
+def drop(config: Config, state: State, op: Drop) -> tuple[State, list[Observation]]:
+    """The network loses the sender's batch message; the sender will time out (R20)."""
+    current = state.senders[op.sender]
+    updated = replace(current, batch_message=None)
+    return replace(state, senders=state.senders.set(op.sender, updated)), []
+
+
+def drop_ack(config: Config, state: State, op: DropAck) -> tuple[State, list[Observation]]:
+    """The network loses the ack message; the sender will time out and resend (R20)."""
+    current = state.senders[op.sender]
+    updated = replace(current, ack_message=None)
+    return replace(state, senders=state.senders.set(op.sender, updated)), []
+
+
+def fail(config: Config, state: State, op: Fail) -> tuple[State, list[Observation]]:
+    """Inject `times` failing apply attempts at (site, key); replaces an earlier one (§3)."""
+    failures = state.failures.set((op.site, op.key), Failure(op.exception, op.times))
+    return replace(state, failures=failures), []
+
+
+def site_down(config: Config, state: State, op: SiteDown) -> tuple[State, list[Observation]]:
+    """R21: the site stops; every batch or ack message to or from it is lost."""
+    senders = state.senders
+    for sender in config.senders:
+        if op.site in (sender.site, sender.remote):
+            current = senders[sender.id]
+            senders = senders.set(sender.id, replace(current, batch_message=None, ack_message=None))
+    sites = state.sites.set(op.site, replace(state.sites[op.site], up=False))
+    return replace(state, sites=sites, senders=senders), []
+
+
+def site_up(config: Config, state: State, op: SiteUp) -> tuple[State, list[Observation]]:
+    """R21: the site restarts; with `wipe` its region, memory and queues start empty."""
+    site = replace(state.sites[op.site], up=True)
+    senders = state.senders
+    if op.wipe:
+        site = replace(site, entries=Map(), applied=Map())
+        for sender in config.senders_at(op.site):
+            current = senders[sender.id]
+            fresh = Sender(
+                last_batch_id=current.last_batch_id,
+                stats=current.stats,
+                dead_letters=current.dead_letters,
+            )
+            senders = senders.set(sender.id, fresh)
+    return replace(state, sites=state.sites.set(op.site, site), senders=senders), []

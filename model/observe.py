@@ -1,0 +1,68 @@
+"""SPEC §10: the observable state, a plain JSON object (canonical JSON sorts its keys).
+
+Field names, nesting and list order are exactly §10's; everything else in the state
+(applied-event memory, flags, messages' contents, injected failures) is not observable.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any
+
+from model.state import DeadLetter, Sender, Site, State
+
+
+def _site(site: Site) -> dict[str, Any]:
+    return {
+        "up": site.up,
+        "seq": site.seq,
+        "entries": {
+            key: {"value": entry.value, "version": list(entry.version)}
+            for key, entry in site.entries.items()
+        },
+        "stats": asdict(site.stats),
+    }
+
+
+def _dead_letter(record: DeadLetter) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "event_id": record.event_id,
+        "sender": record.sender,
+        "key": record.key,
+        "op": record.op,
+        "exception": record.exception,
+        "version": list(record.version),
+    }
+    if record.has_value:  # R24 / P7: omitted with dlq_secure
+        out["value"] = record.value
+    return out
+
+
+def _sender(sender: Sender) -> dict[str, Any]:
+    in_flight = sender.in_flight
+    return {
+        "queue": [event.event_id for event in sender.queue],
+        "in_flight": None
+        if in_flight is None
+        else {
+            "batch_id": in_flight.batch_id,
+            "events": list(in_flight.event_ids),
+            "sent_at": in_flight.sent_at,
+        },
+        "next_retry_at": sender.next_retry_at,
+        "network": {
+            "batch": sender.batch_message is not None,
+            "ack": sender.ack_message is not None,
+        },
+        "stats": asdict(sender.stats),
+        "dlq": [_dead_letter(record) for record in sender.dead_letters],
+    }
+
+
+def observe(state: State) -> dict[str, Any]:
+    """The §10 observable state of `state`."""
+    return {
+        "time": state.time,
+        "sites": {str(site_id): _site(site) for site_id, site in state.sites.items()},
+        "senders": {sender_id: _sender(s) for sender_id, s in state.senders.items()},
+    }

@@ -1,0 +1,189 @@
+"""The gateway sender: R12-R15 (queue, one batch in flight, payload, flush), R18-R20
+(acknowledgements, full-value fallback, timeouts) and R24 (dead-letter listener).
+
+Events leave a queue only on an ack (R12, "peek does not remove"): a batch is always the
+queue's prefix, so a sent, timed-out or acknowledged batch is addressed by its length.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from model.state import BatchMessage, DeadLetter, GatewayEvent, InFlight, Sender, State
+from traces.canonical import size
+from traces.config import Config, SenderConfig
+from traces.observations import Observation
+
+
+def ships_as_delta(sender: SenderConfig, event: GatewayEvent) -> bool:
+    """R14: a delta goes out as a delta only from a delta sender, unless R19 converted it."""
+    return sender.delta and event.delta is not None and not event.converted
+
+
+def shipped_bytes(event: GatewayEvent, as_delta: bool) -> int:
+    """R14/R4: size of the delta, or of the full value (0 for a destroy)."""
+    return size(event.delta) if as_delta else size(event.value)
+
+
+def wants_flush(sender: SenderConfig, state: Sender, now: int) -> bool:
+    """R15's trigger: a full batch, or a head event that has waited the batch time interval."""
+    if len(state.queue) >= sender.batch_size:
+        return True
+    return (
+        len(state.queue) > 0 and now - state.queue[0].enqueued_at >= sender.batch_time_interval_ms
+    )
+
+
+def flush(config: Config, state: State, sender: SenderConfig) -> tuple[State, list[Observation]]:
+    """R15 for one sender: send the queue's prefix as the next batch, or fail to connect."""
+    current = state.senders[sender.id]
+    now = state.time
+    if (
+        not state.sites[sender.site].up
+        or current.in_flight is not None
+        or now < current.next_retry_at
+        or not wants_flush(sender, current, now)
+    ):
+        return state, []
+    if not state.sites[sender.remote].up:
+        updated = replace(
+            current,
+            next_retry_at=now + sender.retry_interval_ms,
+            stats=replace(current.stats, connection_failures=current.stats.connection_failures + 1),
+        )
+        observation = {"kind": "connection_failed", "sender": sender.id, "remote": sender.remote}
+        return replace(state, senders=state.senders.set(sender.id, updated)), [observation]
+    events = current.queue.prefix(sender.batch_size)
+    shipped = tuple((event, ships_as_delta(sender, event)) for event in events)
+    batch_id = current.last_batch_id + 1
+    bytes_full = sum(shipped_bytes(e, False) for e, as_delta in shipped if not as_delta)
+    bytes_delta = sum(shipped_bytes(e, True) for e, as_delta in shipped if as_delta)
+    resent = sum(1 for e in events if e.possible_duplicate)
+    stats = current.stats
+    updated = replace(
+        current,
+        in_flight=InFlight(batch_id, tuple(e.event_id for e in events), now),
+        last_batch_id=batch_id,
+        batch_message=BatchMessage(batch_id, shipped),
+        stats=replace(
+            stats,
+            batches_sent=stats.batches_sent + 1,
+            events_sent=stats.events_sent + len(events),
+            events_resent=stats.events_resent + resent,
+            bytes_full=stats.bytes_full + bytes_full,
+            bytes_delta=stats.bytes_delta + bytes_delta,
+        ),
+    )
+    observation = {
+        "kind": "sent",
+        "sender": sender.id,
+        "batch_id": batch_id,
+        "events": [e.event_id for e in events],
+        "bytes_full": bytes_full,
+        "bytes_delta": bytes_delta,
+        "events_resent": resent,
+    }
+    return replace(state, senders=state.senders.set(sender.id, updated)), [observation]
+
+
+def dead_letter(sender: SenderConfig, event: GatewayEvent, exception: str) -> DeadLetter:
+    """R24: the record of a failed event; no value with `dlq_secure` (P7)."""
+    return DeadLetter(
+        event_id=event.event_id,
+        sender=sender.id,
+        key=event.key,
+        op=event.op,
+        exception=exception,
+        version=event.version,
+        value=None if sender.dlq_secure else event.value,
+        has_value=not sender.dlq_secure,
+    )
+
+
+def deliver_ack(config: Config, state: State, sender_id: str) -> tuple[State, list[Observation]]:
+    """R18, R19, R24: process the ack of the batch in flight, event by event in order."""
+    sender = config.sender(sender_id)
+    current = state.senders[sender_id]
+    ack = current.ack_message
+    assert ack is not None and current.in_flight is not None  # enabled() guarantees both
+    batch = current.queue.prefix(len(current.in_flight.event_ids))
+    kept: list[GatewayEvent] = []
+    removed: list[str] = []
+    follow_ups: list[Observation] = []
+    stats = current.stats
+    dead_letters = current.dead_letters
+    for event, (status, exception) in zip(batch, ack.statuses, strict=True):
+        if status == "invalid_delta":  # R19: stays at the head, converted to full
+            kept.append(replace(event, converted=True))
+            stats = replace(stats, invalid_deltas=stats.invalid_deltas + 1)
+            follow_ups.append(
+                {"kind": "invalid_delta", "sender": sender_id, "event": event.event_id}
+            )
+            continue
+        removed.append(event.event_id)
+        if status != "failed":
+            continue
+        assert exception is not None
+        if sender.failure_listener == "dlq":  # R24
+            dead_letters = dead_letters.append(dead_letter(sender, event, exception))
+            stats = replace(stats, dlq_records=stats.dlq_records + 1)
+            kind = "dlq"
+        else:  # R18: Geode's default listener logs and drops: data loss
+            stats = replace(stats, events_dropped=stats.events_dropped + 1)
+            kind = "dropped"
+        follow_ups.append(
+            {"kind": kind, "sender": sender_id, "event": event.event_id, "exception": exception}
+        )
+    updated = replace(
+        current,
+        queue=current.queue.replace_prefix(len(batch), tuple(kept)),
+        in_flight=None,
+        ack_message=None,
+        stats=stats,
+        dead_letters=dead_letters,
+    )
+    acked: Observation = {
+        "kind": "acked",
+        "sender": sender_id,
+        "batch_id": ack.batch_id,
+        "removed": removed,
+    }
+    return replace(state, senders=state.senders.set(sender_id, updated)), [acked, *follow_ups]
+
+
+def timeouts(config: Config, state: State) -> tuple[State, list[Observation]]:
+    """R20: every sender whose ack is overdue loses the connection and will resend."""
+    observations: list[Observation] = []
+    now = state.time
+    for sender in config.senders:
+        current = state.senders[sender.id]
+        in_flight = current.in_flight
+        if (
+            not state.sites[sender.site].up
+            or in_flight is None
+            or now < in_flight.sent_at + sender.ack_timeout_ms
+        ):
+            continue
+        count = len(in_flight.event_ids)
+        flagged = tuple(
+            replace(event, possible_duplicate=True) for event in current.queue.prefix(count)
+        )
+        updated = replace(
+            current,
+            queue=current.queue.replace_prefix(count, flagged),
+            in_flight=None,
+            batch_message=None,
+            ack_message=None,
+            next_retry_at=now + sender.retry_interval_ms,
+            stats=replace(current.stats, batches_timed_out=current.stats.batches_timed_out + 1),
+        )
+        state = replace(state, senders=state.senders.set(sender.id, updated))
+        observations.append(
+            {
+                "kind": "timeout",
+                "sender": sender.id,
+                "batch_id": in_flight.batch_id,
+                "events": list(in_flight.event_ids),
+            }
+        )
+    return state, observations

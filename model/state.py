@@ -1,0 +1,189 @@
+"""The model's state: immutable records only (R1, R2, R12, R13, R24's dead letters).
+
+Nothing here is ever mutated once built; a step returns new records and shares the rest.
+Maps are `immutables.Map` (a hash array mapped trie) so that one step costs the same
+whatever the number of keys or events already seen, and queues are `Seq`, a persistent
+sequence on top of such a map.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Generic, Literal, TypeVar
+
+from immutables import Map
+
+from traces.ops import Value
+
+T = TypeVar("T")
+
+Tag = tuple[int, int, int]  # R2: [entry_version, timestamp, dsid]
+OpLabel = Literal["create", "update", "destroy"]
+Status = Literal["ok", "duplicate", "conflict", "failed", "invalid_delta"]
+
+
+@dataclass(frozen=True, slots=True)
+class Seq(Generic[T]):
+    """A persistent FIFO sequence: O(log n) append, prefix read and prefix replacement.
+
+    Item `i` (0-based) lives at map key `start + i`; replacing a prefix shifts `start`.
+    """
+
+    start: int = 0
+    items: Map[int, T] = Map()
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __iter__(self) -> Iterator[T]:
+        return (self.items[self.start + i] for i in range(len(self.items)))
+
+    def __getitem__(self, index: int) -> T:
+        return self.items[self.start + index]
+
+    def append(self, item: T) -> Seq[T]:
+        return Seq(self.start, self.items.set(self.start + len(self.items), item))
+
+    def prefix(self, count: int) -> tuple[T, ...]:
+        return tuple(self.items[self.start + i] for i in range(min(count, len(self.items))))
+
+    def replace_prefix(self, count: int, new_items: tuple[T, ...]) -> Seq[T]:
+        """The sequence with its first `count` items replaced by `new_items`."""
+        items = self.items
+        for i in range(count):
+            items = items.delete(self.start + i)
+        start = self.start + count - len(new_items)
+        for i, item in enumerate(new_items):
+            items = items.set(start + i, item)
+        return Seq(start, items)
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """R2: a region entry; `value` None is a tombstone."""
+
+    value: Value | None
+    version: Tag
+
+
+@dataclass(frozen=True, slots=True)
+class GatewayEvent:
+    """R11/R22: one queued gateway event. It always keeps its full value (or tombstone)."""
+
+    event_id: str
+    origin: int
+    key: str
+    op: OpLabel
+    value: Value | None
+    version: Tag
+    base_version: Tag | None  # the entry's tag before a delta update (R10)
+    delta: Value | None  # the changes of a `delta` operation, else None
+    converted: bool  # R19: converted to ship its full value
+    recipients: frozenset[int]
+    possible_duplicate: bool
+    enqueued_at: int
+
+
+@dataclass(frozen=True, slots=True)
+class BatchMessage:
+    """A batch in the network (R15): events as shipped, each with 'ships as delta' (R14)."""
+
+    batch_id: int
+    events: tuple[tuple[GatewayEvent, bool], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class AckMessage:
+    """R17: the receiver's answer: one (status, exception) per event of the batch."""
+
+    batch_id: int
+    statuses: tuple[tuple[Status, str | None], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class InFlight:
+    """R13: the one unacknowledged batch; its events are the queue's first ones."""
+
+    batch_id: int
+    event_ids: tuple[str, ...]
+    sent_at: int
+
+
+@dataclass(frozen=True, slots=True)
+class DeadLetter:
+    """R24: a dead-letter record; `value` is absent (None, has_value False) when secure."""
+
+    event_id: str
+    sender: str
+    key: str
+    op: OpLabel
+    exception: str
+    version: Tag
+    value: Value | None
+    has_value: bool
+
+
+@dataclass(frozen=True, slots=True)
+class SiteStats:
+    applied: int = 0
+    duplicates: int = 0
+    conflicts: int = 0
+    failures: int = 0
+    retries: int = 0
+    invalid_deltas: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class SenderStats:
+    batches_sent: int = 0
+    events_sent: int = 0
+    events_resent: int = 0
+    bytes_full: int = 0
+    bytes_delta: int = 0
+    batches_timed_out: int = 0
+    connection_failures: int = 0
+    events_dropped: int = 0
+    invalid_deltas: int = 0
+    dlq_records: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Site:
+    """R1: one distributed system: its region, its applied-event memory (R16.1), counters."""
+
+    up: bool = True
+    seq: int = 0  # R3: the last sequence number given out
+    entries: Map[str, Entry] = Map()
+    applied: Map[str, bool] = Map()  # ids applied with status ok; used as a set
+    stats: SiteStats = SiteStats()
+
+
+@dataclass(frozen=True, slots=True)
+class Sender:
+    """A gateway sender's state (R12-R15, R18-R20, R24)."""
+
+    queue: Seq[GatewayEvent] = Seq()
+    in_flight: InFlight | None = None
+    next_retry_at: int = 0
+    last_batch_id: int = 0  # R15: batch ids 1, 2, ... never reset
+    batch_message: BatchMessage | None = None
+    ack_message: AckMessage | None = None
+    stats: SenderStats = SenderStats()
+    dead_letters: Seq[DeadLetter] = Seq()
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    """An injected receiver failure (`fail`): attempts left and the exception name."""
+
+    exception: str
+    remaining: int
+
+
+@dataclass(frozen=True, slots=True)
+class State:
+    time: int
+    sites: Map[int, Site]
+    senders: Map[str, Sender]
+    failures: Map[tuple[int, str], Failure]
