@@ -99,11 +99,11 @@ class Config:
         }
 
 
-_SENDER_INTS: dict[str, int] = {  # field -> smallest allowed value
-    "batch_size": 1,
-    "batch_time_interval_ms": 0,
-    "ack_timeout_ms": 1,
-    "retry_interval_ms": 0,
+_SENDER_INTS: dict[str, tuple[int, int]] = {  # field -> (default, smallest allowed value)
+    "batch_size": (100, 1),
+    "batch_time_interval_ms": (1000, 0),
+    "ack_timeout_ms": (10000, 1),
+    "retry_interval_ms": (5000, 0),
 }
 
 
@@ -197,8 +197,8 @@ def _parse_sender(raw: Any, where: str, sites: set[int]) -> SenderConfig:
     if site == remote:
         raise ConfigError(f"{where}.remote: a sender cannot ship to its own site {site} (R6)")
     ints = {
-        name: _int_field(obj, name, where, SenderConfig.__dataclass_fields__[name].default, least)
-        for name, least in _SENDER_INTS.items()
+        name: _int_field(obj, name, where, default, least)
+        for name, (default, least) in _SENDER_INTS.items()
     }
     listener = obj.get("failure_listener")
     if listener not in FAILURE_LISTENERS:
