@@ -6,12 +6,23 @@ early: 1 duplicate, 2 injected failure (with retries), 3 conflict, 4 delta base,
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import replace
 
-from model.state import AckMessage, Entry, GatewayEvent, Site, State, Status, Tag
+from immutables import Map
+
+from model.state import AckMessage, Entry, Failure, GatewayEvent, Sender, State, Status, Tag
 from traces.config import Config
 from traces.observations import Observation
 from traces.ops import Value
+
+_STAT_OF_STATUS: dict[Status, str] = {  # the site counter each R16 status adds to
+    "ok": "applied",
+    "duplicate": "duplicates",
+    "conflict": "conflicts",
+    "failed": "failures",
+    "invalid_delta": "invalid_deltas",
+}
 
 
 def wins(incoming: Tag, current: Tag) -> bool:
@@ -24,97 +35,89 @@ def wins(incoming: Tag, current: Tag) -> bool:
 
 
 def forward(
-    config: Config, state: State, site_id: int, event: GatewayEvent
-) -> tuple[State, list[Observation]]:
+    config: Config, senders: Map[str, Sender], site_id: int, event: GatewayEvent, now: int
+) -> tuple[Map[str, Sender], list[Observation]]:
     """R22: offer an event applied at `site_id` to that site's senders, in sorted id order."""
     senders_here = config.senders_at(site_id)
     recipients = event.recipients | {s.remote for s in senders_here}
-    senders = state.senders
     observations: list[Observation] = []
     for sender in senders_here:
         if sender.remote == event.origin or sender.remote in event.recipients:
             continue
-        copy = replace(
-            event, recipients=recipients, possible_duplicate=False, enqueued_at=state.time
-        )
+        copy = replace(event, recipients=recipients, possible_duplicate=False, enqueued_at=now)
         current = senders[sender.id]
         senders = senders.set(sender.id, replace(current, queue=current.queue.append(copy)))
         observations.append(
             {"kind": "forwarded", "site": site_id, "sender": sender.id, "event": event.event_id}
         )
-    return replace(state, senders=senders), observations
+    return senders, observations
 
 
-def attempt(config: Config, state: State, site_id: int, key: str) -> tuple[State, str | None, int]:
+def attempt(
+    retry_attempts: int, failures: Map[tuple[int, str], Failure], site_id: int, key: str
+) -> tuple[Map[tuple[int, str], Failure], str | None, int]:
     """R16.2: run the receiver's attempts against an injected failure.
 
-    Returns the new state, the exception if every attempt failed (else None) and the
+    Returns the failures left, the exception if every attempt failed (else None) and the
     number of retries made. Attempts allowed: 1 + retry_attempts; unbounded with -1.
     """
-    failure = state.failures.get((site_id, key))
+    failure = failures.get((site_id, key))
     if failure is None or failure.remaining == 0:
-        return state, None, 0
-    retry_attempts = config.receiver(site_id).retry_attempts
+        return failures, None, 0
     allowed = failure.remaining + 1 if retry_attempts == -1 else 1 + retry_attempts
     failed_attempts = min(allowed, failure.remaining)
     succeeded = failed_attempts < allowed
     attempts = failed_attempts + (1 if succeeded else 0)
-    failures = state.failures.set(
+    failures = failures.set(
         (site_id, key), replace(failure, remaining=failure.remaining - failed_attempts)
     )
-    state = replace(state, failures=failures)
-    return state, None if succeeded else failure.exception, attempts - 1
+    return failures, None if succeeded else failure.exception, attempts - 1
 
 
 def deliver(config: Config, state: State, sender_id: str) -> tuple[State, list[Observation]]:
-    """R16, R17: the remote site applies the batch in the network and answers with an ack."""
+    """R16, R17: the remote site applies the batch in the network and answers with an ack.
+
+    The site's region, applied-event memory and counters are carried through the batch
+    in local variables and stored once at the end.
+    """
     sender = config.sender(sender_id)
     site_id = sender.remote
+    retry_attempts = config.receiver(site_id).retry_attempts
     message = state.senders[sender_id].batch_message
     assert message is not None  # enabled() guarantees the batch is in the network
+    site = state.sites[site_id]
+    entries, applied, failures, senders = site.entries, site.applied, state.failures, state.senders
+    counts = Counter[str]()
     observations: list[Observation] = []
     statuses: list[tuple[Status, str | None]] = []
     for event, as_delta in message.events:
-        site: Site = state.sites[site_id]
         status: Status
         exception: str | None = None
         built: Value | None = None
-        stats = site.stats
-        if event.event_id in site.applied:  # R16.1
+        current = entries.get(event.key)
+        if event.event_id in applied:  # R16.1
             status = "duplicate"
-            stats = replace(stats, duplicates=stats.duplicates + 1)
         else:
-            state, exception, retries = attempt(config, state, site_id, event.key)  # R16.2
-            stats = replace(stats, retries=stats.retries + retries)
-            current = site.entries.get(event.key)
+            failures, exception, retries = attempt(retry_attempts, failures, site_id, event.key)
+            counts["retries"] += retries  # R16.2
             if exception is not None:
                 status = "failed"
-                stats = replace(stats, failures=stats.failures + 1)
             elif current is not None and not wins(event.version, current.version):  # R16.3
                 status = "conflict"
-                stats = replace(stats, conflicts=stats.conflicts + 1)
             elif as_delta and (
                 current is None or current.value is None or current.version != event.base_version
             ):  # R16.4
                 status = "invalid_delta"
-                stats = replace(stats, invalid_deltas=stats.invalid_deltas + 1)
             else:  # R16.5
                 status = "ok"
-                stats = replace(stats, applied=stats.applied + 1)
+                value = event.value
                 if as_delta:
                     assert current is not None and current.value is not None
                     assert event.delta is not None
-                    built = {**current.value, **event.delta}
-                    value: Value | None = built
-                else:
-                    value = event.value
-                site = replace(
-                    site,
-                    entries=site.entries.set(event.key, Entry(value, event.version)),
-                    applied=site.applied.set(event.event_id, True),
-                )
-        site = replace(site, stats=stats)
-        state = replace(state, sites=state.sites.set(site_id, site))
+                    value = built = {**current.value, **event.delta}
+                entries = entries.set(event.key, Entry(value, event.version))
+                applied = applied.set(event.event_id, True)
+        counts[_STAT_OF_STATUS[status]] += 1
         observation: Observation = {
             "kind": "applied",
             "site": site_id,
@@ -130,12 +133,23 @@ def deliver(config: Config, state: State, sender_id: str) -> tuple[State, list[O
         observations.append(observation)
         statuses.append((status, exception))
         if status == "ok":
-            state, forwarded = forward(config, state, site_id, event)  # R22
+            senders, forwarded = forward(config, senders, site_id, event, state.time)  # R22
             observations.extend(forwarded)
-    current_sender = state.senders[sender_id]
+    stats = site.stats
+    site = replace(
+        site,
+        entries=entries,
+        applied=applied,
+        stats=replace(stats, **{name: getattr(stats, name) + n for name, n in counts.items()}),
+    )
     updated = replace(
-        current_sender,
+        senders[sender_id],
         batch_message=None,
         ack_message=AckMessage(message.batch_id, tuple(statuses)),  # R17
     )
-    return replace(state, senders=state.senders.set(sender_id, updated)), observations
+    return replace(
+        state,
+        sites=state.sites.set(site_id, site),
+        senders=senders.set(sender_id, updated),
+        failures=failures,
+    ), observations
