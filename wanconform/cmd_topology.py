@@ -1,0 +1,153 @@
+"""`wanconform topology`: is a WAN topology supported (R23)? Which paths duplicate (R22)?
+
+    wanconform topology CONFIG_OR_TRACE [--json] [--svg OUT]
+    wanconform topology --site 1=ln-cache.xml --site 2=ny-cache.xml [--json] [--svg OUT]
+
+The input is a SPEC §2 configuration (`{"sites": ...}` or `{"config": {...}}`), a trace
+file (its first line holds the configuration), or one Geode cache.xml / gfsh script per
+site. Exit status: 0 supported, 1 unsupported (a site receives an event along two paths),
+2 bad input. The SVG is written atomically, and only once the analysis has succeeded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from typing import Any
+
+from conformance.topology import TopologyAnalysis, analyse_topology
+from reports.topology_svg import render_topology_svg
+from traces.canonical import canonical_json
+from traces.config import Config, parse_config
+from traces.tracefile import decode_line, parse_trace_lines
+from wanconform.cmd_import import add_site_option, load_geode_sites, write_text_atomically
+from wanconform.errors import ConfigError, TraceError, WanconformError
+
+EXIT_SUPPORTED = 0
+EXIT_UNSUPPORTED = 1
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "topology",
+        help="check that a WAN topology is supported (R23) and name duplicate paths",
+        description=(
+            "Simulate R22 forwarding from every origin site and list every path along which "
+            "an event reaches each site. The topology is supported when no site is reached "
+            "along two paths (R23). Exit 0 supported, 1 unsupported, 2 bad input."
+        ),
+    )
+    parser.add_argument(
+        "source",
+        nargs="?",
+        metavar="CONFIG_OR_TRACE",
+        help='a configuration ({"sites": ...} or {"config": {...}}) or a trace file',
+    )
+    add_site_option(parser, required=False)
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help="print exactly one line of JSON: supported, duplicates, unreachable",
+    )
+    parser.add_argument("--svg", metavar="OUT", help="also draw the topology as an SVG file")
+    parser.set_defaults(func=run)
+
+
+def load_config_or_trace(path: str) -> Config:
+    """The configuration of a config file (either form) or of a trace file."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read()
+    except FileNotFoundError:
+        raise TraceError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise TraceError(f"{path}: is a directory, not a configuration or trace file") from None
+    except PermissionError:
+        raise TraceError(f"{path}: permission denied") from None
+    except UnicodeDecodeError as exc:
+        raise TraceError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    if not text.strip():
+        raise TraceError(f"{path}: empty file: expected a configuration or a trace")
+    try:
+        document = decode_line(text)
+    except json.JSONDecodeError as exc:
+        if exc.msg == "Extra data":  # several JSON values: JSON Lines, so a trace
+            return parse_trace_lines(text.splitlines(), path).config
+        raise TraceError(f"{path}:{exc.lineno}: not valid JSON: {exc.msg}") from None
+    except ValueError as exc:
+        raise TraceError(f"{path}: not valid JSON: {exc}") from None
+    if isinstance(document, dict) and set(document) == {"config"}:
+        prefix, raw = "config.", document["config"]
+    elif isinstance(document, dict) and "sites" in document:
+        prefix, raw = "", document
+    else:
+        raise TraceError(
+            f'{path}: not a configuration: expected {{"sites": [...], ...}} or '
+            '{"config": {...}} (SPEC §2), or a trace file'
+        )
+    try:
+        return parse_config(raw)
+    except ConfigError as exc:
+        raise ConfigError(f"{path}: {prefix}{exc}") from None
+
+
+def _path_text(path: tuple[int, ...]) -> str:
+    return " -> ".join(str(site) for site in path)
+
+
+def format_table(analysis: TopologyAnalysis) -> str:
+    """The human-readable report: senders, then per origin each site and its paths."""
+    lines = [f"Topology: sites {', '.join(map(str, analysis.sites))}"]
+    for edge in sorted(analysis.senders, key=lambda e: (e.site, e.remote)):
+        lines.append(f"  sender {edge.sender}: {edge.site} -> {edge.remote}")
+    if not analysis.senders:
+        lines.append("  (no senders)")
+    for origin in analysis.sites:
+        lines.append("")
+        lines.append(f"Events written at site {origin}:")
+        lines.append(f"  {'site':>6}  {'paths':>5}  path(s)")
+        deliveries = {d.site: d for d in analysis.deliveries_from(origin)}
+        for site in analysis.sites:
+            delivery = deliveries.get(site)
+            if site == origin:
+                continue
+            if delivery is None:
+                lines.append(f"  {site:>6}  {0:>5}  unreachable")
+                continue
+            mark = "   <-- DUPLICATE (R23)" if delivery.is_duplicate else ""
+            paths = "; ".join(_path_text(p) for p in delivery.paths)
+            lines.append(f"  {site:>6}  {len(delivery.paths):>5}  {paths}{mark}")
+    lines.append("")
+    if analysis.supported:
+        lines.append("Verdict: supported (R23): every reached site receives each event once.")
+    else:
+        lines.append(
+            f"Verdict: UNSUPPORTED (R23): {len(analysis.duplicates)} (origin, site) pair(s) "
+            "receive the same event along more than one path:"
+        )
+        for delivery in analysis.duplicates:
+            paths = "; ".join(_path_text(p) for p in delivery.paths)
+            lines.append(f"  from {delivery.origin} to {delivery.site}: {paths}")
+    if analysis.unreachable:
+        lines.append(f"{len(analysis.unreachable)} (origin, site) pair(s) are unreachable.")
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> int:
+    if (args.source is None) == (not args.site):
+        raise WanconformError(
+            "topology: give either CONFIG_OR_TRACE or one --site DSID=FILE per site, not "
+            + ("both" if args.source is not None else "neither")
+        )
+    config = load_config_or_trace(args.source) if args.source else load_geode_sites(args.site)
+    analysis = analyse_topology(config)
+    if args.svg:
+        if os.path.isdir(args.svg):
+            raise WanconformError(f"{args.svg}: is a directory; --svg needs a file name")
+        write_text_atomically(args.svg, render_topology_svg(analysis))
+    if args.json:
+        print(canonical_json(analysis.to_json()))
+    else:
+        print(format_table(analysis))
+    return EXIT_SUPPORTED if analysis.supported else EXIT_UNSUPPORTED
