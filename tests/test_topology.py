@@ -1,0 +1,499 @@
+"""R22 forwarding paths and the R23 verdict: static analysis, CLI, SVG, and the model.
+
+The static analysis (`conformance.topology`) is pinned on the topologies the documents
+name: fully connected mesh, ring, star rooted anywhere, chain, and the unsupported
+diamond 1->2, 1->3, 2->4, 3->4. A property test replays random small topologies on the
+reference model and checks that it agrees with the static verdict.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter
+from itertools import pairwise, permutations
+from pathlib import Path
+
+import defusedxml.ElementTree as SafeET
+import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
+
+import conformance.topology as topology
+from conformance.topology import (
+    Delivery,
+    TopologyAnalysis,
+    TopologyTooLargeError,
+    UnreachablePair,
+    analyse_topology,
+    delivery_paths,
+    sender_graph,
+)
+from reports.topology_svg import render_topology_svg
+from traces.config import Config, parse_config
+from wanconform.cli import main
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "traces" / "examples" / "topologies"
+GEODE = Path(__file__).resolve().parent / "data" / "geode"
+
+
+def wan(edges: list[tuple[int, int]], sites: list[int] | None = None) -> Config:
+    """A configuration with one sender per edge, named `s{site}to{remote}`."""
+    if sites is None:
+        sites = sorted({site for edge in edges for site in edge})
+    senders = [{"id": f"s{u}to{v}", "site": u, "remote": v} for u, v in edges]
+    return parse_config({"sites": sites, "senders": senders})
+
+
+def mesh(sites: list[int]) -> Config:
+    return wan([(u, v) for u in sites for v in sites if u != v], sites)
+
+
+def star(hub: int, sites: list[int]) -> Config:
+    spokes = [s for s in sites if s != hub]
+    return wan([edge for s in spokes for edge in ((hub, s), (s, hub))], sites)
+
+
+DIAMOND = wan([(1, 2), (1, 3), (2, 4), (3, 4)])
+
+
+def all_paths(analysis: TopologyAnalysis) -> dict[tuple[int, int], tuple[tuple[int, ...], ...]]:
+    return {(d.origin, d.site): d.paths for d in analysis.deliveries}
+
+
+# --- static analysis: exact results ------------------------------------------------------
+
+
+@pytest.mark.parametrize("sites", [[1, 2, 3], [1, 2, 3, 4]], ids=["mesh3", "mesh4"])
+def test_r23_fully_connected_mesh_is_supported_with_direct_paths_only(sites: list[int]) -> None:
+    analysis = analyse_topology(mesh(sites))
+    assert analysis.supported
+    assert analysis.unreachable == ()
+    # The origin's recipients set already names every site: nothing is re-forwarded.
+    assert all_paths(analysis) == {(o, s): ((o, s),) for o in sites for s in sites if o != s}
+
+
+def test_r23_ring_is_supported_and_stops_before_the_origin() -> None:
+    analysis = analyse_topology(wan([(1, 2), (2, 3), (3, 4), (4, 1)]))
+    assert analysis.supported
+    assert analysis.unreachable == ()
+    ring = [1, 2, 3, 4]
+    expected = {}
+    for start in range(4):
+        order = ring[start:] + ring[:start]
+        for length in range(2, 5):
+            expected[(order[0], order[length - 1])] = (tuple(order[:length]),)
+    assert all_paths(analysis) == expected
+
+
+def test_r23_bidirectional_ring_of_four_is_unsupported() -> None:
+    # Both neighbours of the origin forward to the opposite site: a diamond in disguise.
+    analysis = analyse_topology(
+        wan([(1, 2), (2, 1), (2, 3), (3, 2), (3, 4), (4, 3), (4, 1), (1, 4)])
+    )
+    assert not analysis.supported
+    assert [(d.origin, d.site, d.paths) for d in analysis.duplicates] == [
+        (1, 3, ((1, 2, 3), (1, 4, 3))),
+        (2, 4, ((2, 1, 4), (2, 3, 4))),
+        (3, 1, ((3, 2, 1), (3, 4, 1))),
+        (4, 2, ((4, 1, 2), (4, 3, 2))),
+    ]
+
+
+@pytest.mark.parametrize("hub", [1, 2, 3, 4])
+def test_r23_star_rooted_at_any_site_is_supported(hub: int) -> None:
+    sites = [1, 2, 3, 4]
+    analysis = analyse_topology(star(hub, sites))
+    assert analysis.supported
+    assert analysis.unreachable == ()
+    spokes = [s for s in sites if s != hub]
+    expected: dict[tuple[int, int], tuple[tuple[int, ...], ...]]
+    expected = {(hub, s): ((hub, s),) for s in spokes}
+    for a, b in permutations(spokes, 2):
+        expected[(a, hub)] = ((a, hub),)
+        expected[(a, b)] = ((a, hub, b),)  # the hub forwards; the spokes never do
+    assert all_paths(analysis) == expected
+
+
+def test_r23_one_way_chain_is_supported_and_reports_unreachable_pairs() -> None:
+    analysis = analyse_topology(wan([(1, 2), (2, 3), (3, 4)]))
+    assert analysis.supported
+    assert all_paths(analysis) == {
+        (1, 2): ((1, 2),),
+        (1, 3): ((1, 2, 3),),
+        (1, 4): ((1, 2, 3, 4),),
+        (2, 3): ((2, 3),),
+        (2, 4): ((2, 3, 4),),
+        (3, 4): ((3, 4),),
+    }
+    assert analysis.unreachable == tuple(
+        UnreachablePair(o, s) for o, s in [(2, 1), (3, 1), (3, 2), (4, 1), (4, 2), (4, 3)]
+    )
+
+
+def test_r23_two_way_chain_is_a_tree_and_supported() -> None:
+    analysis = analyse_topology(wan([(1, 2), (2, 1), (2, 3), (3, 2), (3, 4), (4, 3)]))
+    assert analysis.supported
+    assert analysis.unreachable == ()
+    assert all_paths(analysis)[(4, 1)] == ((4, 3, 2, 1),)
+    assert all_paths(analysis)[(1, 4)] == ((1, 2, 3, 4),)
+
+
+def test_r23_diamond_is_unsupported_and_names_both_paths_to_site_4() -> None:
+    analysis = analyse_topology(DIAMOND)
+    assert not analysis.supported
+    assert analysis.duplicates == (Delivery(1, 4, ((1, 2, 4), (1, 3, 4))),)
+    assert analysis.to_json() == {
+        "supported": False,
+        "duplicates": [{"origin": 1, "site": 4, "paths": [[1, 2, 4], [1, 3, 4]]}],
+        "unreachable": [
+            {"origin": o, "site": s}
+            for o, s in [(2, 1), (2, 3), (3, 1), (3, 2), (4, 1), (4, 2), (4, 3)]
+        ],
+    }
+    assert analysis.duplicate_edges() == {(1, 2), (2, 4), (1, 3), (3, 4)}
+
+
+def test_r22_duplicate_site_forwards_from_both_arrivals() -> None:
+    # Site 4 of the diamond forwards to 5 on each arrival; 5 is reached twice as well.
+    analysis = analyse_topology(wan([(1, 2), (1, 3), (2, 4), (3, 4), (4, 5)]))
+    assert all_paths(analysis)[(1, 5)] == ((1, 2, 4, 5), (1, 3, 4, 5))
+
+
+def test_r22_recipients_as_received_decide_forwarding_not_reachability() -> None:
+    # 1 ships to 2 and 3, so the copy at 2 names 3 as a recipient: 2 does not forward
+    # to 3 although 2 -> 3 is an edge. Plain graph paths would count 1 -> 2 -> 3 too.
+    analysis = analyse_topology(wan([(1, 2), (1, 3), (2, 3)]))
+    assert analysis.supported
+    assert all_paths(analysis)[(1, 3)] == ((1, 3),)
+    assert all_paths(analysis)[(2, 3)] == ((2, 3),)
+
+
+def test_no_senders_means_every_pair_is_unreachable() -> None:
+    analysis = analyse_topology(parse_config({"sites": [1, 2, 3]}))
+    assert analysis.supported
+    assert analysis.deliveries == ()
+    assert len(analysis.unreachable) == 6
+
+
+def test_sender_graph_has_one_edge_per_sender_with_its_id() -> None:
+    graph = sender_graph(DIAMOND)
+    assert sorted(graph.nodes) == [1, 2, 3, 4]
+    assert sorted(graph.edges(data="sender")) == [
+        (1, 2, "s1to2"),
+        (1, 3, "s1to3"),
+        (2, 4, "s2to4"),
+        (3, 4, "s3to4"),
+    ]
+
+
+def test_enumeration_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(topology, "MAX_ARRIVALS_PER_ORIGIN", 2)
+    with pytest.raises(TopologyTooLargeError, match="origin 1"):
+        delivery_paths(sender_graph(DIAMOND), 1)
+
+
+# --- property: paths are simple, and the static verdict is the model's --------------------
+
+
+@st.composite
+def random_topologies(draw: st.DrawFn) -> Config:
+    """2-5 sites with arbitrary dsids and any set of senders; sender ids in random order."""
+    sites = sorted(draw(st.sets(st.integers(1, 12), min_size=2, max_size=5)))
+    pairs = [(u, v) for u in sites for v in sites if u != v]
+    edges = draw(st.lists(st.sampled_from(pairs), unique=True, max_size=len(pairs)))
+    names = draw(st.permutations(range(len(edges))))  # R22 offers in sorted id order
+    senders = [{"id": f"g{names[i]:02d}", "site": u, "remote": v} for i, (u, v) in enumerate(edges)]
+    return parse_config({"sites": sites, "senders": senders})
+
+
+@given(random_topologies())
+def test_r22_paths_are_simple_sender_walks(config: Config) -> None:
+    graph = sender_graph(config)
+    for delivery in analyse_topology(config).deliveries:
+        for path in delivery.paths:
+            assert path[0] == delivery.origin and path[-1] == delivery.site
+            assert len(set(path)) == len(path) <= len(config.sites)
+            assert all(graph.has_edge(a, b) for a, b in pairwise(path))
+
+
+def replay_one_put_per_origin(config: Config) -> Counter[tuple[int, int]]:
+    """Put one key per origin, settle, and count each (origin, site) arrival (ok+duplicate).
+
+    Keys differ per origin, so no arrival is a conflict (R16) that would stop forwarding.
+    """
+    from model import Engine  # the reference model (R1-R25)
+    from traces.ops import Put, Settle
+
+    engine = Engine(config)
+    origin_of: dict[str, int] = {}
+    for origin in config.sites:
+        for observation in engine.apply(Put(site=origin, key=f"k{origin}", value={"v": origin})):
+            if observation["kind"] == "enqueued":
+                origin_of[observation["event"]] = origin
+    arrivals: Counter[tuple[int, int]] = Counter()
+    for observation in engine.apply(Settle()):
+        if observation["kind"] != "applied":
+            continue
+        assert observation["status"] in ("ok", "duplicate"), observation
+        arrivals[(origin_of[observation["event"]], observation["site"])] += 1
+    return arrivals
+
+
+@given(random_topologies())
+@example(DIAMOND)
+@example(wan([(1, 2), (2, 1), (2, 3), (3, 2), (3, 4), (4, 3), (4, 1), (1, 4)]))
+@example(star(2, [1, 2, 3, 4]))
+def test_r23_static_verdict_agrees_with_the_reference_model(config: Config) -> None:
+    pytest.importorskip("model", reason="the reference model (model/) is not importable yet")
+    analysis = analyse_topology(config)
+    arrivals = replay_one_put_per_origin(config)
+    static = all_paths(analysis)
+    assert set(arrivals) == set(static)  # the same (origin, site) pairs are reached
+    assert all(origin != site for origin, site in arrivals)  # P4: never back to the origin
+    model_supported = all(count == 1 for count in arrivals.values())
+    assert model_supported == analysis.supported
+    for pair, count in arrivals.items():
+        # The model forwards only first arrivals (R16 duplicate), so it may see fewer.
+        assert 1 <= count <= len(static[pair])
+
+
+# --- the command line --------------------------------------------------------------------
+
+
+def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def write_json(path: Path, document: object) -> str:
+    path.write_text(json.dumps(document), encoding="utf-8")
+    return str(path)
+
+
+EXAMPLE_VERDICTS = {
+    "mesh-3": 0,
+    "mesh-4": 0,
+    "ring-4": 0,
+    "star-4": 0,
+    "chain-4": 0,
+    "hybrid-mesh-and-spoke-4": 0,
+    "bidirectional-ring-4": 1,
+    "diamond": 1,
+}
+
+
+@pytest.mark.parametrize("name", sorted(EXAMPLE_VERDICTS))
+def test_cli_example_topologies(capsys: pytest.CaptureFixture[str], name: str) -> None:
+    code, out, err = run_cli(capsys, "topology", str(EXAMPLES / f"{name}.json"), "--json")
+    assert code == EXAMPLE_VERDICTS[name]
+    assert err == ""
+    assert out.count("\n") == 1
+    assert json.loads(out)["supported"] is (code == 0)
+
+
+def test_cli_json_is_one_sorted_line(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    source = write_json(tmp_path / "diamond.json", DIAMOND.to_json())
+    code, out, err = run_cli(capsys, "topology", source, "--json")
+    assert (code, err) == (1, "")
+    assert (
+        out
+        == json.dumps(analyse_topology(DIAMOND).to_json(), sort_keys=True, separators=(",", ":"))
+        + "\n"
+    )
+    assert json.loads(out)["duplicates"] == [
+        {"origin": 1, "site": 4, "paths": [[1, 2, 4], [1, 3, 4]]}
+    ]
+
+
+def test_cli_accepts_config_wrapper_and_trace(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    wrapped = write_json(tmp_path / "wrapped.json", {"config": mesh([1, 2, 3]).to_json()})
+    trace = tmp_path / "mesh.jsonl"
+    trace.write_text(
+        json.dumps({"config": mesh([1, 2, 3]).to_json()})
+        + "\n"
+        + json.dumps({"op": "put", "site": 1, "key": "k", "value": {"f": 1}})
+        + "\n"
+        + json.dumps({"op": "settle"})
+        + "\n",
+        encoding="utf-8",
+    )
+    for source in (wrapped, str(trace)):
+        code, out, _ = run_cli(capsys, "topology", source, "--json")
+        assert code == 0
+        assert json.loads(out) == {"supported": True, "duplicates": [], "unreachable": []}
+
+
+def test_cli_table_names_duplicates_and_verdict(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run_cli(capsys, "topology", str(EXAMPLES / "diamond.json"))
+    assert code == 1
+    assert "1 -> 2 -> 4; 1 -> 3 -> 4   <-- DUPLICATE (R23)" in out
+    assert "Verdict: UNSUPPORTED (R23)" in out
+    assert "unreachable" in out
+
+
+def test_cli_table_for_a_supported_ring(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run_cli(capsys, "topology", str(EXAMPLES / "ring-4.json"))
+    assert code == 0
+    assert "1 -> 2 -> 3 -> 4" in out
+    assert "Verdict: supported (R23)" in out
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("{not json", "bad.json:1: not valid JSON"),
+        (
+            '{"sites": [1, 2], "senders": [{"id": "x", "site": 1, "remote": 9}]}',
+            "bad.json: senders[0].remote: site 9 is not in 'sites'",
+        ),
+        ('{"config": {"sites": []}}', "bad.json: config.sites: must be a non-empty list"),
+        ("[1, 2]", "not a configuration"),
+        ("", "empty file"),
+        ('{"config": {"sites": [1]}}\n{"op": "bogus"}\n', "bad.json:2:"),
+        ('{"sites": [1], "sites": [2]}', "appears twice"),
+    ],
+)
+def test_cli_bad_input_is_one_line_and_exit_2(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, content: str, message: str
+) -> None:
+    path = tmp_path / "bad.json"
+    path.write_text(content, encoding="utf-8")
+    svg = tmp_path / "out.svg"
+    code, out, err = run_cli(capsys, "topology", str(path), "--json", "--svg", str(svg))
+    assert code == 2
+    assert out == ""
+    assert err.count("\n") == 1 and err.startswith("wanconform: error: ")
+    assert message in err
+    assert sorted(os.listdir(tmp_path)) == ["bad.json"]  # no SVG, no temporary file
+
+
+def test_cli_missing_file(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    code, out, err = run_cli(capsys, "topology", str(tmp_path / "nope.json"))
+    assert (code, out) == (2, "")
+    assert err == f"wanconform: error: {tmp_path / 'nope.json'}: no such file\n"
+
+
+def test_cli_needs_exactly_one_source(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run_cli(capsys, "topology")
+    assert code == 2 and "neither" in err
+    code, _, err = run_cli(capsys, "topology", str(EXAMPLES / "mesh-3.json"), "--site", "1=x.xml")
+    assert code == 2 and "both" in err
+
+
+def test_cli_topology_of_imported_geode_files(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run_cli(
+        capsys,
+        "topology",
+        "--json",
+        "--site",
+        f"1={GEODE / 'diamond-1-cache.xml'}",
+        "--site",
+        f"2={GEODE / 'diamond-2-cache.xml'}",
+        "--site",
+        f"3={GEODE / 'diamond-3.gfsh'}",
+        "--site",
+        f"4={GEODE / 'diamond-4.gfsh'}",
+    )
+    assert code == 1
+    assert json.loads(out) == analyse_topology(DIAMOND).to_json()
+    assert err == ""  # nothing ignored in these files
+
+
+def test_cli_import_warnings_go_to_stderr(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run_cli(
+        capsys,
+        "topology",
+        "--json",
+        "--site",
+        f"1={GEODE / 'ln-cache.xml'}",
+        "--site",
+        f"2={GEODE / 'ny-cache.xml'}",
+    )
+    assert code == 0
+    assert json.loads(out)["supported"] is True
+    assert "wanconform: warning: " in err and "enable-batch-conflation" in err
+
+
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        ("billion-laughs.xml", "declares the XML entity 'lol'"),
+        ("external-entity.xml", "declares the XML entity 'secret'"),
+        ("external-dtd.xml", "external resource 'http://www.gemstone.com/dtd/cache7_0.dtd'"),
+        ("malformed.xml", "malformed.xml:4: not well-formed XML"),
+        ("unknown-option.gfsh", "unknown option --batch-sise (did you mean --batch-size?)"),
+    ],
+)
+def test_cli_hostile_or_bad_geode_file_exit_2(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, name: str, message: str
+) -> None:
+    svg = tmp_path / "out.svg"
+    code, out, err = run_cli(
+        capsys,
+        "topology",
+        "--svg",
+        str(svg),
+        "--site",
+        f"1={GEODE / name}",
+        "--site",
+        f"2={GEODE / 'ny.gfsh'}",
+    )
+    assert (code, out) == (2, "")
+    assert err.count("\n") == 1 and message in err and name in err
+    assert not svg.exists()
+
+
+# --- SVG ---------------------------------------------------------------------------------
+
+
+def test_svg_is_well_formed_deterministic_and_highlights_duplicates(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    first, second = tmp_path / "a.svg", tmp_path / "b.svg"
+    for out in (first, second):
+        code, _, _ = run_cli(capsys, "topology", str(EXAMPLES / "diamond.json"), "--svg", str(out))
+        assert code == 1
+    data = first.read_bytes()
+    assert data == second.read_bytes()
+    assert sorted(os.listdir(tmp_path)) == ["a.svg", "b.svg"]  # no temporary files left
+    root = SafeET.fromstring(data)
+    ns = {"svg": "http://www.w3.org/2000/svg"}
+    assert root.tag == "{http://www.w3.org/2000/svg}svg"
+    red = [p for p in root.iterfind(".//svg:path", ns) if "duplicate" in p.get("class", "")]
+    assert len(red) == 4  # the four hops of 1->2->4 and 1->3->4
+    texts = ["".join(t.itertext()) for t in root.iterfind(".//svg:text", ns)]
+    assert "site 4 gets each event of site 1 2 times: 1 → 2 → 4; 1 → 3 → 4" in texts
+    assert "from site 4: site(s) 1, 2, 3" in texts
+    assert b"http" not in data.replace(b"http://www.w3.org/2000/svg", b"")  # no external refs
+
+
+def test_svg_escapes_sender_ids() -> None:
+    config = parse_config({"sites": [1, 2], "senders": [{"id": '<b>&"x"', "site": 1, "remote": 2}]})
+    svg = render_topology_svg(analyse_topology(config))
+    root = SafeET.fromstring(svg.encode("utf-8"))
+    texts = ["".join(t.itertext()) for t in root.iter("{http://www.w3.org/2000/svg}text")]
+    assert '<b>&"x"' in texts
+    assert "<b>" not in svg
+
+
+@pytest.mark.parametrize("sites", [[7], [1, 2], [1, 2, 3, 4, 5]])
+def test_svg_renders_any_number_of_sites(sites: list[int]) -> None:
+    svg = render_topology_svg(analyse_topology(mesh(sites)))
+    root = SafeET.fromstring(svg.encode("utf-8"))
+    circles = list(root.iter("{http://www.w3.org/2000/svg}circle"))
+    assert len(circles) == len(sites)
+    assert svg == render_topology_svg(analyse_topology(mesh(sites)))
+
+
+def test_svg_write_failure_is_one_line(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    target = tmp_path / "missing-folder" / "out.svg"
+    code, out, err = run_cli(
+        capsys, "topology", str(EXAMPLES / "mesh-3.json"), "--svg", str(target)
+    )
+    assert (code, out) == (2, "")
+    assert err.count("\n") == 1 and "cannot write" in err
