@@ -32,9 +32,8 @@ class Divergence:
     def describe(self) -> str:
         lines = [f"divergence at operation {self.index}: {canonical_json(op_to_json(self.op))}"]
         for diff in self.differences:
-            lines.append(
-                f"  {diff.path}: model={canonical_json(diff.model)} impl={canonical_json(diff.impl)}"
-            )
+            model, impl = canonical_json(diff.model), canonical_json(diff.impl)
+            lines.append(f"  {diff.path}: model={model} impl={impl}")
         return "\n".join(lines)
 
 

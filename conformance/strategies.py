@@ -1,0 +1,123 @@
+"""Hypothesis strategies for configurations and operations (SPEC §2, §3).
+
+Topologies are the supported shapes of R23 (pair, chain, ring, mesh, star) plus the
+unsupported diamond. Site ids are drawn so that string order and numeric order differ
+(e.g. 10 < 9 as strings), which R25's "lowest id means string order" cares about.
+Keys, fields and values come from tiny pools so that operations collide on purpose.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import strategies as st
+
+from traces.config import Config, parse_config
+from traces.ops import (
+    Deliver,
+    DeliverAck,
+    Delta,
+    Destroy,
+    Drop,
+    DropAck,
+    Fail,
+    Op,
+    Put,
+    PutAll,
+    Settle,
+    SiteDown,
+    SiteUp,
+    Tick,
+)
+
+SUPPORTED_TOPOLOGIES = ("pair", "chain", "ring", "mesh", "star")
+KEYS = ("a", "b", "c")
+FIELDS = ("x", "y")
+EXCEPTIONS = ("LowMemoryException", "CacheWriterException")
+SITE_POOL = (1, 2, 9, 10, 23)
+
+
+def topology_edges(shape: str, sites: list[int], hub: int = 0) -> list[tuple[int, int]]:
+    """The sender edges (site, remote) of a named topology over `sites`."""
+    n = len(sites)
+    if shape == "pair":
+        return [(sites[0], sites[1]), (sites[1], sites[0])]
+    if shape == "chain":  # one-way chain: 1 -> 2 -> 3
+        return [(sites[i], sites[i + 1]) for i in range(n - 1)]
+    if shape == "ring":
+        return [(sites[i], sites[(i + 1) % n]) for i in range(n)]
+    if shape == "mesh":
+        return [(a, b) for a in sites for b in sites if a != b]
+    if shape == "star":  # hub-and-spoke, both directions
+        centre = sites[hub % n]
+        return [e for s in sites if s != centre for e in ((centre, s), (s, centre))]
+    if shape == "diamond":  # unsupported (R23): 1->2, 1->3, 2->4, 3->4
+        a, b, c, d = sites[:4]
+        return [(a, b), (a, c), (b, d), (c, d)]
+    raise ValueError(f"unknown topology {shape!r}")
+
+
+@st.composite
+def sender_options(draw: st.DrawFn) -> dict[str, Any]:
+    listener = draw(st.sampled_from([None, "dlq"]))
+    return {
+        "batch_size": draw(st.integers(1, 4)),
+        "batch_time_interval_ms": draw(st.sampled_from([0, 10, 100, 1000])),
+        "ack_timeout_ms": draw(st.sampled_from([1, 50, 500, 10000])),
+        "retry_interval_ms": draw(st.sampled_from([0, 20, 5000])),
+        "delta": draw(st.booleans()),
+        "failure_listener": listener,
+        "dlq_secure": draw(st.booleans()) if listener else False,
+    }
+
+
+@st.composite
+def configs(draw: st.DrawFn, shapes: tuple[str, ...] = SUPPORTED_TOPOLOGIES) -> Config:
+    """A valid configuration over one of `shapes`."""
+    shape = draw(st.sampled_from(shapes))
+    least = {"pair": 2, "diamond": 4}.get(shape, 2)
+    most = {"pair": 2, "diamond": 4}.get(shape, 4)
+    count = draw(st.integers(least, most))
+    sites = draw(st.permutations(SITE_POOL))[:count]
+    edges = topology_edges(shape, sites, draw(st.integers(0, count - 1)))
+    senders = [
+        {"id": f"s{site}-{remote}", "site": site, "remote": remote, **draw(sender_options())}
+        for site, remote in edges
+    ]
+    receivers = [
+        {"site": site, "retry_attempts": draw(st.sampled_from([-1, 0, 0, 1, 2]))} for site in sites
+    ]
+    return parse_config({"sites": sites, "senders": senders, "receivers": receivers})
+
+
+scalars = st.one_of(st.integers(-3, 3), st.sampled_from(["", "v", "é"]), st.booleans(), st.none())
+values = st.dictionaries(st.sampled_from(FIELDS), scalars, max_size=2)
+
+
+def operations(config: Config, *, faults: bool = True, wipes: bool = True) -> st.SearchStrategy[Op]:
+    """Any well-formed operation on `config`; many will be not enabled (and skipped)."""
+    sites = st.sampled_from(config.sites)
+    keys = st.sampled_from(KEYS)
+    choices: list[st.SearchStrategy[Op]] = [
+        st.builds(Put, sites, keys, values),
+        st.builds(Delta, sites, keys, values),
+        st.builds(Destroy, sites, keys),
+        st.builds(PutAll, sites, st.dictionaries(keys, values, max_size=2)),
+        st.builds(Tick, st.sampled_from([1, 10, 100, 1000, 6000])),
+    ]
+    if config.senders:
+        senders = st.sampled_from([s.id for s in config.senders])
+        choices += [
+            st.builds(Deliver, senders),
+            st.builds(DeliverAck, senders),
+        ]
+        if faults:
+            choices += [st.builds(Drop, senders), st.builds(DropAck, senders)]
+    if faults:
+        choices += [
+            st.builds(SiteDown, sites),
+            st.builds(SiteUp, sites, st.booleans() if wipes else st.just(False)),
+            st.builds(Fail, sites, keys, st.sampled_from(EXCEPTIONS), st.integers(1, 3)),
+            st.just(Settle()),
+        ]
+    return st.one_of(choices)

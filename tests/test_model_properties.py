@@ -1,0 +1,94 @@
+"""Property tests of the reference model alone on random traces (issue: the foundation).
+
+Determinism, purity, skipped operations, and P3, P4, P5, P6, P7 (and P2 on wipe-free
+runs) from `conformance.properties`. Configurations come from the supported topologies
+of R23, so P4 must hold in every run.
+"""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+import model
+from conformance.properties import PropertyChecker, fully_connected
+from conformance.strategies import configs, operations
+from traces.canonical import canonical_json
+from traces.config import Config
+from traces.ops import Op, Settle, SiteUp
+
+
+@st.composite
+def traces(draw: st.DrawFn, wipes: bool = True) -> tuple[Config, list[Op]]:
+    config = draw(configs())
+    ops = draw(st.lists(operations(config, wipes=wipes), max_size=40))
+    return config, ops
+
+
+def run(config: Config, ops: list[Op]) -> list[tuple[str, str]]:
+    """(observations, state) as canonical JSON after every step."""
+    state = model.initial_state(config)
+    out = []
+    for op in ops:
+        state, observations = model.step(config, state, op)
+        out.append((canonical_json(observations), canonical_json(model.observe(state))))
+    return out
+
+
+@given(traces())
+def test_determinism_same_trace_same_states(trace: tuple[Config, list[Op]]) -> None:
+    config, ops = trace
+    assert run(config, ops) == run(config, ops)
+
+
+@given(traces())
+def test_step_is_pure_and_skipped_ops_change_nothing(trace: tuple[Config, list[Op]]) -> None:
+    config, ops = trace
+    state = model.initial_state(config)
+    for op in ops:
+        before = canonical_json(model.observe(state))
+        new_state, observations = model.step(config, state, op)
+        assert canonical_json(model.observe(state)) == before  # the old state is untouched
+        if not model.enabled(config, state, op):
+            assert observations == [{"kind": "skipped", "op": op.op}]
+            assert new_state is state
+        else:
+            assert {"kind": "skipped", "op": op.op} not in observations
+        state = new_state
+
+
+def check_run(config: Config, ops: list[Op]) -> tuple[PropertyChecker, list[str]]:
+    engine = model.Engine(config)
+    checker = PropertyChecker(config)
+    violations = []
+    for op in ops:
+        observations = engine.apply(op)
+        violations += checker.after_step(op, observations, engine.observe())
+    for site in config.sites:  # bring every site back (without wipe), then settle
+        for op in (SiteUp(site), Settle()):
+            violations += checker.after_step(op, engine.apply(op), engine.observe())
+    violations += checker.at_quiescence(engine.observe())
+    return checker, [str(v) for v in violations]
+
+
+@given(traces())
+def test_P3_P4_P6_P7_and_P2_P5_hold(trace: tuple[Config, list[Op]]) -> None:
+    config, ops = trace
+    _, violations = check_run(config, ops)
+    assert violations == []
+
+
+@given(traces(wipes=False))
+def test_P5_convergence_after_settle(trace: tuple[Config, list[Op]]) -> None:
+    config, ops = trace
+    checker, violations = check_run(config, ops)
+    assert violations == []
+    state = model.Engine(config)
+    for op in [*ops, *(SiteUp(s) for s in config.sites), Settle()]:
+        state.apply(op)
+    final = state.observe()
+    for sender in final["senders"].values():  # settle with every site up leaves nothing
+        assert sender["queue"] == [] and sender["in_flight"] is None
+    if not checker.lost and fully_connected(config):
+        entries = [final["sites"][str(s)]["entries"] for s in config.sites]
+        assert all(e == entries[0] for e in entries)
