@@ -171,7 +171,7 @@ class ImportedConfig:
 
 
 @dataclass(slots=True)
-class _Declaration:
+class GatewayDeclaration:
     """One gateway-sender or gateway-receiver as declared, before validation.
 
     `settings` maps a SPEC §2 field to (raw text, Geode name as written in the file),
@@ -187,11 +187,13 @@ class _Declaration:
 
 
 @dataclass(slots=True)
-class _SiteDeclarations:
+class SiteDeclarations:
+    """What one site's file declares; filled while the file is read, then validated."""
+
     site: int
     path: str
-    senders: list[_Declaration] = field(default_factory=list)
-    receiver: _Declaration | None = None
+    senders: list[GatewayDeclaration] = field(default_factory=list)
+    receiver: GatewayDeclaration | None = None
     warnings: list[str] = field(default_factory=list)
 
 
@@ -225,8 +227,8 @@ def import_geode_config(site_files: Sequence[SiteFile]) -> ImportedConfig:
     warnings: list[str] = [w for d in declared for w in d.warnings]
 
     senders: list[dict[str, Any]] = []
-    sender_ids: dict[str, _Declaration] = {}
-    pairs: dict[tuple[int, int], _Declaration] = {}
+    sender_ids: dict[str, GatewayDeclaration] = {}
+    pairs: dict[tuple[int, int], GatewayDeclaration] = {}
     for site_declarations in declared:
         for sender in site_declarations.senders:
             raw = _validated_sender(sender, sites)
@@ -263,7 +265,7 @@ def import_geode_config(site_files: Sequence[SiteFile]) -> ImportedConfig:
     return ImportedConfig(config=config, warnings=tuple(warnings))
 
 
-def read_site_file(site_file: SiteFile) -> _SiteDeclarations:
+def read_site_file(site_file: SiteFile) -> SiteDeclarations:
     """Read one site's file, as cache.xml or as a gfsh script (by suffix, else by content)."""
     data = _read_bytes(site_file.path)
     suffix = os.path.splitext(site_file.path)[1].lower()
@@ -367,7 +369,7 @@ def _parse_xml(data: bytes, path: str) -> _Element:
     return builder.root
 
 
-def read_cache_xml(data: bytes, site_file: SiteFile) -> _SiteDeclarations:
+def read_cache_xml(data: bytes, site_file: SiteFile) -> SiteDeclarations:
     """The gateway-sender and gateway-receiver elements of one cache.xml."""
     path = site_file.path
     root = _parse_xml(data, path)
@@ -378,7 +380,7 @@ def read_cache_xml(data: bytes, site_file: SiteFile) -> _SiteDeclarations:
             f"{path}:{root.line}: root element is <{found}>, expected <cache> with namespace "
             f"{' or '.join(CACHE_NAMESPACES)} or none (a client-cache has no gateways)"
         )
-    out = _SiteDeclarations(site=site_file.site, path=path)
+    out = SiteDeclarations(site=site_file.site, path=path)
     for element in root.children:
         if element.namespace != namespace:
             continue  # another schema's extension element: not a gateway
@@ -424,12 +426,12 @@ def _xml_attributes(
     return settings
 
 
-def _xml_sender(element: _Element, site: int, path: str, warnings: list[str]) -> _Declaration:
+def _xml_sender(element: _Element, site: int, path: str, warnings: list[str]) -> GatewayDeclaration:
     where = f"{path}:{element.line}"
     sender_id = element.attributes.get("id")
     label = f"<gateway-sender id={sender_id!r}>" if sender_id is not None else "<gateway-sender>"
     settings = _xml_attributes(element, where, label, _SENDER_FIELDS, _SENDER_IGNORED, warnings)
-    declaration = _Declaration(SENDER, site, where, label, settings)
+    declaration = GatewayDeclaration(SENDER, site, where, label, settings)
     for child in element.children:
         child_where = f"{path}:{child.line}"
         if child.name == _FAILURE_LISTENER:
@@ -461,7 +463,9 @@ def _class_name(element: _Element) -> str:
     return ""
 
 
-def _xml_receiver(element: _Element, site: int, path: str, warnings: list[str]) -> _Declaration:
+def _xml_receiver(
+    element: _Element, site: int, path: str, warnings: list[str]
+) -> GatewayDeclaration:
     where = f"{path}:{element.line}"
     label = "<gateway-receiver>"
     settings = _xml_attributes(element, where, label, _RECEIVER_FIELDS, _RECEIVER_IGNORED, warnings)
@@ -476,13 +480,13 @@ def _xml_receiver(element: _Element, site: int, path: str, warnings: list[str]) 
                 f"{child_where}: {label}: unknown element <{child.name}> "
                 "(allowed: <gateway-transport-filter>)"
             )
-    return _Declaration(RECEIVER, site, where, label, settings)
+    return GatewayDeclaration(RECEIVER, site, where, label, settings)
 
 
 # --- gfsh --------------------------------------------------------------------------------
 
 
-def read_gfsh_script(data: bytes, site_file: SiteFile) -> _SiteDeclarations:
+def read_gfsh_script(data: bytes, site_file: SiteFile) -> SiteDeclarations:
     """The `create gateway-sender` / `create gateway-receiver` commands of a gfsh script.
 
     One command per line, `#` starts a comment; options are `--name=value` or
@@ -497,7 +501,7 @@ def read_gfsh_script(data: bytes, site_file: SiteFile) -> _SiteDeclarations:
             f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start}); "
             "expected a cache.xml or a gfsh script"
         ) from None
-    out = _SiteDeclarations(site=site_file.site, path=path)
+    out = SiteDeclarations(site=site_file.site, path=path)
     for number, line in enumerate(text.splitlines(), start=1):
         where = f"{path}:{number}"
         try:
@@ -574,7 +578,9 @@ def _gfsh_settings(
     return settings
 
 
-def _gfsh_sender(words: Sequence[str], site: int, where: str, warnings: list[str]) -> _Declaration:
+def _gfsh_sender(
+    words: Sequence[str], site: int, where: str, warnings: list[str]
+) -> GatewayDeclaration:
     options = _gfsh_options(words, where, f"create {SENDER}")
     sender_id = options.get("id")
     label = f"create gateway-sender --id={sender_id}" if sender_id else "create gateway-sender"
@@ -587,7 +593,7 @@ def _gfsh_sender(words: Sequence[str], site: int, where: str, warnings: list[str
         warnings,
         extra=(_FAILURE_LISTENER,),
     )
-    declaration = _Declaration(SENDER, site, where, label, settings)
+    declaration = GatewayDeclaration(SENDER, site, where, label, settings)
     if _FAILURE_LISTENER in options:
         class_name = options[_FAILURE_LISTENER]
         if not class_name:
@@ -607,13 +613,13 @@ def _gfsh_sender(words: Sequence[str], site: int, where: str, warnings: list[str
 
 def _gfsh_receiver(
     words: Sequence[str], site: int, where: str, warnings: list[str]
-) -> _Declaration:
+) -> GatewayDeclaration:
     label = f"create {RECEIVER}"
     options = _gfsh_options(words, where, label)
     settings = _gfsh_settings(
         options, where, label, _RECEIVER_FIELDS, _GFSH_RECEIVER_IGNORED, warnings
     )
-    return _Declaration(RECEIVER, site, where, label, settings)
+    return GatewayDeclaration(RECEIVER, site, where, label, settings)
 
 
 def _did_you_mean(name: str, known: Sequence[str], prefix: str) -> str:
@@ -624,7 +630,7 @@ def _did_you_mean(name: str, known: Sequence[str], prefix: str) -> str:
 # --- validation, shared by both formats ---------------------------------------------------
 
 
-def _integer(declaration: _Declaration, spec_field: str) -> int:
+def _integer(declaration: GatewayDeclaration, spec_field: str) -> int:
     text, name = declaration.settings[spec_field]
     if not _INTEGER.fullmatch(text.strip()):
         raise GeodeImportError(
@@ -633,7 +639,7 @@ def _integer(declaration: _Declaration, spec_field: str) -> int:
     return int(text)
 
 
-def _validated(declaration: _Declaration, raw: dict[str, Any], sites: list[int]) -> None:
+def _validated(declaration: GatewayDeclaration, raw: dict[str, Any], sites: list[int]) -> None:
     """Check one sender or receiver with `parse_config`; errors quote the Geode name."""
     key = "senders" if declaration.kind == SENDER else "receivers"
     try:
@@ -650,7 +656,7 @@ def _validated(declaration: _Declaration, raw: dict[str, Any], sites: list[int])
         ) from None
 
 
-def _validated_sender(declaration: _Declaration, sites: list[int]) -> dict[str, Any]:
+def _validated_sender(declaration: GatewayDeclaration, sites: list[int]) -> dict[str, Any]:
     raw: dict[str, Any] = {"id": declaration.settings["id"][0], "site": declaration.site}
     for spec_field in ("remote", "batch_size", "batch_time_interval_ms"):
         if spec_field in declaration.settings:
@@ -668,7 +674,7 @@ def _validated_sender(declaration: _Declaration, sites: list[int]) -> dict[str, 
     return raw
 
 
-def _validated_receiver(declaration: _Declaration) -> dict[str, Any]:
+def _validated_receiver(declaration: GatewayDeclaration) -> dict[str, Any]:
     raw: dict[str, Any] = {"site": declaration.site}
     for spec_field in ("retry_attempts", "wait_time_between_retry_attempts_ms"):
         if spec_field in declaration.settings:
