@@ -17,7 +17,12 @@ from collections.abc import Sequence
 
 from wanconform.errors import WanconformError
 
-COMMAND_MODULES = ("wanconform.cmd_replay", "wanconform.cmd_topology", "wanconform.cmd_import")
+COMMAND_MODULES = (
+    "wanconform.cmd_replay",
+    "wanconform.cmd_bench",
+    "wanconform.cmd_topology",
+    "wanconform.cmd_import",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
