@@ -245,7 +245,6 @@ def test_delta_and_full_fallback_after_wipe(run_example: Any) -> None:
 def test_concurrent_writes_two_sites(run_example: Any) -> None:
     r = run_example("concurrent_writes_two_sites")
     # k: [1,0,1] vs [1,0,2]: equal timestamps, higher dsid (2) wins everywhere
-    # DISAGREES WITH MODEL: model/receiver.py wins() returns True unconditionally
     assert r.steps[2] == [
         applied(1, "ldn", "2:1", "k", "ok"),
         applied(2, "ny", "1:1", "k", "conflict"),

@@ -884,8 +884,6 @@ def test_R16_duplicate_is_decided_before_failure(run: Any) -> None:
 
 
 def test_R16_failure_is_decided_before_conflict(run: Any) -> None:
-    # DISAGREES WITH MODEL: model/receiver.py wins() starts with a stray `return True`, so
-    # R16.3 never yields `conflict`; the spec's rule gives conflict here (see comments).
     r = run(
         one_way(batch_size=1),
         [
@@ -916,8 +914,6 @@ def test_R16_failure_is_decided_before_conflict(run: Any) -> None:
 
 
 def test_R16_conflict_is_decided_before_delta_base(run: Any) -> None:
-    # DISAGREES WITH MODEL: model/receiver.py wins() starts with a stray `return True`, so
-    # R16.3 never yields `conflict`; the spec's rule gives conflict here (see comments).
     r = run(
         one_way(batch_size=1, delta=True),
         [
@@ -941,8 +937,6 @@ def test_R16_conflict_is_decided_before_delta_base(run: Any) -> None:
 
 
 def test_R16_conflict_different_dsid_breaks_ties_by_dsid(run: Any) -> None:
-    # DISAGREES WITH MODEL: model/receiver.py wins() starts with a stray `return True`, so
-    # R16.3 never yields `conflict`; the spec's rule gives conflict here (see comments).
     r = run(
         TWO_WAY,
         [
@@ -961,8 +955,6 @@ def test_R16_conflict_different_dsid_breaks_ties_by_dsid(run: Any) -> None:
 
 
 def test_R16_conflict_same_dsid_compares_timestamp_then_entry_version(run: Any) -> None:
-    # DISAGREES WITH MODEL: model/receiver.py wins() starts with a stray `return True`, so
-    # R16.3 never yields `conflict`; the spec's rule gives conflict here (see comments).
     r = run(
         one_way(batch_size=2, delta=True),
         [
@@ -1033,8 +1025,6 @@ def test_R17_network_holds_the_ack_after_deliver(run: Any) -> None:
 
 def test_R18_ack_removes_per_status(run: Any) -> None:
     """One batch holding all five statuses: duplicate, ok, conflict, failed, invalid_delta."""
-    # DISAGREES WITH MODEL: model/receiver.py wins() starts with a stray `return True`, so
-    # R16.3 never yields `conflict`; the spec's rule gives conflict here (see comments).
     r = run(
         one_way(
             batch_size=10,
