@@ -22,9 +22,10 @@ from typing import Any
 
 import networkx as nx
 
+from conformance.topology import sender_graph
 from traces.config import Config
 from traces.observations import Observation
-from traces.ops import Op, SiteUp
+from traces.ops import Op, Settle, SiteUp
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,13 +41,6 @@ def tag_order(tag: Iterable[int]) -> tuple[int, int, int]:
     """R16.3's order as a sort key: timestamp, then dsid, then entry_version."""
     entry_version, timestamp, dsid = tag
     return (timestamp, dsid, entry_version)
-
-
-def sender_graph(config: Config) -> nx.DiGraph:
-    graph = nx.DiGraph()
-    graph.add_nodes_from(config.sites)
-    graph.add_edges_from((s.site, s.remote) for s in config.senders)
-    return graph
 
 
 def fully_connected(config: Config) -> bool:
@@ -77,7 +71,8 @@ class PropertyChecker:
     def after_step(
         self, op: Op, observations: list[Observation], state: dict[str, Any]
     ) -> list[Violation]:
-        """Record one step and return the violations of P3, P4, P6 and P7 it shows."""
+        """Record one step and return the violations it shows: P3, P4, P6 and P7 always,
+        and P2 and P5 after a `settle` that leaves every site up."""
         violations: list[Violation] = []
         if isinstance(op, SiteUp) and op.wipe:
             self.wiped = True
@@ -101,6 +96,8 @@ class PropertyChecker:
                         )
                     )
         violations.extend(self._secure_dead_letters(state))
+        if isinstance(op, Settle) and all(site["up"] for site in state["sites"].values()):
+            violations.extend(self.at_quiescence(state))
         return violations
 
     def _applied(self, obs: Observation) -> list[Violation]:
