@@ -1364,6 +1364,70 @@ def test_R22_forwarding_in_a_ring(run: Any) -> None:
     assert r.state["senders"]["c"]["queue"] == ["2:1"]
 
 
+def test_R22_forwarded_delta_ships_per_the_forwarding_senders_setting(run: Any) -> None:
+    config = {
+        "sites": [1, 2, 3],
+        "senders": [
+            {"id": "a", "site": 1, "remote": 2, "batch_size": 1, "delta": True},
+            {"id": "b", "site": 2, "remote": 3, "batch_size": 1},  # delta false
+        ],
+    }
+    r = run(
+        config,
+        [
+            put(1, "k", {"f": 1, "s": "x"}),  # '{"f":1,"s":"x"}' = 15
+            SETTLE,
+            delta(1, "k", {"f": 2}),  # 1:2 [2,0,1], base [1,0,1]; a ships '{"f":2}' = 7
+            SETTLE,
+        ],
+    )
+    built = {"f": 2, "s": "x"}
+    assert r.steps[2][-1] == sent("a", 2, ["1:2"], 0, 7)
+    assert r.steps[3] == [
+        applied(2, "a", "1:2", "k", "ok", value=built),
+        forwarded(2, "b", "1:2"),
+        sent("b", 2, ["1:2"], 15, 0),  # b has delta false: the full value, 15 bytes
+        applied(3, "b", "1:2", "k", "ok"),
+        acked("a", 2, ["1:2"]),
+        acked("b", 2, ["1:2"]),
+    ]
+    for site in ("1", "2", "3"):
+        assert r.state["sites"][site]["entries"] == {"k": entry(built, [2, 0, 1])}
+
+
+def test_R22_forwarded_event_keeps_its_r19_conversion(run: Any) -> None:
+    config = {
+        "sites": [1, 2, 3],
+        "senders": [
+            {"id": "a", "site": 1, "remote": 2, "batch_size": 1, "delta": True},
+            {"id": "b", "site": 2, "remote": 3, "batch_size": 1, "delta": True},
+        ],
+    }
+    r = run(
+        config,
+        [
+            put(1, "k", {"f": 1}),  # 0: 1:1
+            SETTLE,  # 1: k at 1, 2, 3 = [1,0,1]
+            site_down(2),  # 2
+            site_up(2, wipe=True),  # 3
+            delta(1, "k", {"f": 2}),  # 4: 1:2 [2,0,1], delta '{"f":2}' = 7
+            SETTLE,  # 5
+        ],
+    )
+    assert r.steps[5] == [
+        applied(2, "a", "1:2", "k", "invalid_delta"),  # wiped: no base at 2
+        acked("a", 2, []),
+        invalid_delta("a", "1:2"),
+        sent("a", 3, ["1:2"], 7),  # converted: full '{"f":2}' = 7
+        applied(2, "a", "1:2", "k", "ok"),
+        forwarded(2, "b", "1:2"),
+        sent("b", 2, ["1:2"], 7, 0),  # still full although b has delta true (batch ids kept)
+        applied(3, "b", "1:2", "k", "ok"),
+        acked("a", 3, ["1:2"]),
+        acked("b", 2, ["1:2"]),
+    ]
+
+
 MESH = {
     "sites": [1, 2, 3],
     "senders": [
