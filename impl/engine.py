@@ -1,0 +1,705 @@
+"""The fast engine: one mutable state, changed in place by `apply(op)` (SPEC §3-§10).
+
+Rules: R3 (sequence numbers), R9-R11 (client writes and enqueue), R14-R15 (payload and
+flush), R16-R17 (receiver and ack), R18-R19 (acknowledgements, full-value fallback), R20
+(timeouts), R21 (sites down and up, wipe), R22 (forwarding), R24 (dead letters), R25
+(settle), §10 (observations, in the order of `traces/observations.py`; observable state).
+
+Step order (§3): a skipped (not enabled) operation changes nothing and is observed only
+as `skipped`; an enabled one has its effect, then for `tick` the timeouts of R20 in sorted
+sender id order, then the flush of R15 for every sender in sorted id order. `settle` is
+only its inner operations, each a full step.
+
+Each decision a conformance test may want to break has its own small method, so a test
+plants a bug by subclassing `Engine` and overriding one of them:
+`_is_duplicate` (R16.1), `_mark_resend` (R20), `_requeue_invalid_delta` (R19),
+`_should_forward` (R22), `_batch_time_due` (R15), `_dead_letter_record` (R24).
+
+Cost: every per-event path is O(1) in the common case: queues are deques, entries and the
+applied memory are dicts, the duplicate check is `impl/applied.py`, sizes (R4) are
+computed at most once per event and only when a batch needs them. Per operation the
+engine also looks at every sender once (the flush rule), never at every key or event.
+
+Observations share the (never mutated) value dicts of the state; treat them as read-only.
+`observe()` returns fresh copies.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from itertools import islice
+from typing import Any
+
+from impl.applied import AppliedRanges
+from impl.state import (
+    AckMessage,
+    BatchMessage,
+    Entry,
+    Event,
+    FailEntry,
+    InFlight,
+    SenderState,
+    SiteState,
+    Value,
+    size,
+)
+from traces.config import Config, ReceiverConfig
+from traces.observations import Observation
+from traces.ops import (
+    Deliver,
+    DeliverAck,
+    Delta,
+    Destroy,
+    Drop,
+    DropAck,
+    Fail,
+    Op,
+    Put,
+    PutAll,
+    Settle,
+    SiteDown,
+    SiteUp,
+    Tick,
+)
+
+SETTLE_MAX_OPERATIONS = 1_000_000
+"""R25: `settle` stops after this many inner operations."""
+
+
+class Engine:
+    """The production-shaped engine: `Engine(config)`, `apply(op)`, `observe()`."""
+
+    def __init__(self, config: Config) -> None:
+        self._config = config
+        self._now = 0  # R5
+        receivers = {receiver.site: receiver for receiver in config.receivers}
+        self._sites: dict[int, SiteState] = {
+            site: SiteState(site, receivers.get(site, ReceiverConfig(site=site)))
+            for site in sorted(config.sites)
+        }
+        ordered = sorted(config.senders, key=lambda sender: sender.id)
+        self._sender_list: tuple[SenderState, ...] = tuple(
+            SenderState(sender, self._sites[sender.site], self._sites[sender.remote])
+            for sender in ordered
+        )
+        self._senders: dict[str, SenderState] = {s.id: s for s in self._sender_list}
+        for site in self._sites.values():
+            site.senders = tuple(s for s in self._sender_list if s.site == site.id)
+            site.sender_ids = tuple(s.id for s in site.senders)
+            site.remotes = frozenset(s.remote for s in site.senders)
+            site.origin_recipients = frozenset({site.id}) | site.remotes
+        # The effect of each operation but settle (dispatch on the exact record type).
+        self._handlers: dict[type[Op], Callable[[Any, list[Observation]], bool]] = {
+            Put: self._put,
+            Delta: self._delta,
+            Destroy: self._destroy,
+            PutAll: self._putall,
+            Tick: self._tick,
+            Deliver: self._deliver,
+            DeliverAck: self._deliver_ack,
+            Drop: self._drop,
+            DropAck: self._drop_ack,
+            SiteDown: self._site_down,
+            SiteUp: self._site_up,
+            Fail: self._fail,
+        }
+
+    # ------------------------------------------------------------------ surface
+
+    def apply(self, op: Op) -> list[Observation]:
+        """One operation (§3): its observations, or `[skipped]` if it was not enabled."""
+        out: list[Observation] = []
+        if type(op) is Settle:
+            self._settle(out)
+            return out
+        if not self._handlers[type(op)](op, out):
+            return [{"kind": "skipped", "op": op.op}]
+        self._flush_all(out)
+        return out
+
+    def observe(self) -> dict[str, Any]:
+        """The observable state of §10 as fresh plain JSON data."""
+        sites: dict[str, Any] = {}
+        for site in self._sites.values():
+            sites[str(site.id)] = {
+                "up": site.up,
+                "seq": site.seq,
+                "entries": {
+                    key: {"value": None if value is None else dict(value), "version": list(tag)}
+                    for key, (value, tag) in site.entries.items()
+                },
+                "stats": dict(site.stats),
+            }
+        senders: dict[str, Any] = {}
+        for sender in self._sender_list:
+            in_flight = sender.in_flight
+            senders[sender.id] = {
+                "queue": [event.id for event in sender.queue],
+                "in_flight": None
+                if in_flight is None
+                else {
+                    "batch_id": in_flight.batch_id,
+                    "events": list(in_flight.ids),
+                    "sent_at": in_flight.sent_at,
+                },
+                "next_retry_at": sender.next_retry_at,
+                "network": {
+                    "batch": sender.batch_message is not None,
+                    "ack": sender.ack_message is not None,
+                },
+                "stats": dict(sender.stats),
+                "dlq": [_copy_record(record) for record in sender.dlq],
+            }
+        return {"time": self._now, "sites": sites, "senders": senders}
+
+    # ------------------------------------------------------------------ one step
+
+    def _step(self, op: Op, out: list[Observation]) -> bool:
+        """§3: the effect, then the flushes; False (nothing changed) if `op` is not enabled.
+
+        The effect handlers return whether the operation was enabled, and change nothing
+        when it was not. `Tick`'s handler also runs the timeouts of R20.
+        """
+        if not self._handlers[type(op)](op, out):
+            return False
+        self._flush_all(out)
+        return True
+
+    def _tick(self, op: Tick, out: list[Observation]) -> bool:
+        self._now += op.ms  # R5
+        self._timeouts(out)  # R20, on tick only
+        return True
+
+    def _fail(self, op: Fail, out: list[Observation]) -> bool:
+        # A later `fail` for the same (site, key) replaces the earlier one (§3).
+        self._sites[op.site].fails[op.key] = FailEntry(op.exception, op.times)
+        return True
+
+    # ------------------------------------------------------------------ client writes
+
+    def _put(self, op: Put, out: list[Observation]) -> bool:
+        site = self._sites[op.site]
+        if not site.up:
+            return False
+        self._write(site, op.key, dict(op.value), None, site.entries.get(op.key), out)
+        return True
+
+    def _delta(self, op: Delta, out: list[Observation]) -> bool:
+        site = self._sites[op.site]
+        current = site.entries.get(op.key)
+        if not site.up or current is None or current[0] is None:
+            return False
+        changes = dict(op.changes)
+        self._write(site, op.key, {**current[0], **changes}, changes, current, out)  # R10
+        return True
+
+    def _destroy(self, op: Destroy, out: list[Observation]) -> bool:
+        site = self._sites[op.site]
+        current = site.entries.get(op.key)
+        if not site.up or current is None or current[0] is None:
+            return False
+        self._write(site, op.key, None, None, current, out)
+        return True
+
+    def _putall(self, op: PutAll, out: list[Observation]) -> bool:
+        site = self._sites[op.site]
+        if not site.up or not op.entries:
+            return False
+        entries = op.entries
+        for key in sorted(entries):  # R3: one sequence number per entry, sorted key order
+            self._write(site, key, dict(entries[key]), None, site.entries.get(key), out)
+        return True
+
+    def _write(
+        self,
+        site: SiteState,
+        key: str,
+        value: Value | None,
+        changes: Value | None,
+        current: Entry | None,
+        out: list[Observation],
+    ) -> None:
+        """R9-R11: one client write at `site` (value None = destroy; changes = a delta)."""
+        now = self._now
+        origin = site.id
+        if current is None:
+            tag = (1, now, origin)
+            label = "create"
+            base_tag = None
+        else:
+            old_value, base_tag = current
+            entry_version, timestamp, dsid = base_tag
+            # R9: a tag never goes back in time against the current entry's tag.
+            if dsid != origin:
+                stamp = timestamp + 1 if now <= timestamp else now
+            else:
+                stamp = timestamp if now < timestamp else now
+            tag = (entry_version + 1, stamp, origin)
+            label = "create" if old_value is None else "update"
+            if changes is None:
+                base_tag = None  # only a delta carries its base tag (R10)
+        if value is None:
+            label = "destroy"
+        site.entries[key] = (value, tag)
+        seq = site.seq = site.seq + 1  # R3
+        event = Event(
+            origin, seq, key, label, tag, base_tag, changes, value, site.origin_recipients, now
+        )
+        senders = site.senders
+        if senders:  # R11: one event in the queue of every sender at the origin
+            senders[0].queue.append(event)
+            for sender in senders[1:]:
+                sender.queue.append(event.copy_for_queue(event.recipients, now))
+        out.append(
+            {
+                "kind": "enqueued",
+                "site": origin,
+                "event": event.id,
+                "key": key,
+                "op": label,
+                "version": list(tag),
+                "value": value,
+                "senders": list(site.sender_ids),
+            }
+        )
+
+    # ------------------------------------------------------------------ sender: flush
+
+    def _flush_all(self, out: list[Observation]) -> None:
+        """R15 for every sender, in sorted id order."""
+        now = self._now
+        for sender in self._sender_list:
+            queue = sender.queue
+            if (
+                sender.in_flight is not None
+                or not queue
+                or now < sender.next_retry_at
+                or not sender.home.up
+            ):
+                continue
+            if len(queue) < sender.batch_size and not self._batch_time_due(sender, queue[0]):
+                continue
+            if not sender.remote_site.up:  # R15: the connection fails, nothing is sent
+                sender.next_retry_at = now + sender.retry_interval_ms
+                sender.stats["connection_failures"] += 1
+                out.append(
+                    {"kind": "connection_failed", "sender": sender.id, "remote": sender.remote}
+                )
+            else:
+                self._send(sender, out)
+
+    def _batch_time_due(self, sender: SenderState, head: Event) -> bool:
+        """R15: the head event has waited the batch time interval."""
+        return self._now - head.enqueued_at >= sender.batch_time_interval_ms
+
+    def _send(self, sender: SenderState, out: list[Observation]) -> None:
+        """R13-R15: send the queue's prefix as the next batch; R14 picks each payload."""
+        events = list(islice(sender.queue, sender.batch_size))
+        ships_deltas = sender.delta
+        as_delta: list[bool] = []
+        bytes_full = bytes_delta = resent = 0
+        for event in events:  # R4 sizes are cached on the event: computed once at most
+            if ships_deltas and event.delta is not None and not event.converted:
+                as_delta.append(True)
+                shipped = event.size_delta
+                if shipped < 0:
+                    shipped = event.size_delta = size(event.delta)
+                bytes_delta += shipped
+            else:
+                as_delta.append(False)
+                shipped = event.size_full
+                if shipped < 0:
+                    shipped = event.size_full = size(event.value)
+                bytes_full += shipped
+            if event.possible_duplicate:
+                resent += 1
+        batch_id = sender.last_batch_id = sender.last_batch_id + 1
+        ids = [event.id for event in events]
+        sender.in_flight = InFlight(batch_id, events, ids, self._now)
+        sender.batch_message = BatchMessage(batch_id, events, as_delta)
+        stats = sender.stats
+        stats["batches_sent"] += 1
+        stats["events_sent"] += len(events)
+        stats["events_resent"] += resent
+        stats["bytes_full"] += bytes_full
+        stats["bytes_delta"] += bytes_delta
+        out.append(
+            {
+                "kind": "sent",
+                "sender": sender.id,
+                "batch_id": batch_id,
+                "events": list(ids),
+                "bytes_full": bytes_full,
+                "bytes_delta": bytes_delta,
+                "events_resent": resent,
+            }
+        )
+
+    # ------------------------------------------------------------------ receiver
+
+    def _deliver(self, op: Deliver, out: list[Observation]) -> bool:
+        """R16-R17: the remote site applies the batch, in order, and answers with an ack."""
+        sender = self._senders[op.sender]
+        message = sender.batch_message
+        site = sender.remote_site
+        if message is None or not site.up:
+            return False
+        sender.batch_message = None
+        site_id = site.id
+        sender_id = sender.id
+        entries = site.entries
+        stats = site.stats
+        fails = site.fails
+        forwards = bool(site.senders)
+        statuses: list[str] = []
+        exceptions: dict[int, str] = {}  # batch index -> exception, for `failed` events
+        applied = 0  # the common counter is added once per batch
+        for index, (event, as_delta) in enumerate(
+            zip(message.events, message.as_delta, strict=True)
+        ):
+            key = event.key
+            if self._is_duplicate(site, event):  # R16.1
+                stats["duplicates"] += 1
+                statuses.append("duplicate")
+                out.append(_applied(site_id, sender_id, event, "duplicate"))
+                continue
+            if fails and key in fails:  # R16.2
+                exception = self._attempt(site, fails[key])
+                if exception is not None:
+                    stats["failures"] += 1
+                    statuses.append("failed")
+                    exceptions[index] = exception
+                    observation = _applied(site_id, sender_id, event, "failed")
+                    observation["exception"] = exception
+                    out.append(observation)
+                    continue
+            current = entries.get(key)
+            tag = event.tag
+            if current is not None:  # R16.3: the incoming tag must win over the entry's
+                entry_version, timestamp, dsid = tag
+                current_version, current_timestamp, current_dsid = current[1]
+                if timestamp != current_timestamp:
+                    wins = timestamp > current_timestamp
+                elif dsid == current_dsid:
+                    wins = entry_version > current_version
+                else:
+                    wins = dsid > current_dsid
+                if not wins:
+                    stats["conflicts"] += 1
+                    statuses.append("conflict")
+                    out.append(_applied(site_id, sender_id, event, "conflict"))
+                    continue
+            if as_delta:  # R16.4: a delta applies only onto a live entry with its base tag
+                delta = event.delta
+                if (
+                    current is None
+                    or current[0] is None
+                    or delta is None
+                    or current[1] != event.base_tag
+                ):
+                    stats["invalid_deltas"] += 1
+                    statuses.append("invalid_delta")
+                    out.append(_applied(site_id, sender_id, event, "invalid_delta"))
+                    continue
+                built = {**current[0], **delta}
+                entries[key] = (built, tag)  # R16.5
+                out.append(
+                    {
+                        "kind": "applied",
+                        "site": site_id,
+                        "sender": sender_id,
+                        "event": event.id,
+                        "key": key,
+                        "status": "ok",
+                        "value": built,  # P6: the value the delta built
+                    }
+                )
+            else:
+                entries[key] = (event.value, tag)  # R16.5
+                out.append(
+                    {
+                        "kind": "applied",
+                        "site": site_id,
+                        "sender": sender_id,
+                        "event": event.id,
+                        "key": key,
+                        "status": "ok",
+                    }
+                )
+            applied += 1
+            statuses.append("ok")
+            self._remember_applied(site, event)
+            if forwards:
+                self._forward(site, event, out)
+        stats["applied"] += applied
+        sender.ack_message = AckMessage(message.batch_id, statuses, exceptions)
+        return True
+
+    def _attempt(self, site: SiteState, fail: FailEntry) -> str | None:
+        """R16.2: make up to 1 + retry_attempts attempts; the exception if all failed.
+
+        Each attempt consumes one injected failure while any are left, else succeeds.
+        """
+        remaining = fail.remaining
+        if remaining <= 0:
+            return None
+        retry_attempts = site.retry_attempts
+        if retry_attempts < 0 or remaining <= retry_attempts:  # -1: retry until success
+            site.stats["retries"] += remaining
+            fail.remaining = 0
+            return None
+        attempts = 1 + retry_attempts
+        site.stats["retries"] += attempts - 1
+        fail.remaining = remaining - attempts
+        return fail.exception
+
+    def _is_duplicate(self, site: SiteState, event: Event) -> bool:
+        """R16.1: exactly "this event id was applied ok at this site" (impl/applied.py)."""
+        memory = site.applied.get(event.origin)
+        return memory is not None and event.seq in memory
+
+    def _remember_applied(self, site: SiteState, event: Event) -> None:
+        """R16.1: only events applied with status ok are remembered."""
+        memory = site.applied.get(event.origin)
+        if memory is None:
+            memory = site.applied[event.origin] = AppliedRanges()
+        memory.add(event.seq)
+
+    def _forward(self, site: SiteState, event: Event, out: list[Observation]) -> None:
+        """R22: offer an event applied ok at `site` to its senders, in sorted id order."""
+        recipients = event.recipients | site.remotes
+        now = self._now
+        for sender in site.senders:
+            if not self._should_forward(sender, event):
+                continue
+            sender.queue.append(event.copy_for_queue(recipients, now))
+            out.append(
+                {"kind": "forwarded", "site": site.id, "sender": sender.id, "event": event.id}
+            )
+
+    def _should_forward(self, sender: SenderState, event: Event) -> bool:
+        """R22: never back to the origin, never to a site the event already went to."""
+        return sender.remote != event.origin and sender.remote not in event.recipients
+
+    # ------------------------------------------------------------------ sender: acks
+
+    def _deliver_ack(self, op: DeliverAck, out: list[Observation]) -> bool:
+        """R18: settle each event of the acknowledged batch, in batch order."""
+        sender = self._senders[op.sender]
+        ack = sender.ack_message
+        if ack is None or not sender.home.up:
+            return False
+        in_flight = sender.in_flight
+        assert in_flight is not None, "R13: an ack in the network implies a batch in flight"
+        sender.ack_message = None
+        sender.in_flight = None  # next_retry_at is unchanged
+        events = in_flight.events
+        queue = sender.queue
+        popleft = queue.popleft
+        for _ in range(len(events)):  # the batch is the queue's prefix (R12)
+            popleft()
+        if len(ack.statuses) == ack.removed_count:
+            removed = list(in_flight.ids)
+            out.append(
+                {"kind": "acked", "sender": sender.id, "batch_id": ack.batch_id, "removed": removed}
+            )
+            return True
+        removed = []
+        out.append(
+            {"kind": "acked", "sender": sender.id, "batch_id": ack.batch_id, "removed": removed}
+        )
+        kept: list[Event] = []
+        for index, (event, status) in enumerate(zip(events, ack.statuses, strict=True)):
+            if status == "invalid_delta":
+                if self._requeue_invalid_delta(sender, event, out):
+                    kept.append(event)
+                    continue
+            elif status == "failed":
+                self._failed(sender, event, ack.exceptions[index], out)
+            removed.append(event.id)
+        queue.extendleft(reversed(kept))  # R19: back at the head, in batch order
+        return True
+
+    def _requeue_invalid_delta(
+        self, sender: SenderState, event: Event, out: list[Observation]
+    ) -> bool:
+        """R19: keep the event (True) at the queue head, converted to ship its full value."""
+        event.converted = True
+        sender.stats["invalid_deltas"] += 1
+        out.append({"kind": "invalid_delta", "sender": sender.id, "event": event.id})
+        return True
+
+    def _failed(
+        self, sender: SenderState, event: Event, exception: str, out: list[Observation]
+    ) -> None:
+        """R18, R24: a failed event is dead-lettered by the listener, or dropped."""
+        if sender.dlq_enabled:
+            sender.dlq.append(self._dead_letter_record(sender, event, exception))
+            sender.stats["dlq_records"] += 1
+            kind = "dlq"
+        else:
+            sender.stats["events_dropped"] += 1
+            kind = "dropped"
+        out.append({"kind": kind, "sender": sender.id, "event": event.id, "exception": exception})
+
+    def _dead_letter_record(
+        self, sender: SenderState, event: Event, exception: str
+    ) -> dict[str, object]:
+        """R24: the dead-letter record; no value when the listener is secure (P7)."""
+        record: dict[str, object] = {
+            "event_id": event.id,
+            "sender": sender.id,
+            "key": event.key,
+            "op": event.op,
+            "exception": exception,
+            "version": list(event.tag),
+        }
+        if not sender.dlq_secure:
+            record["value"] = None if event.value is None else dict(event.value)
+        return record
+
+    # ------------------------------------------------------------------ network faults
+
+    def _timeouts(self, out: list[Observation]) -> None:
+        """R20 (on tick only): a batch unacknowledged for ack_timeout_ms is given up."""
+        now = self._now
+        for sender in self._sender_list:
+            in_flight = sender.in_flight
+            if (
+                in_flight is None
+                or not sender.home.up
+                or now < in_flight.sent_at + sender.ack_timeout_ms
+            ):
+                continue
+            sender.batch_message = None
+            sender.ack_message = None
+            for event in in_flight.events:  # still the head of the queue
+                self._mark_resend(event)
+            sender.in_flight = None
+            sender.next_retry_at = now + sender.retry_interval_ms
+            sender.stats["batches_timed_out"] += 1
+            out.append(
+                {
+                    "kind": "timeout",
+                    "sender": sender.id,
+                    "batch_id": in_flight.batch_id,
+                    "events": list(in_flight.ids),
+                }
+            )
+
+    def _mark_resend(self, event: Event) -> None:
+        """R20: a timed-out event will be re-sent flagged as a possible duplicate."""
+        event.possible_duplicate = True
+
+    def _drop(self, op: Drop, out: list[Observation]) -> bool:
+        sender = self._senders[op.sender]
+        if sender.batch_message is None:
+            return False
+        sender.batch_message = None
+        return True
+
+    def _drop_ack(self, op: DropAck, out: list[Observation]) -> bool:
+        sender = self._senders[op.sender]
+        if sender.ack_message is None:
+            return False
+        sender.ack_message = None
+        return True
+
+    def _site_down(self, op: SiteDown, out: list[Observation]) -> bool:
+        """R21: the site stops; every message to or from it is lost (in_flight stays)."""
+        site = self._sites[op.site]
+        if not site.up:
+            return False
+        site.up = False
+        for sender in self._sender_list:
+            if sender.site == site.id or sender.remote == site.id:
+                sender.batch_message = None
+                sender.ack_message = None
+        return True
+
+    def _site_up(self, op: SiteUp, out: list[Observation]) -> bool:
+        """R21: the site restarts; with wipe, as a brand-new distributed system."""
+        site = self._sites[op.site]
+        if site.up:
+            return False
+        site.up = True
+        if op.wipe:
+            # Kept: stats, dead letters, seq, batch id counters, injected failures.
+            site.entries = {}
+            site.applied = {}
+            for sender in site.senders:
+                sender.queue.clear()
+                sender.in_flight = None
+                sender.batch_message = None
+                sender.ack_message = None
+                sender.next_retry_at = 0
+        return True
+
+    # ------------------------------------------------------------------ settle
+
+    def _settle(self, out: list[Observation]) -> None:
+        """R25: ordinary operations, chosen deterministically, until quiescent."""
+        for _ in range(SETTLE_MAX_OPERATIONS):
+            op = self._settle_next()
+            if op is None:
+                break
+            enabled = self._step(op, out)
+            assert enabled, f"settle chose {op!r}, which is not enabled"
+
+    def _settle_next(self) -> Op | None:
+        """R25: the lowest-id deliver, else the lowest-id deliver_ack, else a tick."""
+        for sender in self._sender_list:
+            if sender.batch_message is not None and sender.remote_site.up:
+                return Deliver(sender.id)
+        for sender in self._sender_list:
+            if sender.ack_message is not None and sender.home.up:
+                return DeliverAck(sender.id)
+        ms = self._settle_wait()
+        return None if ms is None else Tick(ms)
+
+    def _settle_wait(self) -> int | None:
+        """R25: how long to tick until the next due sender, or None if none is due."""
+        now = self._now
+        due: int | None = None
+        for sender in self._sender_list:
+            if not (sender.home.up and sender.remote_site.up):
+                continue
+            in_flight = sender.in_flight
+            queue = sender.queue
+            if in_flight is not None:
+                at = in_flight.sent_at + sender.ack_timeout_ms
+            elif queue:
+                ready = (
+                    now
+                    if len(queue) >= sender.batch_size
+                    else queue[0].enqueued_at + sender.batch_time_interval_ms
+                )
+                at = max(sender.next_retry_at, ready)
+            else:
+                continue
+            if due is None or at < due:
+                due = at
+        return None if due is None else max(1, due - now)
+
+
+def _applied(site: int, sender: str, event: Event, status: str) -> Observation:
+    """The `applied` observation of an event that was not applied ok (R16)."""
+    return {
+        "kind": "applied",
+        "site": site,
+        "sender": sender,
+        "event": event.id,
+        "key": event.key,
+        "status": status,
+    }
+
+
+def _copy_record(record: dict[str, object]) -> dict[str, object]:
+    """A dead-letter record for `observe()`: a copy that shares nothing with the state."""
+    copy = dict(record)
+    value = copy.get("value")
+    if isinstance(value, dict):
+        copy["value"] = dict(value)
+    if isinstance(copy["version"], list):
+        copy["version"] = list(copy["version"])
+    return copy
