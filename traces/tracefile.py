@@ -68,7 +68,8 @@ def parse_trace_lines(lines: Iterable[str], name: str) -> Trace:
             try:
                 config = parse_config(raw["config"])
             except ConfigError as exc:
-                raise TraceError(f"{where}: config.{exc}") from None
+                path = str(exc) if str(exc).startswith("config") else f"config.{exc}"
+                raise TraceError(f"{where}: {path}") from None
             continue
         try:
             ops.append(parse_op(raw, config))

@@ -1,0 +1,290 @@
+"""The conformance machine: a Hypothesis RuleBasedStateMachine over SPEC §3's operations.
+
+Every rule is named after the operation it performs and draws sites, senders and keys
+from bundles, so a printed counterexample reads as a trace. Each step is applied to the
+model and to the impl; after every step the machine asserts P1 (same observations, same
+observable state) and P3, P4, P6, P7; at the end of a run it brings every site back up,
+issues `settle` and asserts P2 and P5 where they apply (`conformance.properties`).
+
+Swarm testing: each run enables a random subset of the operation kinds, so that some
+runs are all faults and others never lose a message, and deep states are reached.
+
+On a failure the run is written out as a trace file (`wanconform replay --engine both
+FILE` reproduces it) and the error message names the file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, ClassVar
+
+from hypothesis import strategies as st
+from hypothesis.stateful import (
+    Bundle,
+    RuleBasedStateMachine,
+    initialize,
+    multiple,
+    precondition,
+    rule,
+)
+
+from conformance.agreement import compare_step
+from conformance.properties import PropertyChecker
+from conformance.strategies import EXCEPTIONS, KEYS, configs, values
+from traces.config import Config
+from traces.ops import (
+    OP_NAMES,
+    Deliver,
+    DeliverAck,
+    Delta,
+    Destroy,
+    Drop,
+    DropAck,
+    Fail,
+    Op,
+    Put,
+    PutAll,
+    Settle,
+    SiteDown,
+    SiteUp,
+    Tick,
+)
+from traces.tracefile import write_trace
+from wanconform.engine import Engine, make_engine
+
+EngineFactory = Callable[[Config], Engine]
+
+# What the harness must see happen (coverage of the harness itself).
+RECEIVER_STATUSES = ("ok", "duplicate", "conflict", "failed", "invalid_delta")
+SENDER_OUTCOMES = (
+    "sent",
+    "timeout",
+    "connection_failed",
+    "dropped",
+    "dlq",
+    "invalid_delta",
+    "forwarded",
+)
+
+
+class Coverage:
+    """How often each operation ran or was skipped, each receiver status, each outcome."""
+
+    def __init__(self) -> None:
+        self.counts: Counter[str] = Counter()
+
+    def record(self, op: Op, observations: list[dict[str, Any]]) -> None:
+        skipped = observations == [{"kind": "skipped", "op": op.op}]
+        self.counts[f"op.{op.op}.{'skipped' if skipped else 'ran'}"] += 1
+        for obs in observations:
+            if obs["kind"] == "applied":
+                self.counts[f"status.{obs['status']}"] += 1
+            elif obs["kind"] in SENDER_OUTCOMES:
+                self.counts[f"outcome.{obs['kind']}"] += 1
+
+    def required(self) -> list[str]:
+        return [
+            *(
+                f"op.{name}.{how}"
+                for name in OP_NAMES
+                for how in ("ran", "skipped")
+                if not (name in ("tick", "fail", "settle") and how == "skipped")
+            ),
+            *(f"status.{status}" for status in RECEIVER_STATUSES),
+            *(f"outcome.{outcome}" for outcome in SENDER_OUTCOMES),
+        ]
+
+    def missing(self) -> list[str]:
+        return [name for name in self.required() if not self.counts[name]]
+
+    def merge(self, other: dict[str, int]) -> None:
+        self.counts.update(other)
+
+    def table(self) -> str:
+        rows = [f"{name:<28} {self.counts[name]:>8}" for name in self.required()]
+        return "\n".join(rows)
+
+
+class ConformanceFailure(AssertionError):
+    """P1 or a property failed; the message names the trace file that reproduces it."""
+
+
+def _swarm_enabled(kind: str) -> Callable[[WanConformance], bool]:
+    return lambda self: self.config is not None and kind in self.swarm
+
+
+class WanConformance(RuleBasedStateMachine):
+    """Model vs impl on one random configuration, with the properties checked throughout."""
+
+    impl_factory: ClassVar[EngineFactory] = staticmethod(lambda config: make_engine("impl", config))
+    counterexample_dir: ClassVar[Path] = Path("out/counterexamples")
+    coverage: ClassVar[Coverage] = Coverage()
+    last_failure: ClassVar[tuple[Config, list[Op], Path] | None] = None
+
+    sites = Bundle("sites")
+    senders = Bundle("senders")
+    keys = Bundle("keys")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.config: Config | None = None
+        self.swarm: frozenset[str] = frozenset()
+        self.ops: list[Op] = []
+        self.failed = False
+        self.senders_listed = False
+
+    # -- setup ---------------------------------------------------------------------
+
+    @initialize(
+        target=sites,
+        config=configs(),
+        swarm=st.frozensets(st.sampled_from(OP_NAMES), min_size=2),
+    )
+    def configure(self, config: Config, swarm: frozenset[str]) -> Any:
+        self.config = config
+        self.swarm = swarm | {"put"}
+        self.model = make_engine("model", config)
+        self.impl = type(self).impl_factory(config)
+        self.checker = PropertyChecker(config)
+        return multiple(*config.sites)
+
+    @initialize(target=keys)
+    def choose_keys(self) -> Any:
+        return multiple(*KEYS)
+
+    @precondition(lambda self: self.config is not None and not self.senders_listed)
+    @rule(target=senders)
+    def list_senders(self) -> Any:
+        assert self.config is not None
+        self.senders_listed = True
+        return multiple(*(s.id for s in self.config.senders))
+
+    # -- one step on both engines ----------------------------------------------------
+
+    def apply(self, op: Op) -> None:
+        assert self.config is not None
+        self.ops.append(op)
+        model_observations = self.model.apply(op)
+        impl_observations = self.impl.apply(op)
+        model_state = self.model.observe()
+        type(self).coverage.record(op, model_observations)
+        differences = compare_step(
+            model_observations, impl_observations, model_state, self.impl.observe()
+        )
+        problems = [f"P1: {d.path}: model={d.model!r} impl={d.impl!r}" for d in differences]
+        problems += [str(v) for v in self.checker.after_step(op, model_observations, model_state)]
+        if problems:
+            self.fail_with(problems)
+
+    def fail_with(self, problems: list[str]) -> None:
+        assert self.config is not None
+        self.failed = True
+        directory = type(self).counterexample_dir
+        directory.mkdir(parents=True, exist_ok=True)
+        from traces.tracefile import trace_lines
+
+        text = "\n".join(trace_lines(self.config, self.ops))
+        path = directory / f"counterexample-{hashlib.sha256(text.encode()).hexdigest()[:12]}.jsonl"
+        write_trace(path, self.config, self.ops)
+        type(self).last_failure = (self.config, list(self.ops), path)
+        raise ConformanceFailure(
+            f"after operation {len(self.ops)} ({self.ops[-1].op}):\n  "
+            + "\n  ".join(problems[:20])
+            + f"\ntrace written to {path}; reproduce with: wanconform replay --engine both {path}"
+        )
+
+    # -- the operations of SPEC §3 -----------------------------------------------------
+
+    @precondition(_swarm_enabled("put"))
+    @rule(site=sites, key=keys, value=values)
+    def put(self, site: int, key: str, value: dict[str, Any]) -> None:
+        self.apply(Put(site, key, value))
+
+    @precondition(_swarm_enabled("delta"))
+    @rule(site=sites, key=keys, changes=values)
+    def delta(self, site: int, key: str, changes: dict[str, Any]) -> None:
+        self.apply(Delta(site, key, changes))
+
+    @precondition(_swarm_enabled("destroy"))
+    @rule(site=sites, key=keys)
+    def destroy(self, site: int, key: str) -> None:
+        self.apply(Destroy(site, key))
+
+    @precondition(_swarm_enabled("putall"))
+    @rule(site=sites, entries=st.dictionaries(st.sampled_from(KEYS), values, max_size=2))
+    def putall(self, site: int, entries: dict[str, dict[str, Any]]) -> None:
+        self.apply(PutAll(site, entries))
+
+    @precondition(_swarm_enabled("tick"))
+    @rule(ms=st.sampled_from([1, 10, 100, 1000, 6000, 12000]))
+    def tick(self, ms: int) -> None:
+        self.apply(Tick(ms))
+
+    @precondition(_swarm_enabled("deliver"))
+    @rule(sender=senders)
+    def deliver(self, sender: str) -> None:
+        self.apply(Deliver(sender))
+
+    @precondition(_swarm_enabled("deliver_ack"))
+    @rule(sender=senders)
+    def deliver_ack(self, sender: str) -> None:
+        self.apply(DeliverAck(sender))
+
+    @precondition(_swarm_enabled("drop"))
+    @rule(sender=senders)
+    def drop(self, sender: str) -> None:
+        self.apply(Drop(sender))
+
+    @precondition(_swarm_enabled("drop_ack"))
+    @rule(sender=senders)
+    def drop_ack(self, sender: str) -> None:
+        self.apply(DropAck(sender))
+
+    @precondition(_swarm_enabled("site_down"))
+    @rule(site=sites)
+    def site_down(self, site: int) -> None:
+        self.apply(SiteDown(site))
+
+    @precondition(_swarm_enabled("site_up"))
+    @rule(site=sites, wipe=st.booleans())
+    def site_up(self, site: int, wipe: bool) -> None:
+        self.apply(SiteUp(site, wipe))
+
+    @precondition(_swarm_enabled("fail"))
+    @rule(site=sites, key=keys, exception=st.sampled_from(EXCEPTIONS), times=st.integers(1, 3))
+    def fail(self, site: int, key: str, exception: str, times: int) -> None:
+        self.apply(Fail(site, key, exception, times))
+
+    @precondition(_swarm_enabled("settle"))
+    @rule()
+    def settle(self) -> None:
+        self.apply(Settle())
+
+    # -- end of a run ----------------------------------------------------------------------
+
+    def teardown(self) -> None:
+        """Bring every site back (no wipe), settle, and check P2 and P5 (R25, §11)."""
+        if self.config is None or self.failed:
+            return
+        state = self.model.observe()
+        for site in self.config.sites:
+            if not state["sites"][str(site)]["up"]:
+                self.apply(SiteUp(site))
+        self.apply(Settle())
+
+
+def machine_with_impl(factory: EngineFactory, counterexample_dir: Path) -> type[WanConformance]:
+    """A copy of the machine that runs `factory`'s engine as the impl (planted bugs)."""
+    return type(
+        "WanConformanceWith" + getattr(factory, "__name__", "Impl"),
+        (WanConformance,),
+        {
+            "impl_factory": staticmethod(factory),
+            "counterexample_dir": counterexample_dir,
+            "coverage": Coverage(),
+            "last_failure": None,
+        },
+    )
