@@ -1,0 +1,973 @@
+"""Unit tests of `impl/` alone: small scenarios worked out by hand from SPEC.md.
+
+Every expected observation list and state below was derived from the rules cited in the
+test name, not by running an engine; `model/` is never imported (the conformance harness
+compares the two engines, these tests pin the impl on its own).
+"""
+
+from __future__ import annotations
+
+import random
+from itertools import pairwise
+from typing import Any
+
+import pytest
+
+from impl import Engine
+from impl.applied import AppliedRanges
+from impl.state import Event, SenderState, SiteState, size
+from traces.canonical import canonical_json
+from traces.canonical import size as canonical_size
+from traces.config import Config, parse_config
+from traces.observations import KINDS, Observation
+from traces.ops import (
+    Deliver,
+    DeliverAck,
+    Delta,
+    Destroy,
+    Drop,
+    DropAck,
+    Fail,
+    Op,
+    Put,
+    PutAll,
+    Settle,
+    SiteDown,
+    SiteUp,
+    Tick,
+)
+
+SITE_STATS_ZERO = {
+    "applied": 0,
+    "duplicates": 0,
+    "conflicts": 0,
+    "failures": 0,
+    "retries": 0,
+    "invalid_deltas": 0,
+}
+SENDER_STATS_ZERO = {
+    "batches_sent": 0,
+    "events_sent": 0,
+    "events_resent": 0,
+    "bytes_full": 0,
+    "bytes_delta": 0,
+    "batches_timed_out": 0,
+    "connection_failures": 0,
+    "events_dropped": 0,
+    "invalid_deltas": 0,
+    "dlq_records": 0,
+}
+
+
+def two_sites(**sender: Any) -> Config:
+    """Sites 1 and 2, sender "ny" from 1 to 2 with the given options."""
+    return parse_config(
+        {"sites": [1, 2], "senders": [{"id": "ny", "site": 1, "remote": 2, **sender}]}
+    )
+
+
+def site_stats(**changed: int) -> dict[str, int]:
+    return {**SITE_STATS_ZERO, **changed}
+
+
+def sender_stats(**changed: int) -> dict[str, int]:
+    return {**SENDER_STATS_ZERO, **changed}
+
+
+def enqueued(
+    site: int,
+    event: str,
+    key: str,
+    op: str,
+    version: list[int],
+    value: dict[str, Any] | None,
+    senders: list[str],
+) -> Observation:
+    return {
+        "kind": "enqueued",
+        "site": site,
+        "event": event,
+        "key": key,
+        "op": op,
+        "version": version,
+        "value": value,
+        "senders": senders,
+    }
+
+
+def sent(
+    sender: str,
+    batch_id: int,
+    events: list[str],
+    bytes_full: int = 0,
+    bytes_delta: int = 0,
+    events_resent: int = 0,
+) -> Observation:
+    return {
+        "kind": "sent",
+        "sender": sender,
+        "batch_id": batch_id,
+        "events": events,
+        "bytes_full": bytes_full,
+        "bytes_delta": bytes_delta,
+        "events_resent": events_resent,
+    }
+
+
+def applied(site: int, sender: str, event: str, key: str, status: str, **extra: Any) -> Observation:
+    return {
+        "kind": "applied",
+        "site": site,
+        "sender": sender,
+        "event": event,
+        "key": key,
+        "status": status,
+        **extra,
+    }
+
+
+def acked(sender: str, batch_id: int, removed: list[str]) -> Observation:
+    return {"kind": "acked", "sender": sender, "batch_id": batch_id, "removed": removed}
+
+
+def run(engine: Engine, *ops: Op) -> list[Observation]:
+    out: list[Observation] = []
+    for op in ops:
+        out.extend(engine.apply(op))
+    return out
+
+
+# ---------------------------------------------------------------------- observable state
+
+
+def test_initial_state_has_the_exact_shape_of_spec_section_10() -> None:
+    engine = Engine(two_sites())
+    assert engine.observe() == {
+        "time": 0,
+        "sites": {
+            "1": {"up": True, "seq": 0, "entries": {}, "stats": SITE_STATS_ZERO},
+            "2": {"up": True, "seq": 0, "entries": {}, "stats": SITE_STATS_ZERO},
+        },
+        "senders": {
+            "ny": {
+                "queue": [],
+                "in_flight": None,
+                "next_retry_at": 0,
+                "network": {"batch": False, "ack": False},
+                "stats": SENDER_STATS_ZERO,
+                "dlq": [],
+            }
+        },
+    }
+
+
+def test_observe_returns_copies_that_do_not_alias_the_state() -> None:
+    engine = Engine(two_sites())
+    engine.apply(Put(1, "k", {"a": 1}))
+    state = engine.observe()
+    state["sites"]["1"]["entries"]["k"]["value"]["a"] = 99
+    state["sites"]["1"]["stats"]["applied"] = 99
+    state["senders"]["ny"]["queue"].clear()
+    assert engine.observe()["sites"]["1"]["entries"]["k"]["value"] == {"a": 1}
+    assert engine.observe()["sites"]["1"]["stats"]["applied"] == 0
+    assert engine.observe()["senders"]["ny"]["queue"] == ["1:1"]
+
+
+# ---------------------------------------------------------------------- happy path
+
+
+def test_r11_r15_r16_r18_one_batch_end_to_end() -> None:
+    engine = Engine(two_sites(batch_size=2))
+    assert engine.apply(Put(1, "a", {"x": 1})) == [
+        enqueued(1, "1:1", "a", "create", [1, 0, 1], {"x": 1}, ["ny"])
+    ]
+    # The second event fills the batch: R15 flushes after the operation's own effect.
+    # bytes_full = len('{"x":1}') + len('{"y":"z"}') = 7 + 9.
+    assert engine.apply(Put(1, "b", {"y": "z"})) == [
+        enqueued(1, "1:2", "b", "create", [1, 0, 1], {"y": "z"}, ["ny"]),
+        sent("ny", 1, ["1:1", "1:2"], bytes_full=16),
+    ]
+    mid = engine.observe()
+    assert mid["senders"]["ny"]["queue"] == ["1:1", "1:2"]  # R12: peek does not remove
+    assert mid["senders"]["ny"]["in_flight"] == {
+        "batch_id": 1,
+        "events": ["1:1", "1:2"],
+        "sent_at": 0,
+    }
+    assert mid["senders"]["ny"]["network"] == {"batch": True, "ack": False}
+    assert engine.apply(Deliver("ny")) == [
+        applied(2, "ny", "1:1", "a", "ok"),
+        applied(2, "ny", "1:2", "b", "ok"),
+    ]
+    assert engine.observe()["senders"]["ny"]["network"] == {"batch": False, "ack": True}
+    assert engine.apply(DeliverAck("ny")) == [acked("ny", 1, ["1:1", "1:2"])]
+    entries = {
+        "a": {"value": {"x": 1}, "version": [1, 0, 1]},
+        "b": {"value": {"y": "z"}, "version": [1, 0, 1]},
+    }
+    assert engine.observe() == {
+        "time": 0,
+        "sites": {
+            "1": {"up": True, "seq": 2, "entries": entries, "stats": SITE_STATS_ZERO},
+            "2": {"up": True, "seq": 0, "entries": entries, "stats": site_stats(applied=2)},
+        },
+        "senders": {
+            "ny": {
+                "queue": [],
+                "in_flight": None,
+                "next_retry_at": 0,
+                "network": {"batch": False, "ack": False},
+                "stats": sender_stats(batches_sent=1, events_sent=2, bytes_full=16),
+                "dlq": [],
+            }
+        },
+    }
+
+
+def test_r15_batch_time_interval_is_inclusive() -> None:
+    engine = Engine(two_sites(batch_time_interval_ms=1000))
+    engine.apply(Put(1, "k", {}))
+    assert engine.apply(Tick(999)) == []
+    # now - enqueued_at == 1000 >= batch_time_interval_ms; '{}' is 2 bytes.
+    assert engine.apply(Tick(1)) == [sent("ny", 1, ["1:1"], bytes_full=2)]
+    assert engine.observe()["senders"]["ny"]["in_flight"]["sent_at"] == 1000
+
+
+def test_r15_one_batch_in_flight_and_batch_size_prefix() -> None:
+    engine = Engine(two_sites(batch_size=2))
+    out = run(engine, *(Put(1, f"k{i}", {"i": i}) for i in range(5)))
+    assert [o for o in out if o["kind"] == "sent"] == [sent("ny", 1, ["1:1", "1:2"], bytes_full=14)]
+    run(engine, Deliver("ny"))
+    # The ack removes the batch; the flush after it sends the next prefix at once.
+    assert engine.apply(DeliverAck("ny")) == [
+        acked("ny", 1, ["1:1", "1:2"]),
+        sent("ny", 2, ["1:3", "1:4"], bytes_full=14),
+    ]
+    assert engine.observe()["senders"]["ny"]["queue"] == ["1:3", "1:4", "1:5"]
+
+
+# ---------------------------------------------------------------------- skipped ops
+
+
+@pytest.mark.parametrize(
+    "op",
+    [
+        Deliver("ny"),
+        DeliverAck("ny"),
+        Drop("ny"),
+        DropAck("ny"),
+        Delta(1, "missing", {"a": 1}),
+        Destroy(1, "missing"),
+        Delta(1, "gone", {"a": 1}),
+        Destroy(1, "gone"),
+        PutAll(1, {}),
+        SiteUp(2),
+    ],
+)
+def test_section3_not_enabled_operation_changes_nothing(op: Op) -> None:
+    engine = Engine(two_sites())
+    run(engine, Put(1, "gone", {"a": 0}), Destroy(1, "gone"))
+    before = engine.observe()
+    assert engine.apply(op) == [{"kind": "skipped", "op": op.op}]
+    assert engine.observe() == before
+
+
+def test_section3_writes_at_a_down_site_are_skipped() -> None:
+    engine = Engine(two_sites())
+    run(engine, Put(1, "k", {"a": 1}), SiteDown(1))
+    before = engine.observe()
+    for op in (Put(1, "k", {}), Delta(1, "k", {}), Destroy(1, "k"), PutAll(1, {"x": {}})):
+        assert engine.apply(op) == [{"kind": "skipped", "op": op.op}]
+    assert engine.apply(SiteDown(1)) == [{"kind": "skipped", "op": "site_down"}]
+    assert engine.observe() == before
+
+
+def test_section3_skipped_op_does_not_flush_but_enabled_one_does() -> None:
+    # Remote down and retry_interval_ms 0: every flush of a due sender fails again.
+    engine = Engine(two_sites(batch_size=1, retry_interval_ms=0))
+    engine.apply(SiteDown(2))
+    assert engine.apply(Put(1, "k", {"a": 1})) == [
+        enqueued(1, "1:1", "k", "create", [1, 0, 1], {"a": 1}, ["ny"]),
+        {"kind": "connection_failed", "sender": "ny", "remote": 2},
+    ]
+    assert engine.apply(Deliver("ny")) == [{"kind": "skipped", "op": "deliver"}]
+    assert engine.apply(Fail(2, "x", "E", 1)) == [
+        {"kind": "connection_failed", "sender": "ny", "remote": 2}
+    ]
+    assert engine.observe()["senders"]["ny"]["stats"] == sender_stats(connection_failures=2)
+
+
+# ---------------------------------------------------------------------- client writes
+
+
+def test_r9_r10_write_labels_and_tags() -> None:
+    engine = Engine(parse_config({"sites": [1]}))  # no senders: events go nowhere
+    assert run(
+        engine,
+        Put(1, "k", {"a": 1, "b": 2}),
+        Tick(5),
+        Delta(1, "k", {"b": 3}),
+        Destroy(1, "k"),
+        Put(1, "k", {"c": True}),
+    ) == [
+        enqueued(1, "1:1", "k", "create", [1, 0, 1], {"a": 1, "b": 2}, []),
+        enqueued(1, "1:2", "k", "update", [2, 5, 1], {"a": 1, "b": 3}, []),
+        enqueued(1, "1:3", "k", "destroy", [3, 5, 1], None, []),
+        enqueued(1, "1:4", "k", "create", [4, 5, 1], {"c": True}, []),  # over a tombstone
+    ]
+    assert engine.observe()["sites"]["1"]["seq"] == 4
+
+
+def test_r9_timestamp_never_goes_back_against_another_sites_tag() -> None:
+    engine = Engine(two_sites(batch_size=1))
+    run(engine, Put(1, "k", {"v": 1}), Deliver("ny"), DeliverAck("ny"))
+    # Site 2 holds [1, 0, 1]; a write there at now=0 from dsid 2 takes ts = 0 + 1 ...
+    assert engine.apply(Put(2, "k", {"v": 2})) == [
+        enqueued(2, "2:1", "k", "update", [2, 1, 2], {"v": 2}, [])
+    ]
+    # ... and the next one at site 2 (same dsid, now 0 < ts 1) keeps ts = 1.
+    assert engine.apply(Put(2, "k", {"v": 3})) == [
+        enqueued(2, "2:2", "k", "update", [3, 1, 2], {"v": 3}, [])
+    ]
+    assert engine.observe()["sites"]["2"]["seq"] == 2
+
+
+def test_r3_putall_one_seq_per_entry_in_sorted_key_order_full_values_only() -> None:
+    engine = Engine(two_sites(batch_size=10, delta=True))
+    run(engine, Put(1, "b", {"v": 0}))
+    out = engine.apply(PutAll(1, {"c": {"v": 3}, "a": {"v": 1}, "b": {"v": 2}}))
+    assert out == [
+        enqueued(1, "1:2", "a", "create", [1, 0, 1], {"v": 1}, ["ny"]),
+        enqueued(1, "1:3", "b", "update", [2, 0, 1], {"v": 2}, ["ny"]),
+        enqueued(1, "1:4", "c", "create", [1, 0, 1], {"v": 3}, ["ny"]),
+    ]
+
+
+def test_r11_every_sender_at_the_origin_gets_its_own_copy() -> None:
+    config = parse_config(
+        {
+            "sites": [1, 2, 3],
+            "senders": [
+                {"id": "to3", "site": 1, "remote": 3, "batch_size": 1},
+                {"id": "to2", "site": 1, "remote": 2, "batch_size": 1},
+            ],
+        }
+    )
+    engine = Engine(config)
+    assert engine.apply(Put(1, "k", {"a": 1})) == [
+        enqueued(1, "1:1", "k", "create", [1, 0, 1], {"a": 1}, ["to2", "to3"]),
+        sent("to2", 1, ["1:1"], bytes_full=7),
+        sent("to3", 1, ["1:1"], bytes_full=7),
+    ]
+    # A timeout on one sender marks only its own copy as a possible duplicate.
+    run(engine, Drop("to2"), Deliver("to3"), DeliverAck("to3"), Tick(10_000))
+    run(engine, Tick(5_000))
+    assert engine.observe()["senders"]["to2"]["stats"]["events_resent"] == 1
+    assert engine.observe()["senders"]["to3"]["stats"]["events_resent"] == 0
+
+
+# ---------------------------------------------------------------------- R14 deltas, R19
+
+
+def test_r14_r16_delta_shipped_and_applied_with_the_built_value() -> None:
+    engine = Engine(two_sites(batch_size=1, delta=True))
+    run(engine, Put(1, "k", {"a": 1, "b": "x"}), Deliver("ny"), DeliverAck("ny"))
+    assert engine.apply(Delta(1, "k", {"a": 2})) == [
+        enqueued(1, "1:2", "k", "update", [2, 0, 1], {"a": 2, "b": "x"}, ["ny"]),
+        sent("ny", 2, ["1:2"], bytes_delta=7),  # '{"a":2}'
+    ]
+    assert engine.apply(Deliver("ny")) == [
+        applied(2, "ny", "1:2", "k", "ok", value={"a": 2, "b": "x"})
+    ]
+    assert engine.observe()["sites"]["2"]["entries"]["k"] == {
+        "value": {"a": 2, "b": "x"},
+        "version": [2, 0, 1],
+    }
+
+
+def test_r8_delta_events_ship_full_when_the_sender_has_delta_off() -> None:
+    engine = Engine(two_sites(batch_size=1))
+    run(engine, Put(1, "k", {"a": 1}), Deliver("ny"), DeliverAck("ny"))
+    assert engine.apply(Delta(1, "k", {})) == [  # empty changes: still an update
+        enqueued(1, "1:2", "k", "update", [2, 0, 1], {"a": 1}, ["ny"]),
+        sent("ny", 2, ["1:2"], bytes_full=7),
+    ]
+    assert engine.apply(Deliver("ny")) == [applied(2, "ny", "1:2", "k", "ok")]
+
+
+def test_r19_invalid_delta_is_kept_converted_and_resent_full() -> None:
+    engine = Engine(two_sites(batch_size=1, delta=True))
+    assert run(engine, Fail(2, "k", "Boom", 1), Put(1, "k", {"a": 1})) == [
+        enqueued(1, "1:1", "k", "create", [1, 0, 1], {"a": 1}, ["ny"]),
+        sent("ny", 1, ["1:1"], bytes_full=7),
+    ]
+    assert engine.apply(Deliver("ny")) == [applied(2, "ny", "1:1", "k", "failed", exception="Boom")]
+    assert engine.apply(DeliverAck("ny")) == [
+        acked("ny", 1, ["1:1"]),
+        {"kind": "dropped", "sender": "ny", "event": "1:1", "exception": "Boom"},
+    ]
+    assert engine.apply(Delta(1, "k", {"a": 2})) == [
+        enqueued(1, "1:2", "k", "update", [2, 0, 1], {"a": 2}, ["ny"]),
+        sent("ny", 2, ["1:2"], bytes_delta=7),
+    ]
+    # Site 2 has no entry: the conflict check passes, the delta base check fails.
+    assert engine.apply(Deliver("ny")) == [applied(2, "ny", "1:2", "k", "invalid_delta")]
+    assert engine.apply(DeliverAck("ny")) == [
+        acked("ny", 2, []),
+        {"kind": "invalid_delta", "sender": "ny", "event": "1:2"},
+        sent("ny", 3, ["1:2"], bytes_full=7),  # converted: its full value this time
+    ]
+    assert engine.apply(Deliver("ny")) == [applied(2, "ny", "1:2", "k", "ok")]
+    assert engine.apply(DeliverAck("ny")) == [acked("ny", 3, ["1:2"])]
+    state = engine.observe()
+    assert state["sites"]["2"]["entries"] == {"k": {"value": {"a": 2}, "version": [2, 0, 1]}}
+    assert state["sites"]["2"]["stats"] == site_stats(applied=1, failures=1, invalid_deltas=1)
+    assert state["senders"]["ny"]["stats"] == sender_stats(
+        batches_sent=3,
+        events_sent=3,
+        bytes_full=14,
+        bytes_delta=7,
+        events_dropped=1,
+        invalid_deltas=1,
+    )
+
+
+def test_r19_invalid_deltas_stay_at_the_queue_head_in_batch_order() -> None:
+    engine = Engine(two_sites(batch_size=3, delta=True))
+    run(engine, Fail(2, "a", "E", 1), Fail(2, "b", "E", 1))
+    run(engine, Put(1, "a", {"v": 0}), Put(1, "b", {"v": 0}), Put(1, "x", {"v": 0}))
+    run(engine, Deliver("ny"), DeliverAck("ny"))  # a and b never reach site 2
+    run(engine, Delta(1, "a", {"v": 1}), Put(1, "z", {"v": 1}), Delta(1, "b", {"v": 1}))
+    run(engine, Put(1, "q", {"v": 1}))  # 1:7 waits behind batch 2 (1:4, 1:5, 1:6)
+    assert engine.apply(Deliver("ny")) == [
+        applied(2, "ny", "1:4", "a", "invalid_delta"),
+        applied(2, "ny", "1:5", "z", "ok"),
+        applied(2, "ny", "1:6", "b", "invalid_delta"),
+    ]
+    assert engine.apply(DeliverAck("ny")) == [
+        acked("ny", 2, ["1:5"]),
+        {"kind": "invalid_delta", "sender": "ny", "event": "1:4"},
+        {"kind": "invalid_delta", "sender": "ny", "event": "1:6"},
+        sent("ny", 3, ["1:4", "1:6", "1:7"], bytes_full=21),
+    ]
+    assert engine.observe()["senders"]["ny"]["queue"] == ["1:4", "1:6", "1:7"]
+
+
+# ---------------------------------------------------------------------- R16 receiver
+
+
+def test_r20_timeout_resend_is_a_possible_duplicate_and_r16_1_skips_it() -> None:
+    engine = Engine(two_sites(batch_size=1))
+    run(engine, Put(1, "k", {"a": 1}))
+    assert engine.apply(Deliver("ny")) == [applied(2, "ny", "1:1", "k", "ok")]
+    assert engine.apply(DropAck("ny")) == []
+    assert engine.apply(Tick(9_999)) == []
+    assert engine.apply(Tick(1)) == [
+        {"kind": "timeout", "sender": "ny", "batch_id": 1, "events": ["1:1"]}
+    ]
+    state = engine.observe()["senders"]["ny"]
+    assert state["in_flight"] is None
+    assert state["next_retry_at"] == 15_000
+    assert state["queue"] == ["1:1"]
+    assert engine.apply(Tick(4_999)) == []
+    assert engine.apply(Tick(1)) == [sent("ny", 2, ["1:1"], bytes_full=7, events_resent=1)]
+    assert engine.apply(Deliver("ny")) == [applied(2, "ny", "1:1", "k", "duplicate")]
+    assert engine.apply(DeliverAck("ny")) == [acked("ny", 2, ["1:1"])]
+    state = engine.observe()
+    assert state["sites"]["2"]["stats"] == site_stats(applied=1, duplicates=1)
+    assert state["senders"]["ny"]["stats"] == sender_stats(
+        batches_sent=2, events_sent=2, events_resent=1, bytes_full=14, batches_timed_out=1
+    )
+
+
+def test_r20_timeout_also_removes_a_pending_ack_and_needs_the_site_up() -> None:
+    engine = Engine(two_sites(batch_size=1, ack_timeout_ms=100))
+    run(engine, Put(1, "k", {"a": 1}), Deliver("ny"))
+    assert engine.observe()["senders"]["ny"]["network"] == {"batch": False, "ack": True}
+    run(engine, SiteDown(1))  # removes the ack message; in_flight stays
+    assert engine.observe()["senders"]["ny"]["in_flight"] is not None
+    assert engine.apply(Tick(100)) == []  # the sender's site is down: no timeout
+    run(engine, SiteUp(1))
+    assert engine.apply(Tick(1)) == [
+        {"kind": "timeout", "sender": "ny", "batch_id": 1, "events": ["1:1"]}
+    ]
+
+
+def test_r16_2_retries_succeed_within_the_allowed_attempts() -> None:
+    config = parse_config(
+        {
+            "sites": [1, 2],
+            "senders": [{"id": "ny", "site": 1, "remote": 2, "batch_size": 1}],
+            "receivers": [{"site": 2, "retry_attempts": 2}],
+        }
+    )
+    engine = Engine(config)
+    # 2 injected failures, 3 attempts: fail, fail, succeed -> ok with 2 retries.
+    run(engine, Fail(2, "k", "E", 2), Put(1, "k", {"v": 1}))
+    assert engine.apply(Deliver("ny")) == [applied(2, "ny", "1:1", "k", "ok")]
+    run(engine, DeliverAck("ny"))
+    # 4 more: fail x3 -> failed (2 retries), 1 left; the next event: fail, succeed.
+    run(engine, Fail(2, "k", "E", 4), Put(1, "k", {"v": 2}))
+    assert engine.apply(Deliver("ny")) == [applied(2, "ny", "1:2", "k", "failed", exception="E")]
+    run(engine, DeliverAck("ny"), Put(1, "k", {"v": 3}))
+    assert engine.apply(Deliver("ny")) == [applied(2, "ny", "1:3", "k", "ok")]
+    assert engine.observe()["sites"]["2"]["stats"] == site_stats(
+        applied=2, failures=1, retries=2 + 2 + 1
+    )
+
+
+def test_r16_2_retry_attempts_minus_one_retries_until_success() -> None:
+    config = parse_config(
+        {
+            "sites": [1, 2],
+            "senders": [{"id": "ny", "site": 1, "remote": 2, "batch_size": 1}],
+            "receivers": [{"site": 2, "retry_attempts": -1}],
+        }
+    )
+    engine = Engine(config)
+    run(engine, Fail(2, "k", "E", 50), Put(1, "k", {"v": 1}))
+    assert engine.apply(Deliver("ny")) == [applied(2, "ny", "1:1", "k", "ok")]
+    assert engine.observe()["sites"]["2"]["stats"] == site_stats(applied=1, retries=50)
+
+
+def test_r16_3_conflict_resolution_between_two_origins() -> None:
+    config = parse_config(
+        {
+            "sites": [1, 2],
+            "senders": [
+                {"id": "a", "site": 1, "remote": 2, "batch_size": 1},
+                {"id": "b", "site": 2, "remote": 1, "batch_size": 1},
+            ],
+        }
+    )
+    engine = Engine(config)
+    run(engine, Put(1, "k", {"v": 1}), Put(2, "k", {"v": 2}))  # [1,0,1] and [1,0,2]
+    # Equal timestamps, different dsids: the higher dsid wins.
+    assert engine.apply(Deliver("a")) == [applied(2, "a", "1:1", "k", "conflict")]
+    assert engine.apply(Deliver("b")) == [applied(1, "b", "2:1", "k", "ok")]
+    state = engine.observe()
+    assert state["sites"]["1"]["entries"] == state["sites"]["2"]["entries"]
+    assert state["sites"]["1"]["entries"]["k"] == {"value": {"v": 2}, "version": [1, 0, 2]}
+    assert state["sites"]["2"]["stats"] == site_stats(conflicts=1)
+    # R22: b's event is not offered back to site 2 (a.remote == 2 is in its recipients).
+    assert state["senders"]["a"]["queue"] == ["1:1"]
+
+
+def test_r16_3_same_dsid_older_tag_arriving_late_is_a_conflict() -> None:
+    engine = Engine(two_sites(batch_size=2, delta=True))
+    run(engine, Fail(2, "k", "E", 1), Put(1, "k", {"v": 0}), Put(1, "x", {"v": 0}))
+    run(engine, Deliver("ny"), DeliverAck("ny"))  # k's create is dropped
+    run(engine, Delta(1, "k", {"v": 1}), Put(1, "k", {"v": 2}))  # [2,0,1], [3,0,1]
+    assert engine.apply(Deliver("ny")) == [
+        applied(2, "ny", "1:3", "k", "invalid_delta"),
+        applied(2, "ny", "1:4", "k", "ok"),
+    ]
+    run(engine, DeliverAck("ny"), Tick(1_000))  # 1:3 is re-sent alone, full
+    # Same dsid: (timestamp, entry_version) = (0, 2) is not newer than (0, 3).
+    assert engine.apply(Deliver("ny")) == [applied(2, "ny", "1:3", "k", "conflict")]
+    assert engine.observe()["sites"]["2"]["entries"]["k"] == {
+        "value": {"v": 2},
+        "version": [3, 0, 1],
+    }
+
+
+def test_r16_1_exact_duplicate_check_applies_an_earlier_event_after_later_ones() -> None:
+    # SPEC §13: R19 re-sends 1:2 after 1:3 was applied; a high-water mark would call it
+    # a duplicate. The exact check applies it.
+    engine = Engine(two_sites(batch_size=2, delta=True))
+    run(engine, Put(1, "k", {"v": 0}), Put(1, "x", {"v": 0}), Deliver("ny"), DeliverAck("ny"))
+    run(engine, Fail(2, "k", "E", 1))
+    run(engine, Put(1, "k", {"v": 1}), Put(1, "y", {"v": 1}))  # 1:3 (fails), 1:4
+    run(engine, Deliver("ny"), DeliverAck("ny"))  # 1:3 dropped, 1:4 ok
+    run(engine, Delta(1, "k", {"v": 2}), Put(1, "z", {"v": 2}))  # 1:5 delta, 1:6
+    assert engine.apply(Deliver("ny")) == [
+        applied(2, "ny", "1:5", "k", "invalid_delta"),  # base [2,0,1] never arrived
+        applied(2, "ny", "1:6", "z", "ok"),
+    ]
+    run(engine, DeliverAck("ny"), Put(1, "w", {"v": 3}))  # 1:5 kept at the head + 1:7
+    assert engine.apply(Deliver("ny")) == [
+        applied(2, "ny", "1:5", "k", "ok"),  # seq 5 < 6 already applied: not a duplicate
+        applied(2, "ny", "1:7", "w", "ok"),
+    ]
+
+
+def test_r16_duplicates_are_decided_before_failures_and_consume_none() -> None:
+    engine = Engine(two_sites(batch_size=1))
+    run(engine, Put(1, "k", {"a": 1}), Deliver("ny"), DropAck("ny"), Fail(2, "k", "E", 1))
+    run(engine, Tick(10_000), Tick(5_000))  # timeout, then resend
+    assert engine.apply(Deliver("ny")) == [applied(2, "ny", "1:1", "k", "duplicate")]
+    run(engine, DeliverAck("ny"), Put(1, "k", {"a": 2}))
+    assert engine.apply(Deliver("ny")) == [applied(2, "ny", "1:2", "k", "failed", exception="E")]
+
+
+# ---------------------------------------------------------------------- R24 dead letters
+
+
+@pytest.mark.parametrize("secure", [False, True])
+def test_r24_dead_letter_record_and_p7_secure_omits_the_value(secure: bool) -> None:
+    engine = Engine(two_sites(batch_size=1, failure_listener="dlq", dlq_secure=secure))
+    run(engine, Fail(2, "k", "Poison", 1), Put(1, "k", {"a": 1}), Deliver("ny"))
+    assert engine.apply(DeliverAck("ny")) == [
+        acked("ny", 1, ["1:1"]),
+        {"kind": "dlq", "sender": "ny", "event": "1:1", "exception": "Poison"},
+    ]
+    record: dict[str, Any] = {
+        "event_id": "1:1",
+        "sender": "ny",
+        "key": "k",
+        "op": "create",
+        "exception": "Poison",
+        "version": [1, 0, 1],
+    }
+    if not secure:
+        record["value"] = {"a": 1}
+    state = engine.observe()["senders"]["ny"]
+    assert state["dlq"] == [record]
+    assert state["stats"] == sender_stats(
+        batches_sent=1, events_sent=1, bytes_full=7, dlq_records=1
+    )
+
+
+def test_r24_dead_letter_of_a_destroy_has_a_null_value() -> None:
+    engine = Engine(two_sites(batch_size=1, failure_listener="dlq"))
+    run(engine, Put(1, "k", {"a": 1}), Deliver("ny"), DeliverAck("ny"), Fail(2, "k", "E", 1))
+    run(engine, Destroy(1, "k"), Deliver("ny"), DeliverAck("ny"))
+    assert engine.observe()["senders"]["ny"]["dlq"] == [
+        {
+            "event_id": "1:2",
+            "sender": "ny",
+            "key": "k",
+            "op": "destroy",
+            "exception": "E",
+            "version": [2, 0, 1],
+            "value": None,
+        }
+    ]
+
+
+# ---------------------------------------------------------------------- R21 sites
+
+
+def test_r21_remote_down_connection_fails_and_retries_after_the_interval() -> None:
+    engine = Engine(two_sites(batch_size=1))
+    run(engine, SiteDown(2))
+    assert engine.apply(Put(1, "k", {"a": 1}))[1:] == [
+        {"kind": "connection_failed", "sender": "ny", "remote": 2}
+    ]
+    assert engine.observe()["senders"]["ny"]["next_retry_at"] == 5_000
+    assert engine.apply(SiteUp(2)) == []  # now 0 < next_retry_at
+    assert engine.apply(Tick(5_000)) == [sent("ny", 1, ["1:1"], bytes_full=7)]
+
+
+def test_r21_site_down_removes_messages_to_and_from_it() -> None:
+    engine = Engine(two_sites(batch_size=1))
+    run(engine, Put(1, "k", {"a": 1}))
+    assert engine.apply(SiteDown(2)) == []
+    sender = engine.observe()["senders"]["ny"]
+    assert sender["network"] == {"batch": False, "ack": False}
+    assert sender["in_flight"] == {"batch_id": 1, "events": ["1:1"], "sent_at": 0}
+    assert engine.apply(Deliver("ny")) == [{"kind": "skipped", "op": "deliver"}]
+
+
+def test_r21_wipe_starts_a_new_system_but_keeps_counters_seq_and_batch_ids() -> None:
+    engine = Engine(two_sites(batch_size=1, failure_listener="dlq"))
+    run(engine, Fail(2, "k", "E", 1), Put(1, "k", {"a": 1}), Deliver("ny"), DeliverAck("ny"))
+    run(engine, Put(1, "j", {"a": 1}), Deliver("ny"), DeliverAck("ny"), Put(1, "j", {"a": 2}))
+    run(engine, SiteDown(1))
+    assert engine.apply(SiteUp(1, wipe=True)) == []
+    state = engine.observe()
+    assert state["sites"]["1"] == {
+        "up": True,
+        "seq": 3,
+        "entries": {},
+        "stats": SITE_STATS_ZERO,
+    }
+    assert state["senders"]["ny"] == {
+        "queue": [],
+        "in_flight": None,
+        "next_retry_at": 0,
+        "network": {"batch": False, "ack": False},
+        "stats": sender_stats(batches_sent=3, events_sent=3, bytes_full=21, dlq_records=1),
+        "dlq": [
+            {
+                "event_id": "1:1",
+                "sender": "ny",
+                "key": "k",
+                "op": "create",
+                "exception": "E",
+                "version": [1, 0, 1],
+                "value": {"a": 1},
+            }
+        ],
+    }
+    assert engine.apply(Put(1, "k", {"b": 1})) == [
+        enqueued(1, "1:4", "k", "create", [1, 0, 1], {"b": 1}, ["ny"]),
+        sent("ny", 4, ["1:4"], bytes_full=7),
+    ]
+
+
+def test_r21_wipe_of_a_receiver_forgets_its_applied_memory() -> None:
+    engine = Engine(two_sites(batch_size=1))
+    run(engine, Put(1, "k", {"a": 1}), Deliver("ny"), DropAck("ny"))
+    run(engine, SiteDown(2), SiteUp(2, wipe=True), Tick(10_000), Tick(5_000))
+    # The resend of 1:1 is no duplicate at the brand-new site 2.
+    assert engine.apply(Deliver("ny")) == [applied(2, "ny", "1:1", "k", "ok")]
+
+
+# ---------------------------------------------------------------------- R22 forwarding
+
+
+def test_r22_forwarding_skips_the_origin_and_known_recipients() -> None:
+    config = parse_config(
+        {
+            "sites": [1, 2, 3],
+            "senders": [
+                {"id": "a", "site": 1, "remote": 2, "batch_size": 1},
+                {"id": "b", "site": 2, "remote": 3, "batch_size": 1},
+                {"id": "c", "site": 2, "remote": 1, "batch_size": 1},
+            ],
+        }
+    )
+    engine = Engine(config)
+    run(engine, Put(1, "k", {"v": 1}))
+    assert engine.apply(Deliver("a")) == [
+        applied(2, "a", "1:1", "k", "ok"),
+        {"kind": "forwarded", "site": 2, "sender": "b", "event": "1:1"},
+        sent("b", 1, ["1:1"], bytes_full=7),
+    ]
+    assert engine.observe()["senders"]["c"]["queue"] == []
+    assert engine.apply(Deliver("b")) == [applied(3, "b", "1:1", "k", "ok")]
+
+
+def test_r22_full_mesh_never_forwards() -> None:
+    senders = [
+        {"id": f"s{a}{b}", "site": a, "remote": b, "batch_size": 1}
+        for a in (1, 2, 3)
+        for b in (1, 2, 3)
+        if a != b
+    ]
+    engine = Engine(parse_config({"sites": [1, 2, 3], "senders": senders}))
+    out = run(engine, Put(1, "k", {"v": 1}), Settle())
+    assert [o["kind"] for o in out].count("forwarded") == 0
+    state = engine.observe()
+    assert state["sites"]["2"]["entries"] == state["sites"]["3"]["entries"]
+
+
+def test_r22_ring_forwards_until_the_origin() -> None:
+    senders = [
+        {"id": "r1", "site": 1, "remote": 2, "batch_size": 1},
+        {"id": "r2", "site": 2, "remote": 3, "batch_size": 1},
+        {"id": "r3", "site": 3, "remote": 1, "batch_size": 1},
+    ]
+    engine = Engine(parse_config({"sites": [1, 2, 3], "senders": senders}))
+    out = run(engine, Put(1, "k", {"v": 1}), Settle())
+    assert [o for o in out if o["kind"] == "forwarded"] == [
+        {"kind": "forwarded", "site": 2, "sender": "r2", "event": "1:1"}
+    ]
+    # Site 3's sender r3 goes back to the origin: never offered (R22).
+    assert engine.observe()["sites"]["3"]["entries"]["k"]["version"] == [1, 0, 1]
+
+
+# ---------------------------------------------------------------------- R25 settle
+
+
+def test_r25_settle_ticks_to_the_batch_time_then_delivers_and_acks() -> None:
+    engine = Engine(two_sites())
+    run(engine, Put(1, "k", {"v": 1}))
+    assert engine.apply(Settle()) == [
+        sent("ny", 1, ["1:1"], bytes_full=7),  # from the inner tick(1000)
+        applied(2, "ny", "1:1", "k", "ok"),
+        acked("ny", 1, ["1:1"]),
+    ]
+    assert engine.observe()["time"] == 1000
+    assert engine.apply(Settle()) == []
+
+
+def test_r25_settle_recovers_a_lost_batch_by_timeout() -> None:
+    engine = Engine(two_sites(batch_size=1))
+    run(engine, Put(1, "k", {"v": 1}), Drop("ny"))
+    assert engine.apply(Settle()) == [
+        {"kind": "timeout", "sender": "ny", "batch_id": 1, "events": ["1:1"]},  # t=10000
+        sent("ny", 2, ["1:1"], bytes_full=7, events_resent=1),  # t=15000
+        applied(2, "ny", "1:1", "k", "ok"),
+        acked("ny", 2, ["1:1"]),
+    ]
+    assert engine.observe()["time"] == 15_000
+
+
+def test_r25_settle_leaves_down_sites_down() -> None:
+    engine = Engine(two_sites(batch_size=1))
+    run(engine, SiteDown(2), Put(1, "k", {"v": 1}))
+    assert engine.apply(Settle()) == []
+    state = engine.observe()
+    assert state["sites"]["2"]["up"] is False
+    assert state["senders"]["ny"]["queue"] == ["1:1"]
+
+
+def test_r25_settle_delivers_lowest_sender_id_first() -> None:
+    config = parse_config(
+        {
+            "sites": [1, 2, 3],
+            "senders": [
+                {"id": "b", "site": 1, "remote": 2, "batch_size": 1},
+                {"id": "a", "site": 1, "remote": 3, "batch_size": 1},
+            ],
+        }
+    )
+    engine = Engine(config)
+    run(engine, Put(1, "k", {"v": 1}))
+    out = engine.apply(Settle())
+    assert [(o["kind"], o.get("sender")) for o in out] == [
+        ("applied", "a"),
+        ("applied", "b"),
+        ("acked", "a"),
+        ("acked", "b"),
+    ]
+
+
+# ---------------------------------------------------------------------- duplicate memory
+
+
+def test_r16_1_applied_memory_stays_one_range_for_in_order_events() -> None:
+    engine = Engine(two_sites(batch_size=100))
+    for start in range(0, 10_000, 100):
+        run(engine, *(Put(1, f"k{i % 50}", {"i": i}) for i in range(start, start + 100)))
+        run(engine, Deliver("ny"), DeliverAck("ny"))
+    site = engine._sites[2]
+    assert site.stats["applied"] == 10_000
+    assert site.applied[1].ranges() == [(1, 10_000)]
+
+
+def test_r16_1_applied_memory_grows_only_with_gaps() -> None:
+    engine = Engine(two_sites(batch_size=100))
+    run(engine, Fail(2, "bad", "E", 3))
+    for start in range(0, 1_000, 100):
+        keys = ["bad" if i in (10, 500, 501) else f"k{i}" for i in range(start, start + 100)]
+        ops = [Put(1, key, {"i": i}) for i, key in enumerate(keys, start)]
+        run(engine, *ops, Deliver("ny"), DeliverAck("ny"))
+    # Seqs 11, 501 and 502 failed: three ranges around two gaps.
+    assert engine._sites[2].applied[1].ranges() == [(1, 10), (12, 500), (503, 1_000)]
+
+
+def test_applied_ranges_agrees_with_a_plain_set() -> None:
+    rng = random.Random(7)
+    for _ in range(200):
+        ranges = AppliedRanges()
+        plain: set[int] = set()
+        for _ in range(rng.randrange(1, 60)):
+            seq = rng.randrange(1, 40)
+            ranges.add(seq)
+            plain.add(seq)
+            assert all((n in ranges) == (n in plain) for n in range(0, 42))
+        pairs = ranges.ranges()
+        assert all(b + 1 < c for (_, b), (c, _) in pairwise(pairs))
+        assert ranges.highest() == max(plain)
+
+
+# ---------------------------------------------------------------------- sizes (R4)
+
+
+def test_r4_fast_size_equals_canonical_size() -> None:
+    rng = random.Random(3)
+    scalars: list[Any] = [None, True, False, 0, -17, 2**70, "", "x", 'q"\\', "é☃\n", "\U0001f600"]
+    assert size(None) == 0 == canonical_size(None)
+    for _ in range(500):
+        value = {
+            rng.choice(["a", "bb", "ç", 'k"', "\t"]) + str(i): rng.choice(scalars)
+            for i in range(rng.randrange(0, 12))
+        }
+        assert size(value) == canonical_size(value) == len(canonical_json(value).encode())
+
+
+# ---------------------------------------------------------------------- planted-bug hooks
+
+
+class HighWaterMark(Engine):
+    """Geode's plain high-water mark (the planted bug of SPEC §13)."""
+
+    def _is_duplicate(self, site: SiteState, event: Event) -> bool:
+        memory = site.applied.get(event.origin)
+        return memory is not None and event.seq <= memory.highest()
+
+
+class NoPossibleDuplicate(Engine):
+    def _mark_resend(self, event: Event) -> None:
+        pass
+
+
+class ForwardToKnownRecipients(Engine):
+    def _should_forward(self, sender: SenderState, event: Event) -> bool:
+        return sender.remote != event.origin
+
+
+class LateBatchTime(Engine):
+    def _batch_time_due(self, sender: SenderState, head: Event) -> bool:
+        return self._now - head.enqueued_at > sender.batch_time_interval_ms
+
+
+def test_hooks_high_water_mark_misses_the_r19_resend() -> None:
+    ops: list[Op] = [
+        Put(1, "k", {"v": 0}),
+        Put(1, "x", {"v": 0}),
+        Deliver("ny"),
+        DeliverAck("ny"),
+        Fail(2, "k", "E", 1),
+        Put(1, "k", {"v": 1}),
+        Put(1, "y", {"v": 1}),
+        Deliver("ny"),
+        DeliverAck("ny"),
+        Delta(1, "k", {"v": 2}),
+        Put(1, "z", {"v": 2}),
+        Deliver("ny"),
+        DeliverAck("ny"),
+        Put(1, "w", {"v": 3}),
+    ]
+    config = two_sites(batch_size=2, delta=True)
+    good, bad = Engine(config), HighWaterMark(config)
+    run(good, *ops)
+    run(bad, *ops)
+    assert good.apply(Deliver("ny"))[0]["status"] == "ok"
+    assert bad.apply(Deliver("ny"))[0]["status"] == "duplicate"
+
+
+def test_hooks_each_planted_bug_changes_an_observation() -> None:
+    resend: list[Op] = [Put(1, "k", {"v": 1}), Drop("ny"), Tick(10_000), Tick(5_000)]
+    config = two_sites(batch_size=1)
+    assert run(Engine(config), *resend) != run(NoPossibleDuplicate(config), *resend)
+
+    late: list[Op] = [Put(1, "k", {"v": 1}), Tick(1_000)]
+    assert run(Engine(two_sites()), *late) != run(LateBatchTime(two_sites()), *late)
+
+    ring = parse_config(
+        {
+            "sites": [1, 2, 3],
+            "senders": [
+                {"id": "a", "site": 1, "remote": 2, "batch_size": 1},
+                {"id": "b", "site": 1, "remote": 3, "batch_size": 1},
+                {"id": "c", "site": 2, "remote": 3, "batch_size": 1},
+            ],
+        }
+    )
+    fan: list[Op] = [Put(1, "k", {"v": 1}), Deliver("a")]
+    assert run(Engine(ring), *fan) != run(ForwardToKnownRecipients(ring), *fan)
+
+
+def test_observations_use_only_the_contract_kinds() -> None:
+    engine = Engine(two_sites(batch_size=2, delta=True, failure_listener="dlq"))
+    out = run(
+        engine,
+        Put(1, "a", {"v": 1}),
+        Fail(2, "b", "E", 1),
+        Put(1, "b", {"v": 1}),
+        Drop("ny"),
+        Tick(10_000),
+        Settle(),
+        SiteDown(2),
+        Delta(1, "a", {"v": 2}),
+        Tick(1_000),
+        SiteUp(2),
+        Settle(),
+    )
+    assert {o["kind"] for o in out} <= set(KINDS)
+    for observation in out:
+        canonical_json(observation)  # plain JSON data
