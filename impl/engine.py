@@ -7,8 +7,8 @@ flush), R16-R17 (receiver and ack), R18-R19 (acknowledgements, full-value fallba
 
 Step order (§3): a skipped (not enabled) operation changes nothing and is observed only
 as `skipped`; an enabled one has its effect, then for `tick` the timeouts of R20 in sorted
-sender id order, then the flush of R15 for every sender in sorted id order. `settle` is
-only its inner operations, each a full step.
+sender id order, then the flush of R15 for every sender in sorted id order. `settle`'s
+effect is its inner operations, each a full step; the final flush follows it too.
 
 Each decision a conformance test may want to break has its own small method, so a test
 plants a bug by subclassing `Engine` and overriding one of them:
@@ -110,7 +110,11 @@ class Engine:
         """One operation (§3): its observations, or `[skipped]` if it was not enabled."""
         out: list[Observation] = []
         if type(op) is Settle:
+            # R25's loop is settle's effect; like every enabled operation (§3) it is
+            # followed by a flush, which matters only for a sender whose remote is down
+            # and whose retry_interval_ms is 0: it fails to connect once more.
             self._settle(out)
+            self._flush_all(out)
             return out
         if not self._handlers[type(op)](op, out):
             return [{"kind": "skipped", "op": op.op}]

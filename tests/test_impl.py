@@ -804,6 +804,14 @@ def test_r25_settle_leaves_down_sites_down() -> None:
     assert state["senders"]["ny"]["queue"] == ["1:1"]
 
 
+def test_r25_settle_is_followed_by_the_flush_of_every_enabled_operation() -> None:
+    # Reading of §3 + R25: settle's effect is its loop, then the usual flush. It only
+    # shows with the remote down and retry_interval_ms 0 (a due sender fails again).
+    engine = Engine(two_sites(batch_size=1, retry_interval_ms=0))
+    run(engine, SiteDown(2), Put(1, "k", {"v": 1}))
+    assert engine.apply(Settle()) == [{"kind": "connection_failed", "sender": "ny", "remote": 2}]
+
+
 def test_r25_settle_delivers_lowest_sender_id_first() -> None:
     config = parse_config(
         {
