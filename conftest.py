@@ -7,8 +7,12 @@
 
 from __future__ import annotations
 
+import json
 import os
+from pathlib import Path
+from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 settings.register_profile(
@@ -27,3 +31,47 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 settings.load_profile(os.environ.get("WANCONFORM_PROFILE", "ci"))
+
+
+# -- the conformance harness's own coverage: a table in the terminal summary and a JSON file
+
+
+def _harness_counts() -> dict[str, int]:
+    from conformance.machine import WanConformance
+
+    return dict(WanConformance.coverage.counts)
+
+
+_worker_counts: dict[str, int] = {}
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:  # an xdist worker: hand the counts to the controller
+        workeroutput["wanconform_coverage"] = json.dumps(_harness_counts())
+
+
+def pytest_testnodedown(node: Any, error: Any) -> None:
+    counts = json.loads(getattr(node, "workeroutput", {}).get("wanconform_coverage", "{}"))
+    for name, count in counts.items():
+        _worker_counts[name] = _worker_counts.get(name, 0) + count
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    from conformance.machine import Coverage
+
+    coverage = Coverage()
+    coverage.merge(_harness_counts())
+    coverage.merge(_worker_counts)
+    if not coverage.counts:
+        return
+    terminalreporter.section("conformance harness coverage")
+    terminalreporter.write_line(coverage.table())
+    missing = coverage.missing()
+    terminalreporter.write_line(f"never seen: {', '.join(missing)}" if missing else "all seen")
+    out = Path("out")
+    out.mkdir(exist_ok=True)
+    (out / "harness-coverage.json").write_text(
+        json.dumps(dict(sorted(coverage.counts.items())), indent=1) + "\n"
+    )
+    terminalreporter.write_line(f"written to {out / 'harness-coverage.json'}")

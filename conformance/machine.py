@@ -1,13 +1,17 @@
 """The conformance machine: a Hypothesis RuleBasedStateMachine over SPEC §3's operations.
 
-Every rule is named after the operation it performs and draws sites, senders and keys
-from bundles, so a printed counterexample reads as a trace. Each step is applied to the
+Every rule is named after the operation it performs and draws sites and keys from
+bundles (senders, which depend on the drawn configuration, are drawn inside the rule),
+so a printed counterexample reads as a trace. Each step is applied to the
 model and to the impl; after every step the machine asserts P1 (same observations, same
 observable state) and P3, P4, P6, P7; at the end of a run it brings every site back up,
 issues `settle` and asserts P2 and P5 where they apply (`conformance.properties`).
 
-Swarm testing: each run enables a random subset of the operation kinds, so that some
-runs are all faults and others never lose a message, and deep states are reached.
+Swarm testing: Hypothesis's stateful engine draws, for every run, a random subset of the
+rules to enable (its "feature flags"), so that some runs are all faults and others never
+lose a message, and deep states are reached. Rules that pick a sender or a key prefer,
+most of the time, one for which the operation is enabled (a batch or ack in the network,
+a live entry), so that few steps are wasted on skipped operations.
 
 On a failure the run is written out as a trace file (`wanconform replay --engine both
 FILE` reproduces it) and the error message names the file.
@@ -112,8 +116,8 @@ class ConformanceFailure(AssertionError):
     """P1 or a property failed; the message names the trace file that reproduces it."""
 
 
-def _swarm_enabled(kind: str) -> Callable[[WanConformance], bool]:
-    return lambda self: self.config is not None and kind in self.swarm
+def configured(machine: WanConformance) -> bool:
+    return machine.config is not None
 
 
 class WanConformance(RuleBasedStateMachine):
@@ -125,27 +129,19 @@ class WanConformance(RuleBasedStateMachine):
     last_failure: ClassVar[tuple[Config, list[Op], Path] | None] = None
 
     sites = Bundle("sites")
-    senders = Bundle("senders")
     keys = Bundle("keys")
 
     def __init__(self) -> None:
         super().__init__()
         self.config: Config | None = None
-        self.swarm: frozenset[str] = frozenset()
         self.ops: list[Op] = []
         self.failed = False
-        self.senders_listed = False
 
     # -- setup ---------------------------------------------------------------------
 
-    @initialize(
-        target=sites,
-        config=configs(),
-        swarm=st.frozensets(st.sampled_from(OP_NAMES), min_size=2),
-    )
-    def configure(self, config: Config, swarm: frozenset[str]) -> Any:
+    @initialize(target=sites, config=configs())
+    def configure(self, config: Config) -> Any:
         self.config = config
-        self.swarm = swarm | {"put"}
         self.model = make_engine("model", config)
         self.impl = type(self).impl_factory(config)
         self.checker = PropertyChecker(config)
@@ -155,12 +151,26 @@ class WanConformance(RuleBasedStateMachine):
     def choose_keys(self) -> Any:
         return multiple(*KEYS)
 
-    @precondition(lambda self: self.config is not None and not self.senders_listed)
-    @rule(target=senders)
-    def list_senders(self) -> Any:
+    def draw_sender(self, data: st.DataObject, message: str) -> str:
+        """A sender of this run's configuration, most often one whose `message` ("batch"
+        or "ack") is in the network, so that deliveries and drops are not mostly skipped."""
         assert self.config is not None
-        self.senders_listed = True
-        return multiple(*(s.id for s in self.config.senders))
+        ids = [s.id for s in self.config.senders]
+        senders = self.model.observe()["senders"]
+        waiting = [i for i in ids if senders[i]["network"][message]]
+        if waiting and data.draw(st.integers(0, 9), label="prefer waiting") < 8:
+            ids = waiting
+        sender: str = data.draw(st.sampled_from(ids), label="sender")
+        return sender
+
+    def draw_live_key(self, data: st.DataObject, site: int, key: str) -> str:
+        """Most often a key with a live entry at `site`, so deltas and destroys run."""
+        entries = self.model.observe()["sites"][str(site)]["entries"]
+        live = sorted(k for k, entry in entries.items() if entry["value"] is not None)
+        if live and data.draw(st.integers(0, 9), label="prefer live") < 8:
+            live_key: str = data.draw(st.sampled_from(live), label="key")
+            return live_key
+        return key
 
     # -- one step on both engines ----------------------------------------------------
 
@@ -198,67 +208,67 @@ class WanConformance(RuleBasedStateMachine):
 
     # -- the operations of SPEC §3 -----------------------------------------------------
 
-    @precondition(_swarm_enabled("put"))
+    @precondition(configured)
     @rule(site=sites, key=keys, value=values)
     def put(self, site: int, key: str, value: dict[str, Any]) -> None:
         self.apply(Put(site, key, value))
 
-    @precondition(_swarm_enabled("delta"))
-    @rule(site=sites, key=keys, changes=values)
-    def delta(self, site: int, key: str, changes: dict[str, Any]) -> None:
-        self.apply(Delta(site, key, changes))
+    @precondition(configured)
+    @rule(site=sites, key=keys, changes=values, data=st.data())
+    def delta(self, site: int, key: str, changes: dict[str, Any], data: st.DataObject) -> None:
+        self.apply(Delta(site, self.draw_live_key(data, site, key), changes))
 
-    @precondition(_swarm_enabled("destroy"))
-    @rule(site=sites, key=keys)
-    def destroy(self, site: int, key: str) -> None:
-        self.apply(Destroy(site, key))
+    @precondition(configured)
+    @rule(site=sites, key=keys, data=st.data())
+    def destroy(self, site: int, key: str, data: st.DataObject) -> None:
+        self.apply(Destroy(site, self.draw_live_key(data, site, key)))
 
-    @precondition(_swarm_enabled("putall"))
+    @precondition(configured)
     @rule(site=sites, entries=st.dictionaries(st.sampled_from(KEYS), values, max_size=2))
     def putall(self, site: int, entries: dict[str, dict[str, Any]]) -> None:
         self.apply(PutAll(site, entries))
 
-    @precondition(_swarm_enabled("tick"))
+    @precondition(configured)
     @rule(ms=st.sampled_from([1, 10, 100, 1000, 6000, 12000]))
     def tick(self, ms: int) -> None:
         self.apply(Tick(ms))
 
-    @precondition(_swarm_enabled("deliver"))
-    @rule(sender=senders)
-    def deliver(self, sender: str) -> None:
-        self.apply(Deliver(sender))
+    @precondition(configured)
+    @rule(data=st.data())
+    def deliver(self, data: st.DataObject) -> None:
+        self.apply(Deliver(self.draw_sender(data, "batch")))
 
-    @precondition(_swarm_enabled("deliver_ack"))
-    @rule(sender=senders)
-    def deliver_ack(self, sender: str) -> None:
-        self.apply(DeliverAck(sender))
+    @precondition(configured)
+    @rule(data=st.data())
+    def deliver_ack(self, data: st.DataObject) -> None:
+        self.apply(DeliverAck(self.draw_sender(data, "ack")))
 
-    @precondition(_swarm_enabled("drop"))
-    @rule(sender=senders)
-    def drop(self, sender: str) -> None:
-        self.apply(Drop(sender))
+    @precondition(configured)
+    @rule(data=st.data())
+    def drop(self, data: st.DataObject) -> None:
+        self.apply(Drop(self.draw_sender(data, "batch")))
 
-    @precondition(_swarm_enabled("drop_ack"))
-    @rule(sender=senders)
-    def drop_ack(self, sender: str) -> None:
-        self.apply(DropAck(sender))
+    @precondition(configured)
+    @rule(data=st.data())
+    def drop_ack(self, data: st.DataObject) -> None:
+        self.apply(DropAck(self.draw_sender(data, "ack")))
 
-    @precondition(_swarm_enabled("site_down"))
+    @precondition(configured)
     @rule(site=sites)
     def site_down(self, site: int) -> None:
         self.apply(SiteDown(site))
 
-    @precondition(_swarm_enabled("site_up"))
+    @precondition(configured)
     @rule(site=sites, wipe=st.booleans())
     def site_up(self, site: int, wipe: bool) -> None:
         self.apply(SiteUp(site, wipe))
 
-    @precondition(_swarm_enabled("fail"))
+    @precondition(configured)
     @rule(site=sites, key=keys, exception=st.sampled_from(EXCEPTIONS), times=st.integers(1, 3))
     def fail(self, site: int, key: str, exception: str, times: int) -> None:
         self.apply(Fail(site, key, exception, times))
 
-    @precondition(_swarm_enabled("settle"))
+    @precondition(configured)
     @rule()
     def settle(self) -> None:
         self.apply(Settle())

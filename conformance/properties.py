@@ -10,7 +10,11 @@ Readings where §11 is silent (also in the README):
   design (R21), so events in them can neither arrive nor be recorded as dropped.
 - "Reachable" (P2, P5) is reachability in the digraph of senders.
 - "Superseded" (P2): the site's entry tag is newer than the event's in R16.3's order,
-  which is the total order (timestamp, dsid, entry_version).
+  which is the total order (timestamp, dsid, entry_version), or a newer write of the
+  same key was itself dropped or dead-lettered. An event that loses a conflict at an
+  intermediate site is not forwarded (R22 forwards only `ok`), so downstream sites see
+  only the newer write; when that one is dead-lettered, the older one is accounted for
+  by the record of the newer.
 """
 
 from __future__ import annotations
@@ -165,15 +169,21 @@ class PropertyChecker:
         graph = sender_graph(self.config)
         sites = state["sites"]
         if not self.wiped:
+            newest_lost: dict[str, tuple[int, int, int]] = {}  # key -> newest lost tag
+            for event in self.lost:
+                written = self.written[event]
+                order = tag_order(written.version)
+                newest_lost[written.key] = max(order, newest_lost.get(written.key, order))
             for event, written in self.written.items():
                 if event in self.lost:
                     continue
+                order = tag_order(written.version)
                 for site in nx.descendants(graph, written.origin):
-                    if event in self.applied[site]:
-                        continue
                     entry = sites[str(site)]["entries"].get(written.key)
-                    if entry is not None and tag_order(entry["version"]) > tag_order(
-                        written.version
+                    if (
+                        event in self.applied[site]
+                        or (entry is not None and tag_order(entry["version"]) > order)
+                        or newest_lost.get(written.key, order) > order
                     ):
                         continue
                     violations.append(
