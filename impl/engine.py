@@ -17,7 +17,8 @@ plants a bug by subclassing `Engine` and overriding one of them:
 
 Cost: every per-event path is O(1) in the common case: queues are deques, entries and the
 applied memory are dicts, the duplicate check is `impl/applied.py`, sizes (R4) are
-computed at most once per event and only when a batch needs them. Per operation the
+counted from one C-level serialization per batch, as a sender serializes the batch it
+sends (a rare resend serializes again). Per operation the
 engine also looks at every sender once (the flush rule), never at every key or event.
 
 Observations share the (never mutated) value dicts of the state; treat them as read-only.
@@ -26,7 +27,7 @@ Observations share the (never mutated) value dicts of the state; treat them as r
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from itertools import islice
 from typing import Any
 
@@ -38,10 +39,11 @@ from impl.state import (
     Event,
     FailEntry,
     InFlight,
+    Scalar,
     SenderState,
     SiteState,
     Value,
-    size,
+    total_size,
 )
 from traces.config import Config, ReceiverConfig
 from traces.observations import Observation
@@ -88,7 +90,8 @@ class Engine:
             site.sender_ids = tuple(s.id for s in site.senders)
             site.remotes = frozenset(s.remote for s in site.senders)
             site.origin_recipients = frozenset({site.id}) | site.remotes
-        # The effect of each operation but settle (dispatch on the exact record type).
+        # The effect of each operation (dispatch on the exact record type): it returns
+        # whether the operation was enabled, and changes nothing when it was not.
         self._handlers: dict[type[Op], Callable[[Any, list[Observation]], bool]] = {
             Put: self._put,
             Delta: self._delta,
@@ -102,6 +105,7 @@ class Engine:
             SiteDown: self._site_down,
             SiteUp: self._site_up,
             Fail: self._fail,
+            Settle: self._settle,
         }
 
     # ------------------------------------------------------------------ surface
@@ -109,13 +113,6 @@ class Engine:
     def apply(self, op: Op) -> list[Observation]:
         """One operation (§3): its observations, or `[skipped]` if it was not enabled."""
         out: list[Observation] = []
-        if type(op) is Settle:
-            # R25's loop is settle's effect; like every enabled operation (§3) it is
-            # followed by a flush, which matters only for a sender whose remote is down
-            # and whose retry_interval_ms is 0: it fails to connect once more.
-            self._settle(out)
-            self._flush_all(out)
-            return out
         if not self._handlers[type(op)](op, out):
             return [{"kind": "skipped", "op": op.op}]
         self._flush_all(out)
@@ -161,8 +158,7 @@ class Engine:
     def _step(self, op: Op, out: list[Observation]) -> bool:
         """§3: the effect, then the flushes; False (nothing changed) if `op` is not enabled.
 
-        The effect handlers return whether the operation was enabled, and change nothing
-        when it was not. `Tick`'s handler also runs the timeouts of R20.
+        `apply` without its list; `Tick`'s handler also runs the timeouts of R20.
         """
         if not self._handlers[type(op)](op, out):
             return False
@@ -185,7 +181,7 @@ class Engine:
         site = self._sites[op.site]
         if not site.up:
             return False
-        self._write(site, op.key, dict(op.value), None, site.entries.get(op.key), out)
+        self._write(site, op.key, _stored(op.value), None, site.entries.get(op.key), out)
         return True
 
     def _delta(self, op: Delta, out: list[Observation]) -> bool:
@@ -193,7 +189,7 @@ class Engine:
         current = site.entries.get(op.key)
         if not site.up or current is None or current[0] is None:
             return False
-        changes = dict(op.changes)
+        changes = op.changes if type(op.changes) is dict else dict(op.changes)  # _stored
         self._write(site, op.key, {**current[0], **changes}, changes, current, out)  # R10
         return True
 
@@ -211,7 +207,7 @@ class Engine:
             return False
         entries = op.entries
         for key in sorted(entries):  # R3: one sequence number per entry, sorted key order
-            self._write(site, key, dict(entries[key]), None, site.entries.get(key), out)
+            self._write(site, key, _stored(entries[key]), None, site.entries.get(key), out)
         return True
 
     def _write(
@@ -229,10 +225,8 @@ class Engine:
         if current is None:
             tag = (1, now, origin)
             label = "create"
-            base_tag = None
         else:
-            old_value, base_tag = current
-            entry_version, timestamp, dsid = base_tag
+            old_value, (entry_version, timestamp, dsid) = current
             # R9: a tag never goes back in time against the current entry's tag.
             if dsid != origin:
                 stamp = timestamp + 1 if now <= timestamp else now
@@ -240,15 +234,12 @@ class Engine:
                 stamp = timestamp if now < timestamp else now
             tag = (entry_version + 1, stamp, origin)
             label = "create" if old_value is None else "update"
-            if changes is None:
-                base_tag = None  # only a delta carries its base tag (R10)
         if value is None:
             label = "destroy"
-        site.entries[key] = (value, tag)
+        entry = site.entries[key] = (value, tag)
         seq = site.seq = site.seq + 1  # R3
-        event = Event(
-            origin, seq, key, label, tag, base_tag, changes, value, site.origin_recipients, now
-        )
+        base = current if changes is not None else None  # only a delta has a base (R10)
+        event = Event(origin, seq, key, label, entry, base, changes, site.origin_recipients, now)
         senders = site.senders
         if senders:  # R11: one event in the queue of every sender at the origin
             senders[0].queue.append(event)
@@ -274,14 +265,11 @@ class Engine:
         now = self._now
         for sender in self._sender_list:
             queue = sender.queue
-            if (
-                sender.in_flight is not None
-                or not queue
-                or now < sender.next_retry_at
-                or not sender.home.up
-            ):
+            if not queue or sender.in_flight is not None:
                 continue
             if len(queue) < sender.batch_size and not self._batch_time_due(sender, queue[0]):
+                continue
+            if now < sender.next_retry_at or not sender.home.up:
                 continue
             if not sender.remote_site.up:  # R15: the connection fails, nothing is sent
                 sender.next_retry_at = now + sender.retry_interval_ms
@@ -301,22 +289,21 @@ class Engine:
         events = list(islice(sender.queue, sender.batch_size))
         ships_deltas = sender.delta
         as_delta: list[bool] = []
-        bytes_full = bytes_delta = resent = 0
-        for event in events:  # R4 sizes are cached on the event: computed once at most
+        deltas: list[Value] = []  # R14 payloads shipped as deltas ...
+        values: list[Value] = []  # ... and as full values (a destroy ships 0 bytes)
+        resent = 0
+        for event in events:
             if ships_deltas and event.delta is not None and not event.converted:
                 as_delta.append(True)
-                shipped = event.size_delta
-                if shipped < 0:
-                    shipped = event.size_delta = size(event.delta)
-                bytes_delta += shipped
+                deltas.append(event.delta)
             else:
                 as_delta.append(False)
-                shipped = event.size_full
-                if shipped < 0:
-                    shipped = event.size_full = size(event.value)
-                bytes_full += shipped
+                if event.value is not None:
+                    values.append(event.value)
             if event.possible_duplicate:
                 resent += 1
+        bytes_full = total_size(values)
+        bytes_delta = total_size(deltas)
         batch_id = sender.last_batch_id = sender.last_batch_id + 1
         ids = [event.id for event in events]
         sender.in_flight = InFlight(batch_id, events, ids, self._now)
@@ -358,9 +345,7 @@ class Engine:
         statuses: list[str] = []
         exceptions: dict[int, str] = {}  # batch index -> exception, for `failed` events
         applied = 0  # the common counter is added once per batch
-        for index, (event, as_delta) in enumerate(
-            zip(message.events, message.as_delta, strict=True)
-        ):
+        for event, as_delta in zip(message.events, message.as_delta, strict=True):
             key = event.key
             if self._is_duplicate(site, event):  # R16.1
                 stats["duplicates"] += 1
@@ -372,7 +357,7 @@ class Engine:
                 if exception is not None:
                     stats["failures"] += 1
                     statuses.append("failed")
-                    exceptions[index] = exception
+                    exceptions[len(statuses) - 1] = exception
                     observation = _applied(site_id, sender_id, event, "failed")
                     observation["exception"] = exception
                     out.append(observation)
@@ -394,19 +379,24 @@ class Engine:
                     out.append(_applied(site_id, sender_id, event, "conflict"))
                     continue
             if as_delta:  # R16.4: a delta applies only onto a live entry with its base tag
-                delta = event.delta
-                if (
+                base = event.base
+                if base is not None and current is base:  # the origin's own base: built
+                    built = event.value
+                    entries[key] = event.entry
+                elif (
                     current is None
                     or current[0] is None
-                    or delta is None
-                    or current[1] != event.base_tag
+                    or base is None
+                    or event.delta is None
+                    or current[1] != base[1]
                 ):
                     stats["invalid_deltas"] += 1
                     statuses.append("invalid_delta")
                     out.append(_applied(site_id, sender_id, event, "invalid_delta"))
                     continue
-                built = {**current[0], **delta}
-                entries[key] = (built, tag)  # R16.5
+                else:
+                    built = {**current[0], **event.delta}
+                    entries[key] = (built, tag)  # R16.5
                 out.append(
                     {
                         "kind": "applied",
@@ -419,7 +409,7 @@ class Engine:
                     }
                 )
             else:
-                entries[key] = (event.value, tag)  # R16.5
+                entries[key] = event.entry  # R16.5: the full value and the tag
                 out.append(
                     {
                         "kind": "applied",
@@ -499,9 +489,12 @@ class Engine:
         sender.in_flight = None  # next_retry_at is unchanged
         events = in_flight.events
         queue = sender.queue
-        popleft = queue.popleft
-        for _ in range(len(events)):  # the batch is the queue's prefix (R12)
-            popleft()
+        if len(queue) == len(events):  # the batch is the queue's prefix (R12) ...
+            queue.clear()  # ... here all of it
+        else:
+            popleft = queue.popleft
+            for _ in range(len(events)):
+                popleft()
         if len(ack.statuses) == ack.removed_count:
             removed = list(in_flight.ids)
             out.append(
@@ -641,14 +634,20 @@ class Engine:
 
     # ------------------------------------------------------------------ settle
 
-    def _settle(self, out: list[Observation]) -> None:
-        """R25: ordinary operations, chosen deterministically, until quiescent."""
+    def _settle(self, op: Settle, out: list[Observation]) -> bool:
+        """R25: ordinary operations, chosen deterministically, until quiescent.
+
+        The loop is settle's effect; like every enabled operation (§3) it is followed by
+        a flush, which matters only for a sender whose remote is down and whose
+        retry_interval_ms is 0: it fails to connect once more.
+        """
         for _ in range(SETTLE_MAX_OPERATIONS):
-            op = self._settle_next()
-            if op is None:
+            inner = self._settle_next()
+            if inner is None:
                 break
-            enabled = self._step(op, out)
-            assert enabled, f"settle chose {op!r}, which is not enabled"
+            enabled = self._step(inner, out)
+            assert enabled, f"settle chose {inner!r}, which is not enabled"
+        return True
 
     def _settle_next(self) -> Op | None:
         """R25: the lowest-id deliver, else the lowest-id deliver_ack, else a tick."""
@@ -684,6 +683,15 @@ class Engine:
             if due is None or at < due:
                 due = at
         return None if due is None else max(1, due - now)
+
+
+def _stored(value: Mapping[str, Scalar]) -> Value:
+    """An operation's value or changes as the state keeps them.
+
+    Operations are immutable records and the engine never mutates a value, so a plain
+    dict is shared, not copied; any other mapping becomes a dict (JSON-able, R4).
+    """
+    return value if type(value) is dict else dict(value)
 
 
 def _applied(site: int, sender: str, event: Event, status: str) -> Observation:

@@ -1,7 +1,7 @@
 """The mutable state of the fast engine: gateway events, sites, senders, network messages.
 
 Rules: R2 (entries, kept as `(value, tag)` pairs; tombstones have value None), R4 (sizes,
-computed at most once per event), R11 (the fields of a queued gateway event), R13 (one
+counted from one serialization per batch), R11 (the fields of a queued gateway event), R13 (one
 in-flight batch per sender), R17 (the ack message), R22 (the forwarded copy of an event).
 
 Values (dicts of field -> scalar) are never mutated once stored: a write or a delta
@@ -54,19 +54,37 @@ def size(value: Value | None) -> int:
     return len(_ENCODE(value))
 
 
+def total_size(values: list[Value]) -> int:
+    """R4 summed over `values` with one encoder call, as a sender serializes a batch once.
+
+    The JSON list `[v1,...,vn]` is the items, n - 1 commas and two brackets long.
+    """
+    if not values:
+        return 0
+    if _C_ENCODER is not None:
+        return len("".join(_C_ENCODER(values, 0))) - len(values) - 1
+    return len(_ENCODE(values)) - len(values) - 1
+
+
 class Event:
     """One gateway event in one sender's queue (R11, R22).
 
-    The payload (id, key, tag, values) is shared with every copy of the event; the
-    queue-specific fields (`recipients`, `possible_duplicate`, `converted`,
-    `enqueued_at`) belong to this copy. Sizes are computed on first use and cached.
+    The payload (id, key, entry, base, delta) is shared with every copy of the event;
+    the queue-specific fields (`recipients`, `possible_duplicate`, `converted`,
+    `enqueued_at`) belong to this copy.
+
+    `entry` is the origin's new entry `(value, tag)` and `base` the entry a delta was
+    applied to (R10). Both are the origin's own, immutable objects: a receiver stores
+    `entry` as is, so when its current entry *is* `base` (the common case: it holds
+    what the origin held) the delta's result is `value` itself, already built (R16.4).
     """
 
     __slots__ = (
-        "base_tag",
+        "base",
         "converted",
         "delta",
         "enqueued_at",
+        "entry",
         "id",
         "key",
         "op",
@@ -74,8 +92,6 @@ class Event:
         "possible_duplicate",
         "recipients",
         "seq",
-        "size_delta",
-        "size_full",
         "tag",
         "value",
     )
@@ -86,10 +102,9 @@ class Event:
         seq: int,
         key: str,
         op: str,
-        tag: Tag,
-        base_tag: Tag | None,
+        entry: Entry,
+        base: Entry | None,
         delta: Value | None,
-        value: Value | None,
         recipients: frozenset[int],
         enqueued_at: int,
     ) -> None:
@@ -98,22 +113,20 @@ class Event:
         self.seq = seq
         self.key = key
         self.op = op  # R10 label: create | update | destroy
-        self.tag = tag
-        self.base_tag = base_tag  # the entry's tag before a delta (R10), else None
+        self.entry = entry
+        self.value, self.tag = entry  # the full value (None for a destroy, R11); the tag
+        self.base = base  # the origin's entry before a delta (R10), else None
         self.delta = delta  # the changes of a `delta` operation, else None
-        self.value = value  # the full value; None for a destroy (R11)
         self.converted = False  # R19: converted to ship its full value
         self.recipients = recipients
         self.possible_duplicate = False
         self.enqueued_at = enqueued_at
-        self.size_full = -1  # R4 size of `value`, -1 until a batch needs it
-        self.size_delta = -1  # R4 size of `delta`, likewise
 
     def copy_for_queue(self, recipients: frozenset[int], enqueued_at: int) -> Event:
         """Another queue's copy (R11 for a second sender, R22 for forwarding).
 
-        Keeps id, origin, key, op, tags, delta, full value and the R19 `converted` flag;
-        sets `recipients` and `enqueued_at`; `possible_duplicate` starts false.
+        Keeps id, origin, key, op, entry, base, delta and the R19 `converted` flag; sets
+        `recipients` and `enqueued_at`; `possible_duplicate` starts false.
         """
         copy = Event.__new__(Event)
         copy.id = self.id
@@ -121,16 +134,15 @@ class Event:
         copy.seq = self.seq
         copy.key = self.key
         copy.op = self.op
-        copy.tag = self.tag
-        copy.base_tag = self.base_tag
-        copy.delta = self.delta
+        copy.entry = self.entry
         copy.value = self.value
+        copy.tag = self.tag
+        copy.base = self.base
+        copy.delta = self.delta
         copy.converted = self.converted
         copy.recipients = recipients
         copy.possible_duplicate = False
         copy.enqueued_at = enqueued_at
-        copy.size_full = self.size_full
-        copy.size_delta = self.size_delta
         return copy
 
 
