@@ -16,10 +16,11 @@ plants a bug by subclassing `Engine` and overriding one of them:
 `_should_forward` (R22), `_batch_time_due` (R15), `_dead_letter_record` (R24).
 
 Cost: every per-event path is O(1) in the common case: queues are deques, entries and the
-applied memory are dicts, the duplicate check is `impl/applied.py`, sizes (R4) are
+applied memory are dicts, the duplicate check is `impl/applied.py`. Sizes (R4) are
 counted from one C-level serialization per batch, as a sender serializes the batch it
-sends (a rare resend serializes again). Per operation the
-engine also looks at every sender once (the flush rule), never at every key or event.
+sends (a rare resend serializes again). A receiver stores the origin's own entry object,
+so a delta whose base it holds needs no second merge (see `state.Event`). Per operation
+the engine also looks at every sender once (the flush rule), never at every key or event.
 
 Observations share the (never mutated) value dicts of the state; treat them as read-only.
 `observe()` returns fresh copies.

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+import impl.engine
 from impl import Engine
 from impl.applied import AppliedRanges
 from impl.state import Event, SenderState, SiteState, size
@@ -810,6 +811,18 @@ def test_r25_settle_is_followed_by_the_flush_of_every_enabled_operation() -> Non
     engine = Engine(two_sites(batch_size=1, retry_interval_ms=0))
     run(engine, SiteDown(2), Put(1, "k", {"v": 1}))
     assert engine.apply(Settle()) == [{"kind": "connection_failed", "sender": "ny", "remote": 2}]
+
+
+def test_r25_settle_stops_after_its_operation_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(impl.engine, "SETTLE_MAX_OPERATIONS", 2)
+    engine = Engine(two_sites(batch_size=1))
+    run(engine, Put(1, "a", {"v": 1}), Put(1, "b", {"v": 1}), Put(1, "c", {"v": 1}))
+    assert engine.apply(Settle()) == [
+        applied(2, "ny", "1:1", "a", "ok"),  # inner operation 1: deliver
+        acked("ny", 1, ["1:1"]),  # inner operation 2: deliver_ack, then its flush
+        sent("ny", 2, ["1:2"], bytes_full=7),
+    ]
+    assert engine.observe()["senders"]["ny"]["queue"] == ["1:2", "1:3"]
 
 
 def test_r25_settle_delivers_lowest_sender_id_first() -> None:
