@@ -386,6 +386,27 @@ def test_r14_r16_delta_shipped_and_applied_with_the_built_value() -> None:
     }
 
 
+def test_r16_4_delta_merges_onto_the_receivers_value_when_a_wipe_reissued_its_tag() -> None:
+    # Reading 5: the built value is the receiver's current value updated with the
+    # changes. After a wipe the origin gives out tag [1, 0, 1] again for another value,
+    # so site 2 holds the old [1, 0, 1] value and builds something the origin never had
+    # (a P6 violation that follows from R9 + R21, not from the engine).
+    engine = Engine(two_sites(batch_size=1, delta=True))
+    run(engine, Put(1, "k", {"a": 1}), Deliver("ny"), DeliverAck("ny"))
+    run(engine, SiteDown(1), SiteUp(1, wipe=True), Put(1, "k", {"b": 2}))
+    assert engine.apply(Deliver("ny")) == [applied(2, "ny", "1:2", "k", "conflict")]
+    run(engine, DeliverAck("ny"), Delta(1, "k", {"c": 3}))
+    assert engine.apply(Deliver("ny")) == [
+        applied(2, "ny", "1:3", "k", "ok", value={"a": 1, "c": 3})
+    ]
+    state = engine.observe()
+    assert state["sites"]["1"]["entries"]["k"]["value"] == {"b": 2, "c": 3}
+    assert state["sites"]["2"]["entries"]["k"] == {
+        "value": {"a": 1, "c": 3},
+        "version": [2, 0, 1],
+    }
+
+
 def test_r8_delta_events_ship_full_when_the_sender_has_delta_off() -> None:
     engine = Engine(two_sites(batch_size=1))
     run(engine, Put(1, "k", {"a": 1}), Deliver("ny"), DeliverAck("ny"))
