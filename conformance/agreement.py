@@ -6,14 +6,14 @@ names the operation (index and trace text) and every differing JSON path with bo
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from traces.canonical import canonical_json
 from traces.config import Config
 from traces.ops import Op, op_to_json
-from wanconform.engine import make_engine
+from wanconform.engine import Engine, make_engine
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,10 +71,13 @@ def compare_step(
     )
 
 
-def first_divergence(config: Config, ops: Sequence[Op]) -> tuple[dict[str, Any], Divergence | None]:
-    """Replay `ops` on both engines; the final state and the first divergence, if any."""
+def first_divergence(
+    config: Config, ops: Sequence[Op], impl_factory: Callable[[Config], Engine] | None = None
+) -> tuple[dict[str, Any], Divergence | None]:
+    """Replay `ops` on the model and the impl (or `impl_factory`'s engine) in lockstep;
+    the model's final state and the first divergence, if any."""
     model = make_engine("model", config)
-    impl = make_engine("impl", config)
+    impl = make_engine("impl", config) if impl_factory is None else impl_factory(config)
     state = model.observe()
     for index, op in enumerate(ops):
         model_observations = model.apply(op)

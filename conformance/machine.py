@@ -145,6 +145,7 @@ class WanConformance(RuleBasedStateMachine):
         self.model = make_engine("model", config)
         self.impl = type(self).impl_factory(config)
         self.checker = PropertyChecker(config)
+        self.state = self.model.observe()  # the model's observable state after the last step
         return multiple(*config.sites)
 
     @initialize(target=keys)
@@ -156,7 +157,7 @@ class WanConformance(RuleBasedStateMachine):
         or "ack") is in the network, so that deliveries and drops are not mostly skipped."""
         assert self.config is not None
         ids = [s.id for s in self.config.senders]
-        senders = self.model.observe()["senders"]
+        senders = self.state["senders"]
         waiting = [i for i in ids if senders[i]["network"][message]]
         if waiting and data.draw(st.integers(0, 9), label="prefer waiting") < 8:
             ids = waiting
@@ -165,7 +166,7 @@ class WanConformance(RuleBasedStateMachine):
 
     def draw_live_key(self, data: st.DataObject, site: int, key: str) -> str:
         """Most often a key with a live entry at `site`, so deltas and destroys run."""
-        entries = self.model.observe()["sites"][str(site)]["entries"]
+        entries = self.state["sites"][str(site)]["entries"]
         live = sorted(k for k, entry in entries.items() if entry["value"] is not None)
         if live and data.draw(st.integers(0, 9), label="prefer live") < 8:
             live_key: str = data.draw(st.sampled_from(live), label="key")
@@ -179,7 +180,7 @@ class WanConformance(RuleBasedStateMachine):
         self.ops.append(op)
         model_observations = self.model.apply(op)
         impl_observations = self.impl.apply(op)
-        model_state = self.model.observe()
+        model_state = self.state = self.model.observe()
         type(self).coverage.record(op, model_observations)
         differences = compare_step(
             model_observations, impl_observations, model_state, self.impl.observe()
@@ -279,9 +280,8 @@ class WanConformance(RuleBasedStateMachine):
         """Bring every site back (no wipe), settle, and check P2 and P5 (R25, §11)."""
         if self.config is None or self.failed:
             return
-        state = self.model.observe()
         for site in self.config.sites:
-            if not state["sites"][str(site)]["up"]:
+            if not self.state["sites"][str(site)]["up"]:
                 self.apply(SiteUp(site))
         self.apply(Settle())
 

@@ -6,10 +6,17 @@ Field names, nesting and list order are exactly §10's; everything else in the s
 
 from __future__ import annotations
 
-from dataclasses import asdict
+from dataclasses import fields
 from typing import Any
 
-from model.state import DeadLetter, Sender, Site, State
+from model.state import DeadLetter, Sender, SenderStats, Site, SiteStats, State
+
+
+def _counters(stats: SiteStats | SenderStats) -> dict[str, int]:
+    return {name: getattr(stats, name) for name in _FIELDS[type(stats)]}
+
+
+_FIELDS = {cls: tuple(f.name for f in fields(cls)) for cls in (SiteStats, SenderStats)}
 
 
 def _site(site: Site) -> dict[str, Any]:
@@ -20,7 +27,7 @@ def _site(site: Site) -> dict[str, Any]:
             key: {"value": entry.value, "version": list(entry.version)}
             for key, entry in site.entries.items()
         },
-        "stats": asdict(site.stats),
+        "stats": _counters(site.stats),
     }
 
 
@@ -54,7 +61,7 @@ def _sender(sender: Sender) -> dict[str, Any]:
             "batch": sender.batch_message is not None,
             "ack": sender.ack_message is not None,
         },
-        "stats": asdict(sender.stats),
+        "stats": _counters(sender.stats),
         "dlq": [_dead_letter(record) for record in sender.dead_letters],
     }
 
