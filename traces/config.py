@@ -113,11 +113,12 @@ def _is_int(value: Any) -> bool:
 
 def _object(value: Any, where: str) -> Mapping[str, Any]:
     if not isinstance(value, Mapping):
-        raise ConfigError(f"{where}: must be an object, got {_kind(value)}")
+        raise ConfigError(f"{where}: must be an object, got {json_kind(value)}")
     return value
 
 
-def _kind(value: Any) -> str:
+def json_kind(value: Any) -> str:
+    """How an error message names the JSON type of a value it did not expect."""
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -144,7 +145,7 @@ def _check_fields(obj: Mapping[str, Any], allowed: set[str], where: str) -> None
 def _int_field(obj: Mapping[str, Any], name: str, where: str, default: int, least: int) -> int:
     value = obj.get(name, default)
     if not _is_int(value):
-        raise ConfigError(f"{where}.{name}: must be an integer, got {_kind(value)}")
+        raise ConfigError(f"{where}.{name}: must be an integer, got {json_kind(value)}")
     if value < least:
         raise ConfigError(f"{where}.{name}: must be >= {least}, got {value}")
     return int(value)
@@ -153,7 +154,7 @@ def _int_field(obj: Mapping[str, Any], name: str, where: str, default: int, leas
 def _bool_field(obj: Mapping[str, Any], name: str, where: str) -> bool:
     value = obj.get(name, False)
     if not isinstance(value, bool):
-        raise ConfigError(f"{where}.{name}: must be true or false, got {_kind(value)}")
+        raise ConfigError(f"{where}.{name}: must be true or false, got {json_kind(value)}")
     return value
 
 
@@ -162,7 +163,7 @@ def _site_field(obj: Mapping[str, Any], name: str, where: str, sites: set[int]) 
         raise ConfigError(f"{where}.{name}: missing (a site id from 'sites')")
     value = obj[name]
     if not _is_int(value):
-        raise ConfigError(f"{where}.{name}: must be an integer site id, got {_kind(value)}")
+        raise ConfigError(f"{where}.{name}: must be an integer site id, got {json_kind(value)}")
     if value not in sites:
         raise ConfigError(f"{where}.{name}: site {value} is not in 'sites'")
     return int(value)
@@ -191,7 +192,7 @@ def _parse_sender(raw: Any, where: str, sites: set[int]) -> SenderConfig:
     _check_fields(obj, set(SenderConfig.__dataclass_fields__), where)
     sender_id = obj.get("id")
     if not isinstance(sender_id, str) or not sender_id:
-        raise ConfigError(f"{where}.id: must be a non-empty string, got {_kind(sender_id)}")
+        raise ConfigError(f"{where}.id: must be a non-empty string, got {json_kind(sender_id)}")
     site = _site_field(obj, "site", where, sites)
     remote = _site_field(obj, "remote", where, sites)
     if site == remote:
@@ -234,7 +235,7 @@ def parse_config(raw: Any) -> Config:
     site_set = set(sites)
     raw_senders = obj.get("senders", [])
     if not isinstance(raw_senders, list):
-        raise ConfigError(f"senders: must be a list, got {_kind(raw_senders)}")
+        raise ConfigError(f"senders: must be a list, got {json_kind(raw_senders)}")
     senders: dict[str, SenderConfig] = {}
     pairs: dict[tuple[int, int], str] = {}
     for index, raw_sender in enumerate(raw_senders):
@@ -251,7 +252,7 @@ def parse_config(raw: Any) -> Config:
         pairs[pair] = sender.id
     raw_receivers = obj.get("receivers", [])
     if not isinstance(raw_receivers, list):
-        raise ConfigError(f"receivers: must be a list, got {_kind(raw_receivers)}")
+        raise ConfigError(f"receivers: must be a list, got {json_kind(raw_receivers)}")
     receivers: dict[int, ReceiverConfig] = {}
     for index, raw_receiver in enumerate(raw_receivers):
         receiver = _parse_receiver(raw_receiver, f"receivers[{index}]", site_set)

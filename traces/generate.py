@@ -31,8 +31,9 @@ def steady_workload(
     config = parse_config(
         {
             "sites": [1, 2],
-            "senders": [{"id": "ny", "site": 1, "remote": 2, "batch_size": batch_size,
-                         "delta": True}],
+            "senders": [
+                {"id": "ny", "site": 1, "remote": 2, "batch_size": batch_size, "delta": True}
+            ],
         }
     )
     out: list[Op] = []

@@ -51,6 +51,7 @@ from defusedxml.common import (
 )
 
 from traces.config import Config, parse_config
+from traces.inputs import read_bytes
 from wanconform.errors import ConfigError
 
 CACHE_NAMESPACES = (
@@ -267,25 +268,11 @@ def import_geode_config(site_files: Sequence[SiteFile]) -> ImportedConfig:
 
 def read_site_file(site_file: SiteFile) -> SiteDeclarations:
     """Read one site's file, as cache.xml or as a gfsh script (by suffix, else by content)."""
-    data = _read_bytes(site_file.path)
+    data = read_bytes(site_file.path, "a cache.xml or gfsh file", GeodeImportError)
     suffix = os.path.splitext(site_file.path)[1].lower()
     if suffix == ".xml" or (suffix != ".gfsh" and data.lstrip().startswith(b"<")):
         return read_cache_xml(data, site_file)
     return read_gfsh_script(data, site_file)
-
-
-def _read_bytes(path: str) -> bytes:
-    try:
-        with open(path, "rb") as handle:
-            return handle.read()
-    except FileNotFoundError:
-        raise GeodeImportError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise GeodeImportError(f"{path}: is a directory, not a cache.xml or gfsh file") from None
-    except PermissionError:
-        raise GeodeImportError(f"{path}: permission denied") from None
-    except OSError as exc:
-        raise GeodeImportError(f"{path}: cannot read: {exc.strerror}") from None
 
 
 # --- cache.xml ---------------------------------------------------------------------------

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from traces.config import Config
+from traces.config import Config, json_kind
 from wanconform.errors import WanconformError
 
 Scalar = int | str | bool | None
@@ -181,34 +181,18 @@ _FIELDS: dict[str, dict[str, str]] = {
 }
 
 
-def _describe(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int):
-        return "an integer"
-    if isinstance(value, float):
-        return "a number with a fraction"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "a list"
-    return "an object"
-
-
 def _is_scalar(value: Any) -> bool:
     return value is None or isinstance(value, (bool, int, str))
 
 
 def _value(raw: Any, field: str) -> Value:
     if not isinstance(raw, dict):
-        raise OpError(field, f"must be an object of field -> scalar, got {_describe(raw)}")
+        raise OpError(field, f"must be an object of field -> scalar, got {json_kind(raw)}")
     for name, scalar in raw.items():
         if not _is_scalar(scalar):
             raise OpError(
                 f"{field}.{name}",
-                f"must be a scalar (integer, string, boolean or null), got {_describe(scalar)}",
+                f"must be a scalar (integer, string, boolean or null), got {json_kind(scalar)}",
             )
     return dict(raw)
 
@@ -216,40 +200,40 @@ def _value(raw: Any, field: str) -> Value:
 def _check(kind: str, raw: Any, field: str, config: Config) -> Any:
     if kind == "site":
         if not isinstance(raw, int) or isinstance(raw, bool):
-            raise OpError(field, f"must be an integer site id, got {_describe(raw)}")
+            raise OpError(field, f"must be an integer site id, got {json_kind(raw)}")
         if raw not in config.sites:
             raise OpError(field, f"unknown site {raw} (the config has sites {list(config.sites)})")
         return raw
     if kind == "sender":
         if not isinstance(raw, str):
-            raise OpError(field, f"must be a sender id string, got {_describe(raw)}")
+            raise OpError(field, f"must be a sender id string, got {json_kind(raw)}")
         known = [s.id for s in config.senders]
         if raw not in known:
             raise OpError(field, f"unknown sender {raw!r} (the config has {known})")
         return raw
     if kind == "key":
         if not isinstance(raw, str):
-            raise OpError(field, f"must be a string key, got {_describe(raw)}")
+            raise OpError(field, f"must be a string key, got {json_kind(raw)}")
         return raw
     if kind == "name":
         if not isinstance(raw, str) or not raw:
-            raise OpError(field, f"must be a non-empty exception name, got {_describe(raw)}")
+            raise OpError(field, f"must be a non-empty exception name, got {json_kind(raw)}")
         return raw
     if kind == "positive":
         if not isinstance(raw, int) or isinstance(raw, bool):
-            raise OpError(field, f"must be an integer > 0, got {_describe(raw)}")
+            raise OpError(field, f"must be an integer > 0, got {json_kind(raw)}")
         if raw <= 0:
             raise OpError(field, f"must be an integer > 0, got {raw}")
         return raw
     if kind == "bool?":
         if not isinstance(raw, bool):
-            raise OpError(field, f"must be true or false, got {_describe(raw)}")
+            raise OpError(field, f"must be true or false, got {json_kind(raw)}")
         return raw
     if kind == "value":
         return _value(raw, field)
     if kind == "entries":
         if not isinstance(raw, dict):
-            raise OpError(field, f"must be an object of key -> value, got {_describe(raw)}")
+            raise OpError(field, f"must be an object of key -> value, got {json_kind(raw)}")
         return {key: _value(value, f"{field}.{key}") for key, value in raw.items()}
     raise AssertionError(kind)
 
@@ -257,7 +241,7 @@ def _check(kind: str, raw: Any, field: str, config: Config) -> Any:
 def parse_op(raw: Any, config: Config) -> Op:
     """Validate one decoded operation object against SPEC §3 and the configuration."""
     if not isinstance(raw, dict):
-        raise OpError("", f"an operation must be a JSON object, got {_describe(raw)}")
+        raise OpError("", f"an operation must be a JSON object, got {json_kind(raw)}")
     name = raw.get("op")
     if name is None:
         raise OpError("op", "missing (one of " + ", ".join(OP_NAMES) + ")")

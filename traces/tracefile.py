@@ -17,6 +17,7 @@ from typing import Any
 
 from traces.canonical import canonical_json
 from traces.config import Config, parse_config
+from traces.inputs import read_text
 from traces.ops import Op, OpError, op_to_json, parse_op
 from wanconform.errors import ConfigError, TraceError
 
@@ -82,18 +83,8 @@ def parse_trace_lines(lines: Iterable[str], name: str) -> Trace:
 
 def read_trace(path: str | os.PathLike[str]) -> Trace:
     """Read and validate a trace file; every problem is a TraceError naming file and line."""
-    name = os.fspath(path)
-    try:
-        with open(path, encoding="utf-8") as handle:
-            return parse_trace_lines(handle, name)
-    except FileNotFoundError:
-        raise TraceError(f"{name}: no such file") from None
-    except IsADirectoryError:
-        raise TraceError(f"{name}: is a directory, not a trace file") from None
-    except PermissionError:
-        raise TraceError(f"{name}: permission denied") from None
-    except UnicodeDecodeError as exc:
-        raise TraceError(f"{name}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    text = read_text(path, "a trace file")
+    return parse_trace_lines(text.splitlines(keepends=True), os.fspath(path))
 
 
 def trace_lines(config: Config, ops: Sequence[Op]) -> list[str]:

@@ -20,6 +20,7 @@ from conformance.topology import TopologyAnalysis, analyse_topology
 from reports.topology_svg import render_topology_svg
 from traces.canonical import canonical_json
 from traces.config import Config, parse_config
+from traces.inputs import read_text
 from traces.tracefile import decode_line, parse_trace_lines
 from wanconform.cmd_import import add_site_option, load_geode_sites, write_text_atomically
 from wanconform.errors import ConfigError, TraceError, WanconformError
@@ -56,17 +57,7 @@ def register(subparsers: Any) -> None:
 
 def load_config_or_trace(path: str) -> Config:
     """The configuration of a config file (either form) or of a trace file."""
-    try:
-        with open(path, encoding="utf-8") as handle:
-            text = handle.read()
-    except FileNotFoundError:
-        raise TraceError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise TraceError(f"{path}: is a directory, not a configuration or trace file") from None
-    except PermissionError:
-        raise TraceError(f"{path}: permission denied") from None
-    except UnicodeDecodeError as exc:
-        raise TraceError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    text = read_text(path, "a configuration or trace file")
     if not text.strip():
         raise TraceError(f"{path}: empty file: expected a configuration or a trace")
     try:
