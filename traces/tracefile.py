@@ -7,6 +7,7 @@ trace is validated whole before any of it runs.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import tempfile
@@ -84,7 +85,8 @@ def parse_trace_lines(lines: Iterable[str], name: str) -> Trace:
 def read_trace(path: str | os.PathLike[str]) -> Trace:
     """Read and validate a trace file; every problem is a TraceError naming file and line."""
     text = read_text(path, "a trace file")
-    return parse_trace_lines(text.splitlines(keepends=True), os.fspath(path))
+    # Lines as a text file splits them (not str.splitlines, which also splits on U+2028).
+    return parse_trace_lines(io.StringIO(text, newline=None), os.fspath(path))
 
 
 def trace_lines(config: Config, ops: Sequence[Op]) -> list[str]:
