@@ -186,7 +186,9 @@ class WanConformance(RuleBasedStateMachine):
             model_observations, impl_observations, model_state, self.impl.observe()
         )
         problems = [f"P1: {d.path}: model={d.model!r} impl={d.impl!r}" for d in differences]
-        problems += [str(v) for v in self.checker.after_step(op, model_observations, model_state)]
+        problems += [
+            str(v) for v in self.checker.after_step(op, model_observations, lambda: model_state)
+        ]
         if problems:
             self.fail_with(problems)
 

@@ -23,7 +23,7 @@ Readings where §11 is silent (also in the README):
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -76,10 +76,11 @@ class PropertyChecker:
     wiped: bool = False
 
     def after_step(
-        self, op: Op, observations: list[Observation], state: dict[str, Any]
+        self, op: Op, observations: list[Observation], observe: Callable[[], dict[str, Any]]
     ) -> list[Violation]:
-        """Record one step and return the violations it shows: P3, P4, P6 and P7 always,
-        and P2 and P5 after a `settle` that leaves every site up."""
+        """Record one step and return the violations it shows: P3, P4 and P6 always, P7
+        when a dead letter was written, P2 and P5 after a `settle` that leaves every site
+        up. `observe` returns the observable state; it is called only when needed."""
         violations: list[Violation] = []
         if isinstance(op, SiteUp) and op.wipe:
             self.wiped = True
@@ -102,9 +103,12 @@ class PropertyChecker:
                             "P2", f"event {obs['event']} dropped by dlq sender {obs['sender']}"
                         )
                     )
-        violations.extend(self._secure_dead_letters(state))
-        if isinstance(op, Settle) and all(site["up"] for site in state["sites"].values()):
-            violations.extend(self.at_quiescence(state))
+        if any(obs["kind"] == "dlq" for obs in observations):
+            violations.extend(self._secure_dead_letters(observe()))
+        if isinstance(op, Settle):
+            state = observe()
+            if all(site["up"] for site in state["sites"].values()):
+                violations.extend(self.at_quiescence(state))
         return violations
 
     def _applied(self, obs: Observation) -> list[Violation]:

@@ -63,10 +63,10 @@ def check_run(config: Config, ops: list[Op]) -> tuple[PropertyChecker, list[str]
     violations = []
     for op in ops:
         observations = engine.apply(op)
-        violations += checker.after_step(op, observations, engine.observe())
+        violations += checker.after_step(op, observations, engine.observe)
     for site in config.sites:  # bring every site back (without wipe), then settle
         for op in (SiteUp(site), Settle()):
-            violations += checker.after_step(op, engine.apply(op), engine.observe())
+            violations += checker.after_step(op, engine.apply(op), engine.observe)
     return checker, [str(v) for v in violations]
 
 

@@ -53,11 +53,24 @@ class Replayed:
     notes: list[str]
 
 
+PROGRESS_EVERY = 100_000  # operations between progress lines on a terminal
+
+
+def _progress(trace: Trace, done: int) -> None:
+    """On a terminal, long replays say how far they are (one stderr line, rewritten)."""
+    total = len(trace.ops)
+    due = done % PROGRESS_EVERY == 0 or done == total
+    if total >= PROGRESS_EVERY and due and sys.stderr.isatty():
+        end = "\n" if done == total else ""
+        print(f"\r{trace.name}: {done:,}/{total:,} operations", end=end, file=sys.stderr)
+
+
 def _replay(trace: Trace, engine_name: str, check: bool) -> Replayed:
     engine = make_engine(engine_name, trace.config)
     if not check:
-        for op in trace.ops:
+        for number, op in enumerate(trace.ops, start=1):
             engine.apply(op)
+            _progress(trace, number)
         return Replayed(engine.observe(), [], [])
     from conformance.properties import PropertyChecker
     from conformance.topology import analyse_topology
@@ -71,7 +84,8 @@ def _replay(trace: Trace, engine_name: str, check: bool) -> Replayed:
     checker = PropertyChecker(trace.config)
     violations: list[str] = []
     for number, op in enumerate(trace.ops, start=1):
-        found = checker.after_step(op, engine.apply(op), engine.observe())
+        found = checker.after_step(op, engine.apply(op), engine.observe)
+        _progress(trace, number)
         violations.extend(
             f"{trace.name}: operation {number} {canonical_json(op_to_json(op))}: {violation}"
             for violation in found
