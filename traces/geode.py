@@ -51,7 +51,7 @@ from defusedxml.common import (
 )
 
 from traces.config import Config, parse_config
-from traces.inputs import read_bytes
+from traces.files import read_bytes
 from wanconform.errors import ConfigError
 
 CACHE_NAMESPACES = (

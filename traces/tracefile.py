@@ -10,15 +10,13 @@ from __future__ import annotations
 import io
 import json
 import os
-import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from traces.canonical import canonical_json
 from traces.config import Config, parse_config
-from traces.inputs import read_text
+from traces.files import read_text, write_text_atomically
 from traces.ops import Op, OpError, op_to_json, parse_op
 from wanconform.errors import ConfigError, TraceError
 
@@ -98,13 +96,4 @@ def trace_lines(config: Config, ops: Sequence[Op]) -> list[str]:
 
 def write_trace(path: str | os.PathLike[str], config: Config, ops: Sequence[Op]) -> None:
     """Write a trace atomically: a reader never sees a half-written file."""
-    target = Path(path)
-    text = "".join(line + "\n" for line in trace_lines(config, ops))
-    fd, tmp = tempfile.mkstemp(dir=target.parent or ".", prefix=f".{target.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_text_atomically(path, "".join(line + "\n" for line in trace_lines(config, ops)))

@@ -11,17 +11,14 @@ helpers here are shared with `wanconform topology`.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-import tempfile
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from traces.canonical import canonical_json
 from traces.config import Config
+from traces.files import write_text_atomically
 from traces.geode import import_geode_config, parse_site_argument
-from wanconform.errors import WanconformError
 
 SITE_HELP = (
     "one site's Geode configuration: DSID is its distributed-system-id (1..255), FILE its "
@@ -46,29 +43,6 @@ def load_geode_sites(site_arguments: Sequence[str]) -> Config:
     for warning in imported.warnings:
         print(f"wanconform: warning: {warning}", file=sys.stderr)
     return imported.config
-
-
-def write_text_atomically(path: str, text: str) -> None:
-    """Write a whole file or nothing: a temporary file in the same folder, then rename."""
-    target = Path(path)
-    folder = target.parent
-    try:
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{target.name}.", suffix=".tmp")
-    except OSError as exc:
-        raise WanconformError(f"{path}: cannot write: {exc.strerror}") from None
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        umask = os.umask(0)  # mkstemp makes the file 0600; give it the usual mode
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
-        os.replace(tmp, target)
-    except OSError as exc:
-        Path(tmp).unlink(missing_ok=True)
-        raise WanconformError(f"{path}: cannot write: {exc.strerror}") from None
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def register(subparsers: Any) -> None:

@@ -20,9 +20,9 @@ from conformance.topology import TopologyAnalysis, analyse_topology
 from reports.topology_svg import render_topology_svg
 from traces.canonical import canonical_json
 from traces.config import Config, parse_config
-from traces.inputs import read_text
+from traces.files import read_text, write_text_atomically
 from traces.tracefile import decode_line, parse_trace_lines
-from wanconform.cmd_import import add_site_option, load_geode_sites, write_text_atomically
+from wanconform.cmd_import import add_site_option, load_geode_sites
 from wanconform.errors import ConfigError, TraceError, WanconformError
 
 EXIT_SUPPORTED = 0
