@@ -2,6 +2,10 @@
 PYTHON ?= python3.11
 VENV := .venv
 STAMP := $(VENV)/.installed
+# impl/ compiled with mypyc into build/impl-compiled/ (impl/__init__.py uses it only while
+# it matches these sources); a failed compilation only warns: impl then runs as Python.
+COMPILED := build/.impl-compiled
+COMPILE_IMPL := $(VENV)/bin/python -m impl.build_compiled || true
 
 .PHONY: run test lint bench clean
 
@@ -9,12 +13,17 @@ $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet --upgrade pip
 	$(VENV)/bin/pip install --quiet -c constraints.txt -e '.[dev]'
+	$(COMPILE_IMPL)
 	touch $(STAMP)
 
-run: $(STAMP)
+$(COMPILED): $(STAMP) $(wildcard impl/*.py) traces/config.py traces/observations.py traces/ops.py
+	$(COMPILE_IMPL)
+	@mkdir -p build && touch $@
+
+run: $(COMPILED)
 	$(VENV)/bin/wanconform replay traces/examples/lost_ack_resend.jsonl
 
-test: $(STAMP)
+test: $(COMPILED)
 	$(VENV)/bin/pytest -n auto
 
 lint: $(STAMP)
@@ -22,7 +31,7 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
 
-bench: $(STAMP)
+bench: $(COMPILED)
 	$(VENV)/bin/wanconform bench --ops 100000
 
 clean:

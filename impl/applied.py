@@ -28,45 +28,67 @@ rare case (injected failures, conflicts, invalid deltas).
 from __future__ import annotations
 
 from bisect import bisect_right
+from typing import final
+
+from mypy_extensions import mypyc_attr
 
 
+@final
+@mypyc_attr(acyclic=True)
 class AppliedRanges:
-    """The applied sequence numbers of one origin at one site, compacted into ranges."""
+    """The applied sequence numbers of one origin at one site, compacted into ranges.
 
-    __slots__ = ("ends", "starts")
+    The highest range is kept in two plain ints (`_last_start`, `_last_end`), the
+    earlier ones in the sorted lists `_starts` and `_ends`: the common, in-order case
+    only reads and writes those two ints.
+    """
+
+    __slots__ = ("_ends", "_last_end", "_last_start", "_nonempty", "_starts")
 
     def __init__(self) -> None:
-        self.starts: list[int] = []
-        self.ends: list[int] = []
+        self._starts: list[int] = []  # the ranges below the highest one
+        self._ends: list[int] = []
+        self._last_start = 0  # the highest range, if `_nonempty`
+        self._last_end = 0
+        self._nonempty = False
 
     def __contains__(self, seq: int) -> bool:
-        ends = self.ends
-        if not ends or seq > ends[-1]:
+        if seq > self._last_end or not self._nonempty:
             return False  # the common case: a new, higher sequence number
-        index = bisect_right(self.starts, seq) - 1
-        return index >= 0 and seq <= ends[index]
+        if seq >= self._last_start:
+            return True
+        index = bisect_right(self._starts, seq) - 1
+        return index >= 0 and seq <= self._ends[index]
 
     def add(self, seq: int) -> None:
         """Remember `seq` as applied ok (adding one already present changes nothing)."""
-        starts, ends = self.starts, self.ends
-        if ends:
-            last = ends[-1]
-            if seq == last + 1:  # in order: extend the last range
-                ends[-1] = seq
-                return
-            if seq > last:
-                starts.append(seq)
-                ends.append(seq)
-                return
-        else:
-            starts.append(seq)
-            ends.append(seq)
+        if not self._nonempty:
+            self._last_start = self._last_end = seq
+            self._nonempty = True
             return
-        self._insert(seq)
+        last_end = self._last_end
+        if seq == last_end + 1:  # in order: extend the highest range
+            self._last_end = seq
+        elif seq > last_end:  # after a gap: a new highest range
+            self._starts.append(self._last_start)
+            self._ends.append(last_end)
+            self._last_start = self._last_end = seq
+        elif seq >= self._last_start:
+            pass  # already there
+        elif seq == self._last_start - 1:  # extends the highest range down ...
+            ends = self._ends
+            if ends and ends[-1] == seq - 1:  # ... and closes the gap below it
+                self._last_start = self._starts.pop()
+                ends.pop()
+            else:
+                self._last_start = seq
+        else:
+            self._insert(seq)
 
     def _insert(self, seq: int) -> None:
-        """Out of order: place `seq` among the ranges, merging the neighbours it joins."""
-        starts, ends = self.starts, self.ends
+        """Place `seq` among the lower ranges (it is below the highest one and not next to
+        it), merging the neighbours it joins."""
+        starts, ends = self._starts, self._ends
         index = bisect_right(starts, seq) - 1  # the range starting at or before seq, or -1
         if index >= 0 and seq <= ends[index]:
             return
@@ -87,12 +109,15 @@ class AppliedRanges:
 
     def highest(self) -> int:
         """The highest applied sequence number (0 if none): a Geode-style high-water mark."""
-        return self.ends[-1] if self.ends else 0
+        return self._last_end if self._nonempty else 0
 
     def range_count(self) -> int:
         """How many ranges are held: the memory used, in units of two integers."""
-        return len(self.starts)
+        return len(self._starts) + (1 if self._nonempty else 0)
 
     def ranges(self) -> list[tuple[int, int]]:
         """The ranges, inclusive, in order (for tests and debugging)."""
-        return list(zip(self.starts, self.ends, strict=True))
+        ranges = list(zip(self._starts, self._ends, strict=True))
+        if self._nonempty:
+            ranges.append((self._last_start, self._last_end))
+        return ranges

@@ -15,12 +15,16 @@ plants a bug by subclassing `Engine` and overriding one of them:
 `_is_duplicate` (R16.1), `_mark_resend` (R20), `_requeue_invalid_delta` (R19),
 `_should_forward` (R22), `_batch_time_due` (R15), `_dead_letter_record` (R24).
 
-Cost: every per-event path is O(1) in the common case: queues are deques, entries and the
-applied memory are dicts, the duplicate check is `impl/applied.py`. Sizes (R4) are
-counted from one C-level serialization per batch, as a sender serializes the batch it
-sends (a rare resend serializes again). A receiver stores the origin's own entry object,
-so a delta whose base it holds needs no second merge (see `state.Event`). Per operation
-the engine also looks at every sender once (the flush rule), never at every key or event.
+Cost: every per-event path is O(1) in the common case: queues are `state.EventQueue`s,
+entries and the applied memory are dicts, the duplicate check is `impl/applied.py`. Sizes
+(R4) are counted field by field once per batch sent (`state.total_size`). A receiver
+stores the origin's own entry object, so a delta whose base it holds needs no second merge
+(see `state.Event`). Per operation the engine also looks at every sender once (the flush
+rule), never at every key or event.
+
+The code is written for mypyc (see `impl/build_compiled.py`): exact types, native classes
+with plain int fields, no dynamic dispatch in the per-event paths. `Engine` allows
+interpreted subclasses, so a Python subclass still overrides any method.
 
 Observations share the (never mutated) value dicts of the state; treat them as read-only.
 `observe()` returns fresh copies.
@@ -28,9 +32,10 @@ Observations share the (never mutated) value dicts of the state; treat them as r
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from itertools import islice
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, Final
+
+from mypy_extensions import mypyc_attr
 
 from impl.applied import AppliedRanges
 from impl.state import (
@@ -68,7 +73,23 @@ from traces.ops import (
 SETTLE_MAX_OPERATIONS = 1_000_000
 """R25: `settle` stops after this many inner operations."""
 
+# The operation records, for the dispatch of `_effect` (Final: compiled, a static).
+_PUT: Final = Put
+_DELTA: Final = Delta
+_DESTROY: Final = Destroy
+_PUTALL: Final = PutAll
+_TICK: Final = Tick
+_DELIVER: Final = Deliver
+_DELIVER_ACK: Final = DeliverAck
+_DROP: Final = Drop
+_DROP_ACK: Final = DropAck
+_SITE_DOWN: Final = SiteDown
+_SITE_UP: Final = SiteUp
+_FAIL: Final = Fail
+_SETTLE: Final = Settle
 
+
+@mypyc_attr(allow_interpreted_subclasses=True)
 class Engine:
     """The production-shaped engine: `Engine(config)`, `apply(op)`, `observe()`."""
 
@@ -88,33 +109,16 @@ class Engine:
         self._senders: dict[str, SenderState] = {s.id: s for s in self._sender_list}
         for site in self._sites.values():
             site.senders = tuple(s for s in self._sender_list if s.site == site.id)
-            site.sender_ids = tuple(s.id for s in site.senders)
+            site.sender_ids = [s.id for s in site.senders]
             site.remotes = frozenset(s.remote for s in site.senders)
             site.origin_recipients = frozenset({site.id}) | site.remotes
-        # The effect of each operation (dispatch on the exact record type): it returns
-        # whether the operation was enabled, and changes nothing when it was not.
-        self._handlers: dict[type[Op], Callable[[Any, list[Observation]], bool]] = {
-            Put: self._put,
-            Delta: self._delta,
-            Destroy: self._destroy,
-            PutAll: self._putall,
-            Tick: self._tick,
-            Deliver: self._deliver,
-            DeliverAck: self._deliver_ack,
-            Drop: self._drop,
-            DropAck: self._drop_ack,
-            SiteDown: self._site_down,
-            SiteUp: self._site_up,
-            Fail: self._fail,
-            Settle: self._settle,
-        }
 
     # ------------------------------------------------------------------ surface
 
     def apply(self, op: Op) -> list[Observation]:
         """One operation (§3): its observations, or `[skipped]` if it was not enabled."""
         out: list[Observation] = []
-        if not self._handlers[type(op)](op, out):
+        if not self._effect(op, out):
             return [{"kind": "skipped", "op": op.op}]
         self._flush_all(out)
         return out
@@ -127,8 +131,11 @@ class Engine:
                 "up": site.up,
                 "seq": site.seq,
                 "entries": {
-                    key: {"value": None if value is None else dict(value), "version": list(tag)}
-                    for key, (value, tag) in site.entries.items()
+                    key: {
+                        "value": None if entry.value is None else dict(entry.value),
+                        "version": entry.version_list(),
+                    }
+                    for key, entry in site.entries.items()
                 },
                 "stats": dict(site.stats),
             }
@@ -136,12 +143,12 @@ class Engine:
         for sender in self._sender_list:
             in_flight = sender.in_flight
             senders[sender.id] = {
-                "queue": [event.id for event in sender.queue],
+                "queue": [event.id for event in sender.queue.events()],
                 "in_flight": None
                 if in_flight is None
                 else {
                     "batch_id": in_flight.batch_id,
-                    "events": list(in_flight.ids),
+                    "events": in_flight.ids.copy(),
                     "sent_at": in_flight.sent_at,
                 },
                 "next_retry_at": sender.next_retry_at,
@@ -161,10 +168,44 @@ class Engine:
 
         `apply` without its list; `Tick`'s handler also runs the timeouts of R20.
         """
-        if not self._handlers[type(op)](op, out):
+        if not self._effect(op, out):
             return False
         self._flush_all(out)
         return True
+
+    def _effect(self, op: Op, out: list[Observation]) -> bool:
+        """The effect of `op`, by its exact record type (the most frequent first).
+
+        Each handler returns whether the operation was enabled, and changes nothing
+        when it was not.
+        """
+        if type(op) is _DELTA:
+            return self._delta(op, out)
+        if type(op) is _PUT:
+            return self._put(op, out)
+        if type(op) is _DELIVER:
+            return self._deliver(op, out)
+        if type(op) is _DELIVER_ACK:
+            return self._deliver_ack(op, out)
+        if type(op) is _TICK:
+            return self._tick(op, out)
+        if type(op) is _DESTROY:
+            return self._destroy(op, out)
+        if type(op) is _PUTALL:
+            return self._putall(op, out)
+        if type(op) is _DROP:
+            return self._drop(op, out)
+        if type(op) is _DROP_ACK:
+            return self._drop_ack(op, out)
+        if type(op) is _SITE_DOWN:
+            return self._site_down(op, out)
+        if type(op) is _SITE_UP:
+            return self._site_up(op, out)
+        if type(op) is _FAIL:
+            return self._fail(op, out)
+        if type(op) is _SETTLE:
+            return self._settle(op, out)
+        raise KeyError(type(op))
 
     def _tick(self, op: Tick, out: list[Observation]) -> bool:
         self._now += op.ms  # R5
@@ -182,24 +223,32 @@ class Engine:
         site = self._sites[op.site]
         if not site.up:
             return False
-        self._write(site, op.key, _stored(op.value), None, site.entries.get(op.key), out)
+        key = op.key
+        self._write(site, key, _stored(op.value), None, site.entries.get(key), out)
         return True
 
     def _delta(self, op: Delta, out: list[Observation]) -> bool:
         site = self._sites[op.site]
-        current = site.entries.get(op.key)
-        if not site.up or current is None or current[0] is None:
+        key = op.key
+        current = site.entries.get(key)
+        if not site.up or current is None:
             return False
-        changes = op.changes if type(op.changes) is dict else dict(op.changes)  # _stored
-        self._write(site, op.key, {**current[0], **changes}, changes, current, out)  # R10
+        old = current.value
+        if old is None:
+            return False
+        changes = _stored(op.changes)
+        value = old.copy()  # R10: a new dict; stored values are never mutated
+        value.update(changes)
+        self._write(site, key, value, changes, current, out)
         return True
 
     def _destroy(self, op: Destroy, out: list[Observation]) -> bool:
         site = self._sites[op.site]
-        current = site.entries.get(op.key)
-        if not site.up or current is None or current[0] is None:
+        key = op.key
+        current = site.entries.get(key)
+        if not site.up or current is None or current.value is None:
             return False
-        self._write(site, op.key, None, None, current, out)
+        self._write(site, key, None, None, current, out)
         return True
 
     def _putall(self, op: PutAll, out: list[Observation]) -> bool:
@@ -224,40 +273,54 @@ class Engine:
         now = self._now
         origin = site.id
         if current is None:
-            tag = (1, now, origin)
+            version = 1
+            stamp = now
             label = "create"
         else:
-            old_value, (entry_version, timestamp, dsid) = current
+            timestamp = current.timestamp
             # R9: a tag never goes back in time against the current entry's tag.
-            if dsid != origin:
+            if current.dsid != origin:
                 stamp = timestamp + 1 if now <= timestamp else now
             else:
                 stamp = timestamp if now < timestamp else now
-            tag = (entry_version + 1, stamp, origin)
-            label = "create" if old_value is None else "update"
+            version = current.version + 1
+            label = "create" if current.value is None else "update"
         if value is None:
             label = "destroy"
-        entry = site.entries[key] = (value, tag)
+        entry = Entry(value, version, stamp, origin)
+        site.entries[key] = entry
         seq = site.seq = site.seq + 1  # R3
+        event_id = site.event_prefix + str(seq)
         base = current if changes is not None else None  # only a delta has a base (R10)
-        event = Event(origin, seq, key, label, entry, base, changes, site.origin_recipients, now)
+        recipients = site.origin_recipients
         senders = site.senders
         if senders:  # R11: one event in the queue of every sender at the origin
-            senders[0].queue.append(event)
-            for sender in senders[1:]:
-                sender.queue.append(event.copy_for_queue(event.recipients, now))
-        out.append(
-            {
-                "kind": "enqueued",
-                "site": origin,
-                "event": event.id,
-                "key": key,
-                "op": label,
-                "version": list(tag),
-                "value": value,
-                "senders": list(site.sender_ids),
-            }
-        )
+            for sender in senders:
+                sender.queue.append(
+                    Event(
+                        event_id,
+                        origin,
+                        seq,
+                        key,
+                        label,
+                        entry,
+                        base,
+                        changes,
+                        False,
+                        recipients,
+                        now,
+                    )
+                )
+        # The observation, filled in from the site's template (a dict copy is cheaper
+        # than building a dict key by key).
+        observation = site.enqueued.copy()
+        observation["event"] = event_id
+        observation["key"] = key
+        observation["op"] = label
+        observation["version"] = [version, stamp, origin]
+        observation["value"] = value
+        observation["senders"] = site.sender_ids.copy()
+        out.append(observation)
 
     # ------------------------------------------------------------------ sender: flush
 
@@ -266,9 +329,10 @@ class Engine:
         now = self._now
         for sender in self._sender_list:
             queue = sender.queue
-            if not queue or sender.in_flight is not None:
+            waiting = queue.size()
+            if not waiting or sender.in_flight is not None:
                 continue
-            if len(queue) < sender.batch_size and not self._batch_time_due(sender, queue[0]):
+            if waiting < sender.batch_size and not self._batch_time_due(sender, queue.head()):
                 continue
             if now < sender.next_retry_at or not sender.home.up:
                 continue
@@ -287,7 +351,7 @@ class Engine:
 
     def _send(self, sender: SenderState, out: list[Observation]) -> None:
         """R13-R15: send the queue's prefix as the next batch; R14 picks each payload."""
-        events = list(islice(sender.queue, sender.batch_size))
+        events = sender.queue.prefix(sender.batch_size)
         ships_deltas = sender.delta
         as_delta: list[bool] = []
         deltas: list[Value] = []  # R14 payloads shipped as deltas ...
@@ -320,7 +384,7 @@ class Engine:
                 "kind": "sent",
                 "sender": sender.id,
                 "batch_id": batch_id,
-                "events": list(ids),
+                "events": ids.copy(),
                 "bytes_full": bytes_full,
                 "bytes_delta": bytes_delta,
                 "events_resent": resent,
@@ -346,7 +410,24 @@ class Engine:
         statuses: list[str] = []
         exceptions: dict[int, str] = {}  # batch index -> exception, for `failed` events
         applied = 0  # the common counter is added once per batch
-        for event, as_delta in zip(message.events, message.as_delta, strict=True):
+        invalid_deltas = 0
+        memory: AppliedRanges | None = None  # the applied memory of `memory_origin`
+        memory_origin = 0
+        # The `applied` observations of ok events, filled in from these templates.
+        full_ok: Observation = {
+            "kind": "applied",
+            "site": site_id,
+            "sender": sender_id,
+            "event": None,
+            "key": None,
+            "status": "ok",
+        }
+        delta_ok = full_ok.copy()
+        delta_ok["value"] = None  # P6: the value the delta built
+        events = message.events
+        ships = message.as_delta
+        for index in range(len(events)):
+            event = events[index]
             key = event.key
             if self._is_duplicate(site, event):  # R16.1
                 stats["duplicates"] += 1
@@ -364,70 +445,72 @@ class Engine:
                     out.append(observation)
                     continue
             current = entries.get(key)
-            tag = event.tag
+            entry = event.entry
             if current is not None:  # R16.3: the incoming tag must win over the entry's
-                entry_version, timestamp, dsid = tag
-                current_version, current_timestamp, current_dsid = current[1]
+                timestamp = entry.timestamp
+                current_timestamp = current.timestamp
                 if timestamp != current_timestamp:
                     wins = timestamp > current_timestamp
-                elif dsid == current_dsid:
-                    wins = entry_version > current_version
+                elif entry.dsid == current.dsid:
+                    wins = entry.version > current.version
                 else:
-                    wins = dsid > current_dsid
+                    wins = entry.dsid > current.dsid
                 if not wins:
                     stats["conflicts"] += 1
                     statuses.append("conflict")
                     out.append(_applied(site_id, sender_id, event, "conflict"))
                     continue
-            if as_delta:  # R16.4: a delta applies only onto a live entry with its base tag
+            if ships[index]:  # R16.4: a delta applies only onto a live entry with its base tag
                 base = event.base
+                delta = event.delta
                 if base is not None and current is base:  # the origin's own base: built
-                    built = event.value
-                    entries[key] = event.entry
+                    built = entry.value
+                    entries[key] = entry
                 elif (
                     current is None
-                    or current[0] is None
+                    or current.value is None
                     or base is None
-                    or event.delta is None
-                    or current[1] != base[1]
+                    or delta is None
+                    or current.version != base.version
+                    or current.timestamp != base.timestamp
+                    or current.dsid != base.dsid
                 ):
                     stats["invalid_deltas"] += 1
+                    invalid_deltas += 1
                     statuses.append("invalid_delta")
                     out.append(_applied(site_id, sender_id, event, "invalid_delta"))
                     continue
                 else:
-                    built = {**current[0], **event.delta}
-                    entries[key] = (built, tag)  # R16.5
-                out.append(
-                    {
-                        "kind": "applied",
-                        "site": site_id,
-                        "sender": sender_id,
-                        "event": event.id,
-                        "key": key,
-                        "status": "ok",
-                        "value": built,  # P6: the value the delta built
-                    }
-                )
+                    built = current.value.copy()
+                    built.update(delta)
+                    # R16.5
+                    entries[key] = Entry(built, entry.version, entry.timestamp, entry.dsid)
+                observation = delta_ok.copy()
+                observation["event"] = event.id
+                observation["key"] = key
+                observation["value"] = built
+                out.append(observation)
             else:
-                entries[key] = event.entry  # R16.5: the full value and the tag
-                out.append(
-                    {
-                        "kind": "applied",
-                        "site": site_id,
-                        "sender": sender_id,
-                        "event": event.id,
-                        "key": key,
-                        "status": "ok",
-                    }
-                )
+                entries[key] = entry  # R16.5: the full value and the tag
+                observation = full_ok.copy()
+                observation["event"] = event.id
+                observation["key"] = key
+                out.append(observation)
             applied += 1
             statuses.append("ok")
-            self._remember_applied(site, event)
+            # R16.1: only events applied with status ok are remembered (the memory of
+            # the previous event's origin is reused: a batch is mostly one origin's).
+            origin = event.origin
+            if memory is None or origin != memory_origin:
+                memory = site.applied.get(origin)
+                if memory is None:
+                    memory = site.applied[origin] = AppliedRanges()
+                memory_origin = origin
+            memory.add(event.seq)
             if forwards:
                 self._forward(site, event, out)
         stats["applied"] += applied
-        sender.ack_message = AckMessage(message.batch_id, statuses, exceptions)
+        sender.ack_message = AckMessage(message.batch_id, statuses, exceptions, invalid_deltas)
         return True
 
     def _attempt(self, site: SiteState, fail: FailEntry) -> str | None:
@@ -452,13 +535,6 @@ class Engine:
         """R16.1: exactly "this event id was applied ok at this site" (impl/applied.py)."""
         memory = site.applied.get(event.origin)
         return memory is not None and event.seq in memory
-
-    def _remember_applied(self, site: SiteState, event: Event) -> None:
-        """R16.1: only events applied with status ok are remembered."""
-        memory = site.applied.get(event.origin)
-        if memory is None:
-            memory = site.applied[event.origin] = AppliedRanges()
-        memory.add(event.seq)
 
     def _forward(self, site: SiteState, event: Event, out: list[Observation]) -> None:
         """R22: offer an event applied ok at `site` to its senders, in sorted id order."""
@@ -490,14 +566,9 @@ class Engine:
         sender.in_flight = None  # next_retry_at is unchanged
         events = in_flight.events
         queue = sender.queue
-        if len(queue) == len(events):  # the batch is the queue's prefix (R12) ...
-            queue.clear()  # ... here all of it
-        else:
-            popleft = queue.popleft
-            for _ in range(len(events)):
-                popleft()
+        queue.remove_prefix(len(events))  # the batch is the queue's prefix (R12)
         if len(ack.statuses) == ack.removed_count:
-            removed = list(in_flight.ids)
+            removed = in_flight.ids.copy()
             out.append(
                 {"kind": "acked", "sender": sender.id, "batch_id": ack.batch_id, "removed": removed}
             )
@@ -507,7 +578,10 @@ class Engine:
             {"kind": "acked", "sender": sender.id, "batch_id": ack.batch_id, "removed": removed}
         )
         kept: list[Event] = []
-        for index, (event, status) in enumerate(zip(events, ack.statuses, strict=True)):
+        statuses = ack.statuses
+        for index in range(len(events)):
+            event = events[index]
+            status = statuses[index]
             if status == "invalid_delta":
                 if self._requeue_invalid_delta(sender, event, out):
                     kept.append(event)
@@ -515,7 +589,8 @@ class Engine:
             elif status == "failed":
                 self._failed(sender, event, ack.exceptions[index], out)
             removed.append(event.id)
-        queue.extendleft(reversed(kept))  # R19: back at the head, in batch order
+        if kept:
+            queue.push_front(kept)  # R19: back at the head, in batch order
         return True
 
     def _requeue_invalid_delta(
@@ -550,7 +625,7 @@ class Engine:
             "key": event.key,
             "op": event.op,
             "exception": exception,
-            "version": list(event.tag),
+            "version": event.entry.version_list(),
         }
         if not sender.dlq_secure:
             record["value"] = None if event.value is None else dict(event.value)
@@ -581,7 +656,7 @@ class Engine:
                     "kind": "timeout",
                     "sender": sender.id,
                     "batch_id": in_flight.batch_id,
-                    "events": list(in_flight.ids),
+                    "events": in_flight.ids.copy(),
                 }
             )
 
@@ -670,13 +745,14 @@ class Engine:
                 continue
             in_flight = sender.in_flight
             queue = sender.queue
+            waiting = queue.size()
             if in_flight is not None:
                 at = in_flight.sent_at + sender.ack_timeout_ms
-            elif queue:
+            elif waiting:
                 ready = (
                     now
-                    if len(queue) >= sender.batch_size
-                    else queue[0].enqueued_at + sender.batch_time_interval_ms
+                    if waiting >= sender.batch_size
+                    else queue.head().enqueued_at + sender.batch_time_interval_ms
                 )
                 at = max(sender.next_retry_at, ready)
             else:

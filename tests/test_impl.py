@@ -7,13 +7,20 @@ compares the two engines, these tests pin the impl on its own).
 
 from __future__ import annotations
 
+import json
+import os
 import random
+import subprocess
+import sys
 from itertools import pairwise
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+import impl
 import impl.engine
+import impl.state
 from impl import Engine
 from impl.applied import AppliedRanges
 from impl.state import Event, SenderState, SiteState, size
@@ -1013,3 +1020,70 @@ def test_observations_use_only_the_contract_kinds() -> None:
     assert {o["kind"] for o in out} <= set(KINDS)
     for observation in out:
         canonical_json(observation)  # plain JSON data
+
+
+# ---------------------------------------------------------------------- compiled or not
+
+
+def _compiled_in_subprocess(build_dir: Path, **env: str) -> bool:
+    """`impl.COMPILED` in a fresh interpreter that looks for the build in `build_dir`."""
+    environment = {**os.environ, "WANCONFORM_IMPL_BUILD_DIR": str(build_dir)}
+    environment.pop("WANCONFORM_PURE_IMPL", None)
+    environment.update(env)
+    check = (
+        "import impl; from traces.ops import Put; from tests.test_impl import two_sites; "
+        "impl.Engine(two_sites()).apply(Put(1, 'k', {'v': 1})); print(impl.COMPILED)"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", check],
+        env=environment,
+        cwd=impl.ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return result.stdout.strip() == "True"
+
+
+def _fake_build(build_dir: Path, digest: str) -> None:
+    """A build whose manifest says `digest` and whose extension modules are broken."""
+    package = build_dir / "lib" / "impl"
+    package.mkdir(parents=True)
+    suffix = impl.interpreter()["ext_suffix"]
+    for name in impl.COMPILED_MODULES:
+        (package / f"{name}{suffix}").write_bytes(b"not a shared library")
+    manifest = {"digest": digest, "interpreter": impl.interpreter()}
+    (build_dir / "manifest.json").write_text(json.dumps(manifest))
+
+
+def test_a_build_is_used_only_while_it_matches_the_sources(tmp_path: Path) -> None:
+    current, stale = tmp_path / "current", tmp_path / "stale"
+    _fake_build(current, impl.source_digest())
+    _fake_build(stale, "0" * 64)
+    assert impl.current_build(current) == current / "lib" / "impl"
+    assert impl.current_build(stale) is None  # edited sources: never the old extensions
+    assert impl.current_build(tmp_path / "missing") is None
+    # The matching build does not load (its extensions are broken): silently Python.
+    assert _compiled_in_subprocess(current) is False
+    assert _compiled_in_subprocess(stale) is False
+
+
+def test_the_real_build_is_used_unless_pure_python_is_forced() -> None:
+    if impl.current_build(impl.BUILD_DIR) is None:
+        pytest.skip("no current build (python -m impl.build_compiled)")
+    assert _compiled_in_subprocess(impl.BUILD_DIR) is True
+    assert _compiled_in_subprocess(impl.BUILD_DIR, WANCONFORM_PURE_IMPL="1") is False
+
+
+def test_r4_field_by_field_size_equals_the_encoders() -> None:
+    # Compiled, sizes are counted field by field; interpreted, by the JSON encoder.
+    rng = random.Random(4)
+    scalars: list[Any] = [None, True, False, 0, -17, 10**18, 2**70, "", "x", 'q"\\', "é☃\n"]
+    scalars += ["\U0001f600", "\x7f\x00\t", 1.5]
+    for _ in range(500):
+        value = {
+            rng.choice(["a", "bb", "ç", 'k"', "\t", "\ud800"]) + str(i): rng.choice(scalars)
+            for i in range(rng.randrange(0, 12))
+        }
+        assert impl.state._value_size(value) == canonical_size(value)
+        assert impl.state._encoded_size(value) == canonical_size(value)

@@ -15,6 +15,7 @@ import sys
 import time
 from typing import Any
 
+import impl
 from traces.generate import steady_workload
 from traces.ops import Op
 from wanconform.engine import make_engine
@@ -38,7 +39,10 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--json",
         action="store_true",
-        help="print one JSON line: ops, events, model_events_per_s, impl_events_per_s, speedup",
+        help=(
+            "print one JSON line: ops, events, model_events_per_s, impl_events_per_s, "
+            "speedup, impl_compiled"
+        ),
     )
     parser.set_defaults(func=run)
 
@@ -76,6 +80,7 @@ def run(args: argparse.Namespace) -> int:
         "model_events_per_s": round(events / seconds["model"]),
         "impl_events_per_s": round(events / seconds["impl"]),
         "speedup": round(seconds["model"] / seconds["impl"], 1),
+        "impl_compiled": impl.COMPILED,  # mypyc-compiled (impl/build_compiled.py) or Python
     }
     if args.json:
         print(json.dumps(result, sort_keys=True))
@@ -83,6 +88,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"workload: {result['ops']} ops, {events} client events, {args.keys} keys")
         print(f"model: {result['model_events_per_s']:>10,} events/s ({seconds['model']:.3f} s)")
         print(f"impl:  {result['impl_events_per_s']:>10,} events/s ({seconds['impl']:.3f} s)")
+        print(f"impl compiled with mypyc: {'yes' if impl.COMPILED else 'no (pure Python)'}")
         print(
             f"speedup: {result['speedup']}x  (python {platform.python_version()}, "
             f"{platform.machine()})"
