@@ -29,7 +29,7 @@ def test_planted_bug_is_found_and_shrunk(bug: type[Engine], tmp_path: Path) -> N
         run_state_machine_as_test(
             machine,
             settings=settings(
-                max_examples=3000,
+                max_examples=10_000,
                 stateful_step_count=20,
                 database=None,
                 phases=[Phase.generate, Phase.shrink],  # no slow "explain" phase
