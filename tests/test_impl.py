@@ -21,9 +21,15 @@ import pytest
 import impl
 import impl.engine
 import impl.state
+from conformance.planted_bugs import (
+    ForwardToKnownRecipients,
+    HighWaterMark,
+    LateBatchTime,
+    ResendWithoutPossibleDuplicate,
+)
 from impl import Engine
 from impl.applied import AppliedRanges
-from impl.state import Event, SenderState, SiteState, size
+from impl.state import size
 from traces.canonical import canonical_json
 from traces.canonical import size as canonical_size
 from traces.config import Config, parse_config
@@ -931,29 +937,6 @@ def test_r4_fast_size_equals_canonical_size() -> None:
 # ---------------------------------------------------------------------- planted-bug hooks
 
 
-class HighWaterMark(Engine):
-    """Geode's plain high-water mark (the planted bug of SPEC §13)."""
-
-    def _is_duplicate(self, site: SiteState, event: Event) -> bool:
-        memory = site.applied.get(event.origin)
-        return memory is not None and event.seq <= memory.highest()
-
-
-class NoPossibleDuplicate(Engine):
-    def _mark_resend(self, event: Event) -> None:
-        pass
-
-
-class ForwardToKnownRecipients(Engine):
-    def _should_forward(self, sender: SenderState, event: Event) -> bool:
-        return sender.remote != event.origin
-
-
-class LateBatchTime(Engine):
-    def _batch_time_due(self, sender: SenderState, head: Event) -> bool:
-        return self._now - head.enqueued_at > sender.batch_time_interval_ms
-
-
 def test_hooks_high_water_mark_misses_the_r19_resend() -> None:
     ops: list[Op] = [
         Put(1, "k", {"v": 0}),
@@ -982,7 +965,7 @@ def test_hooks_high_water_mark_misses_the_r19_resend() -> None:
 def test_hooks_each_planted_bug_changes_an_observation() -> None:
     resend: list[Op] = [Put(1, "k", {"v": 1}), Drop("ny"), Tick(10_000), Tick(5_000)]
     config = two_sites(batch_size=1)
-    assert run(Engine(config), *resend) != run(NoPossibleDuplicate(config), *resend)
+    assert run(Engine(config), *resend) != run(ResendWithoutPossibleDuplicate(config), *resend)
 
     late: list[Op] = [Put(1, "k", {"v": 1}), Tick(1_000)]
     assert run(Engine(two_sites()), *late) != run(LateBatchTime(two_sites()), *late)
