@@ -10,9 +10,11 @@ COMPILE_IMPL := $(VENV)/bin/python -m impl.build_compiled || true
 .PHONY: run test lint bench clean
 
 $(STAMP): pyproject.toml constraints.txt
+	@echo "setting up $(VENV) (first use; the details go to $(VENV)/setup.log) ..."
 	$(PYTHON) -m venv $(VENV)
-	$(VENV)/bin/pip install --quiet --upgrade pip
-	$(VENV)/bin/pip install --quiet -c constraints.txt -e '.[dev]'
+	@$(VENV)/bin/pip install --upgrade pip > $(VENV)/setup.log 2>&1 \
+	  && $(VENV)/bin/pip install -c constraints.txt -e '.[dev]' >> $(VENV)/setup.log 2>&1 \
+	  || { tail -n 30 $(VENV)/setup.log; echo "setup failed: see $(VENV)/setup.log"; exit 1; }
 	$(COMPILE_IMPL)
 	touch $(STAMP)
 
@@ -30,9 +32,10 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
+	$(VENV)/bin/mypy --explicit-package-bases tests conftest.py
 
 bench: $(COMPILED)
 	$(VENV)/bin/wanconform bench --ops 100000
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) build out .pytest_cache .mypy_cache .ruff_cache .hypothesis
