@@ -32,7 +32,8 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
-	$(VENV)/bin/mypy --explicit-package-bases tests conftest.py
+	$(VENV)/bin/mypy --explicit-package-bases tests
+	$(VENV)/bin/mypy conftest.py
 
 bench: $(COMPILED)
 	$(VENV)/bin/wanconform bench --ops 100000

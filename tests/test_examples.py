@@ -11,53 +11,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from expected import Obs, acked, applied, entry, sender_stats, sent, site_stats
 
 from wanconform.cli import main
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "traces" / "examples"
-Obs = dict[str, Any]
 
 EXAMPLE_NAMES = sorted(path.stem for path in EXAMPLES.glob("*.jsonl"))
-
-
-def site_stats(**counts: int) -> Obs:
-    stats = dict.fromkeys(
-        ("applied", "duplicates", "conflicts", "failures", "retries", "invalid_deltas"), 0
-    )
-    return {**stats, **counts}
-
-
-def sender_stats(**counts: int) -> Obs:
-    names = (
-        "batches_sent", "events_sent", "events_resent", "bytes_full", "bytes_delta",
-        "batches_timed_out", "connection_failures", "events_dropped", "invalid_deltas",
-        "dlq_records",
-    )  # fmt: skip
-    return {**dict.fromkeys(names, 0), **counts}
-
-
-def sent(
-    sender: str, batch_id: int, events: list[str], full: int, delta: int = 0, resent: int = 0
-) -> Obs:
-    return {
-        "kind": "sent", "sender": sender, "batch_id": batch_id, "events": events,
-        "bytes_full": full, "bytes_delta": delta, "events_resent": resent,
-    }  # fmt: skip
-
-
-def applied(site: int, sender: str, event: str, key: str, status: str, **extra: Any) -> Obs:
-    return {
-        "kind": "applied", "site": site, "sender": sender, "event": event, "key": key,
-        "status": status, **extra,
-    }  # fmt: skip
-
-
-def acked(sender: str, batch_id: int, removed: list[str]) -> Obs:
-    return {"kind": "acked", "sender": sender, "batch_id": batch_id, "removed": removed}
-
-
-def entry(value: Any, version: list[int]) -> Obs:
-    return {"value": value, "version": version}
 
 
 def test_every_example_is_small_and_listed_in_the_readme() -> None:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from expected import acked, applied, enqueued, sent
 
 import impl
 import impl.engine
@@ -86,62 +87,6 @@ def site_stats(**changed: int) -> dict[str, int]:
 
 def sender_stats(**changed: int) -> dict[str, int]:
     return {**SENDER_STATS_ZERO, **changed}
-
-
-def enqueued(
-    site: int,
-    event: str,
-    key: str,
-    op: str,
-    version: list[int],
-    value: dict[str, Any] | None,
-    senders: list[str],
-) -> Observation:
-    return {
-        "kind": "enqueued",
-        "site": site,
-        "event": event,
-        "key": key,
-        "op": op,
-        "version": version,
-        "value": value,
-        "senders": senders,
-    }
-
-
-def sent(
-    sender: str,
-    batch_id: int,
-    events: list[str],
-    bytes_full: int = 0,
-    bytes_delta: int = 0,
-    events_resent: int = 0,
-) -> Observation:
-    return {
-        "kind": "sent",
-        "sender": sender,
-        "batch_id": batch_id,
-        "events": events,
-        "bytes_full": bytes_full,
-        "bytes_delta": bytes_delta,
-        "events_resent": events_resent,
-    }
-
-
-def applied(site: int, sender: str, event: str, key: str, status: str, **extra: Any) -> Observation:
-    return {
-        "kind": "applied",
-        "site": site,
-        "sender": sender,
-        "event": event,
-        "key": key,
-        "status": status,
-        **extra,
-    }
-
-
-def acked(sender: str, batch_id: int, removed: list[str]) -> Observation:
-    return {"kind": "acked", "sender": sender, "batch_id": batch_id, "removed": removed}
 
 
 def run(engine: Engine, *ops: Op) -> list[Observation]:
@@ -1012,6 +957,9 @@ def _compiled_in_subprocess(build_dir: Path, **env: str) -> bool:
     """`impl.COMPILED` in a fresh interpreter that looks for the build in `build_dir`."""
     environment = {**os.environ, "WANCONFORM_IMPL_BUILD_DIR": str(build_dir)}
     environment.pop("WANCONFORM_PURE_IMPL", None)
+    environment["PYTHONPATH"] = os.pathsep.join(  # tests/ too: `expected` lives there
+        [str(Path(__file__).resolve().parent), environment.get("PYTHONPATH", "")]
+    )
     environment.update(env)
     check = (
         "import impl; from traces.ops import Put; from tests.test_impl import two_sites; "
