@@ -39,6 +39,8 @@ from conformance.agreement import compare_step
 from conformance.properties import PropertyChecker
 from conformance.strategies import EXCEPTIONS, KEYS, configs, values
 from traces.config import Config
+from traces.files import write_text_atomically
+from traces.observations import RECEIVER_STATUSES
 from traces.ops import (
     OP_NAMES,
     Deliver,
@@ -56,13 +58,12 @@ from traces.ops import (
     SiteUp,
     Tick,
 )
-from traces.tracefile import write_trace
+from traces.tracefile import trace_text
 from wanconform.engine import Engine, make_engine
 
 EngineFactory = Callable[[Config], Engine]
 
 # What the harness must see happen (coverage of the harness itself).
-RECEIVER_STATUSES = ("ok", "duplicate", "conflict", "failed", "invalid_delta")
 SENDER_OUTCOMES = (
     "sent",
     "timeout",
@@ -197,11 +198,9 @@ class WanConformance(RuleBasedStateMachine):
         self.failed = True
         directory = type(self).counterexample_dir
         directory.mkdir(parents=True, exist_ok=True)
-        from traces.tracefile import trace_lines
-
-        text = "\n".join(trace_lines(self.config, self.ops))
+        text = trace_text(self.config, self.ops)
         path = directory / f"counterexample-{hashlib.sha256(text.encode()).hexdigest()[:12]}.jsonl"
-        write_trace(path, self.config, self.ops)
+        write_text_atomically(path, text)
         type(self).last_failure = (self.config, list(self.ops), path)
         raise ConformanceFailure(
             f"after operation {len(self.ops)} ({self.ops[-1].op}):\n  "

@@ -7,6 +7,8 @@ of R23, so P4 must hold in every run.
 
 from __future__ import annotations
 
+from typing import Any
+
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -57,7 +59,9 @@ def test_step_is_pure_and_skipped_ops_change_nothing(trace: tuple[Config, list[O
         state = new_state
 
 
-def check_run(config: Config, ops: list[Op]) -> tuple[PropertyChecker, list[str]]:
+def check_run(config: Config, ops: list[Op]) -> tuple[PropertyChecker, list[str], dict[str, Any]]:
+    """Run `ops`, bring every site back up and settle; the checker, the violations it
+    found and the final observable state."""
     engine = model.Engine(config)
     checker = PropertyChecker(config)
     violations = []
@@ -67,25 +71,21 @@ def check_run(config: Config, ops: list[Op]) -> tuple[PropertyChecker, list[str]
     for site in config.sites:  # bring every site back (without wipe), then settle
         for op in (SiteUp(site), Settle()):
             violations += checker.after_step(op, engine.apply(op), engine.observe)
-    return checker, [str(v) for v in violations]
+    return checker, [str(v) for v in violations], engine.observe()
 
 
 @given(traces())
 def test_P3_P4_P6_P7_and_P2_P5_hold(trace: tuple[Config, list[Op]]) -> None:
     config, ops = trace
-    _, violations = check_run(config, ops)
+    _, violations, _ = check_run(config, ops)
     assert violations == []
 
 
 @given(traces(wipes=False))
 def test_P5_convergence_after_settle(trace: tuple[Config, list[Op]]) -> None:
     config, ops = trace
-    checker, violations = check_run(config, ops)
+    checker, violations, final = check_run(config, ops)
     assert violations == []
-    state = model.Engine(config)
-    for op in [*ops, *(SiteUp(s) for s in config.sites), Settle()]:
-        state.apply(op)
-    final = state.observe()
     for sender in final["senders"].values():  # settle with every site up leaves nothing
         assert sender["queue"] == [] and sender["in_flight"] is None
     if not checker.lost and fully_connected(config):

@@ -94,6 +94,11 @@ def trace_lines(config: Config, ops: Sequence[Op]) -> list[str]:
     return lines
 
 
+def trace_text(config: Config, ops: Sequence[Op]) -> str:
+    """The whole canonical JSON Lines file of a trace."""
+    return "".join(line + "\n" for line in trace_lines(config, ops))
+
+
 def write_trace(path: str | os.PathLike[str], config: Config, ops: Sequence[Op]) -> None:
     """Write a trace atomically: a reader never sees a half-written file."""
-    write_text_atomically(path, "".join(line + "\n" for line in trace_lines(config, ops)))
+    write_text_atomically(path, trace_text(config, ops))
