@@ -1,47 +1,81 @@
 """The properties of SPEC §11 (P2-P7) in one place, for Hypothesis, trace replay and Spark.
 
-`PropertyChecker` follows a run step by step. `after_step` checks what must hold after
-every step (P3, P4, P6, P7); `at_quiescence` checks what must hold after `settle` with
-every site up (P2, P5). P1 (agreement of two engines) lives in `conformance.agreement`.
+`PropertyChecker` follows a run step by step from the observations alone: `after_step`
+returns the violations a step shows (P3, P4, P6 at once; P2 and P5 after a `settle` that
+leaves every site up), `finish` checks the final state (P7), and `verdicts` says for
+every property whether it held, failed, or did not apply to the run and why (§11: a
+property that was not checked is never reported as holding). P1 (agreement of two
+engines) lives in `conformance.lockstep`.
+
+Memory follows the engines' state, not the run's length: the checker knows which queues
+hold each event (from `enqueued`, `forwarded` and `acked`, and R21's wipe), and forgets
+an event once no queue holds it, since it can then never be delivered again (a batch in
+the network is always a queue's prefix, R12). What P2 still needs of a forgotten event
+is decided then: at every site it can reach it was applied or stopped on the way;
+otherwise it is kept as a candidate until the next quiescence, where it may still be
+superseded.
 
 Readings where §11 is silent (also in the README):
 - A wiped site is a brand-new distributed system (R21): P3 forgets what it applied.
-- P6 is checked only until the first wipe: a wiped origin gives out its tags again (R9
-  over an empty region, R21), so "the origin's value for the same tag" stops being one
-  value, and R16.4's base-tag check can let a delta build on a stale base.
+- P6 holds through wipes (SPEC v1.1): tags are unique (R9's timestamp floor), so "the
+  origin's value for the same tag" is the value the origin wrote for the event.
 - P2 is checked only on runs without a wipe: a wipe loses the wiped site's queues by
   design (R21), so events in them can neither arrive nor be recorded as dropped.
-- "Reachable" (P2, P5) is reachability in the digraph of senders.
+- "Reachable" (P2, P5) is reachability in the digraph of senders; "on the way" to a
+  site means on an R22 delivery path from the origin to it (`delivery_paths`): a stop
+  at a sender of that path (dropped or dead-lettered) or a lost conflict at a site of
+  it accounts for the event there. With several paths (an unsupported topology, R23),
+  every path must be stopped.
 - "Superseded" (P2): the site's entry tag is newer than the event's in R16.3's order,
-  which is the total order (timestamp, dsid, entry_version), or a newer write of the
-  same key was itself dropped or dead-lettered. An event that loses a conflict at an
-  intermediate site is not forwarded (R22 forwards only `ok`), so downstream sites see
-  only the newer write; when that one is dead-lettered, the older one is accounted for
-  by the record of the newer.
+  which is the total order (timestamp, dsid, entry_version).
+- P4 applies only to supported topologies (R23); P3 when some event was applied, P6
+  when some value was built from a delta, P7 when a secure sender wrote a dead letter.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import networkx as nx
 
-from conformance.topology import sender_graph
+from conformance.topology import analyse_topology, delivery_paths, sender_graph
 from traces.config import Config
 from traces.observations import Observation
 from traces.ops import Op, Settle, SiteUp
+
+PROPERTIES = ("P2", "P3", "P4", "P5", "P6", "P7")
+Status = Literal["held", "failed", "not applicable"]
 
 
 @dataclass(frozen=True, slots=True)
 class Violation:
     property: str  # "P2" .. "P7"
     message: str
+    where: str = ""  # the operation that showed it, e.g. "t.jsonl:9"
 
     def __str__(self) -> str:
-        return f"{self.property}: {self.message}"
+        at = f"{self.where}: " if self.where else ""
+        return f"{at}{self.property}: {self.message}"
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """One property's outcome on a run: held, failed (with violations) or not applicable
+    (with the reason)."""
+
+    property: str
+    status: Status
+    reason: str = ""
+    violations: tuple[Violation, ...] = ()
+
+    def __str__(self) -> str:
+        if self.status == "failed":
+            return f"{self.property}: FAILED ({len(self.violations)} violation(s))"
+        if self.status == "not applicable":
+            return f"{self.property}: not applicable: {self.reason}"
+        return f"{self.property}: held" + (f" ({self.reason})" if self.reason else "")
 
 
 def tag_order(tag: Iterable[int]) -> tuple[int, int, int]:
@@ -56,155 +90,329 @@ def fully_connected(config: Config) -> bool:
 
 
 @dataclass(slots=True)
-class _Written:
+class _Event:
+    """What the checker keeps of one event while some queue holds it."""
+
     origin: int
     key: str
     version: tuple[int, int, int]
     value: Any
+    queues: set[str] = field(default_factory=set)  # senders whose queue holds it
+    applied: set[int] = field(default_factory=set)  # sites that applied it ok (P3)
+    conflicts: set[int] = field(default_factory=set)  # sites where it lost R16.3
+    stops: set[tuple[int, int]] = field(default_factory=set)  # dropped/dlq hops
+    shipped: dict[int, int] = field(default_factory=dict)  # P4: receiving -> sending site
 
 
-@dataclass
+@dataclass(frozen=True, slots=True)
+class _Unaccounted:
+    """P2: an event that left every queue without reaching `site`; superseded later?"""
+
+    event: str
+    site: int
+    key: str
+    version: tuple[int, int, int]
+
+
 class PropertyChecker:
-    """Follows one run; `check_p4` is False for unsupported topologies (R23)."""
+    """Follows one run of `config` and checks P2-P7 on it."""
 
-    config: Config
-    check_p4: bool = True
-    written: dict[str, _Written] = field(default_factory=dict)
-    applied: dict[int, set[str]] = field(default_factory=lambda: defaultdict(set))
-    shipped: dict[str, dict[int, int]] = field(default_factory=lambda: defaultdict(dict))
-    lost: set[str] = field(default_factory=set)  # dropped or dead-lettered events
-    wiped: bool = False
+    def __init__(self, config: Config) -> None:
+        self.config = config
+        analysis = analyse_topology(config)
+        self.supported = analysis.supported
+        self._duplicate_paths = analysis.duplicates
+        self._graph = sender_graph(config)
+        self._connected = fully_connected(config)
+        self._paths: dict[int, dict[int, list[tuple[int, ...]]]] = {}
+        self._events: dict[str, _Event] = {}
+        self._unaccounted: list[_Unaccounted] = []
+        self._violations: dict[str, list[Violation]] = {name: [] for name in PROPERTIES}
+        self._wiped_at = ""  # where the first wipe happened ("" = none)
+        self._lost_at = ""  # where the first event was dropped or dead-lettered
+        self._quiescent_checks = 0  # settles with every site up (P2, P5)
+        self._p5_checks = 0
+        self._applied_any = False
+        self._built_any = False
+        self._secure_dead_letters = 0
+        self._step = 0
+        self._leaving: list[str] = []  # events that left their last queue in this step
+
+    # -- following the run ---------------------------------------------------------------
 
     def after_step(
-        self, op: Op, observations: list[Observation], observe: Callable[[], dict[str, Any]]
+        self,
+        op: Op,
+        observations: list[Observation],
+        observe: Callable[[], dict[str, Any]],
+        where: str = "",
     ) -> list[Violation]:
-        """Record one step and return the violations it shows: P3, P4 and P6 always, P7
-        when a dead letter was written, P2 and P5 after a `settle` that leaves every site
-        up. `observe` returns the observable state; it is called only when needed."""
-        violations: list[Violation] = []
+        """Record one step and return the violations it shows. `observe` returns the
+        observable state after the step; it is called only after a `settle`. `where`
+        names the operation in messages (default: "operation N", 1-based)."""
+        self._step += 1
+        where = where or f"operation {self._step}"
+        found: list[Violation] = []
         if isinstance(op, SiteUp) and op.wipe:
-            self.wiped = True
-            self.applied[op.site] = set()  # a brand-new distributed system (R21)
+            self._wipe(op.site, where)
         for obs in observations:
             kind = obs["kind"]
             if kind == "enqueued":
-                self.written[obs["event"]] = _Written(
-                    obs["site"], obs["key"], tuple(obs["version"]), obs["value"]
+                self._events[obs["event"]] = _Event(
+                    obs["site"],
+                    obs["key"],
+                    (obs["version"][0], obs["version"][1], obs["version"][2]),
+                    obs["value"],
+                    set(obs["senders"]),
                 )
-            elif kind == "applied" and obs["status"] == "ok":
-                violations.extend(self._applied(obs))
+                if not obs["senders"]:
+                    self._leaving.append(obs["event"])
+            elif kind == "applied":
+                found.extend(self._applied(obs, where))
+            elif kind == "forwarded":
+                self._events[obs["event"]].queues.add(obs["sender"])
             elif kind == "sent":
-                violations.extend(self._sent(obs))
+                found.extend(self._sent(obs, where))
             elif kind in ("dropped", "dlq"):
-                self.lost.add(obs["event"])
-                if kind == "dropped" and self.config.sender(obs["sender"]).failure_listener:
-                    violations.append(
+                sender = self.config.sender(obs["sender"])
+                self._events[obs["event"]].stops.add((sender.site, sender.remote))
+                self._lost_at = self._lost_at or where
+                if kind == "dlq" and sender.dlq_secure:
+                    self._secure_dead_letters += 1
+                if kind == "dropped" and sender.failure_listener == "dlq":
+                    found.append(
                         Violation(
-                            "P2", f"event {obs['event']} dropped by dlq sender {obs['sender']}"
+                            "P2", f"event {obs['event']} dropped by dlq sender {sender.id}", where
                         )
                     )
-        if any(obs["kind"] == "dlq" for obs in observations):
-            violations.extend(self._secure_dead_letters(observe()))
+            elif kind == "acked":
+                for event in obs["removed"]:
+                    self._leave_queue(event, obs["sender"])
+        for event_id in self._leaving:  # after the step: its drops and conflicts are known
+            event = self._events.get(event_id)
+            if event is not None and not event.queues:
+                self._forget(event_id)
+        self._leaving.clear()
         if isinstance(op, Settle):
             state = observe()
             if all(site["up"] for site in state["sites"].values()):
-                violations.extend(self.at_quiescence(state))
-        return violations
+                found.extend(self._at_quiescence(state, where))
+        for violation in found:
+            self._violations[violation.property].append(violation)
+        return found
 
-    def _applied(self, obs: Observation) -> list[Violation]:
+    def finish(self, state: dict[str, Any], where: str = "end of run") -> list[Violation]:
+        """P7 on the final observable state: dead letters are never lost (R24), so every
+        record ever written is there."""
+        found = [
+            Violation(
+                "P7",
+                f"secure sender {sender.id} dead-lettered {record['event_id']} with its value",
+                where,
+            )
+            for sender in self.config.senders
+            if sender.dlq_secure
+            for record in state["senders"][sender.id]["dlq"]
+            if "value" in record
+        ]
+        self._violations["P7"].extend(found)
+        return found
+
+    def verdicts(self) -> list[Verdict]:
+        """P2-P7, each held, failed or not applicable (with the reason)."""
+        return [self._verdict(name) for name in PROPERTIES]
+
+    # -- the events' lives ---------------------------------------------------------------
+
+    def _wipe(self, site: int, where: str) -> None:
+        """R21: the site's senders' queues are gone; it forgets what it applied (P3)."""
+        self._wiped_at = self._wiped_at or where
+        self._unaccounted.clear()  # P2 no longer applies
+        wiped = {s.id for s in self.config.senders_at(site)}
+        for event_id, event in self._events.items():
+            event.applied.discard(site)
+            for sender in wiped & event.queues:
+                self._leave_queue(event_id, sender)
+
+    def _leave_queue(self, event_id: str, sender: str) -> None:
+        """The event left one queue; once it has left all of them (at the end of the
+        step) it is forgotten."""
+        event = self._events[event_id]
+        event.queues.discard(sender)
+        if not event.queues:
+            self._leaving.append(event_id)
+
+    def _forget(self, event_id: str) -> None:
+        """No queue holds the event any more: it can never be delivered again. Decide
+        P2 for it now (at each reachable site: applied, or stopped on the way)."""
+        event = self._events.pop(event_id)
+        if self._wiped_at:
+            return
+        paths = self._paths.get(event.origin)
+        if paths is None:
+            paths = self._paths[event.origin] = delivery_paths(self._graph, event.origin)
+        for site, site_paths in paths.items():
+            if site not in event.applied and not all(
+                self._stopped(event, path) for path in site_paths
+            ):
+                self._unaccounted.append(_Unaccounted(event_id, site, event.key, event.version))
+
+    @staticmethod
+    def _stopped(event: _Event, path: tuple[int, ...]) -> bool:
+        """Was the event stopped on `path` (origin first): a lost conflict at one of its
+        sites or a drop / dead letter at one of its hops?"""
+        return any(site in event.conflicts for site in path[1:]) or any(
+            (path[i], path[i + 1]) in event.stops for i in range(len(path) - 1)
+        )
+
+    def _applied(self, obs: Observation, where: str) -> list[Violation]:
+        status, site, event_id = obs["status"], obs["site"], obs["event"]
+        event = self._events[event_id]
+        if status == "conflict":
+            event.conflicts.add(site)
+        if status != "ok":
+            return []
+        self._applied_any = True
         out: list[Violation] = []
-        site, event = obs["site"], obs["event"]
-        if event in self.applied[site]:  # P3
-            out.append(Violation("P3", f"event {event} applied twice at site {site}"))
-        self.applied[site].add(event)
-        if "value" in obs and not self.wiped:  # P6: a value built from a delta
-            origin = self.written.get(event)
-            if origin is not None and origin.value != obs["value"]:
+        if site in event.applied:  # P3
+            out.append(Violation("P3", f"event {event_id} applied twice at site {site}", where))
+        event.applied.add(site)
+        if "value" in obs:  # P6: a value built from a delta
+            self._built_any = True
+            if obs["value"] != event.value:
                 out.append(
                     Violation(
                         "P6",
-                        f"event {event} built {obs['value']!r} at site {site} "
-                        f"but the origin wrote {origin.value!r}",
+                        f"event {event_id} built {obs['value']!r} at site {site} "
+                        f"but the origin wrote {event.value!r}",
+                        where,
                     )
                 )
         return out
 
-    def _sent(self, obs: Observation) -> list[Violation]:
+    def _sent(self, obs: Observation, where: str) -> list[Violation]:
         """P4: per event, the senders that shipped it form a tree rooted at its origin."""
-        if not self.check_p4:
+        if not self.supported:
             return []
         sender = self.config.sender(obs["sender"])
         out: list[Violation] = []
-        for event in obs["events"]:
-            origin = int(event.split(":")[0])
-            into = self.shipped[event]  # receiving site -> sending site
-            if sender.remote == origin:
-                out.append(Violation("P4", f"event {event} sent back to its origin by {sender.id}"))
+        for event_id in obs["events"]:
+            event = self._events[event_id]
+            into = event.shipped  # receiving site -> sending site
+            if sender.remote == event.origin:
+                out.append(
+                    Violation(
+                        "P4", f"event {event_id} sent back to its origin by {sender.id}", where
+                    )
+                )
             elif into.setdefault(sender.remote, sender.site) != sender.site:
                 out.append(
                     Violation(
                         "P4",
-                        f"event {event} sent to site {sender.remote} from sites "
+                        f"event {event_id} sent to site {sender.remote} from sites "
                         f"{into[sender.remote]} and {sender.site}",
+                        where,
                     )
                 )
             else:
                 graph = nx.DiGraph((src, dst) for dst, src in into.items())
-                if not nx.is_arborescence(graph) or origin not in graph or graph.in_degree(origin):
-                    out.append(Violation("P4", f"event {event}: shipping graph is not a tree"))
-        return out
-
-    def _secure_dead_letters(self, state: dict[str, Any]) -> list[Violation]:
-        """P7: with dlq_secure, no dead-letter record holds a value."""
-        out: list[Violation] = []
-        for sender in self.config.senders:
-            if sender.dlq_secure:
-                for record in state["senders"][sender.id]["dlq"]:
-                    if "value" in record:
-                        out.append(
-                            Violation(
-                                "P7",
-                                f"secure sender {sender.id} dead-lettered "
-                                f"{record['event_id']} with its value",
-                            )
-                        )
-        return out
-
-    def at_quiescence(self, state: dict[str, Any]) -> list[Violation]:
-        """P2 and P5, after `settle` with every site up (the caller makes sure of that)."""
-        violations: list[Violation] = []
-        graph = sender_graph(self.config)
-        sites = state["sites"]
-        if not self.wiped:
-            newest_lost: dict[str, tuple[int, int, int]] = {}  # key -> newest lost tag
-            for event in self.lost:
-                written = self.written[event]
-                order = tag_order(written.version)
-                newest_lost[written.key] = max(order, newest_lost.get(written.key, order))
-            for event, written in self.written.items():
-                if event in self.lost:
-                    continue
-                order = tag_order(written.version)
-                for site in nx.descendants(graph, written.origin):
-                    entry = sites[str(site)]["entries"].get(written.key)
-                    if (
-                        event in self.applied[site]
-                        or (entry is not None and tag_order(entry["version"]) > order)
-                        or newest_lost.get(written.key, order) > order
-                    ):
-                        continue
-                    violations.append(
-                        Violation(
-                            "P2",
-                            f"event {event} (key {written.key!r}) neither applied nor superseded "
-                            f"at site {site}, and not dropped or dead-lettered",
-                        )
+                if (
+                    not nx.is_arborescence(graph)
+                    or event.origin not in graph
+                    or graph.in_degree(event.origin)
+                ):
+                    out.append(
+                        Violation("P4", f"event {event_id}: shipping graph is not a tree", where)
                     )
-        if not self.wiped and not self.lost and fully_connected(self.config):
+        return out
+
+    # -- quiescence: P2 and P5 -----------------------------------------------------------
+
+    def _at_quiescence(self, state: dict[str, Any], where: str) -> list[Violation]:
+        """P2 and P5, after `settle` with every site up."""
+        violations: list[Violation] = []
+        sites = state["sites"]
+        if not self._wiped_at:
+            self._quiescent_checks += 1
+            pending = list(self._unaccounted)
+            self._unaccounted.clear()
+            for event_id, event in self._events.items():  # still queued (settle's cap)
+                paths = self._paths.get(event.origin) or delivery_paths(self._graph, event.origin)
+                self._paths[event.origin] = paths
+                pending.extend(
+                    _Unaccounted(event_id, site, event.key, event.version)
+                    for site, site_paths in paths.items()
+                    if site not in event.applied
+                    and not all(self._stopped(event, path) for path in site_paths)
+                )
+            for item in pending:
+                entry = sites[str(item.site)]["entries"].get(item.key)
+                if entry is not None and tag_order(entry["version"]) > tag_order(item.version):
+                    continue  # superseded
+                violations.append(
+                    Violation(
+                        "P2",
+                        f"event {item.event} (key {item.key!r}) neither applied nor superseded "
+                        f"at site {item.site}, and not stopped on the way",
+                        where,
+                    )
+                )
+        if not self._wiped_at and not self._lost_at and self._connected:
+            self._p5_checks += 1
             first, *others = self.config.sites
             for site in others:
                 if sites[str(site)]["entries"] != sites[str(first)]["entries"]:
                     violations.append(
-                        Violation("P5", f"sites {first} and {site} hold different entries")
+                        Violation("P5", f"sites {first} and {site} hold different entries", where)
                     )
         return violations
+
+    # -- verdicts ------------------------------------------------------------------------
+
+    def _not_applicable(self, name: str) -> str:
+        """Why property `name` did not apply to this run ("" if it did)."""
+        no_settle = "no settle with every site up"
+        if name == "P2":
+            if self._quiescent_checks:
+                return ""
+            if self._wiped_at:
+                return f"a site was wiped at {self._wiped_at} (R21 discards its queues)"
+            return no_settle
+        if name == "P3":
+            return "" if self._applied_any else "no event was applied"
+        if name == "P4":
+            if not self.supported:
+                first = self._duplicate_paths[0]
+                return (
+                    f"the topology is unsupported (R23): site {first.site} receives events of "
+                    f"site {first.origin} along {len(first.paths)} paths"
+                )
+            return ""
+        if name == "P5":
+            if self._p5_checks:
+                return ""
+            if not self._connected:
+                return "not every site reaches every other one"
+            if self._wiped_at:
+                return f"a site was wiped at {self._wiped_at}"
+            if self._lost_at:
+                return f"an event was dropped or dead-lettered at {self._lost_at}"
+            return no_settle
+        if name == "P6":
+            return "" if self._built_any else "no value was built from a delta"
+        if name == "P7":
+            if not any(s.dlq_secure for s in self.config.senders):
+                return "no sender has dlq_secure"
+            return "" if self._secure_dead_letters else "no secure sender wrote a dead letter"
+        raise ValueError(name)
+
+    def _verdict(self, name: str) -> Verdict:
+        violations = tuple(self._violations[name])
+        if violations:
+            return Verdict(name, "failed", violations=violations)
+        reason = self._not_applicable(name)
+        if reason:
+            return Verdict(name, "not applicable", reason)
+        if name == "P2" and self._wiped_at:
+            return Verdict(name, "held", f"until the wipe at {self._wiped_at}")
+        return Verdict(name, "held")

@@ -130,6 +130,7 @@ class Engine:
             sites[str(site.id)] = {
                 "up": site.up,
                 "seq": site.seq,
+                "timestamp_floor": site.timestamp_floor,
                 "entries": {
                     key: {
                         "value": None if entry.value is None else dict(entry.value),
@@ -277,14 +278,15 @@ class Engine:
             stamp = now
             label = "create"
         else:
+            # R9 (Geode's generateVersionTag): a later timestamp than the entry's, always.
             timestamp = current.timestamp
-            # R9: a tag never goes back in time against the current entry's tag.
-            if current.dsid != origin:
-                stamp = timestamp + 1 if now <= timestamp else now
-            else:
-                stamp = timestamp if now < timestamp else now
+            stamp = timestamp + 1 if now <= timestamp else now
             version = current.version + 1
             label = "create" if current.value is None else "update"
+        if stamp < site.timestamp_floor:  # R9, R21: never a timestamp issued before a wipe
+            stamp = site.timestamp_floor
+        if stamp > site.last_issued:
+            site.last_issued = stamp
         if value is None:
             label = "destroy"
         entry = Entry(value, version, stamp, origin)
@@ -698,6 +700,8 @@ class Engine:
         site.up = True
         if op.wipe:
             # Kept: stats, dead letters, seq, batch id counters, injected failures.
+            # R21: the clock restarts past every timestamp this site ever issued.
+            site.timestamp_floor = max(site.timestamp_floor, site.last_issued + 1)
             site.entries = {}
             site.applied = {}
             for sender in site.senders:

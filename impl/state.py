@@ -412,6 +412,7 @@ class SiteState:
         "event_prefix",
         "fails",
         "id",
+        "last_issued",
         "origin_recipients",
         "remotes",
         "retry_attempts",
@@ -419,6 +420,7 @@ class SiteState:
         "senders",
         "seq",
         "stats",
+        "timestamp_floor",
         "up",
     )
 
@@ -426,6 +428,8 @@ class SiteState:
         self.id = site
         self.up = True
         self.seq = 0  # the last sequence number given out (R3); survives a wipe
+        self.timestamp_floor = 0  # R9, R21: the least timestamp of a tag issued here
+        self.last_issued = -1  # the largest timestamp of a tag issued here (-1: none)
         self.event_prefix = f"{site}:"  # event ids are "origin:seq"
         # The template of the `enqueued` observations of this site (§10), in field order.
         self.enqueued: dict[str, object] = {

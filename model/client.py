@@ -15,17 +15,19 @@ from traces.observations import Observation
 from traces.ops import Delta, Destroy, Put, PutAll, Value
 
 
-def local_version(current: Entry | None, origin: int, now: int) -> Tag:
-    """R9: the tag of a client write at `origin` over the current entry (live or tombstone)."""
+def local_version(current: Entry | None, origin: int, now: int, floor: int) -> Tag:
+    """R9: the tag of a client write at `origin` over the current entry (live or tombstone).
+
+    `ts` is `now`, or `c.timestamp + 1` when the clock has not passed the entry's
+    timestamp (whatever its dsid: Geode's `generateVersionTag`), and never below the
+    site's `timestamp_floor` (R21): a site's tags are unique, also across a wipe.
+    """
     if current is None:
-        return (1, now, origin)
-    entry_version, timestamp, dsid = current.version
-    ts = now
-    if dsid != origin and now <= timestamp:
-        ts = timestamp + 1
-    elif dsid == origin and now < timestamp:
-        ts = timestamp
-    return (entry_version + 1, ts, origin)
+        entry_version, ts = 1, now
+    else:
+        entry_version, timestamp = current.version[0] + 1, current.version[1]
+        ts = timestamp + 1 if now <= timestamp else now
+    return (entry_version, max(ts, floor), origin)
 
 
 def write(
@@ -41,10 +43,15 @@ def write(
     current = site.entries.get(key)
     live = current is not None and current.value is not None
     op: OpLabel = "destroy" if value is None else ("update" if live else "create")
-    version = local_version(current, origin, state.time)
+    version = local_version(current, origin, state.time, site.timestamp_floor)
     seq = site.seq + 1  # R3
     event_id = f"{origin}:{seq}"
-    site = replace(site, seq=seq, entries=site.entries.set(key, Entry(value, version)))
+    site = replace(
+        site,
+        seq=seq,
+        entries=site.entries.set(key, Entry(value, version)),
+        last_issued=max(site.last_issued, version[1]),
+    )
     senders_here = config.senders_at(origin)
     event = GatewayEvent(
         event_id=event_id,

@@ -53,7 +53,8 @@ def site_up(config: Config, state: State, op: SiteUp) -> tuple[State, list[Obser
     site = replace(state.sites[op.site], up=True)
     senders = state.senders
     if op.wipe:
-        site = replace(site, entries=Map(), applied=Map())
+        floor = max(site.timestamp_floor, site.last_issued + 1)  # R21
+        site = replace(site, entries=Map(), applied=Map(), timestamp_floor=floor)
         for sender in config.senders_at(op.site):
             current = senders[sender.id]
             fresh = Sender(

@@ -23,6 +23,7 @@ def _site(site: Site) -> dict[str, Any]:
     return {
         "up": site.up,
         "seq": site.seq,
+        "timestamp_floor": site.timestamp_floor,
         "entries": {
             key: {"value": entry.value, "version": list(entry.version)}
             for key, entry in site.entries.items()

@@ -154,6 +154,8 @@ class Site:
 
     up: bool = True
     seq: int = 0  # R3: the last sequence number given out
+    timestamp_floor: int = 0  # R9, R21: no tag issued here has a smaller timestamp
+    last_issued: int = -1  # R21: the largest timestamp of a tag issued here (-1: none)
     entries: Map[str, Entry] = Map()
     applied: Map[str, bool] = Map()  # ids applied with status ok; used as a set
     stats: SiteStats = SiteStats()
