@@ -10,7 +10,7 @@ from __future__ import annotations
 import io
 import json
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -102,3 +102,28 @@ def trace_text(config: Config, ops: Sequence[Op]) -> str:
 def write_trace(path: str | os.PathLike[str], config: Config, ops: Sequence[Op]) -> None:
     """Write a trace atomically: a reader never sees a half-written file."""
     write_text_atomically(path, trace_text(config, ops))
+
+
+# Temporary minimal streaming surface (replaced by the streaming reader).
+def where(name: str, line: int) -> str:
+    """The one way to name an operation in messages: `t.jsonl:9`."""
+    return f"{name}:{line}"
+
+
+@dataclass(frozen=True, slots=True)
+class TraceSource:
+    name: str
+    config: Config
+    op_count: int
+    _lines: tuple[int, ...]
+    _ops: tuple[Op, ...]
+
+    def ops(self) -> Iterator[tuple[int, Op]]:
+        return zip(self._lines, self._ops, strict=True)
+
+
+def open_trace(path: str | os.PathLike[str]) -> TraceSource:
+    trace = read_trace(path)
+    text = read_text(path, "a trace file")
+    numbers = [n for n, line in enumerate(io.StringIO(text, newline=None), 1) if line.strip()]
+    return TraceSource(trace.name, trace.config, len(trace.ops), tuple(numbers[1:]), trace.ops)

@@ -1,0 +1,242 @@
+"""P1 Agreement: model and impl stepped in lockstep, in time linear in the trace.
+
+The one lockstep of the project, used by `wanconform replay --engine both`, the
+Hypothesis machine and the Spark check. After every operation the two engines'
+observations are compared (cheap: a few small dicts). The observable state (SPEC §10) is
+compared on a schedule: after an operation once the operations since the last state
+comparison cost, together, about what a comparison costs (`STATE_BYTES_PER_OPERATION`
+bytes of canonical state per operation), so the amortized cost of an operation does not
+depend on the number of keys; and always at the end (`finish`).
+
+A difference that shows only in the state is still located exactly: the last state that
+agreed is known (index `lo`), the difference is seen at `hi`; the model's state at `lo`
+is kept (it is immutable: keeping it costs nothing), the impl is rebuilt at `lo` by
+replaying the trace from its start (`replay`, which re-reads the source), and the segment
+`lo..hi` is bisected, comparing the states at its midpoint. The first operation after
+which the states differ is the divergence. This assumes what P1 already demands: the
+engines are deterministic.
+
+A transient state-only difference, one that appears and disappears again between two
+scheduled comparisons without changing any observation, is not seen; callers whose
+states are small by construction (the Hypothesis machine) compare after every step.
+"""
+
+from __future__ import annotations
+
+import copy
+import marshal
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from traces.canonical import canonical_json
+from traces.config import Config
+from traces.observations import Observation
+from traces.ops import Op, op_to_json
+from wanconform.engine import Engine, make_engine
+
+EngineFactory = Callable[[Config], Engine]
+
+STATE_BYTES_PER_OPERATION = 25
+"""Schedule of state comparisons: the next one comes after len(canonical state) / this
+many operations (at least one). Measured: comparing costs about 0.12 µs per byte of
+canonical state, so this adds about 3 µs per operation whatever the state's size."""
+
+MAX_DIFFERENCES = 50
+"""A divergence lists at most this many differing paths (and says how many there were)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Difference:
+    path: str  # e.g. "state.senders.ny.queue[0]" or "observations[2].status"
+    model: Any
+    impl: Any
+
+    def to_json(self) -> dict[str, Any]:
+        return {"path": self.path, "model": self.model, "impl": self.impl}
+
+
+@dataclass(frozen=True, slots=True)
+class Divergence:
+    """The first operation after which model and impl differ."""
+
+    index: int  # 0-based position of the operation in the trace
+    where: str  # the operation's name in messages, e.g. "t.jsonl:9"
+    op: Op
+    differences: tuple[Difference, ...]
+    total: int  # how many differing paths there were (differences may be cut)
+
+    def describe(self) -> str:
+        lines = [f"{self.where}: divergence at {canonical_json(op_to_json(self.op))}"]
+        for diff in self.differences:
+            model, impl = canonical_json(diff.model), canonical_json(diff.impl)
+            lines.append(f"  {diff.path}: model={model} impl={impl}")
+        if self.total > len(self.differences):
+            lines.append(f"  ... {self.total - len(self.differences)} more differing paths")
+        return "\n".join(lines)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "index": self.index,
+            "where": self.where,
+            "op": op_to_json(self.op),
+            "differences": [d.to_json() for d in self.differences],
+            "total": self.total,
+        }
+
+
+_ABSENT = "<absent>"
+
+
+def json_differences(model: Any, impl: Any, path: str) -> Iterator[Difference]:
+    """Every path at which two JSON values differ (bool and int are told apart)."""
+    if isinstance(model, dict) and isinstance(impl, dict):
+        for key in sorted(set(model) | set(impl), key=str):
+            yield from json_differences(
+                model.get(key, _ABSENT), impl.get(key, _ABSENT), f"{path}.{key}"
+            )
+    elif isinstance(model, list) and isinstance(impl, list):
+        for i in range(max(len(model), len(impl))):
+            yield from json_differences(
+                model[i] if i < len(model) else _ABSENT,
+                impl[i] if i < len(impl) else _ABSENT,
+                f"{path}[{i}]",
+            )
+    elif type(model) is not type(impl) or model != impl:
+        yield Difference(path, model, impl)
+
+
+def _same_observations(model: list[Observation], impl: list[Observation]) -> bool:
+    """Exact equality of two observation lists, bool and int told apart.
+
+    `marshal` (format 2: no shared references) writes the same bytes for equal plain
+    JSON data with keys in the same order, and tells True from 1; anything else (other
+    key order, objects marshal does not know) falls back to the exact walk.
+    """
+    try:
+        if marshal.dumps(model, 2) == marshal.dumps(impl, 2):
+            return True
+    except ValueError:
+        pass
+    return next(json_differences(model, impl, "observations"), None) is None
+
+
+def _cut(differences: Iterator[Difference]) -> tuple[tuple[Difference, ...], int]:
+    found = list(differences)
+    return tuple(found[:MAX_DIFFERENCES]), len(found)
+
+
+class Lockstep:
+    """Model and impl on one configuration, stepped together (P1).
+
+    `replay()` must yield the operations stepped so far again, from the first (it is
+    called only to locate a state-only difference); `state_every` fixes the number of
+    operations between state comparisons (default: the cost-based schedule).
+    """
+
+    def __init__(
+        self,
+        config: Config,
+        impl_factory: EngineFactory | None = None,
+        replay: Callable[[], Iterable[Op]] | None = None,
+        state_every: int | None = None,
+    ) -> None:
+        self.config = config
+        self._impl_factory: EngineFactory = impl_factory or (lambda cfg: make_engine("impl", cfg))
+        self._replay = replay
+        self._recorded: list[Op] | None = [] if replay is None else None  # to replay
+        self._state_every = state_every
+        self.model = make_engine("model", config)
+        self.impl = self._impl_factory(config)
+        self.divergence: Divergence | None = None
+        self.operations = 0  # operations stepped
+        self._agreed_index = -1  # the last operation after which the states agreed
+        self._agreed_model = copy.copy(self.model)  # the model then (its state is immutable)
+        self._segment: list[tuple[Op, str]] = []  # the operations since then
+        self._due = 0  # operations until the next state comparison
+        self._compare_state()
+
+    def step(self, op: Op, where: str = "") -> list[Observation]:
+        """Apply `op` to both engines; the model's observations. After a divergence
+        (see `divergence`) nothing more is stepped."""
+        if self.divergence is not None:
+            raise RuntimeError("lockstep: the engines diverged; nothing more is stepped")
+        index = self.operations
+        self.operations += 1
+        where = where or f"operation {index + 1}"
+        if self._recorded is not None:
+            self._recorded.append(op)
+        model_observations = self.model.apply(op)
+        impl_observations = self.impl.apply(op)
+        self._segment.append((op, where))
+        if not _same_observations(model_observations, impl_observations):
+            differences, total = _cut(
+                json_differences(model_observations, impl_observations, "observations")
+            )
+            self.divergence = Divergence(index, where, op, differences, total)
+            return model_observations
+        self._due -= 1
+        if self._due <= 0:
+            self._compare_state()
+        return model_observations
+
+    def finish(self) -> Divergence | None:
+        """Compare the final states (if not just compared); the divergence, if any."""
+        if self.divergence is None and self._segment:
+            self._compare_state()
+        return self.divergence
+
+    # -- the observable state -------------------------------------------------------------
+
+    def _compare_state(self) -> None:
+        model_text = canonical_json(self.model.observe())
+        if model_text == canonical_json(self.impl.observe()):
+            self._agreed_index = self.operations - 1
+            self._agreed_model = copy.copy(self.model)
+            self._segment.clear()
+            every = self._state_every or len(model_text) // STATE_BYTES_PER_OPERATION
+            self._due = max(1, every)
+            return
+        self.divergence = self._locate()
+
+    def _locate(self) -> Divergence:
+        """Bisect the segment since the last agreement for the first operation after
+        which the states differ (they agree at `lo`, differ at `hi`)."""
+        lo, hi = self._agreed_index, self.operations - 1
+        first = lo + 1  # index of the segment's first operation
+        segment = self._segment
+        model = copy.copy(self._agreed_model)
+        impl: Engine | None = None  # the impl at `lo`, when known
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if impl is None:
+                impl = self._impl_at(lo)
+            trial_model = copy.copy(model)
+            for op, _ in segment[lo + 1 - first : mid + 1 - first]:
+                trial_model.apply(op)
+                impl.apply(op)
+            if canonical_json(trial_model.observe()) == canonical_json(impl.observe()):
+                lo, model = mid, trial_model
+            else:
+                hi, impl = mid, None
+        # The states agree after `lo` and differ after `hi == lo + 1`.
+        if impl is None:
+            impl = self._impl_at(lo)
+        op, where = segment[hi - first]
+        model.apply(op)
+        impl.apply(op)
+        differences, total = _cut(json_differences(model.observe(), impl.observe(), "state"))
+        return Divergence(hi, where, op, differences, total)
+
+    def _impl_at(self, index: int) -> Engine:
+        """A fresh impl that has applied the trace's operations 0..index."""
+        impl = self._impl_factory(self.config)
+        if index < 0:
+            return impl
+        ops = self._recorded if self._replay is None else self._replay()
+        assert ops is not None
+        for position, op in enumerate(ops):
+            impl.apply(op)
+            if position == index:
+                break
+        return impl
