@@ -240,3 +240,15 @@ class Lockstep:
             if position == index:
                 break
         return impl
+
+
+def first_divergence(
+    config: Config, ops: Iterable[Op], impl_factory: EngineFactory | None = None
+) -> Divergence | None:
+    """Step `ops` (held in memory: tests, shrinking) in lockstep; the first divergence."""
+    lockstep = Lockstep(config, impl_factory)
+    for op in ops:
+        lockstep.step(op)
+        if lockstep.divergence is not None:
+            return lockstep.divergence
+    return lockstep.finish()

@@ -35,7 +35,7 @@ from hypothesis.stateful import (
     rule,
 )
 
-from conformance.agreement import compare_step
+from conformance.lockstep import Lockstep
 from conformance.properties import PropertyChecker
 from conformance.strategies import EXCEPTIONS, KEYS, configs, values
 from traces.config import Config
@@ -143,10 +143,12 @@ class WanConformance(RuleBasedStateMachine):
     @initialize(target=sites, config=configs())
     def configure(self, config: Config) -> Any:
         self.config = config
-        self.model = make_engine("model", config)
-        self.impl = type(self).impl_factory(config)
+        # Every step compares the whole state too: the machine's states are tiny (three
+        # keys, a few sites, at most a run's 50 steps queued), so that costs little and
+        # also catches state differences that heal before the next scheduled comparison.
+        self.lockstep = Lockstep(config, type(self).impl_factory, state_every=1)
         self.checker = PropertyChecker(config)
-        self.state = self.model.observe()  # the model's observable state after the last step
+        self.state = self.lockstep.model.observe()  # the model's state after the last step
         return multiple(*config.sites)
 
     @initialize(target=keys)
@@ -179,14 +181,17 @@ class WanConformance(RuleBasedStateMachine):
     def apply(self, op: Op) -> None:
         assert self.config is not None
         self.ops.append(op)
-        model_observations = self.model.apply(op)
-        impl_observations = self.impl.apply(op)
-        model_state = self.state = self.model.observe()
+        model_observations = self.lockstep.step(op)
+        model_state = self.state = self.lockstep.model.observe()
         type(self).coverage.record(op, model_observations)
-        differences = compare_step(
-            model_observations, impl_observations, model_state, self.impl.observe()
+        divergence = self.lockstep.divergence
+        problems = (
+            []
+            if divergence is None
+            else [
+                f"P1: {d.path}: model={d.model!r} impl={d.impl!r}" for d in divergence.differences
+            ]
         )
-        problems = [f"P1: {d.path}: model={d.model!r} impl={d.impl!r}" for d in differences]
         problems += [
             str(v) for v in self.checker.after_step(op, model_observations, lambda: model_state)
         ]
@@ -285,6 +290,9 @@ class WanConformance(RuleBasedStateMachine):
             if not self.state["sites"][str(site)]["up"]:
                 self.apply(SiteUp(site))
         self.apply(Settle())
+        problems = [str(v) for v in self.checker.finish(self.state)]  # P7
+        if problems:
+            self.fail_with(problems)
 
 
 def machine_with_impl(factory: EngineFactory, counterexample_dir: Path) -> type[WanConformance]:

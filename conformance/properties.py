@@ -153,7 +153,8 @@ class PropertyChecker:
         self._step += 1
         where = where or f"operation {self._step}"
         found: list[Violation] = []
-        if isinstance(op, SiteUp) and op.wipe:
+        skipped = len(observations) == 1 and observations[0]["kind"] == "skipped"
+        if isinstance(op, SiteUp) and op.wipe and not skipped:
             self._wipe(op.site, where)
         for obs in observations:
             kind = obs["kind"]
@@ -193,7 +194,7 @@ class PropertyChecker:
             if event is not None and not event.queues:
                 self._forget(event_id)
         self._leaving.clear()
-        if isinstance(op, Settle):
+        if isinstance(op, Settle):  # never skipped
             state = observe()
             if all(site["up"] for site in state["sites"].values()):
                 found.extend(self._at_quiescence(state, where))

@@ -1,26 +1,47 @@
-"""`wanconform replay`: run trace files through an engine and print the final state."""
+"""`wanconform replay`: run trace files through an engine and say what happened.
+
+Every trace is validated (a streaming pass) before any output; then each is replayed,
+streaming again, so memory follows the engines' state, not the trace's length. Text
+output: a summary per trace (with `--steps`, one line per operation first); `--json`:
+exactly one canonical JSON line per trace, whatever happens. Exit 1 if any trace
+diverged (`--engine both`) or violated a property (`--check-properties`).
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
-from dataclasses import dataclass
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
+from conformance.lockstep import Divergence, Lockstep
+from conformance.properties import PropertyChecker, Verdict
+from reports.narrative import Narrator, plural
 from traces.canonical import canonical_json
-from traces.ops import op_to_json
-from traces.tracefile import Trace, read_trace
-from wanconform.engine import make_engine
+from traces.observations import Observation
+from traces.ops import Op, op_to_json
+from traces.tracefile import TraceSource, open_trace, where
+from wanconform.engine import Engine, make_engine
+
+SPEC = "docs/SPEC.md"
+MAX_LISTED_KEYS = 10  # differing keys listed by the convergence verdict
 
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "replay",
-        help="replay trace files and print each one's final observable state",
+        help="replay trace files and say what happened, step by step or in summary",
         description=(
-            "Replay each TRACE (JSON Lines, SPEC §12) and print its final observable state "
-            "(SPEC §10). Every trace is validated before any is run. With --engine both, "
-            "model and impl run in lockstep and the first divergence is reported (exit 1)."
+            f"Replay each TRACE (JSON Lines, {SPEC} §12) and print a summary of its final "
+            f"observable state ({SPEC} §10), the number of skipped operations, and whether all "
+            "sites hold identical entries. Every trace is validated before any is run; "
+            "operations are named by file and line (t.jsonl:9) everywhere."
+        ),
+        epilog=(
+            f"Rules (R1-R25) and properties (P1-P7) are defined in {SPEC}. Exit status: 0 "
+            "fine, 1 a divergence or a property violation in some trace, 2 bad input."
         ),
     )
     parser.add_argument("traces", nargs="+", metavar="TRACE", help="trace file (.jsonl)")
@@ -28,117 +49,234 @@ def register(subparsers: Any) -> None:
         "--engine",
         choices=("model", "impl", "both"),
         default="model",
-        help="which engine replays the traces (default: model)",
+        help=(
+            "which engine replays the traces (default: model); both = model and impl in "
+            "lockstep (P1): the first operation after which they differ is reported"
+        ),
+    )
+    parser.add_argument(
+        "--steps",
+        action="store_true",
+        help="one line per operation: its file line, the operation and what happened",
     )
     parser.add_argument(
         "--json",
         action="store_true",
-        help="print exactly one line of canonical JSON per trace, nothing else",
+        help=(
+            "print exactly one line of canonical JSON per trace: trace, operations, skipped, "
+            "state, converged, divergence, and with the options properties and steps"
+        ),
     )
     parser.add_argument(
         "--check-properties",
         action="store_true",
         help=(
-            "check P2-P7 (SPEC §11) after every operation and report every violation "
-            "(exit 1 if any); P4 only when the topology is supported (R23)"
+            "check P2-P7 on the run and report each as held, FAILED (with the violations) "
+            "or not applicable and why (e.g. P4 on an unsupported topology, R23)"
         ),
     )
     parser.set_defaults(func=run)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Replayed:
-    state: dict[str, Any]  # the final observable state (SPEC §10)
-    violations: list[str]  # property violations, one line each (with --check-properties)
-    notes: list[str]
+    """What one trace's replay found."""
+
+    source: TraceSource
+    operations: int = 0
+    skipped: int = 0
+    state: dict[str, Any] = field(default_factory=dict)  # final observable state (§10)
+    divergence: Divergence | None = None
+    verdicts: list[Verdict] | None = None
+    steps: list[dict[str, Any]] = field(default_factory=list)  # --steps --json
+
+    @property
+    def failed(self) -> bool:
+        failed_property = any(v.status == "failed" for v in self.verdicts or [])
+        return self.divergence is not None or failed_property
 
 
-PROGRESS_EVERY = 100_000  # operations between progress lines on a terminal
+class _Progress:
+    """On a terminal, a long replay says how far it is (one stderr line, rewritten)."""
+
+    def __init__(self, source: TraceSource) -> None:
+        self.source = source
+        self.active = sys.stderr.isatty()
+        self.next_at = time.monotonic() + 0.5
+
+    def update(self, done: int) -> None:
+        if self.active and time.monotonic() >= self.next_at:
+            self.next_at += 0.5
+            total = self.source.op_count
+            print(f"\r{self.source.name}: {done:,}/{total:,} operations", end="", file=sys.stderr)
+
+    def close(self) -> None:
+        if self.active and time.monotonic() > self.next_at - 0.5 + 0.001:
+            print("\r\033[K", end="", file=sys.stderr)
 
 
-def _progress(trace: Trace, done: int) -> None:
-    """On a terminal, long replays say how far they are (one stderr line, rewritten)."""
-    total = len(trace.ops)
-    due = done % PROGRESS_EVERY == 0 or done == total
-    if total >= PROGRESS_EVERY and due and sys.stderr.isatty():
-        end = "\n" if done == total else ""
-        print(f"\r{trace.name}: {done:,}/{total:,} operations", end=end, file=sys.stderr)
+def replay(
+    source: TraceSource,
+    engine_name: str,
+    check: bool,
+    on_step: Callable[[str, Op, list[Observation], Callable[[], dict[str, Any]]], None]
+    | None = None,
+) -> Replayed:
+    """Replay one trace; `on_step(where, op, observations, state)` sees every step."""
+    result = Replayed(source)
+    lockstep: Lockstep | None = None
+    engine: Engine
+    if engine_name == "both":
+        lockstep = Lockstep(source.config, replay=lambda: (op for _, op in source.ops()))
+        engine = lockstep.model
+    else:
+        engine = make_engine(engine_name, source.config)
+    checker = PropertyChecker(source.config) if check else None
+    progress = _Progress(source)
+    for line, op in source.ops():
+        here = where(source.name, line)
+        observations = engine.apply(op) if lockstep is None else lockstep.step(op, here)
+        result.operations += 1
+        if len(observations) == 1 and observations[0]["kind"] == "skipped":
+            result.skipped += 1
+        if checker is not None:
+            checker.after_step(op, observations, engine.observe, here)
+        if on_step is not None:
+            on_step(here, op, observations, engine.observe)
+        if lockstep is not None and lockstep.divergence is not None:
+            break
+        progress.update(result.operations)
+    progress.close()
+    if lockstep is not None:
+        result.divergence = lockstep.finish()
+    result.state = engine.observe()
+    if checker is not None:
+        checker.finish(result.state)
+        result.verdicts = checker.verdicts()
+    return result
 
 
-def _replay(trace: Trace, engine_name: str, check: bool) -> Replayed:
-    engine = make_engine(engine_name, trace.config)
-    if not check:
-        for number, op in enumerate(trace.ops, start=1):
-            engine.apply(op)
-            _progress(trace, number)
-        return Replayed(engine.observe(), [], [])
-    from conformance.properties import PropertyChecker
-    from conformance.topology import analyse_topology
-
-    notes = []
-    if not analyse_topology(trace.config).supported:
-        notes.append(
-            f"{trace.name}: note: the topology is unsupported (R23), so P4 is not expected "
-            "to hold; `wanconform topology` names the duplicate paths"
-        )
-    checker = PropertyChecker(trace.config)
-    violations: list[str] = []
-    for number, op in enumerate(trace.ops, start=1):
-        found = checker.after_step(op, engine.apply(op), engine.observe)
-        _progress(trace, number)
-        violations.extend(
-            f"{trace.name}: operation {number} {canonical_json(op_to_json(op))}: {violation}"
-            for violation in found
-        )
-    return Replayed(engine.observe(), violations, notes)
+def convergence(state: dict[str, Any]) -> tuple[bool, list[str]]:
+    """Do all sites hold identical entries (values and tags)? If not, each differing key
+    and what every site holds for it (at most `MAX_LISTED_KEYS` keys)."""
+    sites = sorted(state["sites"].items(), key=lambda item: int(item[0]))
+    keys = sorted({key for _, site in sites for key in site["entries"]})
+    differing = [
+        key for key in keys if len({canonical_json(s["entries"].get(key)) for _, s in sites}) > 1
+    ]
+    lines = []
+    for key in differing[:MAX_LISTED_KEYS]:
+        held = []
+        for site_id, site in sites:
+            entry = site["entries"].get(key)
+            what = (
+                "absent"
+                if entry is None
+                else f"{canonical_json(entry['value'])} {canonical_json(entry['version'])}"
+            )
+            held.append(f"site {site_id} {what}")
+        lines.append(f"{key}: {', '.join(held)}")
+    if len(differing) > MAX_LISTED_KEYS:
+        lines.append(f"... and {plural(len(differing) - MAX_LISTED_KEYS, 'more key')}")
+    return not differing, lines
 
 
-def summary(trace: Trace, state: dict[str, Any]) -> str:
-    """A short human summary of a final observable state."""
-    lines = [f"{trace.name}: {len(trace.ops)} operations, time {state['time']} ms"]
+def summary(result: Replayed) -> str:
+    """The text a person reads after a replay."""
+    source, state = result.source, result.state
+    lines = [
+        f"{source.name}: {plural(result.operations, 'operation')} "
+        f"({result.skipped:,} skipped), time {state['time']} ms"
+    ]
     for site_id, site in sorted(state["sites"].items(), key=lambda item: int(item[0])):
         stats = " ".join(f"{k}={v}" for k, v in site["stats"].items())
         lines.append(
             f"  site {site_id}: {'up' if site['up'] else 'DOWN'}, seq {site['seq']}, "
-            f"{len(site['entries'])} entries; {stats}"
+            f"{plural(len(site['entries']), 'entry', 'entries')}; {stats}"
         )
     for sender_id, sender in sorted(state["senders"].items()):
-        config = trace.config.sender(sender_id)
+        config = source.config.sender(sender_id)
         flight = sender["in_flight"]
         in_flight = (
             "none"
             if flight is None
-            else f"batch {flight['batch_id']} ({len(flight['events'])} events, "
+            else f"batch {flight['batch_id']} ({plural(len(flight['events']), 'event')}, "
             f"sent at {flight['sent_at']})"
         )
         nonzero = " ".join(f"{k}={v}" for k, v in sender["stats"].items() if v)
         lines.append(
-            f"  sender {sender_id} ({config.site}->{config.remote}): queue {len(sender['queue'])}, "
-            f"in flight {in_flight}, dead letters {len(sender['dlq'])}; {nonzero or 'no traffic'}"
+            f"  sender {sender_id} ({config.site}->{config.remote}): "
+            f"queue {len(sender['queue'])}, in flight {in_flight}, "
+            f"{plural(len(sender['dlq']), 'dead letter')}; {nonzero or 'no traffic'}"
         )
+    if result.divergence is not None:
+        lines.append(f"P1: FAILED: model and impl diverge at {result.divergence.describe()}")
+    for verdict in result.verdicts or []:
+        lines.append(f"  {verdict}")
+        lines.extend(f"    {violation}" for violation in verdict.violations)
+    converged, differing = convergence(state)
+    if converged:
+        lines.append("  all sites hold identical entries")
+    else:
+        lines.append("  sites differ:")
+        lines.extend(f"    {line}" for line in differing)
     return "\n".join(lines)
 
 
-def run(args: argparse.Namespace) -> int:
-    traces = [read_trace(path) for path in args.traces]  # validate all before any output
-    status = 0
-    for trace in traces:
-        if args.engine == "both":
-            from conformance.agreement import first_divergence
+def as_json(result: Replayed, with_steps: bool) -> dict[str, Any]:
+    """The one JSON line of a trace (`--json`)."""
+    converged, _ = convergence(result.state)
+    out: dict[str, Any] = {
+        "trace": result.source.name,
+        "operations": result.operations,
+        "skipped": result.skipped,
+        "state": result.state,
+        "converged": converged,
+        "divergence": None if result.divergence is None else result.divergence.to_json(),
+    }
+    if result.verdicts is not None:
+        out["properties"] = {
+            v.property: {
+                "status": v.status,
+                "reason": v.reason,
+                "violations": [{"where": x.where, "message": x.message} for x in v.violations],
+            }
+            for v in result.verdicts
+        }
+    if with_steps:
+        out["steps"] = result.steps
+    return out
 
-            _, divergence = first_divergence(trace.config, trace.ops)
-            if divergence is not None:
-                print(f"{trace.name}: {divergence.describe()}")
-                return 1
-        result = _replay(
-            trace, "model" if args.engine == "both" else args.engine, args.check_properties
-        )
-        print(canonical_json(result.state) if args.json else summary(trace, result.state))
-        report = sys.stderr if args.json else sys.stdout  # stdout: one JSON line per trace
-        for line in [*result.notes, *result.violations]:
-            print(line, file=report)
-        if args.check_properties and not result.violations:
-            print(f"{trace.name}: P2-P7 hold", file=report)
-        if result.violations:
+
+def run(args: argparse.Namespace) -> int:
+    if sys.stderr.isatty():
+        print(f"validating {plural(len(args.traces), 'trace')} ...", end="\r", file=sys.stderr)
+    sources = [open_trace(path) for path in args.traces]  # validate all before any output
+    status = 0
+    for source in sources:
+        narrator = Narrator(source.config)
+        steps: list[dict[str, Any]] = []
+
+        def on_step(
+            here: str,
+            op: Op,
+            observations: list[Observation],
+            state: Callable[[], dict[str, Any]],
+            narrator: Narrator = narrator,
+            steps: list[dict[str, Any]] = steps,
+        ) -> None:
+            text = narrator.line(here, op, observations, state)
+            if args.json:
+                steps.append({"where": here, "op": op_to_json(op), "text": text})
+            else:
+                print(text)
+
+        result = replay(source, args.engine, args.check_properties, on_step if args.steps else None)
+        result.steps = steps
+        if args.json:
+            print(canonical_json(as_json(result, args.steps)))
+        else:
+            print(summary(result))
+        if result.failed:
             status = 1
     return status
