@@ -8,6 +8,7 @@ default.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -15,6 +16,58 @@ from typing import Any
 from wanconform.errors import ConfigError
 
 FAILURE_LISTENERS = (None, "dlq")
+
+# SPEC §3: every integer of a trace is a signed 64-bit integer, and so is the sum of its ticks.
+INT64_MIN = -(2**63)
+INT64_MAX = 2**63 - 1
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class JsonNumber:
+    """A JSON number kept as its text: one with a fraction or an exponent (`1.5`, `1e400`),
+    or an integer too long to be 64-bit (Python refuses to convert more than 4,300 digits).
+    The trace reader decodes such numbers to this, so validation can say what they are."""
+
+    text: str
+
+    @property
+    def is_integer(self) -> bool:
+        return not any(c in self.text for c in ".eE")
+
+    def __repr__(self) -> str:
+        return abbreviate_number(self.text)
+
+
+def abbreviate_number(text: str) -> str:
+    """A number's text short enough for a message: `99999...(5000 digits)`."""
+    if len(text) <= 30:
+        return text
+    sign = "-" if text.startswith("-") else ""
+    digits = text.removeprefix("-")
+    if digits.isdigit():
+        return f"{sign}{digits[:5]}...({len(digits)} digits)"
+    return f"{text[:12]}...({len(text)} characters)"
+
+
+def show(value: Any) -> str:
+    """A value as a message quotes it (huge integers abbreviated)."""
+    if _is_int(value):
+        digits = value.bit_length() * math.log10(2)
+        if digits > 4000:  # str() of an int this long raises (sys.get_int_max_str_digits)
+            return f"an integer of about {int(digits)} digits"
+        return abbreviate_number(str(value))
+    return repr(value)
+
+
+def int64_error(value: Any) -> str | None:
+    """The SPEC §3 complaint about an integer outside -2^63..2^63-1; None for any other value."""
+    if isinstance(value, JsonNumber) and value.is_integer:
+        text = repr(value)
+    elif _is_int(value) and not INT64_MIN <= value <= INT64_MAX:
+        text = show(value)
+    else:
+        return None
+    return f"{text} is outside the signed 64-bit range (SPEC §3)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,10 +178,18 @@ def json_kind(value: Any) -> str:
         return "a boolean"
     if _is_int(value):
         return "an integer"
+    if isinstance(value, JsonNumber):
+        if value.is_integer:
+            return "an integer"
+        if "." in value.text:
+            return f"a number with a fraction ({value!r})"
+        if math.isinf(float(value.text)):
+            return f"a number too large for a 64-bit float ({value!r})"
+        return f"a number with an exponent ({value!r})"
     if isinstance(value, float):
-        return "a number with a fraction"
+        return "a number with a fraction" if math.isfinite(value) else "an infinite number"
     if isinstance(value, str):
-        return "a string"
+        return "a string" if value else "an empty string"
     if isinstance(value, list):
         return "a list"
     return "an object"
@@ -144,6 +205,8 @@ def _check_fields(obj: Mapping[str, Any], allowed: set[str], where: str) -> None
 
 def _int_field(obj: Mapping[str, Any], name: str, where: str, default: int, least: int) -> int:
     value = obj.get(name, default)
+    if problem := int64_error(value):
+        raise ConfigError(f"{where}.{name}: {problem}")
     if not _is_int(value):
         raise ConfigError(f"{where}.{name}: must be an integer, got {json_kind(value)}")
     if value < least:
@@ -162,6 +225,8 @@ def _site_field(obj: Mapping[str, Any], name: str, where: str, sites: set[int]) 
     if name not in obj:
         raise ConfigError(f"{where}.{name}: missing (a site id from 'sites')")
     value = obj[name]
+    if problem := int64_error(value):
+        raise ConfigError(f"{where}.{name}: {problem}")
     if not _is_int(value):
         raise ConfigError(f"{where}.{name}: must be an integer site id, got {json_kind(value)}")
     if value not in sites:
@@ -179,7 +244,7 @@ def _parse_sites(raw: Mapping[str, Any]) -> tuple[int, ...]:
     for index, site in enumerate(sites):
         if not _is_int(site) or not 1 <= site <= 255:
             raise ConfigError(
-                f"sites[{index}]: must be an integer from 1 to 255 (R1), got {site!r}"
+                f"sites[{index}]: must be an integer from 1 to 255 (R1), got {show(site)}"
             )
         if site in seen:
             raise ConfigError(f"sites[{index}]: site {site} is listed twice")
@@ -203,7 +268,9 @@ def _parse_sender(raw: Any, where: str, sites: set[int]) -> SenderConfig:
     }
     listener = obj.get("failure_listener")
     if listener not in FAILURE_LISTENERS:
-        raise ConfigError(f'{where}.failure_listener: must be null or "dlq" (R7), got {listener!r}')
+        raise ConfigError(
+            f'{where}.failure_listener: must be null or "dlq" (R7), got {show(listener)}'
+        )
     return SenderConfig(
         id=sender_id,
         site=site,

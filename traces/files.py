@@ -7,27 +7,53 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 from wanconform.errors import TraceError, WanconformError
+
+
+def _cannot_read(
+    exc: OSError, name: str, expected: str, error: type[WanconformError]
+) -> WanconformError:
+    if isinstance(exc, FileNotFoundError):
+        return error(f"{name}: no such file")
+    if isinstance(exc, IsADirectoryError):
+        return error(f"{name}: is a directory, not {expected}")
+    if isinstance(exc, PermissionError):
+        return error(f"{name}: permission denied")
+    return error(f"{name}: cannot read: {exc.strerror}")
+
+
+def read_chunks(
+    path: str | os.PathLike[str],
+    expected: str,
+    error: type[WanconformError] = TraceError,
+    size: int = 1 << 20,
+) -> Iterator[bytes]:
+    """The bytes of `path` in pieces of at most `size`, for reading files of any length in
+    bounded memory; `expected` names what the file should be ("a trace file")."""
+    name = os.fspath(path)
+    try:
+        handle = open(path, "rb")  # noqa: SIM115 (closed below; errors mapped while reading)
+    except OSError as exc:
+        raise _cannot_read(exc, name, expected, error) from None
+    with handle:
+        while True:
+            try:
+                chunk = handle.read(size)
+            except OSError as exc:
+                raise _cannot_read(exc, name, expected, error) from None
+            if not chunk:
+                return
+            yield chunk
 
 
 def read_bytes(
     path: str | os.PathLike[str], expected: str, error: type[WanconformError] = TraceError
 ) -> bytes:
     """The bytes of `path`; `expected` names what it should be ("a trace file")."""
-    name = os.fspath(path)
-    try:
-        with open(path, "rb") as handle:
-            return handle.read()
-    except FileNotFoundError:
-        raise error(f"{name}: no such file") from None
-    except IsADirectoryError:
-        raise error(f"{name}: is a directory, not {expected}") from None
-    except PermissionError:
-        raise error(f"{name}: permission denied") from None
-    except OSError as exc:
-        raise error(f"{name}: cannot read: {exc.strerror}") from None
+    return b"".join(read_chunks(path, expected, error))
 
 
 def read_text(

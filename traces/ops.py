@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from traces.config import Config, json_kind
+from traces.config import Config, int64_error, json_kind, show
 from wanconform.errors import WanconformError
 
 Scalar = int | str | bool | None
@@ -163,8 +163,9 @@ def op_to_json(op: Op) -> dict[str, Any]:
     return out
 
 
-# Field kinds: what each field of each operation must hold.
-_FIELDS: dict[str, dict[str, str]] = {
+# Field kinds: what each field of each operation must hold (also read by the trace reader's
+# fast decoder, `traces.tracefile`, which builds its typed schema from this table).
+FIELD_KINDS: dict[str, dict[str, str]] = {
     "put": {"site": "site", "key": "key", "value": "value"},
     "delta": {"site": "site", "key": "key", "changes": "value"},
     "destroy": {"site": "site", "key": "key"},
@@ -189,6 +190,8 @@ def _value(raw: Any, field: str) -> Value:
     if not isinstance(raw, dict):
         raise OpError(field, f"must be an object of field -> scalar, got {json_kind(raw)}")
     for name, scalar in raw.items():
+        if problem := int64_error(scalar):
+            raise OpError(f"{field}.{name}", problem)
         if not _is_scalar(scalar):
             raise OpError(
                 f"{field}.{name}",
@@ -198,11 +201,15 @@ def _value(raw: Any, field: str) -> Value:
 
 
 def _check(kind: str, raw: Any, field: str, config: Config) -> Any:
+    if kind in ("site", "positive") and (problem := int64_error(raw)):
+        raise OpError(field, problem)
     if kind == "site":
         if not isinstance(raw, int) or isinstance(raw, bool):
             raise OpError(field, f"must be an integer site id, got {json_kind(raw)}")
         if raw not in config.sites:
-            raise OpError(field, f"unknown site {raw} (the config has sites {list(config.sites)})")
+            raise OpError(
+                field, f"unknown site {show(raw)} (the config has sites {list(config.sites)})"
+            )
         return raw
     if kind == "sender":
         if not isinstance(raw, str):
@@ -245,9 +252,9 @@ def parse_op(raw: Any, config: Config) -> Op:
     name = raw.get("op")
     if name is None:
         raise OpError("op", "missing (one of " + ", ".join(OP_NAMES) + ")")
-    if not isinstance(name, str) or name not in _FIELDS:
+    if not isinstance(name, str) or name not in FIELD_KINDS:
         raise OpError("op", f"unknown operation {name!r} (one of " + ", ".join(OP_NAMES) + ")")
-    fields = _FIELDS[name]
+    fields = FIELD_KINDS[name]
     unknown = sorted(set(raw) - set(fields) - {"op"})
     if unknown:
         allowed = ", ".join(fields) or "none"

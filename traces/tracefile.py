@@ -1,24 +1,46 @@
-"""Trace files as JSON Lines (SPEC §12): read with full validation, write canonically.
+"""Trace files as JSON Lines (SPEC §12): read with full validation, streamed; written canonically.
 
 Line 1 is `{"config": {...}}`; every further non-blank line is one operation of §3.
 Every problem is reported as `FILE:LINE: field: what is wrong` (`TraceError`), and a
-trace is validated whole before any of it runs.
+trace is validated whole before any of it runs. An operation is named by its file line,
+`where(name, line)` -> "t.jsonl:9", everywhere.
+
+`open_trace` streams: one pass validates the whole file in bounded memory, and every
+`TraceSource.ops()` reads it again, so no trace is ever held whole.
+
+Two validators, one verdict. The fast one (msgspec, typed by `traces.ops.FIELD_KINDS` and
+the configuration's sites and senders) accepts a line only if the line is exactly the
+sorted-key encoding of what it decoded, i.e. the canonical form `write_trace` writes:
+a line with a duplicate key, a float, an escape or extra spaces never matches. Every line
+it does not accept goes to the precise validator (`decode_line` + `parse_op`), which
+accepts it or says what is wrong. So the fast path never accepts what the precise one
+rejects (tests/test_tracefile.py checks this on random and mutated lines).
 """
 
 from __future__ import annotations
 
-import io
 import json
 import os
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from functools import lru_cache
+from typing import Annotated, Any, Literal, Union
+
+import msgspec
 
 from traces.canonical import canonical_json
-from traces.config import Config, parse_config
-from traces.files import read_text, write_text_atomically
-from traces.ops import Op, OpError, op_to_json, parse_op
+from traces.config import INT64_MAX, INT64_MIN, Config, JsonNumber, parse_config
+from traces.files import read_chunks, write_text_atomically
+from traces.ops import FIELD_KINDS, OP_TYPES, Op, OpError, Tick, op_to_json, parse_op
 from wanconform.errors import ConfigError, TraceError
+
+BOM = "\ufeff"  # accepted at the start of a file, as RFC 8259 §8.1 allows a parser to
+JSON_SPACE = " \t\r\n"  # RFC 8259's whitespace; nothing else makes a line blank
+
+
+def where(name: str, line: int) -> str:
+    """The one way to name an operation (or any line) of a trace: "t.jsonl:9"."""
+    return f"{name}:{line}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,6 +50,69 @@ class Trace:
     config: Config
     ops: tuple[Op, ...]
     name: str = "<trace>"
+
+
+@dataclass(frozen=True, slots=True)
+class TraceSource:
+    """A validated trace file, read again on every `ops()`: memory does not grow with it."""
+
+    name: str  # the path as given, used in messages ("t.jsonl")
+    config: Config
+    op_count: int  # number of operations
+
+    def ops(self) -> Iterator[tuple[int, Op]]:
+        """(file line number, operation) for every operation, read from the file again."""
+        reader = _Reader(self.name)
+        count = 0
+        for number, op in reader.operations(_file_lines(self.name)):
+            if count == 0 and reader.config != self.config:
+                break
+            count += 1
+            yield number, op
+        if count != self.op_count or reader.config != self.config:
+            raise TraceError(f"{self.name}: the file changed since it was read")
+
+
+def open_trace(path: str | os.PathLike[str]) -> TraceSource:
+    """Validate a whole trace file in one streaming pass; raise TraceError at its first problem."""
+    name = os.fspath(path)
+    reader = _Reader(name)
+    count = 0
+    for _ in reader.operations(_file_lines(name)):
+        count += 1
+    assert reader.config is not None  # operations() raises on a trace without one
+    return TraceSource(name=name, config=reader.config, op_count=count)
+
+
+def read_trace(path: str | os.PathLike[str]) -> Trace:
+    """Read and validate a whole trace file into memory (small traces, tests)."""
+    name = os.fspath(path)
+    reader = _Reader(name)
+    ops = tuple(op for _, op in reader.operations(_file_lines(name)))
+    assert reader.config is not None
+    return Trace(config=reader.config, ops=ops, name=name)
+
+
+def parse_trace_lines(lines: Iterable[str], name: str) -> Trace:
+    """Parse the lines of a JSON Lines trace; `name` is used in error messages."""
+    reader = _Reader(name)
+    ops = tuple(op for _, op in reader.operations(lines))
+    assert reader.config is not None
+    return Trace(config=reader.config, ops=ops, name=name)
+
+
+def _file_lines(name: str) -> Iterator[bytes]:
+    """The lines of a file without their b"\\n", read in chunks (bounded by the longest line)."""
+    rest = b""
+    for chunk in read_chunks(name, "a trace file"):
+        lines = (rest + chunk).split(b"\n")
+        rest = lines.pop()
+        yield from lines
+    if rest:
+        yield rest
+
+
+# --- the precise validator -------------------------------------------------------------
 
 
 def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -43,48 +128,165 @@ def _reject_constant(token: str) -> Any:
     raise ValueError(f"{token} is not valid JSON")
 
 
+def _parse_int(text: str) -> int | JsonNumber:
+    # No 64-bit integer has more than 20 characters; Python refuses over 4,300 digits.
+    return int(text) if len(text) <= 20 else JsonNumber(text)
+
+
 def decode_line(text: str) -> Any:
-    """Strict JSON: no duplicate keys, no NaN/Infinity."""
-    return json.loads(text, object_pairs_hook=_no_duplicate_keys, parse_constant=_reject_constant)
+    """Strict JSON: no duplicate keys, no NaN/Infinity; a number that is not a short integer
+    is kept as its text (`JsonNumber`), so validation can say exactly what it is."""
+    return json.loads(
+        text,
+        object_pairs_hook=_no_duplicate_keys,
+        parse_constant=_reject_constant,
+        parse_int=_parse_int,
+        parse_float=JsonNumber,
+    )
 
 
-def parse_trace_lines(lines: Iterable[str], name: str) -> Trace:
-    """Parse the lines of a JSON Lines trace; `name` is used in error messages."""
-    config: Config | None = None
-    ops: list[Op] = []
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        where = f"{name}:{number}"
-        try:
-            raw = decode_line(line)
-        except ValueError as exc:  # json.JSONDecodeError is a ValueError
-            raise TraceError(f"{where}: not valid JSON: {exc}") from None
-        if config is None:
-            if not isinstance(raw, dict) or set(raw) != {"config"}:
-                raise TraceError(
-                    f'{where}: the first line must be {{"config": {{...}}}} (SPEC §12)'
-                )
+class _Reader:
+    """One pass over a trace's lines: the configuration, then each operation, validated."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.config: Config | None = None
+        self.ticks = 0  # the running sum of the ticks' ms: 64-bit too (SPEC §3)
+
+    def operations(self, lines: Iterable[bytes | str]) -> Iterator[tuple[int, Op]]:
+        numbered = enumerate(lines, start=1)
+        for number, line in numbered:
+            self.precise(number, line)
+            if self.config is not None:
+                break
+        else:
+            raise TraceError(
+                f'{where(self.name, 1)}: empty trace: the first line must be {{"config": {{...}}}}'
+            )
+        senders = tuple(sender.id for sender in self.config.senders)
+        decode, op_types = _fast_decoder(self.config.sites, senders)
+        encode = _ENCODER.encode
+        astuple = msgspec.structs.astuple
+        for number, line in numbered:
             try:
-                config = parse_config(raw["config"])
-            except ConfigError as exc:
-                path = str(exc) if str(exc).startswith("config") else f"config.{exc}"
-                raise TraceError(f"{where}: {path}") from None
-            continue
+                struct = decode(line)
+            except (msgspec.MsgspecError, UnicodeDecodeError):
+                struct = None
+            if struct is not None and encode(struct) == line:
+                op: Op = op_types[type(struct)](*astuple(struct))
+            else:
+                precise = self.precise(number, line)
+                if precise is None:
+                    continue
+                op = precise
+            if type(op) is Tick:
+                self.add_tick(number, op.ms)
+            yield number, op
+
+    def add_tick(self, number: int, ms: int) -> None:
+        self.ticks += ms
+        if self.ticks > INT64_MAX:
+            raise TraceError(
+                f"{where(self.name, number)}: ms: the ticks add up to {self.ticks}, "
+                "past the signed 64-bit range (SPEC §3)"
+            )
+
+    def precise(self, number: int, line: bytes | str) -> Op | None:
+        """Validate one line (config or operation), saying exactly what is wrong; None for a
+        blank line or the configuration (then in `self.config`)."""
+        here = where(self.name, number)
+        if isinstance(line, bytes):
+            try:
+                text = line.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise TraceError(
+                    f"{here}: not UTF-8 text: byte 0x{line[exc.start]:02x} at column "
+                    f"{exc.start + 1} ({exc.reason})"
+                ) from None
+        else:
+            text = line
+        if number == 1:
+            text = text.removeprefix(BOM)
+        if not text.strip(JSON_SPACE):
+            return None
         try:
-            ops.append(parse_op(raw, config))
+            raw = decode_line(text)
+        except json.JSONDecodeError as exc:
+            at_end = not text[exc.pos :].strip(JSON_SPACE)
+            at = "at the end of the line" if at_end else f"at column {exc.pos + 1}"
+            raise TraceError(f"{here}: not valid JSON: {exc.msg} {at}") from None
+        except ValueError as exc:
+            raise TraceError(f"{here}: not valid JSON: {exc}") from None
+        except RecursionError:
+            raise TraceError(f"{here}: not valid JSON: nested too deeply") from None
+        if self.config is None:
+            self.config = self._config(here, raw)
+            return None
+        try:
+            return parse_op(raw, self.config)
         except OpError as exc:
-            raise TraceError(f"{where}: {exc}") from None
-    if config is None:
-        raise TraceError(f'{name}:1: empty trace: the first line must be {{"config": {{...}}}}')
-    return Trace(config=config, ops=tuple(ops), name=name)
+            raise TraceError(f"{here}: {exc}") from None
+
+    @staticmethod
+    def _config(here: str, raw: Any) -> Config:
+        if isinstance(raw, dict) and "sites" in raw and "config" not in raw:
+            raise TraceError(
+                f"{here}: this is a configuration, not a trace: a trace's first line is "
+                '{"config": {...}} followed by operations (SPEC §12)'
+            )
+        if not isinstance(raw, dict) or set(raw) != {"config"}:
+            raise TraceError(f'{here}: the first line must be {{"config": {{...}}}} (SPEC §12)')
+        try:
+            return parse_config(raw["config"])
+        except ConfigError as exc:
+            path = str(exc) if str(exc).startswith("config") else f"config.{exc}"
+            raise TraceError(f"{here}: {path}") from None
 
 
-def read_trace(path: str | os.PathLike[str]) -> Trace:
-    """Read and validate a trace file; every problem is a TraceError naming file and line."""
-    text = read_text(path, "a trace file")
-    # Lines as a text file splits them (not str.splitlines, which also splits on U+2028).
-    return parse_trace_lines(io.StringIO(text, newline=None), os.fspath(path))
+# --- the fast validator ----------------------------------------------------------------
+
+_ENCODER = msgspec.json.Encoder(order="sorted")
+_INT64 = Annotated[int, msgspec.Meta(ge=INT64_MIN, le=INT64_MAX)]
+_VALUE = dict[str, Union[_INT64, str, bool, None]]  # noqa: UP007 (a runtime type for msgspec)
+
+
+@lru_cache(maxsize=16)
+def _fast_decoder(sites: tuple[int, ...], senders: tuple[str, ...]) -> tuple[Any, dict[Any, Any]]:
+    """A msgspec decoder of the operations valid in a configuration, and the Op type of
+    each of its Structs (fields in the Op's order, so `Op(*astuple(struct))`)."""
+    kinds: dict[str, Any] = {
+        "site": Literal[sites],
+        "sender": Literal[senders] if senders else None,
+        "key": str,
+        "name": Annotated[str, msgspec.Meta(min_length=1)],
+        "positive": Annotated[int, msgspec.Meta(gt=0, le=INT64_MAX)],
+        "bool?": bool,
+        "value": _VALUE,
+        "entries": dict[str, _VALUE],
+    }
+    op_types: dict[Any, Any] = {}
+    for name, fields in FIELD_KINDS.items():
+        if kinds["sender"] is None and "sender" in fields.values():
+            continue  # no senders: such an operation is an error the precise path explains
+        op_type = OP_TYPES[name]
+        struct_fields = [
+            (field, kinds[kind], False) if kind.endswith("?") else (field, kinds[kind])
+            for field, kind in fields.items()
+        ]
+        assert [f[0] for f in struct_fields] == list(op_type.__dataclass_fields__)
+        struct = msgspec.defstruct(
+            f"Fast{op_type.__name__}",
+            struct_fields,
+            tag_field="op",
+            tag=name,
+            forbid_unknown_fields=True,
+        )
+        op_types[struct] = op_type
+    decoder = msgspec.json.Decoder(Union[tuple(op_types)])  # noqa: UP007
+    return decoder.decode, op_types
+
+
+# --- writing ---------------------------------------------------------------------------
 
 
 def trace_lines(config: Config, ops: Sequence[Op]) -> list[str]:
@@ -102,28 +304,3 @@ def trace_text(config: Config, ops: Sequence[Op]) -> str:
 def write_trace(path: str | os.PathLike[str], config: Config, ops: Sequence[Op]) -> None:
     """Write a trace atomically: a reader never sees a half-written file."""
     write_text_atomically(path, trace_text(config, ops))
-
-
-# Temporary minimal streaming surface (replaced by the streaming reader).
-def where(name: str, line: int) -> str:
-    """The one way to name an operation in messages: `t.jsonl:9`."""
-    return f"{name}:{line}"
-
-
-@dataclass(frozen=True, slots=True)
-class TraceSource:
-    name: str
-    config: Config
-    op_count: int
-    _lines: tuple[int, ...]
-    _ops: tuple[Op, ...]
-
-    def ops(self) -> Iterator[tuple[int, Op]]:
-        return zip(self._lines, self._ops, strict=True)
-
-
-def open_trace(path: str | os.PathLike[str]) -> TraceSource:
-    trace = read_trace(path)
-    text = read_text(path, "a trace file")
-    numbers = [n for n, line in enumerate(io.StringIO(text, newline=None), 1) if line.strip()]
-    return TraceSource(trace.name, trace.config, len(trace.ops), tuple(numbers[1:]), trace.ops)
