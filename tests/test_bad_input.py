@@ -13,7 +13,9 @@ from typing import Any
 
 import pytest
 
-from traces.tracefile import read_trace
+from traces.geode import import_geode_config, parse_site_argument
+from traces.ops import Tick
+from traces.tracefile import open_trace, read_trace
 from wanconform.cli import main
 from wanconform.errors import TraceError
 
@@ -37,22 +39,34 @@ def op_line(op: dict[str, Any]) -> str:
     return json.dumps(op) + "\n"
 
 
-def json_error(text: str) -> str:
-    """The json module's own message for a syntax error (it is part of ours)."""
-    try:
-        json.loads(text)
-    except ValueError as exc:
-        return str(exc)
-    raise AssertionError(f"{text!r} is valid JSON")
-
-
 # (case id, file text, expected message with {path} for the file name)
 CASES: list[tuple[str, str, str]] = [
     # --- JSON and file structure (SPEC §12) ---
-    (
-        "not_json",
+    (  # issue 8: the message named the file line and, after it, "line 2 column 1"
+        "not_json_truncated_line",
         CONFIG + '{"op": "tick", "ms": 1\n',
-        "{path}:2: not valid JSON: " + json_error('{"op": "tick", "ms": 1\n'),
+        "{path}:2: not valid JSON: Expecting ',' delimiter at the end of the line",
+    ),
+    (
+        "not_json_names_the_column",
+        CONFIG + '{"op": "tick" "ms": 1}\n',
+        "{path}:2: not valid JSON: Expecting ',' delimiter at column 15",
+    ),
+    (
+        "not_json_two_values_on_one_line",
+        CONFIG + '{"op": "settle"} {"op": "settle"}\n',
+        "{path}:2: not valid JSON: Extra data at column 18",
+    ),
+    (
+        "not_json_nested_too_deeply",
+        CONFIG + "[" * 100_000 + "\n",
+        "{path}:2: not valid JSON: nested too deeply",
+    ),
+    (  # a byte order mark is accepted at the start of a file only
+        "bom_after_the_first_line",
+        CONFIG + "\ufeff" + '{"op": "settle"}\n',
+        "{path}:2: not valid JSON: a byte order mark (U+FEFF) is allowed only at the start "
+        "of the file",
     ),
     (
         "not_json_nan",
@@ -73,6 +87,12 @@ CASES: list[tuple[str, str, str]] = [
         "first_line_not_config",
         '{"op": "tick", "ms": 1}\n',
         '{path}:1: the first line must be {{"config": {{...}}}} (SPEC §12)',
+    ),
+    (  # issue 8: what `wanconform import` writes is a configuration, not yet a trace
+        "configuration_given_as_a_trace",
+        '{"receivers":[],"senders":[],"sites":[1,2]}\n',
+        "{path}:1: this is a configuration, not a trace: a trace's first line is "
+        '{{"config": {{...}}}} followed by operations (SPEC §12)',
     ),
     (
         "first_line_config_plus_extra",
@@ -125,7 +145,27 @@ CASES: list[tuple[str, str, str]] = [
     (
         "float_in_value",
         CONFIG + op_line({"op": "put", "site": 1, "key": "k", "value": {"f": 1.5}}),
-        "{path}:2: value.f: " + SCALAR + ", got a number with a fraction",
+        "{path}:2: value.f: " + SCALAR + ", got a number with a fraction (1.5)",
+    ),
+    (  # issue 8: 1e400 overflows a float; it was called "a number with a fraction"
+        "float_overflow_in_tick",
+        CONFIG + '{"op": "tick", "ms": 1e400}\n',
+        "{path}:2: ms: must be an integer > 0, got a number too large for a 64-bit float (1e400)",
+    ),
+    (
+        "exponent_in_tick",
+        CONFIG + '{"op": "tick", "ms": 1E2}\n',
+        "{path}:2: ms: must be an integer > 0, got a number with an exponent (1E2)",
+    ),
+    (
+        "fraction_in_putall_entry",
+        CONFIG + '{"op": "putall", "site": 1, "entries": {"k": {"f": 2.0}}}\n',
+        "{path}:2: entries.k.f: " + SCALAR + ", got a number with a fraction (2.0)",
+    ),
+    (  # issue 8: an empty name was "must be a non-empty ..., got a string"
+        "empty_exception_name",
+        CONFIG + op_line({"op": "fail", "site": 2, "key": "k", "exception": "", "times": 1}),
+        "{path}:2: exception: must be a non-empty exception name, got an empty string",
     ),
     (
         "nested_object_in_value",
@@ -212,6 +252,11 @@ CASES: list[tuple[str, str, str]] = [
         ),
         "{path}:1: config.senders[1].id: sender id 'ny' is used twice (R6)",
     ),
+    (  # issue 8: was "must be a non-empty string, got a string"
+        "empty_sender_id",
+        config_line({"sites": [1, 2], "senders": [{"id": "", "site": 1, "remote": 2}]}),
+        "{path}:1: config.senders[0].id: must be a non-empty string, got an empty string",
+    ),
     (
         "site_0",
         config_line({"sites": [0, 2]}),
@@ -246,6 +291,84 @@ CASES: list[tuple[str, str, str]] = [
         "config_not_an_object",
         '{"config": [1, 2]}\n',
         "{path}:1: config: must be an object, got a list",
+    ),
+    # --- SPEC §3: every integer is signed 64-bit, and so is the sum of the ticks ---
+    (  # Python's json refuses more than 4,300 digits: this was a ValueError's text
+        "tick_ms_5000_digits",
+        CONFIG + '{"op": "tick", "ms": ' + "9" * 5000 + "}\n",
+        "{path}:2: ms: 99999...(5000 digits) is outside the signed 64-bit range (SPEC §3)",
+    ),
+    (
+        "tick_ms_2_pow_63",
+        CONFIG + op_line({"op": "tick", "ms": 2**63}),
+        "{path}:2: ms: 9223372036854775808 is outside the signed 64-bit range (SPEC §3)",
+    ),
+    (
+        "value_below_minus_2_pow_63",
+        CONFIG + op_line({"op": "put", "site": 1, "key": "k", "value": {"n": -(2**63) - 1}}),
+        "{path}:2: value.n: -9223372036854775809 is outside the signed 64-bit range (SPEC §3)",
+    ),
+    (
+        "delta_change_5000_digits_negative",
+        CONFIG + '{"op": "delta", "site": 1, "key": "k", "changes": {"n": -' + "1" * 5000 + "}}\n",
+        "{path}:2: changes.n: -11111...(5000 digits) is outside the signed 64-bit range (SPEC §3)",
+    ),
+    (
+        "putall_entry_2_pow_64",
+        CONFIG + op_line({"op": "putall", "site": 1, "entries": {"k": {"n": 2**64}}}),
+        "{path}:2: entries.k.n: 18446744073709551616 is outside the signed 64-bit range (SPEC §3)",
+    ),
+    (
+        "fail_times_2_pow_63",
+        CONFIG + op_line({"op": "fail", "site": 2, "key": "k", "exception": "E", "times": 2**63}),
+        "{path}:2: times: 9223372036854775808 is outside the signed 64-bit range (SPEC §3)",
+    ),
+    (
+        "site_5000_digits",
+        CONFIG + '{"op": "site_down", "site": ' + "2" * 5000 + "}\n",
+        "{path}:2: site: 22222...(5000 digits) is outside the signed 64-bit range (SPEC §3)",
+    ),
+    (  # 2^63 - 1 + 1: each tick is in range, their sum is not
+        "ticks_add_up_past_2_pow_63",
+        CONFIG
+        + op_line({"op": "tick", "ms": 2**63 - 1})
+        + op_line({"op": "settle"})
+        + op_line({"op": "tick", "ms": 1}),
+        "{path}:4: ms: the ticks add up to 9223372036854775808, past the signed 64-bit range "
+        "(SPEC §3)",
+    ),
+    (
+        "config_batch_size_2_pow_63",
+        config_line(
+            {
+                "sites": [1, 2],
+                "senders": [{"id": "ny", "site": 1, "remote": 2, "batch_size": 2**63}],
+            }
+        ),
+        "{path}:1: config.senders[0].batch_size: 9223372036854775808 is outside the signed "
+        "64-bit range (SPEC §3)",
+    ),
+    (
+        "config_retry_attempts_5000_digits",
+        '{"config": {"sites": [1, 2], "receivers": [{"site": 2, "retry_attempts": -'
+        + "9" * 5000
+        + "}]}}\n",
+        "{path}:1: config.receivers[0].retry_attempts: -99999...(5000 digits) is outside the "
+        "signed 64-bit range (SPEC §3)",
+    ),
+    (
+        "config_sender_site_5000_digits",
+        '{"config": {"sites": [1, 2], "senders": [{"id": "ny", "site": '
+        + "1" * 5000
+        + ', "remote": 2}]}}\n',
+        "{path}:1: config.senders[0].site: 11111...(5000 digits) is outside the signed 64-bit "
+        "range (SPEC §3)",
+    ),
+    (
+        "config_sites_5000_digits",
+        '{"config": {"sites": [' + "1" * 5000 + "]}}\n",
+        "{path}:1: config.sites[0]: must be an integer from 1 to 255 (R1), "
+        "got 11111...(5000 digits)",
     ),
 ]
 
@@ -288,17 +411,69 @@ def test_directory(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     check_cli(capsys, [str(tmp_path)], f"{tmp_path}: is a directory, not a trace file")
 
 
-def test_non_utf8_bytes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_non_utf8_bytes_are_named_by_line_and_column(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # issue 8: the message gave a byte offset in the file and no line
     data = CONFIG.encode() + b'{"op": "put", "site": 1, "key": "\xff", "value": {}}\n'
     path = tmp_path / "latin.jsonl"
     path.write_bytes(data)
-    # 0xff can never start a UTF-8 sequence; its offset is counted from the file start
-    offset = data.index(b"\xff")
-    message = f"{path}: not UTF-8 text (invalid start byte at byte {offset})"
+    # 0xff can never start a UTF-8 sequence; it is the 34th byte of line 2
+    message = f"{path}:2: not UTF-8 text: byte 0xff at column 34 (invalid start byte)"
     with pytest.raises(TraceError) as info:
         read_trace(path)
     assert str(info.value) == message
     check_cli(capsys, [str(path)], message)
+
+
+def test_truncated_utf8_sequence_at_the_end_of_a_line(tmp_path: Path) -> None:
+    path = tmp_path / "cut.jsonl"
+    path.write_bytes(CONFIG.encode() + b'{"op": "put", "site": 1, "key": "\xc3"}\n')
+    with pytest.raises(TraceError) as info:
+        open_trace(path)
+    assert str(info.value) == (
+        f"{path}:2: not UTF-8 text: byte 0xc3 at column 34 (invalid continuation byte)"
+    )
+
+
+def test_byte_order_mark_at_the_start_is_accepted(tmp_path: Path) -> None:
+    # Our reading: RFC 8259 §8.1 lets a parser ignore a leading BOM, and editors on Windows
+    # write one; we accept it at the start of the file (elsewhere it is an error, see CASES).
+    plain = tmp_path / "plain.jsonl"
+    plain.write_text(CONFIG + op_line({"op": "tick", "ms": 3}), encoding="utf-8")
+    marked = tmp_path / "marked.jsonl"
+    marked.write_bytes(b"\xef\xbb\xbf" + plain.read_bytes())
+    expected = read_trace(plain)
+    assert read_trace(marked).ops == expected.ops == (Tick(3),)
+    assert read_trace(marked).config == expected.config
+    source = open_trace(marked)
+    assert list(source.ops()) == [(2, Tick(3))]
+
+
+def test_version_is_the_package_version(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(["--version"])
+    assert info.value.code == 0
+    assert capsys.readouterr().out == "wanconform 0.1.0\n"
+
+
+@pytest.mark.parametrize(
+    ("shipping_sites", "words"),
+    [(1, "but sender a1 ships to it"), (2, "but senders a1, a2 ship to it")],
+)
+def test_import_warning_counts_its_senders(tmp_path: Path, shipping_sites: int, words: str) -> None:
+    # issue 8: "sender(s) a1 ship to it"; site 3 has no receiver, sites 1.. ship to it
+    files = []
+    for site in (1, 2, 3):
+        path = tmp_path / f"site{site}.gfsh"
+        sender = f"create gateway-sender --id=a{site} --remote-distributed-system-id=3\n"
+        path.write_text(sender if site <= shipping_sites else "")
+        files.append(parse_site_argument(f"{site}={path}"))
+    imported = import_geode_config(files)
+    assert imported.warnings == (
+        f"{tmp_path / 'site3.gfsh'}: site 3 declares no gateway-receiver, {words}; the model "
+        "gives it a receiver with default settings",
+    )
 
 
 def test_every_trace_is_validated_before_any_output(
@@ -318,7 +493,7 @@ def test_good_trace_replays_with_exit_0(tmp_path: Path, capsys: pytest.CaptureFi
     assert main(["replay", str(good), "--engine", "model", "--json"]) == 0
     out, err = capsys.readouterr()
     assert err == ""
-    state = json.loads(out)
+    state = json.loads(out)["state"]
     assert out.count("\n") == 1
     assert state["sites"]["1"]["entries"] == {"k": {"value": {"f": 1}, "version": [1, 0, 1]}}
     assert state["senders"]["ny"]["queue"] == ["1:1"]

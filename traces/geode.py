@@ -254,10 +254,14 @@ def import_geode_config(site_files: Sequence[SiteFile]) -> ImportedConfig:
     for site in sites:
         shippers = sorted(s["id"] for s in senders if s["remote"] == site)
         if shippers and site not in with_receiver:
+            shipping = (
+                f"sender {shippers[0]} ships"
+                if len(shippers) == 1
+                else f"senders {', '.join(shippers)} ship"
+            )
             warnings.append(
                 f"{by_site[site].path}: site {site} declares no gateway-receiver, but "
-                f"sender(s) {', '.join(shippers)} ship to it; the model gives it a receiver "
-                "with default settings"
+                f"{shipping} to it; the model gives it a receiver with default settings"
             )
     try:
         config = parse_config({"sites": sites, "senders": senders, "receivers": receivers})

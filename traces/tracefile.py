@@ -212,6 +212,11 @@ class _Reader:
         try:
             raw = decode_line(text)
         except json.JSONDecodeError as exc:
+            if exc.msg.startswith("Unexpected UTF-8 BOM"):
+                raise TraceError(
+                    f"{here}: not valid JSON: a byte order mark (U+FEFF) is allowed only at "
+                    "the start of the file"
+                ) from None
             at_end = not text[exc.pos :].strip(JSON_SPACE)
             at = "at the end of the line" if at_end else f"at column {exc.pos + 1}"
             raise TraceError(f"{here}: not valid JSON: {exc.msg} {at}") from None

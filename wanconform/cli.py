@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.metadata
 import sys
 from collections.abc import Sequence
 
@@ -29,6 +30,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="wanconform",
         description="Executable model and conformance harness for WAN gateway replication.",
+    )
+    parser.add_argument(
+        "--version",
+        action="version",
+        version=f"wanconform {importlib.metadata.version('wanconform')}",
     )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in COMMAND_MODULES:
