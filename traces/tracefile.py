@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Annotated, Any, Literal, Union
@@ -36,6 +36,7 @@ from wanconform.errors import ConfigError, TraceError
 
 BOM = "\ufeff"  # accepted at the start of a file, as RFC 8259 §8.1 allows a parser to
 JSON_SPACE = " \t\r\n"  # RFC 8259's whitespace; nothing else makes a line blank
+CHUNK_SIZE = 1 << 18  # bytes read at a time
 
 
 def where(name: str, line: int) -> str:
@@ -104,7 +105,7 @@ def parse_trace_lines(lines: Iterable[str], name: str) -> Trace:
 def _file_lines(name: str) -> Iterator[bytes]:
     """The lines of a file without their b"\\n", read in chunks (bounded by the longest line)."""
     rest = b""
-    for chunk in read_chunks(name, "a trace file"):
+    for chunk in read_chunks(name, "a trace file", size=CHUNK_SIZE):
         lines = (rest + chunk).split(b"\n")
         rest = lines.pop()
         yield from lines
@@ -163,22 +164,13 @@ class _Reader:
             raise TraceError(
                 f'{where(self.name, 1)}: empty trace: the first line must be {{"config": {{...}}}}'
             )
-        senders = tuple(sender.id for sender in self.config.senders)
-        decode, op_types = _fast_decoder(self.config.sites, senders)
-        encode = _ENCODER.encode
-        astuple = msgspec.structs.astuple
+        fast = fast_path(self.config)
         for number, line in numbered:
-            try:
-                struct = decode(line)
-            except (msgspec.MsgspecError, UnicodeDecodeError):
-                struct = None
-            if struct is not None and encode(struct) == line:
-                op: Op = op_types[type(struct)](*astuple(struct))
-            else:
-                precise = self.precise(number, line)
-                if precise is None:
+            op = fast(line)
+            if op is None:
+                op = self.precise(number, line)
+                if op is None:
                     continue
-                op = precise
             if type(op) is Tick:
                 self.add_tick(number, op.ms)
             yield number, op
@@ -253,6 +245,26 @@ class _Reader:
 _ENCODER = msgspec.json.Encoder(order="sorted")
 _INT64 = Annotated[int, msgspec.Meta(ge=INT64_MIN, le=INT64_MAX)]
 _VALUE = dict[str, Union[_INT64, str, bool, None]]  # noqa: UP007 (a runtime type for msgspec)
+
+
+def fast_path(config: Config) -> Callable[[bytes | str], Op | None]:
+    """The fast validator of a configuration's operation lines: the Op of a line that is
+    exactly the sorted-key encoding of a valid operation (the canonical form), else None."""
+    decode, op_types = _fast_decoder(config.sites, tuple(s.id for s in config.senders))
+    encode = _ENCODER.encode
+    astuple = msgspec.structs.astuple
+
+    def fast(line: bytes | str) -> Op | None:
+        try:
+            struct = decode(line)
+        except (msgspec.MsgspecError, UnicodeDecodeError):
+            return None
+        if encode(struct) != line:  # a duplicate key, a float, an escape, a space, ...
+            return None
+        op: Op = op_types[type(struct)](*astuple(struct))
+        return op
+
+    return fast
 
 
 @lru_cache(maxsize=16)

@@ -1,0 +1,313 @@
+"""The streaming trace reader (SPEC §12, §3): bounded memory, line numbers, round trips,
+and the fast path's verdicts checked against the precise validator's."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import traces.tracefile
+from traces.canonical import canonical_json
+from traces.config import parse_config
+from traces.ops import OP_NAMES as ALL_OP_NAMES
+from traces.ops import Deliver, DeliverAck, Op, Put, Settle, SiteUp, Tick, op_to_json
+from traces.tracefile import (
+    _Reader,
+    fast_path,
+    open_trace,
+    read_trace,
+    trace_lines,
+    trace_text,
+    where,
+    write_trace,
+)
+from wanconform.errors import TraceError
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "traces" / "examples"
+CONFIG = parse_config(
+    {"sites": [1, 2], "senders": [{"id": "ny", "site": 1, "remote": 2, "batch_size": 4}]}
+)
+CONFIG_LINE = canonical_json({"config": CONFIG.to_json()})
+
+
+def test_where_names_file_and_line() -> None:
+    assert where("t.jsonl", 9) == "t.jsonl:9"
+
+
+def write_pattern_trace(path: Path, blocks: int) -> int:
+    """A trace of `blocks` repetitions of 4 puts, a deliver, a deliver_ack and a tick over
+    1,000 keys, written line by line; returns the number of operations."""
+    with path.open("w", encoding="utf-8") as out:
+        out.write(CONFIG_LINE + "\n")
+        for block in range(blocks):
+            out.write(
+                "".join(
+                    f'{{"key":"k{(block * 4 + i) % 1000:03d}","op":"put","site":1,'
+                    f'"value":{{"n":{block}}}}}\n'
+                    for i in range(4)
+                )
+                + '{"op":"deliver","sender":"ny"}\n'
+                + '{"op":"deliver_ack","sender":"ny"}\n'
+                + '{"ms":1,"op":"tick"}\n'
+            )
+    return blocks * 7
+
+
+def test_a_million_operations_stream_in_bounded_memory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Issue 7: reading a trace must not hold it. Held, these 1,000,006 operations would be
+    # millions of live objects (an Op, its value dict, its strings); streamed, the reader
+    # holds one chunk of lines. The live objects are counted (sys.getallocatedblocks) every
+    # 100,000 lines of both passes, validation and iteration.
+    path = tmp_path / "long.jsonl"
+    count = write_pattern_trace(path, 142_858)
+    assert count == 1_000_006
+    growth: list[int] = []
+    file_lines = traces.tracefile._file_lines
+
+    def counted_lines(name: str) -> Iterator[bytes]:
+        start = sys.getallocatedblocks()
+        for number, line in enumerate(file_lines(name)):
+            if number % 100_000 == 0:
+                growth.append(sys.getallocatedblocks() - start)
+            yield line
+
+    monkeypatch.setattr(traces.tracefile, "_file_lines", counted_lines)
+    source = open_trace(path)
+    seen = ticks = 0
+    last: tuple[int, Op] = (0, Settle())
+    for number, op in source.ops():
+        seen += 1
+        ticks += type(op) is Tick
+        last = (number, op)
+    assert source.op_count == count == seen
+    assert ticks == 142_858
+    assert last == (count + 1, Tick(1))  # line 1 is the configuration
+    assert len(growth) == 2 * 11  # lines 0, 100,000, ..., 1,000,000 of each pass
+    assert max(growth) < 20_000, growth
+
+
+def test_ops_gives_file_line_numbers_and_can_be_read_again(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    path.write_text(
+        "\n" + CONFIG_LINE + "\n\n" + '{"ms":5,"op":"tick"}\r\n' + "  \n" + '{"op": "settle"}',
+        encoding="utf-8",
+    )  # a blank first line, CRLF, a blank line, and no newline at the end
+    source = open_trace(path)
+    assert (source.name, source.config, source.op_count) == (str(path), CONFIG, 2)
+    expected = [(4, Tick(5)), (6, Settle())]
+    assert list(source.ops()) == expected
+    assert list(source.ops()) == expected
+
+
+def test_lines_across_chunk_boundaries(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "t.jsonl"
+    count = write_pattern_trace(path, 50)
+    expected = list(open_trace(path).ops())
+    monkeypatch.setattr("traces.tracefile.CHUNK_SIZE", 7)
+    source = open_trace(path)
+    assert source.op_count == count
+    assert list(source.ops()) == expected
+    assert read_trace(path).ops == tuple(op for _, op in expected)
+
+
+def test_a_file_changed_after_validation_is_an_error(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    path.write_text(CONFIG_LINE + "\n" + '{"ms":5,"op":"tick"}\n' * 3, encoding="utf-8")
+    source = open_trace(path)
+    path.write_text(CONFIG_LINE + "\n" + '{"ms":5,"op":"tick"}\n' * 2, encoding="utf-8")
+    with pytest.raises(TraceError) as info:
+        list(source.ops())
+    assert str(info.value) == f"{path}: the file changed since it was read"
+    path.write_text(CONFIG_LINE + "\n" + '{"ms":0,"op":"tick"}\n', encoding="utf-8")
+    with pytest.raises(TraceError) as info:
+        list(source.ops())
+    assert str(info.value) == f"{path}:2: ms: must be an integer > 0, got 0"
+
+
+def canonical_by_hand(line: str) -> str:
+    """An example line in canonical form, derived without the reader: every field explicit
+    (`site_up`'s `wipe` defaults to false, SPEC §3), keys sorted, no spaces."""
+    raw = json.loads(line)
+    if raw.get("op") == "site_up":
+        raw.setdefault("wipe", False)
+    if "config" in raw:
+        return canonical_json({"config": parse_config(raw["config"]).to_json()})
+    return canonical_json(raw)
+
+
+@pytest.mark.parametrize("example", sorted(EXAMPLES.glob("*.jsonl")), ids=lambda p: p.stem)
+def test_examples_round_trip_to_canonical_text(tmp_path: Path, example: Path) -> None:
+    trace = read_trace(example)
+    text = trace_text(trace.config, trace.ops)
+    lines = example.read_text(encoding="utf-8").splitlines()
+    assert text == "".join(canonical_by_hand(line) + "\n" for line in lines if line.strip())
+    copy = tmp_path / "copy.jsonl"
+    write_trace(copy, trace.config, trace.ops)
+    assert copy.read_text(encoding="utf-8") == text
+    source = open_trace(copy)
+    assert tuple(op for _, op in source.ops()) == trace.ops
+    # every canonical line is taken by the fast path, and it builds the same operation
+    fast = fast_path(trace.config)
+    for line, op in zip(trace_lines(trace.config, trace.ops)[1:], trace.ops, strict=True):
+        assert fast(line.encode()) == op
+
+
+def test_fast_path_takes_the_canonical_lines_of_every_operation() -> None:
+    ops: list[Op] = [
+        Put(1, "k", {"i": -(2**63), "j": 2**63 - 1, "s": "é\u2028", "b": True, "n": None}),
+        Deliver("ny"),
+        DeliverAck("ny"),
+        SiteUp(2, wipe=True),
+        SiteUp(2),
+        Tick(2**63 - 1),
+    ]
+    fast = fast_path(CONFIG)
+    for op in ops:
+        line = json.dumps(op_to_json(op), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        assert fast(line.encode()) == op
+
+
+# --- the fast path never accepts a line the precise validator rejects ------------------
+
+INTS = st.sampled_from([0, 1, -1, 2, 3, 2**63 - 1, 2**63, -(2**63), -(2**63) - 1, 10**30])
+SCALARS = st.one_of(
+    INTS,
+    st.sampled_from(["", "k", "é", "\u2028", "a\\b", 'q"', "\x00", "\ud800"]),
+    st.booleans(),
+    st.none(),
+    st.sampled_from([1.5, 1e300, 2.0]),
+)
+JSON_VALUES = st.recursive(SCALARS, lambda inner: st.lists(inner, max_size=2), max_leaves=3)
+FIELD_NAMES = st.sampled_from(
+    ["op", "site", "key", "value", "changes", "entries", "ms"]
+) | st.sampled_from(["sender", "wipe", "exception", "times", "f", "g", ""])
+OP_NAMES = st.sampled_from([*ALL_OP_NAMES, "explode"])
+VALUES = st.dictionaries(st.sampled_from(["f", "g", "é", ""]), SCALARS | JSON_VALUES, max_size=3)
+FIELD_VALUES: dict[str, st.SearchStrategy[Any]] = {
+    "site": st.sampled_from([1, 2, 3, True]) | INTS,
+    "sender": st.sampled_from(["ny", "tokyo", ""]),
+    "key": st.sampled_from(["k", "", "é"]) | SCALARS,
+    "value": VALUES | SCALARS,
+    "changes": VALUES,
+    "entries": st.dictionaries(st.sampled_from(["k", "j"]), VALUES | SCALARS, max_size=2),
+    "ms": st.sampled_from([1, 5]) | INTS | SCALARS,
+    "times": st.sampled_from([1, 2]) | INTS,
+    "exception": st.sampled_from(["E", ""]) | SCALARS,
+    "wipe": st.booleans() | SCALARS,
+}
+REQUIRED = {
+    "put": ["site", "key", "value"],
+    "delta": ["site", "key", "changes"],
+    "destroy": ["site", "key"],
+    "putall": ["site", "entries"],
+    "tick": ["ms"],
+    "site_down": ["site"],
+    "site_up": ["site", "wipe"],
+    "fail": ["site", "key", "exception", "times"],
+    **{name: ["sender"] for name in ("deliver", "deliver_ack", "drop", "drop_ack")},
+}
+
+
+@st.composite
+def op_objects(draw: st.DrawFn) -> dict[str, Any]:
+    """Operation objects, mostly well formed, some with a field too many or too few."""
+    name = draw(OP_NAMES)
+    obj: dict[str, Any] = {"op": name}
+    for field in REQUIRED.get(name, []):
+        if draw(st.integers(0, 19)) > 0:
+            obj[field] = draw(FIELD_VALUES[field])
+    if draw(st.integers(0, 9)) == 0:
+        extra = draw(FIELD_NAMES)
+        obj[extra] = draw(FIELD_VALUES.get(extra, SCALARS))
+    return obj
+
+
+def encodings(obj: dict[str, Any]) -> list[bytes]:
+    compact = {"sort_keys": True, "separators": (",", ":")}
+    return [
+        json.dumps(obj, **compact).encode(),  # type: ignore[arg-type]
+        json.dumps(obj, ensure_ascii=False, **compact).encode("utf-8", "surrogatepass"),  # type: ignore[arg-type]
+        json.dumps(obj).encode(),
+    ]
+
+
+MUTATION_BYTES = [b"{", b"}", b"[", b'"', b",", b":", b"0", b"9", b"-", b"e", b".", b"\\", b" "]
+MUTATION_BYTES += [b"\xff", b"\xc3", b"\xe2\x80\xa8", b"1e400", b"NaN", b'"op":"tick",']
+
+
+@st.composite
+def mutated(draw: st.DrawFn, line: bytes) -> bytes:
+    """The line with a few bytes inserted, deleted or replaced, or a key written twice."""
+    for _ in range(draw(st.integers(1, 3))):
+        kind = draw(st.sampled_from(["insert", "delete", "replace", "duplicate"]))
+        at = draw(st.integers(0, len(line)))
+        if kind == "insert":
+            line = line[:at] + draw(st.sampled_from(MUTATION_BYTES)) + line[at:]
+        elif kind == "delete":
+            line = line[:at] + line[at + 1 :]
+        elif kind == "replace":
+            line = line[:at] + draw(st.sampled_from(MUTATION_BYTES)) + line[at + 1 :]
+        elif line.startswith(b"{") and b":" in line:
+            end = line.find(b",", 1)
+            first = line[1 : end if end > 0 else len(line) - 1]
+            line = b"{" + first + b"," + line[1:]  # the first member written twice
+    return line
+
+
+def precise_verdict(line: bytes) -> Op | str:
+    reader = _Reader("t.jsonl")
+    reader.config = CONFIG
+    try:
+        op = reader.precise(2, line)
+    except TraceError as exc:
+        return str(exc)
+    assert op is not None
+    return op
+
+
+@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_fast_path_never_accepts_what_the_precise_validator_rejects(data: st.DataObject) -> None:
+    obj = data.draw(op_objects())
+    fast = fast_path(CONFIG)
+    for line in encodings(obj):
+        for candidate in (line, data.draw(mutated(line))):
+            taken = fast(candidate)
+            if taken is not None:
+                assert precise_verdict(candidate) == taken, candidate
+
+
+def test_fast_and_precise_verdicts_on_chosen_lines() -> None:
+    # Lines the fast decoder itself would take, were it not for the canonical-form check.
+    fast = fast_path(CONFIG)
+    rejected = {
+        b'{"ms":1,"ms":2,"op":"tick"}': "t.jsonl:2: not valid JSON: field 'ms' appears twice "
+        "in one object",
+        b'{"key":"k","op":"put","site":1,"value":{"a":1,"a":2}}': "t.jsonl:2: not valid JSON: "
+        "field 'a' appears twice in one object",
+        b'{"op":"tick","op":"tick","ms":1}': "t.jsonl:2: not valid JSON: field 'op' appears "
+        "twice in one object",
+    }
+    for line, message in rejected.items():
+        assert fast(line) is None
+        assert precise_verdict(line) == message
+    accepted = {  # not canonical: the precise path takes them
+        b'{"op": "tick", "ms": 1}': Tick(1),
+        b'{"key":"\\u00e9","op":"destroy","site":1}': precise_verdict(
+            '{"key":"é","op":"destroy","site":1}'.encode()
+        ),
+        b'{"op":"site_up","site":2}': SiteUp(2),
+        b'{"key":"k","op":"put","site":1,"value":{"n":-0}}': Put(1, "k", {"n": 0}),
+    }
+    for line, op in accepted.items():
+        assert fast(line) is None
+        assert precise_verdict(line) == op
