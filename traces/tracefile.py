@@ -104,13 +104,18 @@ def parse_trace_lines(lines: Iterable[str], name: str) -> Trace:
 
 def _file_lines(name: str) -> Iterator[bytes]:
     """The lines of a file without their b"\\n", read in chunks (bounded by the longest line)."""
-    rest = b""
+    pieces: list[bytes] = []  # of the line not yet ended (joined once: a long line is linear)
     for chunk in read_chunks(name, "a trace file", size=CHUNK_SIZE):
-        lines = (rest + chunk).split(b"\n")
-        rest = lines.pop()
+        end = chunk.rfind(b"\n")
+        if end < 0:
+            pieces.append(chunk)
+            continue
+        pieces.append(chunk[:end])
+        lines = b"".join(pieces).split(b"\n")
+        pieces = [chunk[end + 1 :]]
         yield from lines
-    if rest:
-        yield rest
+    if tail := b"".join(pieces):
+        yield tail
 
 
 # --- the precise validator -------------------------------------------------------------
