@@ -142,12 +142,13 @@ def test_R01_site_down_gates_client_writes_and_site_ops(run: Any) -> None:
     assert r.steps[6] == [skipped("site_down")]
     assert r.steps[7] == []
     assert r.steps[8] == [skipped("site_up")]
-    # R9: k was [1,0,1], same dsid, now 0 >= 0 -> [2,0,1]
-    assert r.steps[9] == [enqueued(1, "1:2", "k", "update", [2, 0, 1], {"v": 5}, [])]
+    # R9: k was [1,0,1], now 0 <= 0 -> ts 0 + 1 = 1: [2,1,1]
+    assert r.steps[9] == [enqueued(1, "1:2", "k", "update", [2, 1, 1], {"v": 5}, [])]
     assert r.state["sites"]["1"] == {
         "up": True,
         "seq": 2,
-        "entries": {"k": entry({"v": 5}, [2, 0, 1])},
+        "timestamp_floor": 0,  # R21: no wipe
+        "entries": {"k": entry({"v": 5}, [2, 1, 1])},
         "stats": site_stats(),
     }
 
@@ -168,7 +169,13 @@ def test_R01_down_site_neither_flushes_nor_receives(run: Any) -> None:
     assert r.steps[3] == [sent("ny", 1, ["1:1"], 7)]  # size({"v":1}) = len('{"v":1}') = 7
     assert r.steps[5] == [skipped("deliver")]
     assert r.state["sites"]["1"]["up"] is True
-    assert r.state["sites"]["2"] == {"up": False, "seq": 0, "entries": {}, "stats": site_stats()}
+    assert r.state["sites"]["2"] == {
+        "up": False,
+        "seq": 0,
+        "timestamp_floor": 0,
+        "entries": {},
+        "stats": site_stats(),
+    }
     ny = r.state["senders"]["ny"]
     assert ny["in_flight"] == in_flight(1, ["1:1"], 1000)
     assert ny["network"] == network(False, False)
@@ -181,27 +188,28 @@ def test_R02_tombstones_kept_with_value_null(run: Any) -> None:
             put(1, "k", {"f": 1}),  # 0: 1:1 [1,0,1]
             deliver("ny"),  # 1
             deliver_ack("ny"),  # 2
-            destroy(1, "k"),  # 3: 1:2 [2,0,1], ships 0 bytes (R4)
+            destroy(1, "k"),  # 3: 1:2, now 0 <= 0 -> [2,1,1]; ships 0 bytes (R4)
             deliver("ny"),  # 4
             deliver_ack("ny"),  # 5
             destroy(1, "k"),  # 6: tombstone is not live -> skipped
             delta(1, "k", {"f": 2}),  # 7: skipped
-            put(1, "k", {"f": 3}),  # 8: tombstone counts for R9: ev 2+1=3; op create (not live)
+            put(1, "k", {"f": 3}),  # 8: the tombstone counts for R9: ev 2+1 = 3, 0 <= 1 -> ts 2;
+            # op create (not live)
         ],
     )
     assert r.steps[3] == [
-        enqueued(1, "1:2", "k", "destroy", [2, 0, 1], None, ["ny"]),
+        enqueued(1, "1:2", "k", "destroy", [2, 1, 1], None, ["ny"]),
         sent("ny", 2, ["1:2"], 0),
     ]
     assert r.steps[4] == [applied(2, "ny", "1:2", "k", "ok")]
     assert r.steps[6] == [skipped("destroy")]
     assert r.steps[7] == [skipped("delta")]
     assert r.steps[8] == [
-        enqueued(1, "1:3", "k", "create", [3, 0, 1], {"f": 3}, ["ny"]),
+        enqueued(1, "1:3", "k", "create", [3, 2, 1], {"f": 3}, ["ny"]),
         sent("ny", 3, ["1:3"], 7),
     ]
-    assert r.state["sites"]["2"]["entries"] == {"k": entry(None, [2, 0, 1])}
-    assert r.state["sites"]["1"]["entries"] == {"k": entry({"f": 3}, [3, 0, 1])}
+    assert r.state["sites"]["2"]["entries"] == {"k": entry(None, [2, 1, 1])}
+    assert r.state["sites"]["1"]["entries"] == {"k": entry({"f": 3}, [3, 2, 1])}
     # bytes: 7 (put) + 0 (destroy) + 7 (put)
     assert r.state["senders"]["ny"]["stats"] == sender_stats(
         batches_sent=3, events_sent=3, bytes_full=14
@@ -215,8 +223,8 @@ def test_R03_sequence_numbers_putall_sorted_and_never_reused_after_wipe(run: Any
             putall(1, {"b": {"v": 2}, "a": {"v": 1}}),  # 0: a -> 1:1, b -> 1:2 (sorted keys)
             put(2, "a", {"v": 3}),  # 1: site 2 numbers on its own: 2:1
             site_down(1),  # 2
-            site_up(1, wipe=True),  # 3
-            put(1, "c", {"v": 4}),  # 4: 1:3, not 1:1
+            site_up(1, wipe=True),  # 3: R21 floor = 1 + largest issued ts 0 = 1
+            put(1, "c", {"v": 4}),  # 4: 1:3, not 1:1; R9 ts = max(now 0, floor 1) = 1
         ],
     )
     assert r.steps[0] == [
@@ -224,9 +232,9 @@ def test_R03_sequence_numbers_putall_sorted_and_never_reused_after_wipe(run: Any
         enqueued(1, "1:2", "b", "create", [1, 0, 1], {"v": 2}, []),
     ]
     assert r.steps[1] == [enqueued(2, "2:1", "a", "create", [1, 0, 2], {"v": 3}, [])]
-    assert r.steps[4] == [enqueued(1, "1:3", "c", "create", [1, 0, 1], {"v": 4}, [])]
+    assert r.steps[4] == [enqueued(1, "1:3", "c", "create", [1, 1, 1], {"v": 4}, [])]
     assert r.state["sites"]["1"]["seq"] == 3
-    assert r.state["sites"]["1"]["entries"] == {"c": entry({"v": 4}, [1, 0, 1])}
+    assert r.state["sites"]["1"]["entries"] == {"c": entry({"v": 4}, [1, 1, 1])}
     assert r.state["sites"]["2"]["seq"] == 1
 
 
@@ -237,13 +245,13 @@ def test_R04_sizes_are_canonical_json_bytes(run: Any) -> None:
         one_way(batch_size=4, delta=True),
         [
             put(1, "k", {"name": "x", "n": 10}),  # '{"n":10,"name":"x"}' = 19 (keys sorted)
-            delta(1, "k", {"n": 11}),  # delta '{"n":11}' = 8
+            delta(1, "k", {"n": 11}),  # delta '{"n":11}' = 8; R9: 0 <= 0 -> [2,1,1]
             destroy(1, "k"),  # 0
             put(1, "u", {"s": "é"}),  # '{"s":"\u00e9"}' = 1+3+1+8+1 = 14 (ensure_ascii)
         ],
     )
     assert r.steps[1] == [
-        enqueued(1, "1:2", "k", "update", [2, 0, 1], {"n": 11, "name": "x"}, ["ny"])
+        enqueued(1, "1:2", "k", "update", [2, 1, 1], {"n": 11, "name": "x"}, ["ny"])
     ]
     # full: 19 + 0 + 14 = 33; delta: 8
     assert r.steps[3][-1] == sent("ny", 1, ["1:1", "1:2", "1:3", "1:4"], 33, 8)
@@ -414,54 +422,60 @@ def test_R09_local_version_other_dsid_uses_now_when_later(run: Any) -> None:
     assert r.steps[3] == [enqueued(1, "1:1", "k", "update", [2, 5, 1], {"v": 2}, [])]
 
 
-def test_R09_local_version_same_dsid_keeps_timestamp_when_clock_behind(run: Any) -> None:
-    r = run(
+def test_R09_local_version_bumps_timestamp_until_the_clock_passes_it(run_each: Any) -> None:
+    # v1.1 (§14): `ts = c.timestamp + 1` whenever now <= c.timestamp, whatever c's dsid;
+    # v1 kept ts for the same dsid (here [3,1,1], [4,2,1], ...).
+    r = run_each(
         INTO_1,
         [
             put(2, "k", {"v": 1}),  # 0: [1,0,2]
             deliver("ldn"),  # 1: k@1 = [1,0,2]
-            put(1, "k", {"v": 2}),  # 2: other dsid, 0 <= 0 -> [2,1,1]
-            put(1, "k", {"v": 3}),  # 3: same dsid, now 0 < 1 -> ts stays 1: [3,1,1]
+            put(1, "k", {"v": 2}),  # 2: other dsid, now 0 <= 0 -> ts 0+1: [2,1,1]
+            put(1, "k", {"v": 3}),  # 3: same dsid, now 0 <= 1 -> ts 1+1: [3,2,1]
             tick(2),  # 4: now 2
-            put(1, "k", {"v": 4}),  # 5: same dsid, 2 >= 1 -> ts now: [4,2,1]
-            destroy(1, "k"),  # 6: [5,2,1]
-            put(1, "k", {"v": 5}),  # 7: tombstone counts: [6,2,1], create
+            put(1, "k", {"v": 4}),  # 5: now 2 <= 2 -> ts 2+1: [4,3,1]
+            destroy(1, "k"),  # 6: 2 <= 3 -> [5,4,1]
+            put(1, "k", {"v": 5}),  # 7: the tombstone counts: 2 <= 4 -> [6,5,1], create
+            tick(4),  # 8: now 6
+            put(1, "k", {"v": 6}),  # 9: now 6 > 5 -> ts now: [7,6,1]
         ],
     )
-    versions = [r.steps[i][0]["version"] for i in (2, 3, 5, 6, 7)]
-    assert versions == [[2, 1, 1], [3, 1, 1], [4, 2, 1], [5, 2, 1], [6, 2, 1]]
-    assert [r.steps[i][0]["op"] for i in (2, 3, 5, 6, 7)] == [
-        "update", "update", "update", "destroy", "create",
+    steps = (2, 3, 5, 6, 7, 9)
+    versions = [r.steps[i][0]["version"] for i in steps]
+    assert versions == [[2, 1, 1], [3, 2, 1], [4, 3, 1], [5, 4, 1], [6, 5, 1], [7, 6, 1]]
+    assert [r.steps[i][0]["op"] for i in steps] == [
+        "update", "update", "update", "destroy", "create", "update",
     ]  # fmt: skip
-    assert r.state["sites"]["1"]["entries"] == {"k": entry({"v": 5}, [6, 2, 1])}
+    assert r.state["sites"]["1"]["entries"] == {"k": entry({"v": 6}, [7, 6, 1])}
 
 
 def test_R10_create_update_delta_destroy_putall(run: Any) -> None:
     r = run(
         NO_SENDERS,
         [
-            put(1, "k", {"f": 1}),
-            put(1, "k", {"f": 2}),
-            delta(1, "k", {"g": True}),  # field assignment: {"f":2,"g":true}
-            destroy(1, "k"),
-            putall(1, {"m": {"f": 6}, "k": {"f": 5}}),  # k is a tombstone -> create
-            putall(1, {"m": {"f": 7}}),
+            # all at now 0: R9 bumps each later write of a key to the entry's ts + 1
+            put(1, "k", {"f": 1}),  # [1,0,1]
+            put(1, "k", {"f": 2}),  # [2,1,1]
+            delta(1, "k", {"g": True}),  # field assignment: {"f":2,"g":true}; [3,2,1]
+            destroy(1, "k"),  # [4,3,1]
+            putall(1, {"m": {"f": 6}, "k": {"f": 5}}),  # k is a tombstone -> create [5,4,1]
+            putall(1, {"m": {"f": 7}}),  # m [1,0,1] -> [2,1,1]
             putall(1, {}),  # entries empty -> not enabled
         ],
     )
     assert r.observations == [
         enqueued(1, "1:1", "k", "create", [1, 0, 1], {"f": 1}, []),
-        enqueued(1, "1:2", "k", "update", [2, 0, 1], {"f": 2}, []),
-        enqueued(1, "1:3", "k", "update", [3, 0, 1], {"f": 2, "g": True}, []),
-        enqueued(1, "1:4", "k", "destroy", [4, 0, 1], None, []),
-        enqueued(1, "1:5", "k", "create", [5, 0, 1], {"f": 5}, []),
+        enqueued(1, "1:2", "k", "update", [2, 1, 1], {"f": 2}, []),
+        enqueued(1, "1:3", "k", "update", [3, 2, 1], {"f": 2, "g": True}, []),
+        enqueued(1, "1:4", "k", "destroy", [4, 3, 1], None, []),
+        enqueued(1, "1:5", "k", "create", [5, 4, 1], {"f": 5}, []),
         enqueued(1, "1:6", "m", "create", [1, 0, 1], {"f": 6}, []),
-        enqueued(1, "1:7", "m", "update", [2, 0, 1], {"f": 7}, []),
+        enqueued(1, "1:7", "m", "update", [2, 1, 1], {"f": 7}, []),
         skipped("putall"),
     ]
     assert r.state["sites"]["1"]["entries"] == {
-        "k": entry({"f": 5}, [5, 0, 1]),
-        "m": entry({"f": 7}, [2, 0, 1]),
+        "k": entry({"f": 5}, [5, 4, 1]),
+        "m": entry({"f": 7}, [2, 1, 1]),
     }
     assert r.state["sites"]["1"]["seq"] == 7
 
@@ -473,17 +487,17 @@ def test_R10_delta_event_builds_merged_value_at_receiver(run: Any) -> None:
             put(1, "k", {"f": 1, "s": "a"}),  # '{"f":1,"s":"a"}' = 15
             deliver("ny"),
             deliver_ack("ny"),
-            delta(1, "k", {"f": 2}),  # delta '{"f":2}' = 7, base [1,0,1]
+            delta(1, "k", {"f": 2}),  # delta '{"f":2}' = 7, base [1,0,1]; 0 <= 0 -> [2,1,1]
             deliver("ny"),
         ],
     )
     assert r.steps[0][-1] == sent("ny", 1, ["1:1"], 15)
     assert r.steps[3] == [
-        enqueued(1, "1:2", "k", "update", [2, 0, 1], {"f": 2, "s": "a"}, ["ny"]),
+        enqueued(1, "1:2", "k", "update", [2, 1, 1], {"f": 2, "s": "a"}, ["ny"]),
         sent("ny", 2, ["1:2"], 0, 7),
     ]
     assert r.steps[4] == [applied(2, "ny", "1:2", "k", "ok", value={"f": 2, "s": "a"})]
-    assert r.state["sites"]["2"]["entries"] == {"k": entry({"f": 2, "s": "a"}, [2, 0, 1])}
+    assert r.state["sites"]["2"]["entries"] == {"k": entry({"f": 2, "s": "a"}, [2, 1, 1])}
 
 
 def test_R11_enqueue_to_every_sender_with_recipients(run: Any) -> None:
@@ -685,6 +699,7 @@ def test_R16_ok_applies_the_full_value(run: Any) -> None:
     assert r.state["sites"]["2"] == {
         "up": True,
         "seq": 0,
+        "timestamp_floor": 0,
         "entries": {"k": entry({"v": 1}, [1, 0, 1])},
         "stats": site_stats(applied=1),
     }
@@ -731,10 +746,10 @@ def test_R16_retry_attempts_0_one_attempt_per_event(run: Any) -> None:
             put(1, "k", {"v": 1}),  # 1:1
             deliver("ny"),  # 1 attempt, consumes 1 (1 left) -> failed
             deliver_ack("ny"),
-            put(1, "k", {"v": 2}),  # 1:2 [2,0,1]
+            put(1, "k", {"v": 2}),  # 1:2, now 0 <= 0 -> [2,1,1]
             deliver("ny"),  # consumes the last -> failed
             deliver_ack("ny"),
-            put(1, "k", {"v": 3}),  # 1:3 [3,0,1]
+            put(1, "k", {"v": 3}),  # 1:3, now 0 <= 1 -> [3,2,1]
             deliver("ny"),  # no attempts left -> ok
         ],
     )
@@ -742,7 +757,7 @@ def test_R16_retry_attempts_0_one_attempt_per_event(run: Any) -> None:
     assert r.steps[5] == [applied(2, "ny", "1:2", "k", "failed", exception="E")]
     assert r.steps[8] == [applied(2, "ny", "1:3", "k", "ok")]
     assert r.state["sites"]["2"]["stats"] == site_stats(applied=1, failures=2, retries=0)
-    assert r.state["sites"]["2"]["entries"] == {"k": entry({"v": 3}, [3, 0, 1])}
+    assert r.state["sites"]["2"]["entries"] == {"k": entry({"v": 3}, [3, 2, 1])}
     assert r.state["senders"]["ny"]["stats"]["events_dropped"] == 2
 
 
@@ -755,7 +770,7 @@ def test_R16_retry_attempts_2_retries_inside_one_deliver(run: Any) -> None:
             put(1, "k", {"v": 1}),
             deliver("ny"),  # 1 + 2 = 3 attempts, all fail (5 -> 2 left); retries += 2
             deliver_ack("ny"),
-            put(1, "k", {"v": 2}),  # [2,0,1]
+            put(1, "k", {"v": 2}),  # now 0 <= 0 -> [2,1,1]
             deliver("ny"),  # attempts 1, 2 fail (2 -> 0), attempt 3 succeeds; retries += 2
         ],
     )
@@ -763,7 +778,7 @@ def test_R16_retry_attempts_2_retries_inside_one_deliver(run: Any) -> None:
     assert r.steps[3] == [acked("ny", 1, ["1:1"]), dropped("ny", "1:1", "E")]
     assert r.steps[5] == [applied(2, "ny", "1:2", "k", "ok")]
     assert r.state["sites"]["2"]["stats"] == site_stats(applied=1, failures=1, retries=4)
-    assert r.state["sites"]["2"]["entries"] == {"k": entry({"v": 2}, [2, 0, 1])}
+    assert r.state["sites"]["2"]["entries"] == {"k": entry({"v": 2}, [2, 1, 1])}
 
 
 def test_R16_retry_attempts_minus_1_retries_until_success(run: Any) -> None:
@@ -870,22 +885,26 @@ def test_R16_conflict_different_dsid_breaks_ties_by_dsid(run: Any) -> None:
     assert r.state["sites"]["2"]["stats"] == site_stats(conflicts=1)
 
 
-def test_R16_conflict_same_dsid_compares_timestamp_then_entry_version(run: Any) -> None:
-    r = run(
+def test_R16_conflict_same_dsid_older_tag_arriving_late_loses(run_each: Any) -> None:
+    # R16.3 compares (timestamp, entry_version) for one dsid. v1.1's R9 gives one site's
+    # writes to a key strictly increasing timestamps (and R21's floor keeps that across a
+    # wipe), so the timestamps decide here: v1's tie on ts 0 ((0,2) < (0,3)) is gone
+    # (SPEC §13: two different tags of one dsid never share a timestamp).
+    r = run_each(
         one_way(batch_size=2, delta=True),
         [
             put(1, "k", {"f": 1}),  # 0: 1:1 [1,0,1]
-            put(1, "j", {"f": 0}),  # 1: 1:2; batch 1 = [1:1, 1:2]
+            put(1, "j", {"f": 0}),  # 1: 1:2 [1,0,1]; batch 1 = [1:1, 1:2]
             deliver("ny"),  # 2
             deliver_ack("ny"),  # 3
             site_down(2),  # 4
-            site_up(2, wipe=True),  # 5
-            delta(1, "k", {"f": 2}),  # 6: 1:3 [2,0,1], delta '{"f":2}' = 7
-            put(1, "k", {"f": 3}),  # 7: 1:4 [3,0,1]; batch 2 = [1:3, 1:4]: full 7, delta 7
+            site_up(2, wipe=True),  # 5: site 2 never issued a tag: its floor stays 0
+            delta(1, "k", {"f": 2}),  # 6: 1:3, 0 <= 0 -> [2,1,1], delta '{"f":2}' = 7
+            put(1, "k", {"f": 3}),  # 7: 1:4, 0 <= 1 -> [3,2,1]; batch 2 = [1:3, 1:4]: 7 + 7
             deliver("ny"),  # 8: 1:3 no entry -> invalid_delta; 1:4 no entry -> ok
             deliver_ack("ny"),  # 9: 1:3 kept; 1 < 2 and age 0 < 1000: no flush
             tick(1000),  # 10: age 1000: batch 3 = [1:3] as full '{"f":2}' = 7
-            deliver("ny"),  # 11: same dsid, (0, 2) < (0, 3) -> conflict
+            deliver("ny"),  # 11: same dsid, (1, 2) < (2, 3) -> conflict
             deliver_ack("ny"),  # 12
         ],
     )
@@ -898,7 +917,8 @@ def test_R16_conflict_same_dsid_compares_timestamp_then_entry_version(run: Any) 
     assert r.steps[10] == [sent("ny", 3, ["1:3"], 7)]
     assert r.steps[11] == [applied(2, "ny", "1:3", "k", "conflict")]
     assert r.steps[12] == [acked("ny", 3, ["1:3"])]
-    assert r.state["sites"]["2"]["entries"] == {"k": entry({"f": 3}, [3, 0, 1])}
+    assert r.state["sites"]["2"]["entries"] == {"k": entry({"f": 3}, [3, 2, 1])}
+    assert r.state["sites"]["2"]["timestamp_floor"] == 0
     # applied: 2 before the wipe (counters kept) + 1:4
     assert r.state["sites"]["2"]["stats"] == site_stats(applied=3, conflicts=1, invalid_deltas=1)
 
@@ -1019,10 +1039,11 @@ def test_R19_invalid_delta_requeued_at_head_and_resent_full(run: Any) -> None:
             deliver_ack("ny"),  # 4
             site_down(2),  # 5
             site_up(2, wipe=True),  # 6: site 2 forgets k, n, m
+            # R9, now 0: each rewrite of k, m, n (all [1,0,1]) takes ts 0 + 1 -> [2,1,1]
             delta(1, "k", {"g": 2}),  # 7: 1:4, delta '{"g":2}' = 7
             put(1, "m", {"f": 2}),  # 8: 1:5, full 7
             delta(1, "n", {"g": 3}),  # 9: 1:6, delta 7; batch 2
-            put(1, "q", {"f": 4}),  # 10: 1:7, queued
+            put(1, "q", {"f": 4}),  # 10: 1:7 [1,0,1] (a new key), queued
             deliver("ny"),  # 11
             deliver_ack("ny"),  # 12
             deliver("ny"),  # 13
@@ -1048,9 +1069,9 @@ def test_R19_invalid_delta_requeued_at_head_and_resent_full(run: Any) -> None:
         applied(2, "ny", "1:7", "q", "ok"),
     ]
     assert r.state["sites"]["2"]["entries"] == {
-        "k": entry({"f": 1, "g": 2}, [2, 0, 1]),
-        "m": entry({"f": 2}, [2, 0, 1]),
-        "n": entry({"f": 1, "g": 3}, [2, 0, 1]),
+        "k": entry({"f": 1, "g": 2}, [2, 1, 1]),
+        "m": entry({"f": 2}, [2, 1, 1]),
+        "n": entry({"f": 1, "g": 3}, [2, 1, 1]),
         "q": entry({"f": 4}, [1, 0, 1]),
     }
     # events 3 + 3 + 3; full 21 + 7 + 33 = 61; delta 14
@@ -1148,31 +1169,31 @@ def test_R21_wipe_forgets_applied_events(run: Any) -> None:
     assert r.state["sites"]["2"]["stats"] == site_stats(applied=2)
 
 
-def test_R21_wipe_keeps_stats_dlq_seq_batch_ids_and_failures(run: Any) -> None:
-    r = run(
+def test_R21_wipe_keeps_stats_dlq_seq_batch_ids_and_failures(run_each: Any) -> None:
+    r = run_each(
         one_way(batch_size=1, failure_listener="dlq"),
         [
             fail(2, "k", "E", 2),  # 0
-            put(1, "j", {"v": 1}),  # 1: 1:1, batch 1
+            put(1, "j", {"v": 1}),  # 1: 1:1 [1,0,1], batch 1
             deliver("ny"),  # 2: ok
             deliver_ack("ny"),  # 3
-            put(1, "k", {"v": 2}),  # 4: 1:2, batch 2
+            put(1, "k", {"v": 2}),  # 4: 1:2 [1,0,1], batch 2
             deliver("ny"),  # 5: failed (1 left)
             deliver_ack("ny"),  # 6: dead-lettered
-            put(1, "k", {"v": 3}),  # 7: 1:3 [2,0,1], batch 3
-            put(1, "m", {"v": 4}),  # 8: 1:4 queued
+            put(1, "k", {"v": 3}),  # 7: 1:3, now 0 <= 0 -> [2,1,1], batch 3
+            put(1, "m", {"v": 4}),  # 8: 1:4 [1,0,1] queued
             site_down(1),  # 9: batch 3's message removed
-            site_up(1, wipe=True),  # 10: entries, queue, in_flight gone
+            site_up(1, wipe=True),  # 10: entries, queue, in_flight gone; floor 1 + 1 = 2
             site_down(2),  # 11
-            site_up(2, wipe=True),  # 12
-            put(1, "k", {"v": 5}),  # 13: no entry at 1 any more: 1:5 [1,0,1], batch 4
+            site_up(2, wipe=True),  # 12: site 2 never issued a tag: floor stays 0
+            put(1, "k", {"v": 5}),  # 13: no entry at 1 any more: 1:5, max(0, 2) -> [1,2,1]
             deliver("ny"),  # 14: the fail is still in force: failed (0 left)
             deliver_ack("ny"),  # 15
         ],
     )
     assert r.steps[10] == []
     assert r.steps[13] == [
-        enqueued(1, "1:5", "k", "create", [1, 0, 1], {"v": 5}, ["ny"]),
+        enqueued(1, "1:5", "k", "create", [1, 2, 1], {"v": 5}, ["ny"]),
         sent("ny", 4, ["1:5"], 7),
     ]
     assert r.steps[14] == [applied(2, "ny", "1:5", "k", "failed", exception="E")]
@@ -1180,12 +1201,14 @@ def test_R21_wipe_keeps_stats_dlq_seq_batch_ids_and_failures(run: Any) -> None:
     assert r.state["sites"]["1"] == {
         "up": True,
         "seq": 5,
-        "entries": {"k": entry({"v": 5}, [1, 0, 1])},
+        "timestamp_floor": 2,
+        "entries": {"k": entry({"v": 5}, [1, 2, 1])},
         "stats": site_stats(),
     }
     assert r.state["sites"]["2"] == {
         "up": True,
         "seq": 0,
+        "timestamp_floor": 0,
         "entries": {},
         "stats": site_stats(applied=1, failures=2),
     }
@@ -1199,7 +1222,7 @@ def test_R21_wipe_keeps_stats_dlq_seq_batch_ids_and_failures(run: Any) -> None:
             {"event_id": "1:2", "sender": "ny", "key": "k", "op": "create", "exception": "E",
              "version": [1, 0, 1], "value": {"v": 2}},
             {"event_id": "1:5", "sender": "ny", "key": "k", "op": "create", "exception": "E",
-             "version": [1, 0, 1], "value": {"v": 5}},
+             "version": [1, 2, 1], "value": {"v": 5}},
         ],
     }  # fmt: skip
 
@@ -1293,7 +1316,7 @@ def test_R22_forwarded_delta_ships_per_the_forwarding_senders_setting(run: Any) 
         [
             put(1, "k", {"f": 1, "s": "x"}),  # '{"f":1,"s":"x"}' = 15
             SETTLE,
-            delta(1, "k", {"f": 2}),  # 1:2 [2,0,1], base [1,0,1]; a ships '{"f":2}' = 7
+            delta(1, "k", {"f": 2}),  # 1:2, now 0 <= 0 -> [2,1,1], base [1,0,1]; a ships 7
             SETTLE,
         ],
     )
@@ -1308,7 +1331,7 @@ def test_R22_forwarded_delta_ships_per_the_forwarding_senders_setting(run: Any) 
         acked("b", 2, ["1:2"]),
     ]
     for site in ("1", "2", "3"):
-        assert r.state["sites"][site]["entries"] == {"k": entry(built, [2, 0, 1])}
+        assert r.state["sites"][site]["entries"] == {"k": entry(built, [2, 1, 1])}
 
 
 def test_R22_forwarded_event_keeps_its_r19_conversion(run: Any) -> None:
@@ -1444,10 +1467,10 @@ def test_R24_dead_letter_records_with_and_without_values(run: Any) -> None:
             fail(2, "k", cwe, 3),
             fail(3, "k", cwe, 3),
             put(1, "k", {"v": 1}),  # 2: 1:1 create [1,0,1]
-            SETTLE,  # 3
-            put(1, "k", {"v": 2}),  # 4: 1:2 update [2,0,1]
+            SETTLE,  # 3: no tick (batch_size 1, every ack at once): now stays 0
+            put(1, "k", {"v": 2}),  # 4: 1:2 update, 0 <= 0 -> [2,1,1]
             SETTLE,  # 5
-            destroy(1, "k"),  # 6: 1:3 destroy [3,0,1]
+            destroy(1, "k"),  # 6: 1:3 destroy, 0 <= 1 -> [3,2,1]
             SETTLE,  # 7
         ],
     )
@@ -1470,8 +1493,8 @@ def test_R24_dead_letter_records_with_and_without_values(run: Any) -> None:
     ]
     records = [
         ("1:1", "create", [1, 0, 1], {"v": 1}),
-        ("1:2", "update", [2, 0, 1], {"v": 2}),
-        ("1:3", "destroy", [3, 0, 1], None),
+        ("1:2", "update", [2, 1, 1], {"v": 2}),
+        ("1:3", "destroy", [3, 2, 1], None),
     ]
     ny, ldn = r.state["senders"]["ny"], r.state["senders"]["ldn"]
     assert ny["dlq"] == [
