@@ -2,6 +2,10 @@
 
 Every expected value below was computed from the spec's rules, not copied from the
 model: the comments show the arithmetic (sizes per R4, tags per R9, times per R5/R15).
+Tests taking `run_each` run twice, through model.Engine and impl.Engine, against the same
+hand-derived values; `run` replays through the model only (tests/conftest.py). Tags follow
+SPEC v1.1: R9 bumps `ts` to `c.timestamp + 1` whenever `now <= c.timestamp` (whatever
+c's dsid), and never below the site's R21 `timestamp_floor`.
 Notation in comments: `k@2` is key k at site 2; tags are [entry_version, timestamp, dsid].
 Readings where the spec is silent follow the brief given to the model (see the module
 docstring of model/): a skipped op changes nothing; only `ok` enters the applied memory;
@@ -118,8 +122,8 @@ INTO_1: Obs = {"sites": [1, 2], "senders": [{"id": "ldn", "site": 2, "remote": 1
 # ========================================================================================
 
 
-def test_R01_site_down_gates_client_writes_and_site_ops(run: Any) -> None:
-    r = run(
+def test_R01_site_down_gates_client_writes_and_site_ops(run_each: Any) -> None:
+    r = run_each(
         NO_SENDERS,
         [
             put(1, "k", {"v": 1}),  # 0: 1:1 while up
@@ -153,8 +157,8 @@ def test_R01_site_down_gates_client_writes_and_site_ops(run: Any) -> None:
     }
 
 
-def test_R01_down_site_neither_flushes_nor_receives(run: Any) -> None:
-    r = run(
+def test_R01_down_site_neither_flushes_nor_receives(run_each: Any) -> None:
+    r = run_each(
         one_way(batch_size=2),
         [
             put(1, "a", {"v": 1}),  # 0: queue 1 < 2, age 0 < 1000: no flush
@@ -181,8 +185,8 @@ def test_R01_down_site_neither_flushes_nor_receives(run: Any) -> None:
     assert ny["network"] == network(False, False)
 
 
-def test_R02_tombstones_kept_with_value_null(run: Any) -> None:
-    r = run(
+def test_R02_tombstones_kept_with_value_null(run_each: Any) -> None:
+    r = run_each(
         one_way(batch_size=1),
         [
             put(1, "k", {"f": 1}),  # 0: 1:1 [1,0,1]
@@ -216,8 +220,8 @@ def test_R02_tombstones_kept_with_value_null(run: Any) -> None:
     )
 
 
-def test_R03_sequence_numbers_putall_sorted_and_never_reused_after_wipe(run: Any) -> None:
-    r = run(
+def test_R03_sequence_numbers_putall_sorted_and_never_reused_after_wipe(run_each: Any) -> None:
+    r = run_each(
         NO_SENDERS,
         [
             putall(1, {"b": {"v": 2}, "a": {"v": 1}}),  # 0: a -> 1:1, b -> 1:2 (sorted keys)
@@ -238,10 +242,10 @@ def test_R03_sequence_numbers_putall_sorted_and_never_reused_after_wipe(run: Any
     assert r.state["sites"]["2"]["seq"] == 1
 
 
-def test_R04_sizes_are_canonical_json_bytes(run: Any) -> None:
+def test_R04_sizes_are_canonical_json_bytes(run_each: Any) -> None:
     assert size({"f": 1}) == len('{"f":1}') == 7
     assert size(None) == 0
-    r = run(
+    r = run_each(
         one_way(batch_size=4, delta=True),
         [
             put(1, "k", {"name": "x", "n": 10}),  # '{"n":10,"name":"x"}' = 19 (keys sorted)
@@ -449,8 +453,134 @@ def test_R09_local_version_bumps_timestamp_until_the_clock_passes_it(run_each: A
     assert r.state["sites"]["1"]["entries"] == {"k": entry({"v": 6}, [7, 6, 1])}
 
 
-def test_R10_create_update_delta_destroy_putall(run: Any) -> None:
-    r = run(
+def test_R09_second_write_in_same_ms_bumps_timestamp(run_each: Any) -> None:
+    r = run_each(
+        NO_SENDERS,
+        [
+            tick(7),  # 0: now 7
+            put(1, "k", {"v": 1}),  # 1: no entry -> ts now: [1,7,1]
+            put(1, "k", {"v": 2}),  # 2: same dsid, same ms: 7 <= 7 -> ts 7+1: [2,8,1]
+            delta(1, "k", {"w": 3}),  # 3: 7 <= 8 -> [3,9,1]
+            put(1, "j", {"v": 1}),  # 4: another key has its own entry: none -> [1,7,1]
+            tick(1),  # 5: now 8
+            put(1, "k", {"v": 4}),  # 6: the clock has not caught up: 8 <= 9 -> [4,10,1]
+            tick(5),  # 7: now 13
+            put(1, "k", {"v": 5}),  # 8: 13 > 10 -> ts now: [5,13,1]
+        ],
+    )
+    assert r.steps[1] == [enqueued(1, "1:1", "k", "create", [1, 7, 1], {"v": 1}, [])]
+    assert r.steps[2] == [enqueued(1, "1:2", "k", "update", [2, 8, 1], {"v": 2}, [])]
+    assert r.steps[3] == [enqueued(1, "1:3", "k", "update", [3, 9, 1], {"v": 2, "w": 3}, [])]
+    assert r.steps[4] == [enqueued(1, "1:4", "j", "create", [1, 7, 1], {"v": 1}, [])]
+    assert r.steps[6] == [enqueued(1, "1:5", "k", "update", [4, 10, 1], {"v": 4}, [])]
+    assert r.steps[8] == [enqueued(1, "1:6", "k", "update", [5, 13, 1], {"v": 5}, [])]
+    assert r.state["sites"]["1"]["entries"] == {
+        "j": entry({"v": 1}, [1, 7, 1]),
+        "k": entry({"v": 5}, [5, 13, 1]),
+    }
+    assert r.state["sites"]["1"]["timestamp_floor"] == 0  # only a wipe moves it (R21)
+
+
+def test_R09_same_ms_write_beats_concurrent_remote_write(run_each: Any) -> None:
+    """SPEC §14: a second write in the same millisecond beats a concurrent remote write.
+
+    v1 gave site 1's second write [2,5,1]: at site 2 it tied with [1,5,2] on ts 5 and
+    lost to the higher dsid, so both sites ended with site 2's value."""
+    r = run_each(
+        TWO_WAY,
+        [
+            tick(5),  # 0: now 5
+            put(1, "k", {"v": 1}),  # 1: 1:1 [1,5,1]; ny sends batch 1 = [1:1]
+            put(1, "k", {"v": 2}),  # 2: 1:2, 5 <= 5 -> [2,6,1]; ny has a batch in flight
+            put(2, "k", {"v": 9}),  # 3: 2:1 [1,5,2] (k unknown at 2); ldn sends batch 1
+            SETTLE,  # 4
+        ],
+    )
+    assert r.steps[1] == [
+        enqueued(1, "1:1", "k", "create", [1, 5, 1], {"v": 1}, ["ny"]),
+        sent("ny", 1, ["1:1"], 7),
+    ]
+    assert r.steps[2] == [enqueued(1, "1:2", "k", "update", [2, 6, 1], {"v": 2}, ["ny"])]
+    assert r.steps[3] == [
+        enqueued(2, "2:1", "k", "create", [1, 5, 2], {"v": 9}, ["ldn"]),
+        sent("ldn", 1, ["2:1"], 7),
+    ]
+    # R25: batches first, lowest id first ("ldn" < "ny"), then acks; R16.3 per arrival:
+    #   2:1 at 1: [1,5,2] vs [2,6,1]: 5 < 6 -> conflict (not forwarded, R22)
+    #   1:1 at 2: [1,5,1] vs [1,5,2]: equal ts, dsid 1 < 2 -> conflict
+    #   ny's ack frees it: batch 2 = [1:2], 7 bytes
+    #   1:2 at 2: [2,6,1] vs [1,5,2]: 6 > 5 -> ok; ldn.remote 1 is the origin: no forward
+    assert r.steps[4] == [
+        applied(1, "ldn", "2:1", "k", "conflict"),
+        applied(2, "ny", "1:1", "k", "conflict"),
+        acked("ldn", 1, ["2:1"]),
+        acked("ny", 1, ["1:1"]),
+        sent("ny", 2, ["1:2"], 7),
+        applied(2, "ny", "1:2", "k", "ok"),
+        acked("ny", 2, ["1:2"]),
+    ]
+    for site in ("1", "2"):
+        assert r.state["sites"][site]["entries"] == {"k": entry({"v": 2}, [2, 6, 1])}
+    assert r.state["sites"]["1"]["stats"] == site_stats(conflicts=1)
+    assert r.state["sites"]["2"]["stats"] == site_stats(applied=1, conflicts=1)
+    assert r.state["time"] == 5
+
+
+def test_R09_floor_makes_tags_unique_across_a_wipe(run_each: Any) -> None:
+    """The v1 P6 failure (SPEC §14): wiped, site 1 reissued [1,0,1] for another value, so
+    site 2's stale [1,0,1] entry passed R16.4 as the base of the next delta and built
+    {"a":1,"c":3}, a value site 1 never had. With the floor the new tags are later."""
+    r = run_each(
+        one_way(batch_size=1, delta=True),
+        [
+            put(1, "k", {"a": 1}),  # 0: 1:1 [1,0,1]; batch 1, '{"a":1}' = 7
+            deliver("ny"),  # 1: k@2 = {"a":1} [1,0,1]
+            deliver_ack("ny"),  # 2
+            site_down(1),  # 3
+            site_up(1, wipe=True),  # 4: R21 floor = 1 + 0 = 1
+            fail(2, "k", "E", 1),  # 5: the next write of k does not reach site 2
+            put(1, "k", {"b": 2}),  # 6: 1:2 create, ts max(now 0, floor 1) = 1: [1,1,1]
+            deliver("ny"),  # 7: failed; site 2 keeps the stale {"a":1} [1,0,1]
+            deliver_ack("ny"),  # 8: dropped (no listener)
+            delta(1, "k", {"c": 3}),  # 9: 1:3, 0 <= 1 -> [2,2,1], base [1,1,1], '{"c":3}' = 7
+            deliver("ny"),  # 10: (2,2) > (0,1) wins; base [1,1,1] != [1,0,1] -> invalid_delta
+            deliver_ack("ny"),  # 11: R19: kept, resent full '{"b":2,"c":3}' = 13
+            deliver("ny"),  # 12: ok with the origin's value
+            deliver_ack("ny"),  # 13
+        ],
+    )
+    assert r.steps[6] == [
+        enqueued(1, "1:2", "k", "create", [1, 1, 1], {"b": 2}, ["ny"]),
+        sent("ny", 2, ["1:2"], 7),
+    ]
+    assert r.steps[7] == [applied(2, "ny", "1:2", "k", "failed", exception="E")]
+    assert r.steps[8] == [acked("ny", 2, ["1:2"]), dropped("ny", "1:2", "E")]
+    assert r.steps[9] == [
+        enqueued(1, "1:3", "k", "update", [2, 2, 1], {"b": 2, "c": 3}, ["ny"]),
+        sent("ny", 3, ["1:3"], 0, 7),
+    ]
+    assert r.steps[10] == [applied(2, "ny", "1:3", "k", "invalid_delta")]
+    assert r.steps[11] == [
+        acked("ny", 3, []),
+        invalid_delta("ny", "1:3"),
+        sent("ny", 4, ["1:3"], 13),
+    ]
+    assert r.steps[12] == [applied(2, "ny", "1:3", "k", "ok")]  # full value: no "value"
+    assert r.steps[13] == [acked("ny", 4, ["1:3"])]
+    for site in ("1", "2"):
+        assert r.state["sites"][site]["entries"] == {"k": entry({"b": 2, "c": 3}, [2, 2, 1])}
+    assert r.state["sites"]["1"]["timestamp_floor"] == 1
+    assert r.state["sites"]["2"]["timestamp_floor"] == 0
+    assert r.state["sites"]["2"]["stats"] == site_stats(applied=2, failures=1, invalid_deltas=1)
+    # full 7 + 7 + 13 = 27; delta 7
+    assert r.state["senders"]["ny"]["stats"] == sender_stats(
+        batches_sent=4, events_sent=4, bytes_full=27, bytes_delta=7,
+        events_dropped=1, invalid_deltas=1,
+    )  # fmt: skip
+
+
+def test_R10_create_update_delta_destroy_putall(run_each: Any) -> None:
+    r = run_each(
         NO_SENDERS,
         [
             # all at now 0: R9 bumps each later write of a key to the entry's ts + 1
@@ -480,8 +610,8 @@ def test_R10_create_update_delta_destroy_putall(run: Any) -> None:
     assert r.state["sites"]["1"]["seq"] == 7
 
 
-def test_R10_delta_event_builds_merged_value_at_receiver(run: Any) -> None:
-    r = run(
+def test_R10_delta_event_builds_merged_value_at_receiver(run_each: Any) -> None:
+    r = run_each(
         one_way(batch_size=1, delta=True),
         [
             put(1, "k", {"f": 1, "s": "a"}),  # '{"f":1,"s":"a"}' = 15
@@ -693,8 +823,8 @@ def test_R15_connection_retried_after_every_enabled_op_only(run: Any) -> None:
 # ========================================================================================
 
 
-def test_R16_ok_applies_the_full_value(run: Any) -> None:
-    r = run(one_way(batch_size=1), [put(1, "k", {"v": 1}), deliver("ny")])
+def test_R16_ok_applies_the_full_value(run_each: Any) -> None:
+    r = run_each(one_way(batch_size=1), [put(1, "k", {"v": 1}), deliver("ny")])
     assert r.steps[1] == [applied(2, "ny", "1:1", "k", "ok")]
     assert r.state["sites"]["2"] == {
         "up": True,
@@ -738,8 +868,8 @@ def test_R16_failed_event_does_not_stop_the_batch(run: Any) -> None:
     )
 
 
-def test_R16_retry_attempts_0_one_attempt_per_event(run: Any) -> None:
-    r = run(
+def test_R16_retry_attempts_0_one_attempt_per_event(run_each: Any) -> None:
+    r = run_each(
         one_way(batch_size=1),  # site 2 gets the default receiver: retry_attempts 0
         [
             fail(2, "k", "E", 2),
@@ -761,9 +891,9 @@ def test_R16_retry_attempts_0_one_attempt_per_event(run: Any) -> None:
     assert r.state["senders"]["ny"]["stats"]["events_dropped"] == 2
 
 
-def test_R16_retry_attempts_2_retries_inside_one_deliver(run: Any) -> None:
+def test_R16_retry_attempts_2_retries_inside_one_deliver(run_each: Any) -> None:
     config = {**one_way(batch_size=1), "receivers": [{"site": 2, "retry_attempts": 2}]}
-    r = run(
+    r = run_each(
         config,
         [
             fail(2, "k", "E", 5),
@@ -1028,8 +1158,8 @@ def test_R18_ack_removes_per_status(run: Any) -> None:
     }
 
 
-def test_R19_invalid_delta_requeued_at_head_and_resent_full(run: Any) -> None:
-    r = run(
+def test_R19_invalid_delta_requeued_at_head_and_resent_full(run_each: Any) -> None:
+    r = run_each(
         one_way(batch_size=3, delta=True),
         [
             put(1, "k", {"f": 1}),  # 0: 1:1
@@ -1227,6 +1357,57 @@ def test_R21_wipe_keeps_stats_dlq_seq_batch_ids_and_failures(run_each: Any) -> N
     }  # fmt: skip
 
 
+def test_R21_timestamp_floor_after_wipe(run_each: Any) -> None:
+    ops = [
+        tick(3),  # 0: now 3
+        put(1, "a", {"v": 1}),  # 1: 1:1 [1,3,1]
+        put(1, "a", {"v": 2}),  # 2: 1:2, 3 <= 3 -> bumped: [2,4,1]
+        put(1, "b", {"v": 1}),  # 3: 1:3 [1,3,1]
+        site_down(1),  # 4
+        site_up(1, wipe=True),  # 5: floor = 1 + largest issued 4 = 5 (not now + 1 = 4)
+        site_down(2),  # 6
+        site_up(2, wipe=True),  # 7: site 2 never issued a tag: floor stays 0
+    ]
+    first = run_each(NO_SENDERS, ops)
+    assert first.state["sites"]["1"] == {
+        "up": True,
+        "seq": 3,
+        "timestamp_floor": 5,
+        "entries": {},
+        "stats": site_stats(),
+    }
+    assert first.state["sites"]["2"]["timestamp_floor"] == 0
+    ops += [
+        put(1, "a", {"v": 3}),  # 8: 1:4, no entry: max(now 3, floor 5) = 5: [1,5,1]
+        put(1, "a", {"v": 4}),  # 9: 1:5, 3 <= 5 -> [2,6,1]
+        site_down(1),  # 10
+        site_up(1, wipe=True),  # 11: floor = 1 + 6 = 7
+        site_down(1),  # 12
+        site_up(1, wipe=True),  # 13: no tag since: the floor survives, 7
+        tick(10),  # 14: now 13
+        put(1, "c", {"v": 5}),  # 15: 1:6, max(13, 7) = 13: [1,13,1]
+    ]
+    r = run_each(NO_SENDERS, ops)
+    assert [r.steps[i][0]["version"] for i in (1, 2, 3, 8, 9, 15)] == [
+        [1, 3, 1], [2, 4, 1], [1, 3, 1], [1, 5, 1], [2, 6, 1], [1, 13, 1],
+    ]  # fmt: skip
+    assert r.steps[5] == [] and r.steps[13] == []
+    assert r.state["sites"]["1"] == {
+        "up": True,
+        "seq": 6,
+        "timestamp_floor": 7,
+        "entries": {"c": entry({"v": 5}, [1, 13, 1])},
+        "stats": site_stats(),
+    }
+    assert r.state["sites"]["2"] == {
+        "up": True,
+        "seq": 0,
+        "timestamp_floor": 0,
+        "entries": {},
+        "stats": site_stats(),
+    }
+
+
 def test_R21_wipe_resets_next_retry_at(run: Any) -> None:
     r = run(
         one_way(batch_size=1, retry_interval_ms=700),
@@ -1303,7 +1484,7 @@ def test_R22_forwarding_in_a_ring(run: Any) -> None:
     assert r.state["senders"]["c"]["queue"] == ["2:1"]
 
 
-def test_R22_forwarded_delta_ships_per_the_forwarding_senders_setting(run: Any) -> None:
+def test_R22_forwarded_delta_ships_per_the_forwarding_senders_setting(run_each: Any) -> None:
     config = {
         "sites": [1, 2, 3],
         "senders": [
@@ -1311,7 +1492,7 @@ def test_R22_forwarded_delta_ships_per_the_forwarding_senders_setting(run: Any) 
             {"id": "b", "site": 2, "remote": 3, "batch_size": 1},  # delta false
         ],
     }
-    r = run(
+    r = run_each(
         config,
         [
             put(1, "k", {"f": 1, "s": "x"}),  # '{"f":1,"s":"x"}' = 15
@@ -1451,7 +1632,7 @@ def test_R23_diamond_under_settle(run: Any) -> None:
     ]
 
 
-def test_R24_dead_letter_records_with_and_without_values(run: Any) -> None:
+def test_R24_dead_letter_records_with_and_without_values(run_each: Any) -> None:
     config = {
         "sites": [1, 2, 3],
         "senders": [
@@ -1461,7 +1642,7 @@ def test_R24_dead_letter_records_with_and_without_values(run: Any) -> None:
         ],
     }  # fmt: skip
     cwe = "CacheWriterException"
-    r = run(
+    r = run_each(
         config,
         [
             fail(2, "k", cwe, 3),
