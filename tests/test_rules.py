@@ -386,21 +386,21 @@ def test_R08_delta_false_always_ships_full_values(run: Any) -> None:
 # ========================================================================================
 
 
-def test_R09_local_version_first_write_uses_now(run: Any) -> None:
-    r = run(NO_SENDERS, [tick(7), put(1, "k", {"v": 1})])
+def test_R09_local_version_first_write_uses_now(run_each: Any) -> None:
+    r = run_each(NO_SENDERS, [tick(7), put(1, "k", {"v": 1})])
     assert r.steps[1] == [enqueued(1, "1:1", "k", "create", [1, 7, 1], {"v": 1}, [])]
 
 
-def test_R09_local_version_other_dsid_bumps_timestamp(run: Any) -> None:
-    r = run(
+def test_R09_local_version_other_dsid_bumps_timestamp(run_each: Any) -> None:
+    r = run_each(
         TWO_WAY,
         [
             tick(10),  # 0
             put(2, "k", {"v": 1}),  # 1: 2:1 [1,10,2]
             deliver("ldn"),  # 2: k@1 = [1,10,2]
-            put(1, "k", {"v": 2}),  # 3: dsid 2 != 1 and now 10 <= 10 -> ts 10+1 = 11: [2,11,1]
+            put(1, "k", {"v": 2}),  # 3: now 10 <= 10 -> ts 10+1 = 11: [2,11,1]
             deliver("ny"),  # 4: k@2 [1,10,2] vs [2,11,1]: 11 > 10 -> ok
-            put(2, "k", {"v": 3}),  # 5: dsid 1 != 2 and now 10 < 11 -> ts 12: [3,12,2]
+            put(2, "k", {"v": 3}),  # 5: now 10 <= 11 -> ts 11+1 = 12: [3,12,2]
         ],
     )
     assert r.steps[2] == [applied(1, "ldn", "2:1", "k", "ok")]  # ny.remote 2 = origin: no forward
@@ -413,14 +413,14 @@ def test_R09_local_version_other_dsid_bumps_timestamp(run: Any) -> None:
     assert r.steps[5] == [enqueued(2, "2:2", "k", "update", [3, 12, 2], {"v": 3}, ["ldn"])]
 
 
-def test_R09_local_version_other_dsid_uses_now_when_later(run: Any) -> None:
-    r = run(
+def test_R09_local_version_other_dsid_uses_now_when_later(run_each: Any) -> None:
+    r = run_each(
         INTO_1,
         [
             put(2, "k", {"v": 1}),  # [1,0,2]
             deliver("ldn"),
             tick(5),
-            put(1, "k", {"v": 2}),  # dsid 2 != 1, now 5 > 0 -> ts 5: [2,5,1]
+            put(1, "k", {"v": 2}),  # now 5 > 0 -> ts now 5: [2,5,1]
         ],
     )
     assert r.steps[3] == [enqueued(1, "1:1", "k", "update", [2, 5, 1], {"v": 2}, [])]
@@ -982,7 +982,7 @@ def test_R16_conflict_is_decided_before_delta_base(run: Any) -> None:
             deliver("ny"),  # 1: k@2 [1,0,1]
             deliver_ack("ny"),  # 2
             tick(5),  # 3
-            put(2, "k", {"f": 9}),  # 4: other dsid, 5 > 0 -> [2,5,2]
+            put(2, "k", {"f": 9}),  # 4: now 5 > 0 -> ts now: [2,5,2]
             delta(1, "k", {"f": 2}),  # 5: [2,5,1], base [1,0,1]
             deliver("ny"),  # 6: ts 5 = 5 and dsid 1 < 2 -> conflict (base would mismatch too)
         ],
@@ -1107,7 +1107,7 @@ def test_R18_ack_removes_per_status(run: Any) -> None:
             put(1, "c", {"v": 3}),  # 4: 1:3 c [1,0,1]
             fail(2, "d", "IOException", 1),  # 5
             put(1, "d", {"v": 4}),  # 6: 1:4
-            put(2, "a", {"v": 5}),  # 7: a@2: other dsid, 0 <= 0 -> [2,1,2]
+            put(2, "a", {"v": 5}),  # 7: a@2 [1,0,1], now 0 <= 0 -> [2,1,2]
             tick(5),  # 8
             delta(1, "a", {"w": 6}),  # 9: 1:5 a [2,5,1], base [1,0,1], value {"v":1,"w":6}
             tick(95),  # 10: 100 >= 0+100: timeout; resend everything as batch 2
