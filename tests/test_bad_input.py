@@ -318,7 +318,9 @@ def test_good_trace_replays_with_exit_0(tmp_path: Path, capsys: pytest.CaptureFi
     assert main(["replay", str(good), "--engine", "model", "--json"]) == 0
     out, err = capsys.readouterr()
     assert err == ""
-    state = json.loads(out)
+    document = json.loads(out)
     assert out.count("\n") == 1
+    assert (document["operations"], document["skipped"], document["converged"]) == (1, 0, False)
+    state = document["state"]
     assert state["sites"]["1"]["entries"] == {"k": {"value": {"f": 1}, "version": [1, 0, 1]}}
     assert state["senders"]["ny"]["queue"] == ["1:1"]

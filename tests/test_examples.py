@@ -350,7 +350,9 @@ def test_replay_json_prints_the_final_state(
     assert err == ""
     lines = out.splitlines()
     assert len(lines) == 2
-    for line, name in zip(lines, names, strict=True):
-        state = json.loads(line)
-        assert state == run_example(name).state
-        assert line == json.dumps(state, sort_keys=True, separators=(",", ":"))
+    for line, name, path in zip(lines, names, paths, strict=True):
+        document = json.loads(line)
+        assert document["trace"] == path
+        assert document["state"] == run_example(name).state
+        assert document["divergence"] is None and "properties" not in document
+        assert line == json.dumps(document, sort_keys=True, separators=(",", ":"))
