@@ -244,7 +244,7 @@ _ENVIRONMENT = jinja2.Environment(
 )
 
 
-def render_topology_svg(analysis: TopologyAnalysis) -> str:
+def render_topology_svg(analysis: TopologyAnalysis, names: object = None) -> str:
     """The SVG document (text); deterministic for a given analysis."""
     template = _ENVIRONMENT.from_string(_TEMPLATE)
     return template.render(d=topology_drawing(analysis), site_radius=SITE_RADIUS)
