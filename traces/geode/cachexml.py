@@ -126,6 +126,7 @@ class _TreeBuilder(handler.ContentHandler):
         self.locator: Locator | None = None
         self.root: _Element | None = None
         self._open: list[_Element] = []
+        self.unread_dtd = False
 
     def setDocumentLocator(self, locator: Locator) -> None:
         self.locator = locator
@@ -162,6 +163,7 @@ class _TreeBuilder(handler.ContentHandler):
     # The lexical handler (xml.sax.handler.LexicalHandler's methods).
     def startDTD(self, name: str, public_id: str | None, system_id: str | None) -> None:
         external = [ref for ref in (public_id, system_id) if ref]
+        self.unread_dtd = bool(external)
         if external and not any(_GEMFIRE_DTD.fullmatch(ref) for ref in external):
             raise GeodeImportError(
                 f"{self.path}:{self.line()}: refused: the file refers to the external DTD "
@@ -215,7 +217,29 @@ def _parse_xml(data: bytes, path: str) -> _Element:
         raise GeodeImportError(f"{path}:{builder.line()}: refused unsafe XML: {exc}") from None
     if builder.root is None:  # pragma: no cover - expat reports a missing root itself
         raise GeodeImportError(f"{path}: no XML element found")
+    if builder.unread_dtd:
+        _refuse_undeclared_entities(data, path)
     return builder.root
+
+
+_ENTITY_REFERENCE = re.compile(rb"&([A-Za-z_:][A-Za-z0-9_.:-]*);")
+_COMMENT = re.compile(rb"<!--.*?-->", re.DOTALL)
+_PREDEFINED = {b"amp", b"lt", b"gt", b"quot", b"apos"}
+
+
+def _refuse_undeclared_entities(data: bytes, path: str) -> None:
+    """With an unread DTD, expat silently drops `&name;` in attribute values: refuse it.
+
+    GemFire's cache DTDs declare no entities, so any reference but XML's five is an error.
+    """
+    text = _COMMENT.sub(lambda m: b"\n" * m.group().count(b"\n"), data)
+    for match in _ENTITY_REFERENCE.finditer(text):
+        if match.group(1) not in _PREDEFINED:
+            line = text.count(b"\n", 0, match.start()) + 1
+            name = match.group(1).decode("ascii", "replace")
+            raise GeodeImportError(
+                f"{path}:{line}: refused: reference to the undeclared entity &{name};"
+            )
 
 
 def read_cache_xml(

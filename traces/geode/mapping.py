@@ -138,6 +138,8 @@ class _Sender:
     site: int
     raw: dict[str, Any]
     parallel: bool
+    warnings: list[str]
+    """Where it differs from Geode; reported only if the sender is kept."""
 
 
 def map_sites(
@@ -166,6 +168,7 @@ def map_sites(
         warnings.extend(_site_warnings(site, declared))
         attached = _attached_senders(site, declared, warnings)
         for declaration in declared.senders.values():
+            sender = _sender(declaration, site, site_ids)
             if attached is not None and declaration.id not in attached:
                 warnings.append(
                     f"{declaration.where}: {declaration.label}: no region of site {site} "
@@ -173,7 +176,7 @@ def map_sites(
                     "left out (the model would ship every write)"
                 )
                 continue
-            senders.append(_sender(declaration, site, site_ids, warnings))
+            senders.append(sender)
     senders = _one_per_pair(senders, warnings)
     receivers = {
         site: _receiver(sites[site].receiver, site, warnings)
@@ -192,11 +195,11 @@ def map_sites(
             "never connect"
         )
     senders = connectable
+    for sender in senders:
+        warnings.extend(sender.warnings)
     if not senders:
         partial("no gateway-sender to import: events never leave their site")
     names = _unique_ids(senders, warnings)
-    for sender in senders:
-        _validated(sender.declaration, "senders", sender.raw, site_ids)
     try:
         config = parse_config(
             {
@@ -294,9 +297,8 @@ def _boolean(written: Written, label: str) -> bool:
     return value == "true"
 
 
-def _sender(
-    declaration: SenderDeclaration, site: int, sites: list[int], warnings: list[str]
-) -> _Sender:
+def _sender(declaration: SenderDeclaration, site: int, sites: list[int]) -> _Sender:
+    warnings: list[str] = []
     settings = declaration.settings
     label = declaration.label
     raw: dict[str, Any] = {"id": declaration.id, "site": site}
@@ -350,7 +352,8 @@ def _sender(
             'failure_listener "dlq" (R24)'
         )
     parallel = "parallel" in settings and _boolean(settings["parallel"], label)
-    return _Sender(declaration, site, raw, parallel)
+    _validated(declaration, "senders", raw, sites)
+    return _Sender(declaration, site, raw, parallel, warnings)
 
 
 def _ack_timeout(declaration: SenderDeclaration, warnings: list[str]) -> int:
