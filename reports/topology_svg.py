@@ -28,6 +28,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
+from itertools import pairwise
 
 import jinja2
 
@@ -241,7 +242,7 @@ def _duplicate_hops(analysis: TopologyAnalysis) -> dict[tuple[int, int], list[st
     hops: dict[tuple[int, int], list[str]] = {}
     for delivery in analysis.duplicates:
         for path in delivery.paths:
-            for hop in zip(path, path[1:], strict=False):
+            for hop in pairwise(path):
                 hops.setdefault(hop, []).append(_path_text(path))
     return hops
 
@@ -410,9 +411,7 @@ _ENVIRONMENT = jinja2.Environment(
 )
 
 
-def render_topology_svg(
-    analysis: TopologyAnalysis, names: Mapping[str, str] | None = None
-) -> str:
+def render_topology_svg(analysis: TopologyAnalysis, names: Mapping[str, str] | None = None) -> str:
     """The SVG document (text); deterministic for a given analysis and names."""
     template = _ENVIRONMENT.from_string(_TEMPLATE)
     return template.render(

@@ -159,7 +159,7 @@ def test_settings_equal_to_the_model_do_not_warn() -> None:
         "every event unchanged",
         f"{ln}:14: <gateway-sender id='ny'>: <gateway-event-failure-listener> "
         "com.example.FileGatewayEventFailureListener: the dead-letter proposal's listener, "
-        "which Geode 1.15 does not have (SPEC §13); modelled as failure_listener \"dlq\" (R24)",
+        'which Geode 1.15 does not have (SPEC §13); modelled as failure_listener "dlq" (R24)',
     )
 
 
@@ -398,7 +398,9 @@ def test_allow_partial_leaves_out_senders_that_can_never_connect(tmp_path: Path)
         allow_partial=True,
     )  # fmt: skip
     assert [s.id for s in imported.config.senders] == ["b"]
-    assert any("gateway-sender --id=a: site 2" in w and "never connect" in w for w in imported.warnings)
+    assert any(
+        "gateway-sender --id=a: site 2" in w and "never connect" in w for w in imported.warnings
+    )
 
 
 # --- item 5: socket-read-timeout -> ack_timeout_ms (R20) -----------------------------------
@@ -559,7 +561,8 @@ def test_hash_inside_a_value_and_semicolons(tmp_path: Path) -> None:
         (1, "1.gfsh", "create gateway-receiver; create gateway-sender --id=ny#2 "
          "--remote-distributed-system-id=2 ;create region --name=r --gateway-sender-id=ny#2\n"),
         (2, "2.gfsh", "create gateway-receiver\ncreate gateway-sender --id=semi\\;colon "
-         "--remote-distributed-system-id=1;create region --name=r --gateway-sender-id=semi\\;colon\n"),
+         "--remote-distributed-system-id=1;create region --name=r "
+         "--gateway-sender-id=semi\\;colon\n"),
     )  # fmt: skip
     assert [s.id for s in imported.config.senders] == ["ny#2", "semi;colon"]
     assert imported.config.receiver(1) == ReceiverConfig(site=1)
@@ -587,7 +590,8 @@ def test_define_argument() -> None:
          "remote-distributed-system-id: site 3 has no --site (imported sites: 1, 2)"),
         ('id="a" remote-distributed-system-id="1"',
          "remote-distributed-system-id: a sender cannot ship to its own site 1 (R6)"),
-        ('id="" remote-distributed-system-id="2"', "<gateway-sender id=''>: id: must be a non-empty"),
+        ('id="" remote-distributed-system-id="2"',
+         "<gateway-sender id=''>: id: must be a non-empty"),
         ('remote-distributed-system-id="2"', "<gateway-sender>: attribute id is missing"),
         ('id="a"', "attribute remote-distributed-system-id is missing"),
         ('id="a" remote-distributed-system-id="2" batch-sise="5"',
@@ -664,7 +668,9 @@ def test_wrong_root_element(tmp_path: Path) -> None:
         "1.xml:1: root element is <{http://geode.apache.org/schema/cache}client-cache>",
         (1, "1.xml", '<client-cache xmlns="http://geode.apache.org/schema/cache"/>'),
     )
-    expect_error(tmp_path, "root element is <{urn:nope}cache>", (1, "1.xml", '<cache xmlns="urn:nope"/>'))
+    expect_error(
+        tmp_path, "root element is <{urn:nope}cache>", (1, "1.xml", '<cache xmlns="urn:nope"/>')
+    )
 
 
 def test_gateway_hub_is_reported_not_imported(tmp_path: Path) -> None:
@@ -731,7 +737,9 @@ def test_site_argument_errors(text: str, message: str) -> None:
 
 def test_site_argument_forms() -> None:
     assert parse_site_argument("12=a=b.xml") == SiteArgument("12=a=b.xml", 12, ("a=b.xml",))
-    assert parse_site_argument("a.xml,b.gfsh") == SiteArgument("a.xml,b.gfsh", None, ("a.xml", "b.gfsh"))
+    assert parse_site_argument("a.xml,b.gfsh") == SiteArgument(
+        "a.xml,b.gfsh", None, ("a.xml", "b.gfsh")
+    )
 
 
 def test_site_without_any_dsid_is_an_error(tmp_path: Path) -> None:

@@ -513,7 +513,9 @@ def test_cli_svg_says_where_it_wrote(capsys: pytest.CaptureFixture[str], tmp_pat
     assert out.exists()
 
 
-def test_cli_keeps_the_users_sender_names(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+def test_cli_keeps_the_users_sender_names(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
     # Two sites whose senders are both called "wan", as Geode's per-site ids allow.
     for site, remote in ((1, 2), (2, 1)):
         (tmp_path / f"{site}.gfsh").write_text(

@@ -22,8 +22,9 @@ from traces.files import write_text_atomically
 from traces.geode import import_geode_config, parse_define, parse_site_argument
 
 SITE_HELP = (
-    "one site's Geode files, read in this order: cache.xml (.xml), gfsh script (.gfsh, "
-    "or any other name) and gemfire.properties (.properties), separated by commas. "
+    "one site's Geode files, separated by commas and read in the order given (a gfsh "
+    "alter or destroy acts on what an earlier file created): cache.xml (.xml), gfsh "
+    "script or transcript (.gfsh or any other name), gemfire.properties (.properties). "
     "DSID= gives the site's distributed-system-id (1..255); it may be left out when a "
     "file sets it (distributed-system-id in gemfire.properties, or start locator/server "
     "--J=-Dgemfire.distributed-system-id=N in gfsh). Repeat once per site, e.g. "

@@ -137,8 +137,8 @@ def format_table(analysis: TopologyAnalysis, names: Mapping[str, str] | None = N
 def run(args: argparse.Namespace) -> int:
     if (args.source is None) == (not args.site):
         raise WanconformError(
-            "topology: give either CONFIG_OR_TRACE or one --site DSID=FILE per site, not "
-            + ("both" if args.source is not None else "neither")
+            "topology: give either CONFIG_OR_TRACE or one --site [DSID=]FILE[,FILE...] per "
+            "site, not " + ("both" if args.source is not None else "neither")
         )
     names: Mapping[str, str] = {}
     if args.source:

@@ -193,10 +193,10 @@ class _TreeBuilder(handler.ContentHandler):
 def _parse_xml(data: bytes, path: str) -> _Element:
     builder = _TreeBuilder(path)
     parser = defusedxml.sax.make_parser()
-    parser.forbid_entities = True  # type: ignore[attr-defined]
+    parser.forbid_entities = True
     # A DOCTYPE's external DTD is never read (expat's external entities are off);
     # `startDTD` above decides which DOCTYPEs are acceptable.
-    parser.forbid_external = False  # type: ignore[attr-defined]
+    parser.forbid_external = False
     parser.setFeature(handler.feature_namespaces, True)
     parser.setFeature(handler.feature_external_ges, False)
     parser.setFeature(handler.feature_external_pes, False)
@@ -308,9 +308,7 @@ class _CacheReader:
             element.attributes[name], self.defines, self.where(element), f"{label}: {name}"
         )
 
-    def attributes(
-        self, element: _Element, label: str, known: Sequence[str]
-    ) -> dict[str, Written]:
+    def attributes(self, element: _Element, label: str, known: Sequence[str]) -> dict[str, Written]:
         settings: dict[str, Written] = {}
         for name in sorted(element.attributes):
             if name not in known:
@@ -326,16 +324,16 @@ class _CacheReader:
 
     def sender(self, element: _Element) -> SenderDeclaration:
         sender_id = element.attributes.get("id")
-        label = f"<gateway-sender id={sender_id!r}>" if sender_id is not None else "<gateway-sender>"
+        label = (
+            f"<gateway-sender id={sender_id!r}>" if sender_id is not None else "<gateway-sender>"
+        )
         for required in ("id", "remote-distributed-system-id"):
             if required not in element.attributes:
                 raise GeodeImportError(
                     f"{self.where(element)}: {label}: attribute {required} is missing"
                 )
         settings = self.attributes(element, label, SENDER_ATTRIBUTES)
-        declaration = SenderDeclaration(
-            settings["id"].value, self.where(element), label, settings
-        )
+        declaration = SenderDeclaration(settings["id"].value, self.where(element), label, settings)
         for child in element.children:
             where = self.where(child)
             if child.name == FAILURE_LISTENER:
@@ -371,7 +369,7 @@ class _CacheReader:
         chain: list[tuple[_Element, str]] = []  # attribute sources, weakest first
         own = [c for c in element.children if self.ours(c) and c.name == "region-attributes"]
         for source in own:
-            chain = self._named(source.attributes.get("refid"), label) + [(source, label)]
+            chain = [*self._named(source.attributes.get("refid"), label), (source, label)]
         if not own:
             chain = self._named(element.attributes.get("refid"), label)
         for source, source_label in chain:

@@ -396,9 +396,7 @@ class _ScriptReader:
         options = _options(command, ("name", "value"))
         name, value = options.get("name"), options.get("value")
         if name is None or value is None:
-            raise GeodeImportError(
-                f"{command.where}: set variable: needs --name and --value"
-            )
+            raise GeodeImportError(f"{command.where}: set variable: needs --name and --value")
         self.variables[name] = value
 
     def connect(self, command: Command) -> None:
@@ -469,7 +467,9 @@ def _options(
         if known is not None and name not in known:
             close = difflib.get_close_matches(name, sorted(known), n=1)
             hint = f" (did you mean --{close[0]}?)" if close else ""
-            raise GeodeImportError(f"{command.where}: {command.name}: unknown option --{name}{hint}")
+            raise GeodeImportError(
+                f"{command.where}: {command.name}: unknown option --{name}{hint}"
+            )
         value = _unquoted(value, command.where, f"{command.name}: option --{name}")
         if name in options:
             if name not in repeatable:

@@ -142,9 +142,7 @@ class _Sender:
     """Where it differs from Geode; reported only if the sender is kept."""
 
 
-def map_sites(
-    sites: Mapping[int, SiteDeclarations], allow_partial: bool = False
-) -> ImportedConfig:
+def map_sites(sites: Mapping[int, SiteDeclarations], allow_partial: bool = False) -> ImportedConfig:
     """Build and validate the SPEC §2 configuration of all sites (sorted by dsid)."""
     site_ids = sorted(sites)
     warnings: list[str] = [w for site in site_ids for w in sites[site].warnings]
@@ -307,20 +305,18 @@ def _sender(declaration: SenderDeclaration, site: int, sites: list[int]) -> _Sen
             raw[spec_field] = _integer(declaration, settings[name])
     remote = raw["remote"]
     if remote not in sites:
-        written = settings["remote-distributed-system-id"]
+        remote_id = settings["remote-distributed-system-id"]
         raise GeodeImportError(
-            f"{written.where}: {label}: {written.name}: site {remote} has no --site "
+            f"{remote_id.where}: {label}: {remote_id.name}: site {remote} has no --site "
             f"(imported sites: {', '.join(map(str, sites))})"
         )
     raw["ack_timeout_ms"] = _ack_timeout(declaration, warnings)
     for name in _BOOLEANS:
-        if name in settings and _boolean(settings[name], label):
-            if name in _SENDER_TRUE_DIFFERS:
-                written = settings[name]
-                warnings.append(
-                    f"{written.where}: {label}: {written.name}={written.value}: "
-                    f"{_SENDER_TRUE_DIFFERS[name]}"
-                )
+        flag = settings.get(name)
+        if flag is not None and _boolean(flag, label) and name in _SENDER_TRUE_DIFFERS:
+            warnings.append(
+                f"{flag.where}: {label}: {flag.name}={flag.value}: {_SENDER_TRUE_DIFFERS[name]}"
+            )
     if "dispatcher-threads" in settings:
         written = settings["dispatcher-threads"]
         threads = _integer(declaration, written)

@@ -61,8 +61,7 @@ def parse_site_argument(text: str) -> SiteArgument:
     paths = tuple(path for path in rest.split(","))
     if not rest or any(not path.strip() for path in paths):
         raise GeodeImportError(
-            f"--site {text!r}: expected [DSID=]FILE[,FILE...], e.g. --site "
-            "1=ln-cache.xml,ln.gfsh"
+            f"--site {text!r}: expected [DSID=]FILE[,FILE...], e.g. --site 1=ln-cache.xml,ln.gfsh"
         )
     return SiteArgument(text=text, site=site, paths=paths)
 
