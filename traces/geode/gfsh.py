@@ -51,6 +51,7 @@ DSID_PROPERTY = "-Dgemfire.distributed-system-id="
 
 _WORD = re.compile(r"""[^\s"']*(?:"[^"]*"|'[^']*')|\S+""")
 _COMMAND_SEPARATOR = re.compile(r"(?<!\\);")
+_OPTION_LINE = re.compile(r"\s*--[A-Za-z]")  # not a table rule such as "------- | ---"
 
 _DEPLOYMENT = ("group", "groups", "member", "members")
 """Where gfsh creates a gateway; a site is one system in the model (R1), so not mapped."""
@@ -123,7 +124,7 @@ def script_commands(text: str, path: str, warnings: list[str]) -> list[tuple[int
         if pending is None:
             if not line.strip():
                 continue
-            if line.lstrip().startswith("--") and commands and last_line == number - 1:
+            if _OPTION_LINE.match(line) and commands and last_line == number - 1:
                 start, previous = commands[-1]
                 warnings.append(
                     f"{path}:{number}: an option line with no '\\' ending the line before "
