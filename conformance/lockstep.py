@@ -170,10 +170,9 @@ class Lockstep:
         impl_observations = self.impl.apply(op)
         self._segment.append((op, where))
         if not _same_observations(model_observations, impl_observations):
-            differences, total = _cut(
-                json_differences(model_observations, impl_observations, "observations")
+            self.divergence = self._observations_diverged(
+                index, where, op, model_observations, impl_observations
             )
-            self.divergence = Divergence(index, where, op, differences, total)
             return model_observations
         self._due -= 1
         if self._due <= 0:
@@ -199,10 +198,23 @@ class Lockstep:
             return
         self.divergence = self._locate()
 
-    def _locate(self) -> Divergence:
+    def _engines_at(self, index: int) -> tuple[Engine, Engine]:
+        """Model and impl after the operations 0..index (index >= the last agreement):
+        the model from its kept state, the impl replayed from the start."""
+        first = self._agreed_index + 1
+        model = copy.copy(self._agreed_model)
+        impl = self._impl_at(self._agreed_index)
+        for op, _ in self._segment[: index + 1 - first]:
+            model.apply(op)
+            impl.apply(op)
+        return model, impl
+
+    def _locate(self, hi: int | None = None) -> Divergence:
         """Bisect the segment since the last agreement for the first operation after
-        which the states differ (they agree at `lo`, differ at `hi`)."""
-        lo, hi = self._agreed_index, self.operations - 1
+        which the states differ (they agree at `lo`, differ at `hi`: by default the
+        last operation stepped)."""
+        lo = self._agreed_index
+        hi = self.operations - 1 if hi is None else hi
         first = lo + 1  # index of the segment's first operation
         segment = self._segment
         model = copy.copy(self._agreed_model)
@@ -227,6 +239,18 @@ class Lockstep:
         impl.apply(op)
         differences, total = _cut(json_differences(model.observe(), impl.observe(), "state"))
         return Divergence(hi, where, op, differences, total)
+
+    def _observations_diverged(
+        self, index: int, where: str, op: Op, model: list[Observation], impl: list[Observation]
+    ) -> Divergence:
+        """The observations of operation `index` differ; but if the states already
+        differed before it (unseen since the last comparison), that came first."""
+        if index - 1 > self._agreed_index:
+            model_before, impl_before = self._engines_at(index - 1)
+            if canonical_json(model_before.observe()) != canonical_json(impl_before.observe()):
+                return self._locate(index - 1)
+        differences, total = _cut(json_differences(model, impl, "observations"))
+        return Divergence(index, where, op, differences, total)
 
     def _impl_at(self, index: int) -> Engine:
         """A fresh impl that has applied the trace's operations 0..index."""

@@ -38,6 +38,7 @@ from hypothesis.stateful import (
 from conformance.lockstep import Lockstep
 from conformance.properties import PropertyChecker
 from conformance.strategies import EXCEPTIONS, KEYS, configs, values
+from traces.canonical import canonical_json
 from traces.config import Config
 from traces.files import write_text_atomically
 from traces.observations import RECEIVER_STATUSES
@@ -57,8 +58,9 @@ from traces.ops import (
     SiteDown,
     SiteUp,
     Tick,
+    op_to_json,
 )
-from traces.tracefile import trace_text
+from traces.tracefile import trace_text, where
 from wanconform.engine import Engine, make_engine
 
 EngineFactory = Callable[[Config], Engine]
@@ -185,20 +187,18 @@ class WanConformance(RuleBasedStateMachine):
         model_state = self.state = self.lockstep.model.observe()
         type(self).coverage.record(op, model_observations)
         divergence = self.lockstep.divergence
-        problems = (
-            []
-            if divergence is None
-            else [
-                f"P1: {d.path}: model={d.model!r} impl={d.impl!r}" for d in divergence.differences
-            ]
-        )
+        differences = () if divergence is None else divergence.differences
+        problems = [f"P1: {d.path}: model={d.model!r} impl={d.impl!r}" for d in differences]
         problems += [
-            str(v) for v in self.checker.after_step(op, model_observations, lambda: model_state)
+            f"{v.property}: {v.message}"
+            for v in self.checker.after_step(op, model_observations, lambda: model_state)
         ]
         if problems:
             self.fail_with(problems)
 
     def fail_with(self, problems: list[str]) -> None:
+        """Write the run as a trace file and fail, naming the operation by its line in
+        that file (line 1 is the configuration)."""
         assert self.config is not None
         self.failed = True
         directory = type(self).counterexample_dir
@@ -208,9 +208,9 @@ class WanConformance(RuleBasedStateMachine):
         write_text_atomically(path, text)
         type(self).last_failure = (self.config, list(self.ops), path)
         raise ConformanceFailure(
-            f"after operation {len(self.ops)} ({self.ops[-1].op}):\n  "
+            f"{where(str(path), len(self.ops) + 1)} {canonical_json(op_to_json(self.ops[-1]))}:\n  "
             + "\n  ".join(problems[:20])
-            + f"\ntrace written to {path}; reproduce with: wanconform replay --engine both {path}"
+            + f"\nreproduce with: wanconform replay --engine both --steps {path}"
         )
 
     # -- the operations of SPEC §3 -----------------------------------------------------

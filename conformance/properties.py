@@ -128,7 +128,7 @@ class PropertyChecker:
         self._events: dict[str, _Event] = {}
         self._unaccounted: list[_Unaccounted] = []
         self._violations: dict[str, list[Violation]] = {name: [] for name in PROPERTIES}
-        self._wiped_at = ""  # where the first wipe happened ("" = none)
+        self._wiped_at = ""  # which site was wiped first, and where ("" = none)
         self._lost_at = ""  # where the first event was dropped or dead-lettered
         self._quiescent_checks = 0  # settles with every site up (P2, P5)
         self._p5_checks = 0
@@ -227,7 +227,7 @@ class PropertyChecker:
 
     def _wipe(self, site: int, where: str) -> None:
         """R21: the site's senders' queues are gone; it forgets what it applied (P3)."""
-        self._wiped_at = self._wiped_at or where
+        self._wiped_at = self._wiped_at or f"site {site} was wiped at {where}"
         self._unaccounted.clear()  # P2 no longer applies
         wiped = {s.id for s in self.config.senders_at(site)}
         for event_id, event in self._events.items():
@@ -377,7 +377,7 @@ class PropertyChecker:
             if self._quiescent_checks:
                 return ""
             if self._wiped_at:
-                return f"a site was wiped at {self._wiped_at} (R21 discards its queues)"
+                return f"{self._wiped_at} (R21 discards its queues)"
             return no_settle
         if name == "P3":
             return "" if self._applied_any else "no event was applied"
@@ -395,7 +395,7 @@ class PropertyChecker:
             if not self._connected:
                 return "not every site reaches every other one"
             if self._wiped_at:
-                return f"a site was wiped at {self._wiped_at}"
+                return self._wiped_at
             if self._lost_at:
                 return f"an event was dropped or dead-lettered at {self._lost_at}"
             return no_settle
@@ -415,5 +415,5 @@ class PropertyChecker:
         if reason:
             return Verdict(name, "not applicable", reason)
         if name == "P2" and self._wiped_at:
-            return Verdict(name, "held", f"until the wipe at {self._wiped_at}")
+            return Verdict(name, "held", f"checked until {self._wiped_at}")
         return Verdict(name, "held")

@@ -1,4 +1,5 @@
-"""Shared fixtures for the hand-derived tests: run a trace through the reference model.
+"""Shared fixtures for the hand-derived tests: run a trace through the reference model
+(`run`), or through each engine in turn (`run_each`: model, then impl).
 
 A trace is given as a configuration dict and operation dicts; it goes through the real
 trace reader (`parse_trace_lines`), so every test also exercises §12 parsing.
@@ -32,21 +33,36 @@ class Run:
         return [obs for step in self.steps for obs in step]
 
 
-def replay(trace: Trace) -> Run:
-    engine = importlib.import_module("model").Engine(trace.config)
+ENGINES = ("model", "impl")
+
+
+def replay(trace: Trace, engine_name: str = "model") -> Run:
+    engine = importlib.import_module(engine_name).Engine(trace.config)
     steps = [engine.apply(op) for op in trace.ops]
     return Run(steps=steps, state=engine.observe())
 
 
-def run_trace(config: dict[str, Any], ops: Sequence[dict[str, Any]]) -> Run:
+def run_trace(
+    config: dict[str, Any], ops: Sequence[dict[str, Any]], engine_name: str = "model"
+) -> Run:
     lines = [json.dumps({"config": config})] + [json.dumps(op) for op in ops]
-    return replay(parse_trace_lines(lines, "test.jsonl"))
+    return replay(parse_trace_lines(lines, "test.jsonl"), engine_name)
 
 
 @pytest.fixture
 def run() -> Callable[[dict[str, Any], Sequence[dict[str, Any]]], Run]:
     """`run(config, ops)` -> Run, through model.Engine."""
     return run_trace
+
+
+@pytest.fixture(params=ENGINES)
+def run_each(
+    request: pytest.FixtureRequest,
+) -> Callable[[dict[str, Any], Sequence[dict[str, Any]]], Run]:
+    """`run_each(config, ops)` -> Run, through model.Engine and (a second test) impl.Engine:
+    the same hand-derived expectations pin both engines."""
+    engine_name: str = request.param
+    return lambda config, ops: run_trace(config, ops, engine_name)
 
 
 @pytest.fixture

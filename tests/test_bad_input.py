@@ -13,7 +13,6 @@ from typing import Any
 
 import pytest
 
-from traces.geode import import_geode_config, parse_site_argument
 from traces.ops import Tick
 from traces.tracefile import open_trace, read_trace
 from wanconform.cli import main
@@ -457,25 +456,6 @@ def test_version_is_the_package_version(capsys: pytest.CaptureFixture[str]) -> N
     assert capsys.readouterr().out == "wanconform 0.1.0\n"
 
 
-@pytest.mark.parametrize(
-    ("shipping_sites", "words"),
-    [(1, "but sender a1 ships to it"), (2, "but senders a1, a2 ship to it")],
-)
-def test_import_warning_counts_its_senders(tmp_path: Path, shipping_sites: int, words: str) -> None:
-    # issue 8: "sender(s) a1 ship to it"; site 3 has no receiver, sites 1.. ship to it
-    files = []
-    for site in (1, 2, 3):
-        path = tmp_path / f"site{site}.gfsh"
-        sender = f"create gateway-sender --id=a{site} --remote-distributed-system-id=3\n"
-        path.write_text(sender if site <= shipping_sites else "")
-        files.append(parse_site_argument(f"{site}={path}"))
-    imported = import_geode_config(files)
-    assert imported.warnings == (
-        f"{tmp_path / 'site3.gfsh'}: site 3 declares no gateway-receiver, {words}; the model "
-        "gives it a receiver with default settings",
-    )
-
-
 def test_every_trace_is_validated_before_any_output(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -493,7 +473,9 @@ def test_good_trace_replays_with_exit_0(tmp_path: Path, capsys: pytest.CaptureFi
     assert main(["replay", str(good), "--engine", "model", "--json"]) == 0
     out, err = capsys.readouterr()
     assert err == ""
-    state = json.loads(out)["state"]
+    document = json.loads(out)
     assert out.count("\n") == 1
+    assert (document["operations"], document["skipped"], document["converged"]) == (1, 0, False)
+    state = document["state"]
     assert state["sites"]["1"]["entries"] == {"k": {"value": {"f": 1}, "version": [1, 0, 1]}}
     assert state["senders"]["ny"]["queue"] == ["1:1"]

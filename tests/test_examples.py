@@ -11,8 +11,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from expected import Obs, acked, applied, entry, sender_stats, sent, site_stats
+from expected import Obs, acked, applied, enqueued, entry, sender_stats, sent, site_stats
 
+from conformance.properties import PropertyChecker
+from model import Engine as ModelEngine
+from traces.tracefile import read_trace
 from wanconform.cli import main
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "traces" / "examples"
@@ -22,7 +25,7 @@ EXAMPLE_NAMES = sorted(path.stem for path in EXAMPLES.glob("*.jsonl"))
 
 def test_every_example_is_small_and_listed_in_the_readme() -> None:
     readme = (EXAMPLES / "README.md").read_text(encoding="utf-8")
-    assert len(EXAMPLE_NAMES) == 13
+    assert len(EXAMPLE_NAMES) == 14
     for name in EXAMPLE_NAMES:
         lines = (EXAMPLES / f"{name}.jsonl").read_text(encoding="utf-8").splitlines()
         assert set(json.loads(lines[0])) == {"config"}
@@ -118,12 +121,13 @@ def test_receiver_retries(run_example: Any) -> None:
         applied(2, "ny", "1:2", "b", "failed", exception="LowMemoryException"),
     ]
     assert r.steps[5][0] == acked("ny", 1, ["1:1", "1:2"])
-    # b rewritten: [2,0,1]; its failure is used up, so it applies
+    # b rewritten at now 0 over b@1 [1,0,1]: R9 0 <= 0 -> ts 1: [2,1,1]; its failure is
+    # used up, so it applies
     assert r.steps[8] == [applied(2, "ny", "1:3", "b", "ok"), applied(2, "ny", "1:4", "c", "ok")]
     assert r.state["sites"]["2"]["stats"] == site_stats(applied=3, failures=1, retries=4)
     assert r.state["sites"]["2"]["entries"] == {
         "a": entry({"n": 1}, [1, 0, 1]),
-        "b": entry({"n": 3}, [2, 0, 1]),
+        "b": entry({"n": 3}, [2, 1, 1]),
         "c": entry({"n": 4}, [1, 0, 1]),
     }
     assert r.state["time"] == 0  # wait_time_between_retry_attempts_ms takes no model time
@@ -197,9 +201,12 @@ def test_delta_and_full_fallback_after_wipe(run_example: Any) -> None:
         batches_sent=4, events_sent=4, bytes_full=50, bytes_delta=18, invalid_deltas=1
     )
     assert r.state["sites"]["2"]["stats"] == site_stats(applied=3, invalid_deltas=1)
-    expected = {"k": entry({"name": "widget", "qty": 3}, [3, 0, 1])}
+    # R9, all at now 0: [1,0,1], then each delta bumps ts by 1: [2,1,1], [3,2,1]
+    expected = {"k": entry({"name": "widget", "qty": 3}, [3, 2, 1])}
     assert r.state["sites"]["1"]["entries"] == expected
     assert r.state["sites"]["2"]["entries"] == expected
+    # R21: the wiped site 2 never issued a tag, so its floor stays 0
+    assert [r.state["sites"][s]["timestamp_floor"] for s in ("1", "2")] == [0, 0]
 
 
 def test_concurrent_writes_two_sites(run_example: Any) -> None:
@@ -240,8 +247,10 @@ def test_forwarding_ring(run_example: Any) -> None:
     ]
     events_sent = {s: r.state["senders"][s]["stats"]["events_sent"] for s in ("r12", "r23", "r31")}
     assert events_sent == {"r12": 3, "r23": 3, "r31": 2}
+    # settle never ticks here (batch_size 1): k1's rewrite at now 0 over [1,0,1] takes
+    # ts 0 + 1 (R9)
     expected = {
-        "k1": entry({"from": 1, "round": 2}, [2, 0, 1]),
+        "k1": entry({"from": 1, "round": 2}, [2, 1, 1]),
         "k2": entry({"from": 2}, [1, 0, 2]),
         "k3": entry({"from": 3}, [1, 0, 3]),
     }
@@ -249,6 +258,7 @@ def test_forwarding_ring(run_example: Any) -> None:
     for site in ("1", "2", "3"):
         assert r.state["sites"][site]["entries"] == expected
         assert r.state["sites"][site]["stats"] == site_stats(applied=applied_counts[site])
+    assert r.state["time"] == 0
 
 
 def test_forwarding_mesh(run_example: Any) -> None:
@@ -289,6 +299,39 @@ def test_unsupported_diamond(run_example: Any) -> None:
         )
 
 
+def test_wiped_origin_tags_stay_unique(run_example: Any) -> None:
+    r = run_example("wiped_origin_tags_stay_unique")  # delta on, batch_size 1, all at now 0
+    # 1:1 [1,0,1] reaches site 2; the wipe of site 1 sets its floor to 1 + 0 = 1 (R21);
+    # the new create has no entry: ts = max(now 0, floor 1) = 1 (R9), not v1's [1,0,1] again
+    assert r.steps[4] == [
+        enqueued(1, "1:2", "k", "create", [1, 1, 1], {"b": 2}, ["ny"]),
+        sent("ny", 2, ["1:2"], 7),
+    ]
+    # at 2, same dsid: (1, 1) > (0, 1) -> ok over the stale {"a":1} (v1: equal tags, conflict)
+    assert r.steps[5] == [applied(2, "ny", "1:2", "k", "ok"), acked("ny", 2, ["1:2"])]
+    # the delta: 0 <= 1 -> [2,2,1], base [1,1,1] = k@2's tag, so site 2 builds the origin's
+    # value (v1 built {"a":1,"c":3} on the reissued base: the P6 failure of SPEC §14)
+    assert r.steps[6] == [
+        enqueued(1, "1:3", "k", "update", [2, 2, 1], {"b": 2, "c": 3}, ["ny"]),
+        sent("ny", 3, ["1:3"], 0, 7),  # '{"c":3}'
+    ]
+    assert r.steps[7] == [
+        applied(2, "ny", "1:3", "k", "ok", value={"b": 2, "c": 3}),
+        acked("ny", 3, ["1:3"]),
+    ]
+    for site in ("1", "2"):
+        assert r.state["sites"][site]["entries"] == {"k": entry({"b": 2, "c": 3}, [2, 2, 1])}
+    assert [r.state["sites"][site]["timestamp_floor"] for site in ("1", "2")] == [1, 0]
+    assert r.state["sites"]["2"]["stats"] == site_stats(applied=3)
+    # P6 (SPEC §11) held, and through a wipe: the checker saw a value built from a delta
+    trace = read_trace(EXAMPLES / "wiped_origin_tags_stay_unique.jsonl")
+    engine, checker = ModelEngine(trace.config), PropertyChecker(trace.config)
+    for op in trace.ops:
+        assert checker.after_step(op, engine.apply(op), engine.observe) == []
+    verdicts = {verdict.property: verdict.status for verdict in checker.verdicts()}
+    assert verdicts["P6"] == "held"
+
+
 def test_make_run_replays_lost_ack_resend(capsys: pytest.CaptureFixture[str]) -> None:
     path = str(EXAMPLES / "lost_ack_resend.jsonl")
     assert main(["replay", path, "--engine", "model"]) == 0
@@ -307,7 +350,9 @@ def test_replay_json_prints_the_final_state(
     assert err == ""
     lines = out.splitlines()
     assert len(lines) == 2
-    for line, name in zip(lines, names, strict=True):
-        state = json.loads(line)
-        assert state == run_example(name).state
-        assert line == json.dumps(state, sort_keys=True, separators=(",", ":"))
+    for line, name, path in zip(lines, names, paths, strict=True):
+        document = json.loads(line)
+        assert document["trace"] == path
+        assert document["state"] == run_example(name).state
+        assert document["divergence"] is None and "properties" not in document
+        assert line == json.dumps(document, sort_keys=True, separators=(",", ":"))

@@ -1,8 +1,12 @@
-"""Importing Geode cache.xml and gfsh gateway settings into a SPEC §2 config (R6, R7).
+"""Importing Geode cache.xml, gfsh and gemfire.properties into a SPEC §2 config (R6, R7).
 
-The sample files in tests/data/geode/ are a two-site WAN (ln = site 1, ny = site 2) and
-the unsupported diamond of R23, each written as cache.xml and as gfsh; both forms must
-give the same configuration.
+tests/data/geode/ holds a two-site WAN (ln = site 1, ny = site 2) and the unsupported
+diamond of R23, each written as cache.xml and as gfsh (both forms must give the same
+configuration), and in real/ files in the shapes of real material: the geode-examples
+WAN scripts (continuations, `--J=-Dgemfire.distributed-system-id`), a transcript pasted
+from the docs (`gfsh>` prompts, output lines, an option on its own line), GemFire 7.0 and
+8.0 DTD-header cache.xml files (regions, a conflict resolver, `${...}` placeholders) and a
+three-site mesh whose senders are named after their remote at every site.
 """
 
 from __future__ import annotations
@@ -17,27 +21,33 @@ import pytest
 from traces.canonical import canonical_json
 from traces.config import Config, ReceiverConfig, SenderConfig, parse_config
 from traces.geode import (
+    WAIT_FOREVER_MS,
     GeodeImportError,
     ImportedConfig,
-    SiteFile,
+    SiteArgument,
     import_geode_config,
+    parse_define,
     parse_site_argument,
 )
+from traces.geode.gfsh import script_commands
 from wanconform.cli import main
 from wanconform.errors import ConfigError
 
 GEODE = Path(__file__).resolve().parent / "data" / "geode"
+REAL = GEODE / "real"
+FOREVER = WAIT_FOREVER_MS
 
 TWO_SITES = Config(
     sites=(1, 2),
     senders=(
-        SenderConfig(id="ln", site=2, remote=1, batch_size=100),
+        SenderConfig(id="ln", site=2, remote=1, batch_size=100, ack_timeout_ms=FOREVER),
         SenderConfig(
             id="ny",
             site=1,
             remote=2,
             batch_size=50,
             batch_time_interval_ms=500,
+            ack_timeout_ms=FOREVER,
             failure_listener="dlq",
         ),
     ),
@@ -50,313 +60,641 @@ TWO_SITES = Config(
 DIAMOND = Config(
     sites=(1, 2, 3, 4),
     senders=(
-        SenderConfig(id="one-to-three", site=1, remote=3),
-        SenderConfig(id="one-to-two", site=1, remote=2),
-        SenderConfig(id="three-to-four", site=3, remote=4),
-        SenderConfig(id="two-to-four", site=2, remote=4),
+        SenderConfig(id="one-to-three", site=1, remote=3, ack_timeout_ms=FOREVER),
+        SenderConfig(id="one-to-two", site=1, remote=2, ack_timeout_ms=FOREVER),
+        SenderConfig(id="three-to-four", site=3, remote=4, ack_timeout_ms=FOREVER),
+        SenderConfig(id="two-to-four", site=2, remote=4, ack_timeout_ms=FOREVER),
     ),
     receivers=tuple(ReceiverConfig(site=s) for s in (1, 2, 3, 4)),
 )
 
 
-def sample(site: int, name: str) -> SiteFile:
-    return SiteFile(site=site, path=str(GEODE / name))
+def sample(text: str, folder: Path = GEODE) -> SiteArgument:
+    """`--site` with paths relative to `folder`: "1=a.xml,b.gfsh" or "a.gfsh"."""
+    dsid, sep, names = text.rpartition("=")
+    paths = ",".join(str(folder / name) for name in names.split(","))
+    return parse_site_argument(f"{dsid}={paths}" if sep else paths)
 
 
-def import_files(tmp_path: Path, **files: str) -> ImportedConfig:
-    """Write `site<N>=text` files into tmp_path and import them (suffix from the name)."""
-    sites = []
-    for key, text in files.items():
-        site, _, suffix = key.partition("_")
-        path = tmp_path / f"{site}.{suffix}"
-        path.write_text(text, encoding="utf-8")
-        sites.append(SiteFile(site=int(site.removeprefix("site")), path=str(path)))
-    return import_geode_config(sites)
+def write(tmp_path: Path, name: str, text: str) -> str:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return str(path)
 
 
-def expect_error(tmp_path: Path, message: str, **files: str) -> str:
+def import_texts(
+    tmp_path: Path, *sites: tuple[int, str, str], allow_partial: bool = False
+) -> ImportedConfig:
+    """Import (dsid, file name, text) sites written into tmp_path."""
+    arguments = [
+        SiteArgument(f"{dsid}={name}", dsid, (write(tmp_path, name, text),))
+        for dsid, name, text in sites
+    ]
+    return import_geode_config(arguments, allow_partial=allow_partial)
+
+
+def expect_error(tmp_path: Path, message: str, *sites: tuple[int, str, str]) -> str:
     with pytest.raises(GeodeImportError) as caught:
-        import_files(tmp_path, **files)
+        import_texts(tmp_path, *sites)
     text = str(caught.value)
     assert message in text
     assert "\n" not in text
     return text
 
 
-RECEIVER_XML = '<cache xmlns="http://geode.apache.org/schema/cache"><gateway-receiver/></cache>'
-
-
 def cache(body: str) -> str:
-    return f'<?xml version="1.0"?>\n<cache xmlns="http://geode.apache.org/schema/cache">\n{body}\n</cache>\n'
+    return (
+        '<?xml version="1.0"?>\n<cache xmlns="http://geode.apache.org/schema/cache">\n'
+        f"{body}\n</cache>\n"
+    )
 
 
-# --- the sample files --------------------------------------------------------------------
+def region(ids: str) -> str:
+    return f'<region name="r"><region-attributes gateway-sender-ids="{ids}"/></region>'
+
+
+RECEIVER = (2, "2.xml", cache("<gateway-receiver/>"))
+"""Site 2 with a receiver and nothing else: the remote of most error cases."""
+
+
+def sender_xml(attributes: str, ids: str = "a") -> tuple[int, str, str]:
+    """Site 1 with one sender shipping to site 2, attached to a region."""
+    return (1, "1.xml", cache(f"<gateway-sender {attributes}/>\n{region(ids)}"))
+
+
+# --- the sample files ----------------------------------------------------------------------
 
 
 def test_two_site_cache_xml_imports_exactly() -> None:
-    imported = import_geode_config([sample(1, "ln-cache.xml"), sample(2, "ny-cache.xml")])
+    imported = import_geode_config([sample("1=ln-cache.xml"), sample("2=ny-cache.xml")])
     assert imported.config == TWO_SITES
 
 
 def test_two_site_gfsh_gives_the_same_config() -> None:
-    imported = import_geode_config([sample(1, "ln.gfsh"), sample(2, "ny.gfsh")])
+    imported = import_geode_config([sample("1=ln.gfsh"), sample("2=ny.gfsh")])
     assert imported.config == TWO_SITES
 
 
 def test_formats_can_be_mixed_per_site() -> None:
-    imported = import_geode_config([sample(1, "ln.gfsh"), sample(2, "ny-cache.xml")])
+    imported = import_geode_config([sample("1=ln.gfsh"), sample("2=ny-cache.xml")])
     assert imported.config == TWO_SITES
 
 
 @pytest.mark.parametrize("form", ["{n}-cache.xml", "{n}.gfsh"])
-def test_diamond_imports_in_both_forms(form: str) -> None:
-    files = [sample(n, form.format(n=f"diamond-{n}")) for n in (1, 2, 3, 4)]
+def test_r23_diamond_imports_in_both_forms_without_warnings(form: str) -> None:
+    files = [sample(f"{n}=" + form.format(n=f"diamond-{n}")) for n in (1, 2, 3, 4)]
     imported = import_geode_config(files)
     assert imported.config == DIAMOND
     assert imported.warnings == ()
 
 
-def test_unmodelled_settings_are_reported_with_file_and_line() -> None:
-    warnings = import_geode_config([sample(1, "ln-cache.xml"), sample(2, "ny-cache.xml")]).warnings
+def test_settings_equal_to_the_model_do_not_warn() -> None:
+    # ln-cache.xml says parallel="false", enable-batch-conflation="false",
+    # dispatcher-threads="1", and queue settings the model has no counterpart for.
+    warnings = import_geode_config([sample("1=ln-cache.xml"), sample("2=ny-cache.xml")]).warnings
     ln = str(GEODE / "ln-cache.xml")
-    for attribute in (
-        "parallel",
-        "enable-batch-conflation",
-        "dispatcher-threads",
-        "maximum-queue-memory",
-        "enable-persistence",
-        "disk-store-name",
-    ):
-        assert any(
-            w.startswith(f"{ln}:7: <gateway-sender id='ny'>: attribute {attribute} ignored")
-            for w in warnings
-        ), attribute
-    assert any(f"{ln}:11:" in w and "<gateway-event-filter> ignored" in w for w in warnings)
-    assert any(
-        f"{ln}:14:" in w and "com.example.FileGatewayEventFailureListener" in w and "R24" in w
-        for w in warnings
+    assert warnings == (
+        f"{ln}:11: <gateway-sender id='ny'>: <gateway-event-filter> com.example.AuditFilter: "
+        "Geode lets this class drop or change events before they are queued; the model ships "
+        "every event unchanged",
+        f"{ln}:14: <gateway-sender id='ny'>: <gateway-event-failure-listener> "
+        "com.example.FileGatewayEventFailureListener: the dead-letter proposal's listener, "
+        'which Geode 1.15 does not have (SPEC §13); modelled as failure_listener "dlq" (R24)',
     )
-    assert any(f"{ln}:18: <gateway-receiver>: attribute start-port ignored" in w for w in warnings)
-    assert not any("ny-cache.xml" in w for w in warnings)  # nothing unmodelled there
 
 
-def test_gfsh_warnings_cover_ignored_options_and_other_commands() -> None:
-    warnings = import_geode_config([sample(1, "ln.gfsh"), sample(2, "ny.gfsh")]).warnings
-    ln = str(GEODE / "ln.gfsh")
-    assert f"{ln}:2: gfsh command 'start locator' is not a gateway; ignored" in warnings
-    assert f"{ln}:6: gfsh command 'create region' is not a gateway; ignored" in warnings
-    assert any(f"{ln}:5:" in w and "option --enable-persistence ignored" in w for w in warnings)
-    assert any(f"{ln}:4:" in w and "option --end-port ignored" in w for w in warnings)
-
-
-def test_site_without_receiver_is_warned_about(tmp_path: Path) -> None:
-    imported = import_files(
-        tmp_path,
-        site1_xml=cache('<gateway-sender id="a" remote-distributed-system-id="2"/>'),
-        site2_xml=cache(""),
+@pytest.mark.parametrize(
+    ("attributes", "warned"),
+    [
+        ('parallel="true"', "parallel=true: Geode's parallel sender keeps one queue per bucket"),
+        ('manual-start="true"', "manual-start=true: Geode does not start the sender until"),
+        ('enable-batch-conflation="true"', "the model ships every update"),
+        ('dispatcher-threads="5"', "dispatches up to 5 batches at once"),
+    ],
+)
+def test_settings_that_change_behaviour_warn_with_what_the_model_does(
+    tmp_path: Path, attributes: str, warned: str
+) -> None:
+    imported = import_texts(
+        tmp_path, sender_xml(f'id="a" remote-distributed-system-id="2" {attributes}'), RECEIVER
     )
-    assert imported.config.receiver(2) == ReceiverConfig(site=2)
-    assert any("site 2 declares no gateway-receiver" in w and "a" in w for w in imported.warnings)
+    assert len(imported.warnings) == 1
+    assert imported.warnings[0].startswith(f"{tmp_path / '1.xml'}:3: <gateway-sender id='a'>: ")
+    assert warned in imported.warnings[0]
 
 
-def test_no_namespace_and_old_namespace_are_accepted(tmp_path: Path) -> None:
-    imported = import_files(
-        tmp_path,
-        site1_xml='<cache><gateway-sender id="a" remote-distributed-system-id="2"/></cache>',
-        site2_xml='<cache xmlns="http://schema.pivotal.io/gemfire/cache"><gateway-receiver '
-        'retry-attempts="2"/></cache>',
+# --- item 1, 9: the geode-examples WAN scripts -------------------------------------------
+
+
+def test_geode_examples_wan_scripts_import_with_dsid_from_the_scripts() -> None:
+    # `\` continuations, tab-indented continuation lines, quoted values, a trailing
+    # blank, and the dsid in --J=-Dgemfire.distributed-system-id (ln is 2, ny is 1).
+    imported = import_geode_config(
+        [
+            sample("start-ln.gfsh,ln-region.gfsh", REAL),
+            sample("start-ny.gfsh,ny-region.gfsh", REAL),
+        ]
     )
-    assert imported.config.senders == (SenderConfig(id="a", site=1, remote=2),)
-    assert imported.config.receiver(2).retry_attempts == 2
-
-
-def test_elements_of_other_namespaces_are_skipped(tmp_path: Path) -> None:
-    imported = import_files(
-        tmp_path,
-        site1_xml=cache(
-            '<x:gateway-sender xmlns:x="urn:other" id="zz" remote-distributed-system-id="9"/>'
-            '<gateway-sender id="a" remote-distributed-system-id="2"/>'
+    assert imported.config == Config(
+        sites=(1, 2),
+        senders=(
+            SenderConfig(id="ln", site=1, remote=2, ack_timeout_ms=FOREVER),
+            SenderConfig(id="ny", site=2, remote=1, ack_timeout_ms=FOREVER),
         ),
-        site2_xml=RECEIVER_XML,
+        receivers=(ReceiverConfig(site=1), ReceiverConfig(site=2)),
     )
+    # The examples' senders are parallel: the one difference worth a warning.
+    assert [w.split(": ")[0] for w in imported.warnings] == [
+        f"{REAL / 'start-ny.gfsh'}:19",
+        f"{REAL / 'start-ln.gfsh'}:19",
+    ]
+    assert all("--parallel=true: Geode's parallel sender" in w for w in imported.warnings)
+
+
+def test_continuation_joins_lines_and_the_command_starts_at_its_first_line() -> None:
+    text = (REAL / "start-ln.gfsh").read_text(encoding="utf-8")
+    commands = script_commands(text, "start-ln.gfsh", [])
+    assert [line for line, _ in commands] == [6, 11, 16, 19, 21]
+    # Each `\` is dropped, the next line joined with a space, its tab read as a space.
+    assert commands[0][1] == (
+        "start locator --name=locator-ln --port=10332 --locators=localhost[10332] "
+        "--mcast-port=0 --log-level=config   --J=-Dgemfire.remote-locators=localhost[10331] "
+        "--J=-Dgemfire.distributed-system-id=2   --J=-Dgemfire.jmx-manager-start=true "
+        "--J=-Dgemfire.jmx-manager-http-port=8082   --J=-Dgemfire.jmx-manager-port=1092"
+    )
+
+
+def test_dsid_on_the_command_line_must_agree_with_the_script() -> None:
+    with pytest.raises(GeodeImportError) as caught:
+        import_geode_config([sample("1=start-ln.gfsh", REAL), sample("2=start-ny.gfsh", REAL)])
+    assert str(caught.value) == (
+        f"{REAL / 'start-ln.gfsh'}:6: --J=-Dgemfire.distributed-system-id=2, but the command "
+        f"line says --site 1={REAL / 'start-ln.gfsh'}: the two must agree"
+    )
+
+
+def test_one_script_configuring_two_clusters_is_refused() -> None:
+    with pytest.raises(GeodeImportError, match=r"start-wan\.gfsh:6: connect --locator="):
+        import_geode_config([sample("1=start-wan.gfsh", REAL), sample("start-ln.gfsh", REAL)])
+
+
+def test_a_file_ending_inside_a_continued_command_never_runs_it(tmp_path: Path) -> None:
+    warnings: list[str] = []
+    commands = script_commands("create gateway-receiver\ncreate gateway-sender \\\n", "f", warnings)
+    assert commands == [(1, "create gateway-receiver")]
+    assert warnings == ["f:2: the file ends inside a command continued with '\\'; gfsh never "
+                        "runs it; ignored"]  # fmt: skip
+
+
+# --- item 2: pasted transcripts, empty files ---------------------------------------------
+
+
+def test_docs_transcript_reads_prompted_commands_and_skips_output() -> None:
+    imported = import_geode_config(
+        [sample("1=docs-transcript.gfsh", REAL), sample("2=gemfire7-dtd-cache.xml", REAL)]
+    )
+    assert imported.config.sender("sender2") == SenderConfig(
+        id="sender2", site=1, remote=2, batch_size=200, ack_timeout_ms=FOREVER
+    )
+    assert imported.config.receiver(1) == ReceiverConfig(site=1)
+    transcript = str(REAL / "docs-transcript.gfsh")
+    assert [w for w in imported.warnings if transcript in w] == [
+        f"{transcript}:7: an option line with no '\\' ending the line before it: gfsh would "
+        "run it as a command of its own and fail; read as part of the command at line 6"
+    ]
+
+
+def test_option_line_in_a_plain_script_joins_the_command_above(tmp_path: Path) -> None:
+    imported = import_texts(
+        tmp_path,
+        (1, "1.gfsh", "create gateway-sender --id=a\n--remote-distributed-system-id=2\n"),
+        RECEIVER,
+    )
+    assert imported.config.sender("a").remote == 2
+    assert any("1.gfsh:2: an option line" in w for w in imported.warnings)
+
+
+@pytest.mark.parametrize(
+    "text", ["", "# only a comment\n", "connect --locator=localhost[10334]\nlist members\n"]
+)
+def test_a_site_without_any_gateway_is_an_error(tmp_path: Path, text: str) -> None:
+    message = expect_error(
+        tmp_path, "site 1 declares no gateway-sender and no gateway-receiver", (1, "1.gfsh", text)
+    )
+    assert message.endswith("(--allow-partial imports the rest)")
+
+
+def test_allow_partial_accepts_sites_without_gateways_as_warnings(tmp_path: Path) -> None:
+    imported = import_texts(tmp_path, (1, "1.gfsh", ""), RECEIVER, allow_partial=True)
+    assert imported.config.senders == ()
+    assert imported.warnings == (
+        f"{tmp_path / '1.gfsh'}: site 1 declares no gateway-sender and no gateway-receiver: "
+        "nothing of it is a WAN gateway",
+        "no gateway-sender to import: events never leave their site",
+    )
+
+
+def test_receivers_only_is_an_error_without_allow_partial(tmp_path: Path) -> None:
+    expect_error(tmp_path, "no gateway-sender to import", RECEIVER)
+
+
+# --- item 3: regions, conflict resolver, concurrency checks --------------------------------
+
+
+def test_gemfire_dtd_files_import_with_regions_resolver_and_placeholders() -> None:
+    imported = import_geode_config(
+        [sample("2=gemfire7-dtd-cache.xml", REAL), sample("1=gemfire8-dtd-cache.xml", REAL)],
+        defines={"REMOTE_DS_ID_1": "2"},
+    )
+    assert imported.config.senders == (
+        SenderConfig(id="ln", site=2, remote=1, batch_size=10, ack_timeout_ms=45000),
+        SenderConfig(id="ny", site=1, remote=2, ack_timeout_ms=30000),
+    )  # "unused" is on no region: Geode ships nothing through it
+    seven, eight = str(REAL / "gemfire7-dtd-cache.xml"), str(REAL / "gemfire8-dtd-cache.xml")
+    assert imported.warnings == (
+        f"{eight}:5: <gateway-conflict-resolver> com.example.MyGatewayConflictResolver: Geode "
+        "lets this class decide between conflicting events of different sites; the model "
+        "always applies R16.3 (higher timestamp wins, then higher dsid)",
+        f"{eight}:12: region '/orders': gateway-sender-ids names 'retired', which site 1 does "
+        "not have; Geode ships nothing through it; ignored",
+        f"{eight}:10: <gateway-sender id='unused'>: no region of site 1 names it in "
+        "gateway-sender-ids, so Geode ships nothing through it; left out (the model would "
+        "ship every write)",
+        f"{seven}:11: region '/orders': concurrency-checks-enabled=false: Geode then applies "
+        "every arriving event without comparing versions, so the last arrival wins; the model "
+        "always resolves conflicts by version (R16.3)",
+        f"{eight}:8: <gateway-sender id='ny'>: socket-read-timeout=5000 is below Geode's "
+        "minimum of 30000 ms: Geode uses 30000, and so does the model (ack_timeout_ms)",
+    )
+
+
+def test_a_site_that_creates_no_region_warns_that_every_write_ships(tmp_path: Path) -> None:
+    imported = import_texts(
+        tmp_path,
+        (1, "1.xml", cache('<gateway-sender id="a" remote-distributed-system-id="2"/>')),
+        RECEIVER,
+    )
+    assert [s.id for s in imported.config.senders] == ["a"]
+    assert imported.warnings == (
+        f"{tmp_path / '1.xml'}: site 1: the files create no region, so which regions ship "
+        "through sender(s) a is not known; the model ships every write of the site through "
+        "them (Geode ships only the regions whose gateway-sender-ids name a sender)",
+    )
+
+
+def test_regions_with_different_senders_warn(tmp_path: Path) -> None:
+    body = (
+        '<gateway-sender id="a" remote-distributed-system-id="2"/>'
+        '<gateway-sender id="b" remote-distributed-system-id="3"/>'
+        '<region name="x"><region-attributes gateway-sender-ids="a"/>'
+        '<region name="y"><region-attributes gateway-sender-ids="b"/></region></region>'
+    )
+    imported = import_texts(
+        tmp_path, (1, "1.xml", cache(body)), RECEIVER, (3, "3.xml", cache("<gateway-receiver/>"))
+    )
+    assert [s.id for s in imported.config.senders] == ["a", "b"]
+    assert imported.warnings == (
+        f"{tmp_path / '1.xml'}: site 1: regions ship through different senders (/x: a; /x/y: "
+        "b); the model has one region per site (R1), whose writes every one of these senders "
+        "ships",
+    )
+
+
+def test_gfsh_alter_region_changes_the_senders(tmp_path: Path) -> None:
+    script = (
+        "create gateway-sender --id=a --remote-distributed-system-id=2\n"
+        "create region --name=/r --type=REPLICATE\n"
+        "alter region --name=r --gateway-sender-id=a\n"
+    )
+    imported = import_texts(tmp_path, (1, "1.gfsh", script), RECEIVER)
+    assert [s.id for s in imported.config.senders] == ["a"]
+    assert imported.warnings == ()
+
+
+# --- item 4: a remote site without a receiver ----------------------------------------------
+
+
+def test_sender_to_a_site_without_receiver_is_an_error(tmp_path: Path) -> None:
+    text = expect_error(
+        tmp_path,
+        "1.xml:3: <gateway-sender id='a'>: site 2 (",
+        sender_xml('id="a" remote-distributed-system-id="2"'),
+        (2, "2.gfsh", "create gateway-sender --id=b --remote-distributed-system-id=1\n"),
+    )
+    assert text.endswith(
+        "2.gfsh) declares no gateway-receiver, so this sender can never connect "
+        "(--allow-partial imports the rest)"
+    )
+
+
+def test_allow_partial_leaves_out_senders_that_can_never_connect(tmp_path: Path) -> None:
+    imported = import_texts(
+        tmp_path,
+        (1, "1.gfsh", "create gateway-receiver\n"
+         "create gateway-sender --id=a --remote-distributed-system-id=2\n"
+         "create region --name=r --gateway-sender-id=a\n"),
+        (2, "2.gfsh", "create gateway-sender --id=b --remote-distributed-system-id=1\n"
+         "create region --name=r --gateway-sender-id=b\n"),
+        allow_partial=True,
+    )  # fmt: skip
+    assert [s.id for s in imported.config.senders] == ["b"]
+    assert any(
+        "gateway-sender --id=a: site 2" in w and "never connect" in w for w in imported.warnings
+    )
+
+
+# --- item 5: socket-read-timeout -> ack_timeout_ms (R20) -----------------------------------
+
+
+@pytest.mark.parametrize(
+    ("attribute", "ack_timeout_ms"),
+    [("", FOREVER), ('socket-read-timeout="0"', FOREVER), ('socket-read-timeout="30000"', 30000),
+     ('socket-read-timeout="29999"', 30000), ('socket-read-timeout="120000"', 120000)],
+)  # fmt: skip
+def test_r20_socket_read_timeout_is_the_ack_timeout(
+    tmp_path: Path, attribute: str, ack_timeout_ms: int
+) -> None:
+    imported = import_texts(
+        tmp_path, sender_xml(f'id="a" remote-distributed-system-id="2" {attribute}'), RECEIVER
+    )
+    assert imported.config.sender("a").ack_timeout_ms == ack_timeout_ms
+
+
+def test_wait_forever_stays_a_64_bit_integer_after_any_send_time() -> None:
+    assert FOREVER + (2**62 - 1) < 2**63
+
+
+# --- item 6: GemFire DTDs are not fetched, other external DTDs are refused ------------------
+
+
+def test_gemfire_dtd_is_accepted_and_never_fetched(tmp_path: Path) -> None:
+    header = (
+        '<?xml version="1.0"?>\n<!DOCTYPE cache PUBLIC "-//GemStone Systems, Inc.//GemFire '
+        'Declarative Caching 8.0//EN" "http://www.gemstone.com/dtd/cache8_0.dtd">\n'
+    )
+    imported = import_texts(
+        tmp_path,
+        (1, "1.xml", header + f'<cache><gateway-sender id="a" remote-distributed-system-id="2"/>'
+         f"{region('a')}</cache>"),
+        RECEIVER,
+    )  # fmt: skip
     assert [s.id for s in imported.config.senders] == ["a"]
 
 
-def test_gfsh_quoting_comments_and_flags(tmp_path: Path) -> None:
-    imported = import_files(
+def test_undeclared_entity_in_a_dtd_file_is_refused(tmp_path: Path) -> None:
+    expect_error(
         tmp_path,
-        site1_gfsh=(
-            "  # comment line\n\n"
-            "create gateway-sender --id 'to two' --remote-distributed-system-id=\"2\" "
-            "--parallel --manual-start --batch-size 7  # trailing comment\n"
-        ),
-        site2_gfsh="create gateway-receiver --wait-time-between-retry-attempts=5\n",
+        "1.xml:3: refused: reference to the undeclared entity &x;",
+        (1, "1.xml", '<!DOCTYPE cache PUBLIC "-//GemStone Systems, Inc.//GemFire Declarative '
+         'Caching 7.0//EN" "http://www.gemstone.com/dtd/cache7_0.dtd">\n<cache>\n'
+         '<gateway-sender id="&x;" remote-distributed-system-id="2"/></cache>'),
+    )  # fmt: skip
+
+
+# --- item 7: alter and destroy ---------------------------------------------------------------
+
+
+def test_mesh_alter_destroy_defines_variables_and_per_site_ids() -> None:
+    imported = import_geode_config(
+        [
+            sample("mesh-1.gfsh", REAL),
+            sample("mesh-2.gfsh,mesh-2.properties", REAL),
+            sample("3=mesh-3.gfsh", REAL),
+        ],
+        defines={"OLD_REMOTE": "1"},
     )
-    assert imported.config.senders == (SenderConfig(id="to two", site=1, remote=2, batch_size=7),)
-    assert imported.config.receiver(2).wait_time_between_retry_attempts_ms == 5
+    assert imported.config.senders == tuple(
+        SenderConfig(id=f"{site}/sender{remote}", site=site, remote=remote,
+                     batch_size=500 if (site, remote) == (2, 1) else 100, ack_timeout_ms=FOREVER)
+        for site, remote in [(1, 2), (1, 3), (2, 1), (2, 3), (3, 1), (3, 2)]
+    )  # fmt: skip
+    assert imported.sender_names["2/sender1"] == "sender1"
+    mesh1 = str(REAL / "mesh-1.gfsh")
+    assert (
+        f"{mesh1}:4: create gateway-sender --id=sender3: sender id 'sender3' is used at sites "
+        "1, 2 (Geode's ids are per site, a trace's are global): named '1/sender3' in the model"
+    ) in imported.warnings
+    # R6: of a serial and a parallel sender to site 3, the serial one is kept; the
+    # parallel one's own differences are not reported, it is not imported at all.
+    assert [w for w in imported.warnings if "sender3-parallel" in w] == [
+        f"{mesh1}:5: create gateway-sender --id=sender3-parallel: site 1 also has the serial "
+        "sender 'sender3' to site 3; R6 allows one per pair of sites: the parallel sender is "
+        "left out, the serial one kept"
+    ]
+    assert len(imported.warnings) == 7
 
 
-def test_imported_config_round_trips_through_parse_config() -> None:
-    config = import_geode_config([sample(1, "ln-cache.xml"), sample(2, "ny-cache.xml")]).config
-    assert parse_config(json.loads(canonical_json(config.to_json()))) == config
+def test_alter_and_destroy_need_an_existing_sender(tmp_path: Path) -> None:
+    expect_error(
+        tmp_path,
+        "1.gfsh:1: alter gateway-sender --id=x: no such gateway-sender at this site (senders "
+        "so far: none)",
+        (1, "1.gfsh", "alter gateway-sender --id=x --batch-size=5\n"),
+    )
+    expect_error(
+        tmp_path,
+        "destroy gateway-sender --id=x: no such gateway-sender at this site",
+        (1, "1.gfsh", "destroy gateway-sender --id=x\n"),
+    )
 
 
-# --- errors: one line naming file, line, element and attribute ----------------------------
+def test_gfsh_alters_a_cache_xml_given_before_it(tmp_path: Path) -> None:
+    xml = write(
+        tmp_path, "1.xml", cache(f'<gateway-sender id="a" remote-distributed-system-id="2"/>'
+                                 f"{region('a')}"),
+    )  # fmt: skip
+    gfsh = write(tmp_path, "1.gfsh", "alter gateway-sender --id=a --batch-time-interval=7\n")
+    remote = write(tmp_path, "2.xml", cache("<gateway-receiver/>"))
+    imported = import_geode_config(
+        [parse_site_argument(f"1={xml},{gfsh}"), parse_site_argument(f"2={remote}")]
+    )
+    assert imported.config.sender("a").batch_time_interval_ms == 7
+
+
+def test_destroy_gateway_receiver_leaves_the_site_unreachable(tmp_path: Path) -> None:
+    expect_error(
+        tmp_path,
+        "declares no gateway-receiver, so this sender can never connect",
+        sender_xml('id="a" remote-distributed-system-id="2"'),
+        (2, "2.gfsh", "create gateway-receiver\ndestroy gateway-receiver\n"
+         "create gateway-sender --id=b --remote-distributed-system-id=1\n"),
+    )  # fmt: skip
+
+
+# --- item 8: per-site ids and two senders to one remote -----------------------------------
+
+
+def test_two_serial_senders_to_one_remote_are_an_r6_error(tmp_path: Path) -> None:
+    expect_error(
+        tmp_path,
+        "1.gfsh:2: create gateway-sender --id=b: site 1 already has a sender to site 2",
+        (1, "1.gfsh", "create gateway-sender --id=a --remote-distributed-system-id=2\n"
+         "create gateway-sender --id=b --remote-distributed-system-id=2\n"),
+        RECEIVER,
+    )  # fmt: skip
+
+
+def test_one_id_twice_in_one_site_is_an_error(tmp_path: Path) -> None:
+    expect_error(
+        tmp_path,
+        "1.gfsh:2: create gateway-sender --id=a: gateway-sender 'a' already exists at",
+        (1, "1.gfsh", "create gateway-sender --id=a --remote-distributed-system-id=2\n"
+         "create gateway-sender --id=a --remote-distributed-system-id=3\n"),
+    )  # fmt: skip
+
+
+# --- item 9: placeholders, #, ; -------------------------------------------------------------
+
+
+def test_undefined_placeholder_is_an_error_naming_define(tmp_path: Path) -> None:
+    expect_error(
+        tmp_path,
+        "1.xml:3: <gateway-sender id='a'>: remote-distributed-system-id: placeholder "
+        "${REMOTE_DS_ID_1} has no value; give it with --define REMOTE_DS_ID_1=VALUE",
+        sender_xml('id="a" remote-distributed-system-id="${REMOTE_DS_ID_1}"'),
+    )
+
+
+def test_hash_inside_a_value_and_semicolons(tmp_path: Path) -> None:
+    imported = import_texts(
+        tmp_path,
+        (1, "1.gfsh", "create gateway-receiver; create gateway-sender --id=ny#2 "
+         "--remote-distributed-system-id=2 ;create region --name=r --gateway-sender-id=ny#2\n"),
+        (2, "2.gfsh", "create gateway-receiver\ncreate gateway-sender --id=semi\\;colon "
+         "--remote-distributed-system-id=1;create region --name=r "
+         "--gateway-sender-id=semi\\;colon\n"),
+    )  # fmt: skip
+    assert [s.id for s in imported.config.senders] == ["ny#2", "semi;colon"]
+    assert imported.config.receiver(1) == ReceiverConfig(site=1)
+
+
+def test_define_argument() -> None:
+    assert parse_define("A.b-1=x=y") == ("A.b-1", "x=y")
+    with pytest.raises(GeodeImportError, match="expected KEY=VALUE"):
+        parse_define("novalue")
+
+
+# --- errors: one line naming file, line, element and attribute ------------------------------
+
+
+@pytest.mark.parametrize(
+    ("attributes", "message"),
+    [
+        ('id="a" remote-distributed-system-id="2" batch-size="0"',
+         "1.xml:3: <gateway-sender id='a'>: batch-size: must be >= 1, got 0"),
+        ('id="a" remote-distributed-system-id="2" batch-size="ten"',
+         "1.xml:3: <gateway-sender id='a'>: batch-size: must be an integer, got 'ten'"),
+        ('id="a" remote-distributed-system-id="2" batch-time-interval="-5"',
+         "batch-time-interval: must be >= 0, got -5"),
+        ('id="a" remote-distributed-system-id="3"',
+         "remote-distributed-system-id: site 3 has no --site (imported sites: 1, 2)"),
+        ('id="a" remote-distributed-system-id="1"',
+         "remote-distributed-system-id: a sender cannot ship to its own site 1 (R6)"),
+        ('id="" remote-distributed-system-id="2"',
+         "<gateway-sender id=''>: id: must be a non-empty"),
+        ('remote-distributed-system-id="2"', "<gateway-sender>: attribute id is missing"),
+        ('id="a"', "attribute remote-distributed-system-id is missing"),
+        ('id="a" remote-distributed-system-id="2" batch-sise="5"',
+         "unknown attribute batch-sise='5'; <gateway-sender> has no such attribute in Geode's "
+         "cache.xml schema (did you mean batch-size?)"),
+        ('id="a" remote-distributed-system-id="2" parallel="yes"',
+         "<gateway-sender id='a'>: parallel: must be true or false, got 'yes'"),
+        ('id="a" remote-distributed-system-id="2" socket-read-timeout="-1"',
+         "socket-read-timeout: must be >= 0 (0 = wait forever), got -1"),
+        ('id="a" remote-distributed-system-id="2" dispatcher-threads="0"',
+         "dispatcher-threads: must be >= 1, got 0"),
+    ],
+)  # fmt: skip
+def test_cache_xml_sender_errors(tmp_path: Path, attributes: str, message: str) -> None:
+    expect_error(tmp_path, message, sender_xml(attributes), RECEIVER)
 
 
 @pytest.mark.parametrize(
     ("body", "message"),
     [
-        (
-            '<gateway-sender id="a" remote-distributed-system-id="2" batch-size="0"/>',
-            "1.xml:3: <gateway-sender id='a'>: batch-size: must be >= 1, got 0",
-        ),
-        (
-            '<gateway-sender id="a" remote-distributed-system-id="2" batch-size="${size}"/>',
-            "1.xml:3: <gateway-sender id='a'>: batch-size: must be an integer, got '${size}'",
-        ),
-        (
-            '<gateway-sender id="a" remote-distributed-system-id="2" batch-time-interval="-5"/>',
-            "batch-time-interval: must be >= 0, got -5",
-        ),
-        (
-            '<gateway-sender id="a" remote-distributed-system-id="3"/>',
-            "remote-distributed-system-id: site 3 has no --site 3=FILE (imported sites: 1, 2)",
-        ),
-        (
-            '<gateway-sender id="a" remote-distributed-system-id="1"/>',
-            "remote-distributed-system-id: a sender cannot ship to its own site 1 (R6)",
-        ),
-        (
-            '<gateway-sender id="" remote-distributed-system-id="2"/>',
-            "<gateway-sender id=''>: id: must be a non-empty string",
-        ),
-        (
-            '<gateway-sender remote-distributed-system-id="2"/>',
-            "<gateway-sender>: attribute id is missing",
-        ),
-        ('<gateway-sender id="a"/>', "attribute remote-distributed-system-id is missing"),
-        (
-            '<gateway-sender id="a" remote-distributed-system-id="2" batch-sise="5"/>',
-            "unknown attribute batch-sise='5'; <gateway-sender> has no such attribute in Geode's "
-            "cache.xml schema (did you mean batch-size?)",
-        ),
-        (
-            '<gateway-sender id="a" remote-distributed-system-id="2">\n<event-listener/>\n'
-            "</gateway-sender>",
-            "1.xml:4: <gateway-sender id='a'>: unknown element <event-listener>",
-        ),
-        (
-            '<gateway-receiver retry-attempts="-2"/>',
-            "1.xml:3: <gateway-receiver>: retry-attempts: must be >= -1, got -2",
-        ),
-        (
-            '<gateway-receiver wait-time-between-retry-attempts="soon"/>',
-            "wait-time-between-retry-attempts: must be an integer, got 'soon'",
-        ),
+        ('<gateway-sender id="a" remote-distributed-system-id="2">\n<event-listener/>\n'
+         "</gateway-sender>", "1.xml:4: <gateway-sender id='a'>: unknown element <event-listener>"),
+        ('<gateway-receiver retry-attempts="-2"/>',
+         "1.xml:3: <gateway-receiver>: retry-attempts: must be >= -1, got -2"),
+        ('<gateway-receiver wait-time-between-retry-attempts="soon"/>',
+         "wait-time-between-retry-attempts: must be an integer, got 'soon'"),
         ("<gateway-receiver/>\n<gateway-receiver/>", "1.xml:4: a second <gateway-receiver>"),
-        (
-            "<gateway-receiver><gateway-transport-filter/><foo/></gateway-receiver>",
-            "<gateway-receiver>: unknown element <foo>",
-        ),
+        ("<gateway-receiver><gateway-transport-filter/><foo/></gateway-receiver>",
+         "<gateway-receiver>: unknown element <foo>"),
     ],
-)
+)  # fmt: skip
 def test_cache_xml_errors(tmp_path: Path, body: str, message: str) -> None:
-    expect_error(tmp_path, message, site1_xml=cache(body), site2_xml=RECEIVER_XML)
+    expect_error(tmp_path, message, (1, "1.xml", cache(body)), RECEIVER)
 
 
 @pytest.mark.parametrize(
     ("line", "message"),
     [
-        (
-            "create gateway-sender --id=a --remote-distributed-system-id=2 --batch-size=0",
-            "1.gfsh:1: create gateway-sender --id=a: --batch-size: must be >= 1, got 0",
-        ),
-        (
-            "create gateway-sender --id=a --remote-distributed-system-id=two",
-            "--remote-distributed-system-id: must be an integer, got 'two'",
-        ),
+        ("create gateway-sender --id=a --remote-distributed-system-id=2 --batch-size=0",
+         "1.gfsh:1: create gateway-sender --id=a: --batch-size: must be >= 1, got 0"),
+        ("create gateway-sender --id=a --remote-distributed-system-id=two",
+         "--remote-distributed-system-id: must be an integer, got 'two'"),
         ("create gateway-sender --id=a", "option --remote-distributed-system-id is missing"),
         ("create gateway-sender --remote-distributed-system-id=2", "option --id is missing"),
-        (
-            "create gateway-sender --id=a --remote-distributed-system-id=2 --batch-size",
-            "option --batch-size needs a value",
-        ),
-        (
-            "create gateway-sender --id=a --id=b --remote-distributed-system-id=2",
-            "option --id is given twice",
-        ),
-        (
-            "create gateway-sender --id=a --remote-distributed-system-id=2 stray",
-            "unexpected argument 'stray'",
-        ),
-        (
-            "create gateway-sender --id='a --remote-distributed-system-id=2",
-            "1.gfsh:1: cannot split the gfsh command: No closing quotation",
-        ),
-        (
-            "create gateway-sender --id=a --remote-distributed-system-id=2 "
-            "--gateway-event-failure-listener=",
-            "option --gateway-event-failure-listener needs a class name",
-        ),
-        (
-            "create gateway-receiver --retry-attempts=3 --retry-attempt=4",
-            "unknown option --retry-attempt (did you mean --retry-attempts?)",
-        ),
-        (
-            "create gateway-receiver\ncreate gateway-receiver",
-            "1.gfsh:2: a second 'create gateway-receiver'",
-        ),
+        ("create gateway-sender --id=a --remote-distributed-system-id=2 --batch-size",
+         "option --batch-size needs a value"),
+        ("create gateway-sender --id=a --id=b --remote-distributed-system-id=2",
+         "option --id is given twice"),
+        ("create gateway-sender --id=a --remote-distributed-system-id=2 stray",
+         "unexpected argument 'stray'"),
+        ("create gateway-sender --id='a --remote-distributed-system-id=2",
+         "1.gfsh:1: create gateway-sender: option --id: the value 'a has no closing quote"),
+        ("create gateway-sender --id=a --remote-distributed-system-id=2 "
+         "--gateway-event-failure-listener=",
+         "option --gateway-event-failure-listener needs a class name"),
+        ("create gateway-receiver --retry-attempts=3 --retry-attempt=4",
+         "unknown option --retry-attempt (did you mean --retry-attempts?)"),
+        ("create gateway-receiver\ncreate gateway-receiver",
+         "1.gfsh:2: a second create gateway-receiver"),
+        ("create gateway-sendr --id=a", "1.gfsh:1: unknown gfsh command 'create gateway-sendr' "
+         "(did you mean create gateway-sender?)"),
+        ("set variable --name=X", "1.gfsh:1: set variable: needs --name and --value"),
+        ("create gateway-receiver\nalter region --name=r --gateway-sender-id=a",
+         "1.gfsh:2: alter region --name=/r: no such region at this site"),
     ],
-)
+)  # fmt: skip
 def test_gfsh_errors(tmp_path: Path, line: str, message: str) -> None:
-    expect_error(tmp_path, message, site1_gfsh=line + "\n", site2_xml=RECEIVER_XML)
-
-
-def test_sender_ids_must_be_unique_across_sites(tmp_path: Path) -> None:
-    text = expect_error(
-        tmp_path,
-        "sender id 'gw' is already used at",
-        site1_gfsh="create gateway-sender --id=gw --remote-distributed-system-id=2\n",
-        site2_gfsh="create gateway-sender --id=gw --remote-distributed-system-id=1\n",
-    )
-    assert "2.gfsh:1" in text and "1.gfsh:1" in text and "R6" in text
-
-
-def test_one_sender_per_pair_of_sites(tmp_path: Path) -> None:
-    expect_error(
-        tmp_path,
-        "2.gfsh:2: create gateway-sender --id=b: site 2 already has a sender to site 1",
-        site1_gfsh="create gateway-receiver\n",
-        site2_gfsh=(
-            "create gateway-sender --id=a --remote-distributed-system-id=1\n"
-            "create gateway-sender --id=b --remote-distributed-system-id=1\n"
-        ),
-    )
+    expect_error(tmp_path, message, (1, "1.gfsh", line + "\n"), RECEIVER)
 
 
 def test_wrong_root_element(tmp_path: Path) -> None:
     expect_error(
         tmp_path,
         "1.xml:1: root element is <{http://geode.apache.org/schema/cache}client-cache>",
-        site1_xml='<client-cache xmlns="http://geode.apache.org/schema/cache"/>',
+        (1, "1.xml", '<client-cache xmlns="http://geode.apache.org/schema/cache"/>'),
     )
     expect_error(
-        tmp_path, "root element is <{urn:nope}cache>", site1_xml='<cache xmlns="urn:nope"/>'
+        tmp_path, "root element is <{urn:nope}cache>", (1, "1.xml", '<cache xmlns="urn:nope"/>')
     )
 
 
 def test_gateway_hub_is_reported_not_imported(tmp_path: Path) -> None:
-    imported = import_files(tmp_path, site1_xml=cache('<gateway-hub id="old"/>'))
+    imported = import_texts(
+        tmp_path, (1, "1.xml", cache('<gateway-hub id="old"/>')), RECEIVER, allow_partial=True
+    )
     assert imported.config.senders == ()
-    assert any("<gateway-hub>" in w for w in imported.warnings)
+    assert any("<gateway-hub> (the pre-7.0 WAN) is not modelled" in w for w in imported.warnings)
+
+
+def test_elements_of_other_namespaces_are_skipped(tmp_path: Path) -> None:
+    body = (
+        '<x:gateway-sender xmlns:x="urn:other" id="zz" remote-distributed-system-id="9"/>'
+        '<gateway-sender id="a" remote-distributed-system-id="2"/>' + region("a")
+    )
+    imported = import_texts(tmp_path, (1, "1.xml", cache(body)), RECEIVER)
+    assert [s.id for s in imported.config.senders] == ["a"]
 
 
 def test_non_utf8_gfsh(tmp_path: Path) -> None:
     path = tmp_path / "bad.gfsh"
     path.write_bytes(b"create gateway-receiver --retry-attempts=\xff\n")
     with pytest.raises(GeodeImportError, match=r"bad\.gfsh: not UTF-8 text"):
-        import_geode_config([SiteFile(1, str(path))])
+        import_geode_config([parse_site_argument(f"1={path}")])
 
 
 @pytest.mark.parametrize(
@@ -364,30 +702,30 @@ def test_non_utf8_gfsh(tmp_path: Path) -> None:
     [
         ("billion-laughs.xml", "billion-laughs.xml:3: refused: the file declares the XML entity"),
         ("external-entity.xml", "external-entity.xml:3: refused: the file declares the XML entity"),
-        ("external-dtd.xml", "external-dtd.xml:2: refused: the file refers to the external"),
+        ("external-dtd.xml", "external-dtd.xml:2: refused: the file refers to the external DTD "
+         "'http://attacker.example/cache.dtd'"),
         ("malformed.xml", "malformed.xml:4: not well-formed XML: mismatched tag"),
     ],
-)
+)  # fmt: skip
 def test_hostile_and_malformed_xml_is_refused(name: str, message: str) -> None:
     with pytest.raises(GeodeImportError) as caught:
-        import_geode_config([sample(1, name), sample(2, "ny.gfsh")])
+        import_geode_config([sample(f"1={name}"), sample("2=ny.gfsh")])
     assert message in str(caught.value)
     assert "\n" not in str(caught.value)
 
 
 def test_missing_and_directory_files(tmp_path: Path) -> None:
     with pytest.raises(GeodeImportError, match=r"nope\.xml: no such file"):
-        import_geode_config([SiteFile(1, str(tmp_path / "nope.xml"))])
+        import_geode_config([parse_site_argument(f"1={tmp_path / 'nope.xml'}")])
     with pytest.raises(GeodeImportError, match="is a directory"):
-        import_geode_config([SiteFile(1, str(tmp_path))])
+        import_geode_config([parse_site_argument(f"1={tmp_path}")])
 
 
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("1", "expected DSID=FILE"),
-        ("one=a.xml", "expected DSID=FILE"),
-        ("1=", "expected DSID=FILE"),
+        ("1=", "expected [DSID=]FILE[,FILE...]"),
+        ("1=a.xml,", "expected [DSID=]FILE[,FILE...]"),
         ("0=a.xml", "must be from 1 to 255 (R1), got 0"),
         ("256=a.xml", "must be from 1 to 255 (R1), got 256"),
     ],
@@ -397,20 +735,34 @@ def test_site_argument_errors(text: str, message: str) -> None:
         parse_site_argument(text)
 
 
-def test_site_argument_keeps_equals_signs_in_the_path() -> None:
-    assert parse_site_argument("12=a=b.xml") == SiteFile(12, "a=b.xml")
+def test_site_argument_forms() -> None:
+    assert parse_site_argument("12=a=b.xml") == SiteArgument("12=a=b.xml", 12, ("a=b.xml",))
+    assert parse_site_argument("a.xml,b.gfsh") == SiteArgument(
+        "a.xml,b.gfsh", None, ("a.xml", "b.gfsh")
+    )
+
+
+def test_site_without_any_dsid_is_an_error(tmp_path: Path) -> None:
+    path = write(tmp_path, "a.gfsh", "create gateway-receiver\n")
+    with pytest.raises(GeodeImportError, match="no distributed-system-id: none of the files"):
+        import_geode_config([parse_site_argument(path)])
 
 
 def test_same_site_twice_is_an_error() -> None:
     with pytest.raises(GeodeImportError, match="site 1 is already given"):
-        import_geode_config([sample(1, "ln.gfsh"), sample(1, "ny.gfsh")])
+        import_geode_config([sample("1=ln.gfsh"), sample("1=ny.gfsh")])
 
 
 def test_import_errors_are_config_errors() -> None:
     assert issubclass(GeodeImportError, ConfigError)
 
 
-# --- wanconform import ---------------------------------------------------------------------
+def test_imported_config_round_trips_through_parse_config() -> None:
+    config = import_geode_config([sample("1=ln-cache.xml"), sample("2=ny-cache.xml")]).config
+    assert parse_config(json.loads(canonical_json(config.to_json()))) == config
+
+
+# --- wanconform import ----------------------------------------------------------------------
 
 
 def test_cli_import_writes_canonical_config(
@@ -418,33 +770,28 @@ def test_cli_import_writes_canonical_config(
 ) -> None:
     out_path = tmp_path / "config.json"
     code = main(
-        [
-            "import",
-            "--site",
-            f"1={GEODE / 'ln-cache.xml'}",
-            "--site",
-            f"2={GEODE / 'ny-cache.xml'}",
-            "-o",
-            str(out_path),
-        ]
-    )
+        ["import", "--site", f"1={GEODE / 'ln-cache.xml'}", "--site",
+         f"2={GEODE / 'ny-cache.xml'}", "-o", str(out_path)]
+    )  # fmt: skip
     captured = capsys.readouterr()
     assert code == 0
     assert captured.out == ""
-    assert "wanconform: warning: " in captured.err
+    assert captured.err.count("wanconform: warning: ") == 2
+    assert captured.err.endswith(f"wanconform: wrote {out_path}\n")
     text = out_path.read_text(encoding="utf-8")
     assert text == canonical_json(TWO_SITES.to_json()) + "\n"
-    assert parse_config(json.loads(text)) == TWO_SITES
     assert sorted(os.listdir(tmp_path)) == ["config.json"]
-    # The written file is a configuration `wanconform topology` reads.
     assert main(["topology", str(out_path), "--json"]) == 0
 
 
-def test_cli_import_to_stdout(capsys: pytest.CaptureFixture[str]) -> None:
-    code = main(["import", "--site", f"1={GEODE / 'ln.gfsh'}", "--site", f"2={GEODE / 'ny.gfsh'}"])
+def test_cli_import_examples_with_defines_to_stdout(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(
+        ["import", "--site", f"2={REAL / 'gemfire7-dtd-cache.xml'}", "--site",
+         f"1={REAL / 'gemfire8-dtd-cache.xml'}", "--define", "REMOTE_DS_ID_1=2"]
+    )  # fmt: skip
     captured = capsys.readouterr()
     assert code == 0
-    assert captured.out == canonical_json(TWO_SITES.to_json()) + "\n"
+    assert json.loads(captured.out)["senders"][1]["ack_timeout_ms"] == 30000
 
 
 def test_cli_import_error_leaves_output_untouched(
@@ -453,16 +800,9 @@ def test_cli_import_error_leaves_output_untouched(
     out_path = tmp_path / "config.json"
     out_path.write_text("previous\n", encoding="utf-8")
     code = main(
-        [
-            "import",
-            "--site",
-            f"1={GEODE / 'billion-laughs.xml'}",
-            "--site",
-            f"2={GEODE / 'ny.gfsh'}",
-            "-o",
-            str(out_path),
-        ]
-    )
+        ["import", "--site", f"1={GEODE / 'billion-laughs.xml'}", "--site",
+         f"2={GEODE / 'ny.gfsh'}", "-o", str(out_path)]
+    )  # fmt: skip
     captured = capsys.readouterr()
     assert code == 2
     assert captured.out == ""
@@ -472,10 +812,21 @@ def test_cli_import_error_leaves_output_untouched(
     assert sorted(os.listdir(tmp_path)) == ["config.json"]
 
 
-def test_cli_import_bad_site_argument(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["import", "--site", "ln-cache.xml"]) == 2
+def test_cli_import_empty_file_is_exit_2_and_allow_partial_is_0(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    empty = write(tmp_path, "empty.gfsh", "")
+    args = ["import", "--site", f"1={empty}", "--site", f"2={GEODE / 'ny.gfsh'}"]
+    assert main(args) == 2
     err = capsys.readouterr().err
-    assert (
-        err == "wanconform: error: --site 'ln-cache.xml': expected DSID=FILE, e.g. --site "
-        "1=ln-cache.xml\n"
+    assert err.count("\n") == 1 and "empty.gfsh: site 1 declares no gateway-sender" in err
+    assert main([*args, "--allow-partial"]) == 0
+    assert "wanconform: warning: " in capsys.readouterr().err
+
+
+def test_cli_import_bad_site_argument(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["import", "--site", "1="]) == 2
+    assert capsys.readouterr().err == (
+        "wanconform: error: --site '1=': expected [DSID=]FILE[,FILE...], e.g. --site "
+        "1=ln-cache.xml,ln.gfsh\n"
     )

@@ -104,8 +104,20 @@ def test_initial_state_has_the_exact_shape_of_spec_section_10() -> None:
     assert engine.observe() == {
         "time": 0,
         "sites": {
-            "1": {"up": True, "seq": 0, "entries": {}, "stats": SITE_STATS_ZERO},
-            "2": {"up": True, "seq": 0, "entries": {}, "stats": SITE_STATS_ZERO},
+            "1": {
+                "up": True,
+                "seq": 0,
+                "timestamp_floor": 0,
+                "entries": {},
+                "stats": SITE_STATS_ZERO,
+            },
+            "2": {
+                "up": True,
+                "seq": 0,
+                "timestamp_floor": 0,
+                "entries": {},
+                "stats": SITE_STATS_ZERO,
+            },
         },
         "senders": {
             "ny": {
@@ -167,8 +179,20 @@ def test_r11_r15_r16_r18_one_batch_end_to_end() -> None:
     assert engine.observe() == {
         "time": 0,
         "sites": {
-            "1": {"up": True, "seq": 2, "entries": entries, "stats": SITE_STATS_ZERO},
-            "2": {"up": True, "seq": 0, "entries": entries, "stats": site_stats(applied=2)},
+            "1": {
+                "up": True,
+                "seq": 2,
+                "timestamp_floor": 0,
+                "entries": entries,
+                "stats": SITE_STATS_ZERO,
+            },
+            "2": {
+                "up": True,
+                "seq": 0,
+                "timestamp_floor": 0,
+                "entries": entries,
+                "stats": site_stats(applied=2),
+            },
         },
         "senders": {
             "ny": {
@@ -270,23 +294,23 @@ def test_r9_r10_write_labels_and_tags() -> None:
         Put(1, "k", {"c": True}),
     ) == [
         enqueued(1, "1:1", "k", "create", [1, 0, 1], {"a": 1, "b": 2}, []),
-        enqueued(1, "1:2", "k", "update", [2, 5, 1], {"a": 1, "b": 3}, []),
-        enqueued(1, "1:3", "k", "destroy", [3, 5, 1], None, []),
-        enqueued(1, "1:4", "k", "create", [4, 5, 1], {"c": True}, []),  # over a tombstone
+        enqueued(1, "1:2", "k", "update", [2, 5, 1], {"a": 1, "b": 3}, []),  # now 5 > 0
+        enqueued(1, "1:3", "k", "destroy", [3, 6, 1], None, []),  # 5 <= 5 -> 5 + 1
+        enqueued(1, "1:4", "k", "create", [4, 7, 1], {"c": True}, []),  # over a tombstone
     ]
     assert engine.observe()["sites"]["1"]["seq"] == 4
 
 
-def test_r9_timestamp_never_goes_back_against_another_sites_tag() -> None:
+def test_r9_timestamp_passes_the_entrys_whatever_its_dsid() -> None:
     engine = Engine(two_sites(batch_size=1))
     run(engine, Put(1, "k", {"v": 1}), Deliver("ny"), DeliverAck("ny"))
     # Site 2 holds [1, 0, 1]; a write there at now=0 from dsid 2 takes ts = 0 + 1 ...
     assert engine.apply(Put(2, "k", {"v": 2})) == [
         enqueued(2, "2:1", "k", "update", [2, 1, 2], {"v": 2}, [])
     ]
-    # ... and the next one at site 2 (same dsid, now 0 < ts 1) keeps ts = 1.
+    # ... and the next one at site 2 (same dsid, now 0 <= ts 1) takes ts = 1 + 1 (v1.1).
     assert engine.apply(Put(2, "k", {"v": 3})) == [
-        enqueued(2, "2:2", "k", "update", [3, 1, 2], {"v": 3}, [])
+        enqueued(2, "2:2", "k", "update", [3, 2, 2], {"v": 3}, [])
     ]
     assert engine.observe()["sites"]["2"]["seq"] == 2
 
@@ -297,7 +321,7 @@ def test_r3_putall_one_seq_per_entry_in_sorted_key_order_full_values_only() -> N
     out = engine.apply(PutAll(1, {"c": {"v": 3}, "a": {"v": 1}, "b": {"v": 2}}))
     assert out == [
         enqueued(1, "1:2", "a", "create", [1, 0, 1], {"v": 1}, ["ny"]),
-        enqueued(1, "1:3", "b", "update", [2, 0, 1], {"v": 2}, ["ny"]),
+        enqueued(1, "1:3", "b", "update", [2, 1, 1], {"v": 2}, ["ny"]),  # 0 <= 0 -> 0 + 1
         enqueued(1, "1:4", "c", "create", [1, 0, 1], {"v": 3}, ["ny"]),
     ]
 
@@ -331,8 +355,8 @@ def test_r11_every_sender_at_the_origin_gets_its_own_copy() -> None:
 def test_r14_r16_delta_shipped_and_applied_with_the_built_value() -> None:
     engine = Engine(two_sites(batch_size=1, delta=True))
     run(engine, Put(1, "k", {"a": 1, "b": "x"}), Deliver("ny"), DeliverAck("ny"))
-    assert engine.apply(Delta(1, "k", {"a": 2})) == [
-        enqueued(1, "1:2", "k", "update", [2, 0, 1], {"a": 2, "b": "x"}, ["ny"]),
+    assert engine.apply(Delta(1, "k", {"a": 2})) == [  # R9: now 0 <= 0 -> ts 1
+        enqueued(1, "1:2", "k", "update", [2, 1, 1], {"a": 2, "b": "x"}, ["ny"]),
         sent("ny", 2, ["1:2"], bytes_delta=7),  # '{"a":2}'
     ]
     assert engine.apply(Deliver("ny")) == [
@@ -340,36 +364,43 @@ def test_r14_r16_delta_shipped_and_applied_with_the_built_value() -> None:
     ]
     assert engine.observe()["sites"]["2"]["entries"]["k"] == {
         "value": {"a": 2, "b": "x"},
-        "version": [2, 0, 1],
+        "version": [2, 1, 1],
     }
 
 
-def test_r16_4_delta_merges_onto_the_receivers_value_when_a_wipe_reissued_its_tag() -> None:
-    # Reading 5: the built value is the receiver's current value updated with the
-    # changes. After a wipe the origin gives out tag [1, 0, 1] again for another value,
-    # so site 2 holds the old [1, 0, 1] value and builds something the origin never had
-    # (a P6 violation that follows from R9 + R21, not from the engine).
+def test_r21_floor_a_wiped_origin_issues_a_later_tag_and_the_next_delta_builds_its_value() -> None:
+    # v1 reissued tag [1, 0, 1] after the wipe for another value: site 2 called it a
+    # conflict, kept {"a": 1} and built {"a": 1, "c": 3} from the next delta (a P6
+    # violation). v1.1 (R9, R21): the wipe sets site 1's floor to 1 + 0 = 1.
     engine = Engine(two_sites(batch_size=1, delta=True))
-    run(engine, Put(1, "k", {"a": 1}), Deliver("ny"), DeliverAck("ny"))
-    run(engine, SiteDown(1), SiteUp(1, wipe=True), Put(1, "k", {"b": 2}))
-    assert engine.apply(Deliver("ny")) == [applied(2, "ny", "1:2", "k", "conflict")]
-    run(engine, DeliverAck("ny"), Delta(1, "k", {"c": 3}))
+    run(engine, Put(1, "k", {"a": 1}), Deliver("ny"), DeliverAck("ny"))  # 1:1 [1,0,1]
+    run(engine, SiteDown(1), SiteUp(1, wipe=True))
+    assert engine.observe()["sites"]["1"]["timestamp_floor"] == 1
+    assert engine.apply(Put(1, "k", {"b": 2})) == [  # no entry: ts max(now 0, floor 1)
+        enqueued(1, "1:2", "k", "create", [1, 1, 1], {"b": 2}, ["ny"]),
+        sent("ny", 2, ["1:2"], bytes_full=7),
+    ]
+    # Same dsid: (1, 1) > (0, 1) -> applied over the stale {"a": 1}.
+    assert engine.apply(Deliver("ny")) == [applied(2, "ny", "1:2", "k", "ok")]
+    run(engine, DeliverAck("ny"))
+    assert engine.apply(Delta(1, "k", {"c": 3})) == [  # 0 <= 1 -> ts 2; base [1, 1, 1]
+        enqueued(1, "1:3", "k", "update", [2, 2, 1], {"b": 2, "c": 3}, ["ny"]),
+        sent("ny", 3, ["1:3"], bytes_delta=7),  # '{"c":3}'
+    ]
     assert engine.apply(Deliver("ny")) == [
-        applied(2, "ny", "1:3", "k", "ok", value={"a": 1, "c": 3})
+        applied(2, "ny", "1:3", "k", "ok", value={"b": 2, "c": 3})
     ]
     state = engine.observe()
-    assert state["sites"]["1"]["entries"]["k"]["value"] == {"b": 2, "c": 3}
-    assert state["sites"]["2"]["entries"]["k"] == {
-        "value": {"a": 1, "c": 3},
-        "version": [2, 0, 1],
-    }
+    expected = {"value": {"b": 2, "c": 3}, "version": [2, 2, 1]}
+    assert state["sites"]["1"]["entries"]["k"] == expected
+    assert state["sites"]["2"]["entries"]["k"] == expected
 
 
 def test_r8_delta_events_ship_full_when_the_sender_has_delta_off() -> None:
     engine = Engine(two_sites(batch_size=1))
     run(engine, Put(1, "k", {"a": 1}), Deliver("ny"), DeliverAck("ny"))
-    assert engine.apply(Delta(1, "k", {})) == [  # empty changes: still an update
-        enqueued(1, "1:2", "k", "update", [2, 0, 1], {"a": 1}, ["ny"]),
+    assert engine.apply(Delta(1, "k", {})) == [  # empty changes: still an update; 0 <= 0
+        enqueued(1, "1:2", "k", "update", [2, 1, 1], {"a": 1}, ["ny"]),
         sent("ny", 2, ["1:2"], bytes_full=7),
     ]
     assert engine.apply(Deliver("ny")) == [applied(2, "ny", "1:2", "k", "ok")]
@@ -386,8 +417,8 @@ def test_r19_invalid_delta_is_kept_converted_and_resent_full() -> None:
         acked("ny", 1, ["1:1"]),
         {"kind": "dropped", "sender": "ny", "event": "1:1", "exception": "Boom"},
     ]
-    assert engine.apply(Delta(1, "k", {"a": 2})) == [
-        enqueued(1, "1:2", "k", "update", [2, 0, 1], {"a": 2}, ["ny"]),
+    assert engine.apply(Delta(1, "k", {"a": 2})) == [  # R9: now 0 <= 0 -> ts 1
+        enqueued(1, "1:2", "k", "update", [2, 1, 1], {"a": 2}, ["ny"]),
         sent("ny", 2, ["1:2"], bytes_delta=7),
     ]
     # Site 2 has no entry: the conflict check passes, the delta base check fails.
@@ -400,7 +431,7 @@ def test_r19_invalid_delta_is_kept_converted_and_resent_full() -> None:
     assert engine.apply(Deliver("ny")) == [applied(2, "ny", "1:2", "k", "ok")]
     assert engine.apply(DeliverAck("ny")) == [acked("ny", 3, ["1:2"])]
     state = engine.observe()
-    assert state["sites"]["2"]["entries"] == {"k": {"value": {"a": 2}, "version": [2, 0, 1]}}
+    assert state["sites"]["2"]["entries"] == {"k": {"value": {"a": 2}, "version": [2, 1, 1]}}
     assert state["sites"]["2"]["stats"] == site_stats(applied=1, failures=1, invalid_deltas=1)
     assert state["senders"]["ny"]["stats"] == sender_stats(
         batches_sent=3,
@@ -537,17 +568,17 @@ def test_r16_3_same_dsid_older_tag_arriving_late_is_a_conflict() -> None:
     engine = Engine(two_sites(batch_size=2, delta=True))
     run(engine, Fail(2, "k", "E", 1), Put(1, "k", {"v": 0}), Put(1, "x", {"v": 0}))
     run(engine, Deliver("ny"), DeliverAck("ny"))  # k's create is dropped
-    run(engine, Delta(1, "k", {"v": 1}), Put(1, "k", {"v": 2}))  # [2,0,1], [3,0,1]
+    run(engine, Delta(1, "k", {"v": 1}), Put(1, "k", {"v": 2}))  # [2,1,1], [3,2,1] (R9)
     assert engine.apply(Deliver("ny")) == [
         applied(2, "ny", "1:3", "k", "invalid_delta"),
         applied(2, "ny", "1:4", "k", "ok"),
     ]
     run(engine, DeliverAck("ny"), Tick(1_000))  # 1:3 is re-sent alone, full
-    # Same dsid: (timestamp, entry_version) = (0, 2) is not newer than (0, 3).
+    # Same dsid: (timestamp, entry_version) = (1, 2) is not newer than (2, 3).
     assert engine.apply(Deliver("ny")) == [applied(2, "ny", "1:3", "k", "conflict")]
     assert engine.observe()["sites"]["2"]["entries"]["k"] == {
         "value": {"v": 2},
-        "version": [3, 0, 1],
+        "version": [3, 2, 1],
     }
 
 
@@ -619,7 +650,7 @@ def test_r24_dead_letter_of_a_destroy_has_a_null_value() -> None:
             "key": "k",
             "op": "destroy",
             "exception": "E",
-            "version": [2, 0, 1],
+            "version": [2, 1, 1],  # R9: now 0 <= 0 -> ts 1
             "value": None,
         }
     ]
@@ -652,6 +683,7 @@ def test_r21_site_down_removes_messages_to_and_from_it() -> None:
 def test_r21_wipe_starts_a_new_system_but_keeps_counters_seq_and_batch_ids() -> None:
     engine = Engine(two_sites(batch_size=1, failure_listener="dlq"))
     run(engine, Fail(2, "k", "E", 1), Put(1, "k", {"a": 1}), Deliver("ny"), DeliverAck("ny"))
+    # j: [1,0,1], then [2,1,1] (now 0 <= 0): the largest timestamp issued is 1
     run(engine, Put(1, "j", {"a": 1}), Deliver("ny"), DeliverAck("ny"), Put(1, "j", {"a": 2}))
     run(engine, SiteDown(1))
     assert engine.apply(SiteUp(1, wipe=True)) == []
@@ -659,6 +691,7 @@ def test_r21_wipe_starts_a_new_system_but_keeps_counters_seq_and_batch_ids() -> 
     assert state["sites"]["1"] == {
         "up": True,
         "seq": 3,
+        "timestamp_floor": 2,  # R21: 1 + 1
         "entries": {},
         "stats": SITE_STATS_ZERO,
     }
@@ -680,8 +713,8 @@ def test_r21_wipe_starts_a_new_system_but_keeps_counters_seq_and_batch_ids() -> 
             }
         ],
     }
-    assert engine.apply(Put(1, "k", {"b": 1})) == [
-        enqueued(1, "1:4", "k", "create", [1, 0, 1], {"b": 1}, ["ny"]),
+    assert engine.apply(Put(1, "k", {"b": 1})) == [  # ts max(now 0, floor 2) = 2
+        enqueued(1, "1:4", "k", "create", [1, 2, 1], {"b": 1}, ["ny"]),
         sent("ny", 4, ["1:4"], bytes_full=7),
     ]
 

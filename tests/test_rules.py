@@ -2,6 +2,10 @@
 
 Every expected value below was computed from the spec's rules, not copied from the
 model: the comments show the arithmetic (sizes per R4, tags per R9, times per R5/R15).
+Tests taking `run_each` run twice, through model.Engine and impl.Engine, against the same
+hand-derived values; `run` replays through the model only (tests/conftest.py). Tags follow
+SPEC v1.1: R9 bumps `ts` to `c.timestamp + 1` whenever `now <= c.timestamp` (whatever
+c's dsid), and never below the site's R21 `timestamp_floor`.
 Notation in comments: `k@2` is key k at site 2; tags are [entry_version, timestamp, dsid].
 Readings where the spec is silent follow the brief given to the model (see the module
 docstring of model/): a skipped op changes nothing; only `ok` enters the applied memory;
@@ -118,8 +122,8 @@ INTO_1: Obs = {"sites": [1, 2], "senders": [{"id": "ldn", "site": 2, "remote": 1
 # ========================================================================================
 
 
-def test_R01_site_down_gates_client_writes_and_site_ops(run: Any) -> None:
-    r = run(
+def test_R01_site_down_gates_client_writes_and_site_ops(run_each: Any) -> None:
+    r = run_each(
         NO_SENDERS,
         [
             put(1, "k", {"v": 1}),  # 0: 1:1 while up
@@ -142,18 +146,19 @@ def test_R01_site_down_gates_client_writes_and_site_ops(run: Any) -> None:
     assert r.steps[6] == [skipped("site_down")]
     assert r.steps[7] == []
     assert r.steps[8] == [skipped("site_up")]
-    # R9: k was [1,0,1], same dsid, now 0 >= 0 -> [2,0,1]
-    assert r.steps[9] == [enqueued(1, "1:2", "k", "update", [2, 0, 1], {"v": 5}, [])]
+    # R9: k was [1,0,1], now 0 <= 0 -> ts 0 + 1 = 1: [2,1,1]
+    assert r.steps[9] == [enqueued(1, "1:2", "k", "update", [2, 1, 1], {"v": 5}, [])]
     assert r.state["sites"]["1"] == {
         "up": True,
         "seq": 2,
-        "entries": {"k": entry({"v": 5}, [2, 0, 1])},
+        "timestamp_floor": 0,  # R21: no wipe
+        "entries": {"k": entry({"v": 5}, [2, 1, 1])},
         "stats": site_stats(),
     }
 
 
-def test_R01_down_site_neither_flushes_nor_receives(run: Any) -> None:
-    r = run(
+def test_R01_down_site_neither_flushes_nor_receives(run_each: Any) -> None:
+    r = run_each(
         one_way(batch_size=2),
         [
             put(1, "a", {"v": 1}),  # 0: queue 1 < 2, age 0 < 1000: no flush
@@ -168,55 +173,62 @@ def test_R01_down_site_neither_flushes_nor_receives(run: Any) -> None:
     assert r.steps[3] == [sent("ny", 1, ["1:1"], 7)]  # size({"v":1}) = len('{"v":1}') = 7
     assert r.steps[5] == [skipped("deliver")]
     assert r.state["sites"]["1"]["up"] is True
-    assert r.state["sites"]["2"] == {"up": False, "seq": 0, "entries": {}, "stats": site_stats()}
+    assert r.state["sites"]["2"] == {
+        "up": False,
+        "seq": 0,
+        "timestamp_floor": 0,
+        "entries": {},
+        "stats": site_stats(),
+    }
     ny = r.state["senders"]["ny"]
     assert ny["in_flight"] == in_flight(1, ["1:1"], 1000)
     assert ny["network"] == network(False, False)
 
 
-def test_R02_tombstones_kept_with_value_null(run: Any) -> None:
-    r = run(
+def test_R02_tombstones_kept_with_value_null(run_each: Any) -> None:
+    r = run_each(
         one_way(batch_size=1),
         [
             put(1, "k", {"f": 1}),  # 0: 1:1 [1,0,1]
             deliver("ny"),  # 1
             deliver_ack("ny"),  # 2
-            destroy(1, "k"),  # 3: 1:2 [2,0,1], ships 0 bytes (R4)
+            destroy(1, "k"),  # 3: 1:2, now 0 <= 0 -> [2,1,1]; ships 0 bytes (R4)
             deliver("ny"),  # 4
             deliver_ack("ny"),  # 5
             destroy(1, "k"),  # 6: tombstone is not live -> skipped
             delta(1, "k", {"f": 2}),  # 7: skipped
-            put(1, "k", {"f": 3}),  # 8: tombstone counts for R9: ev 2+1=3; op create (not live)
+            put(1, "k", {"f": 3}),  # 8: the tombstone counts for R9: ev 2+1 = 3, 0 <= 1 -> ts 2;
+            # op create (not live)
         ],
     )
     assert r.steps[3] == [
-        enqueued(1, "1:2", "k", "destroy", [2, 0, 1], None, ["ny"]),
+        enqueued(1, "1:2", "k", "destroy", [2, 1, 1], None, ["ny"]),
         sent("ny", 2, ["1:2"], 0),
     ]
     assert r.steps[4] == [applied(2, "ny", "1:2", "k", "ok")]
     assert r.steps[6] == [skipped("destroy")]
     assert r.steps[7] == [skipped("delta")]
     assert r.steps[8] == [
-        enqueued(1, "1:3", "k", "create", [3, 0, 1], {"f": 3}, ["ny"]),
+        enqueued(1, "1:3", "k", "create", [3, 2, 1], {"f": 3}, ["ny"]),
         sent("ny", 3, ["1:3"], 7),
     ]
-    assert r.state["sites"]["2"]["entries"] == {"k": entry(None, [2, 0, 1])}
-    assert r.state["sites"]["1"]["entries"] == {"k": entry({"f": 3}, [3, 0, 1])}
+    assert r.state["sites"]["2"]["entries"] == {"k": entry(None, [2, 1, 1])}
+    assert r.state["sites"]["1"]["entries"] == {"k": entry({"f": 3}, [3, 2, 1])}
     # bytes: 7 (put) + 0 (destroy) + 7 (put)
     assert r.state["senders"]["ny"]["stats"] == sender_stats(
         batches_sent=3, events_sent=3, bytes_full=14
     )
 
 
-def test_R03_sequence_numbers_putall_sorted_and_never_reused_after_wipe(run: Any) -> None:
-    r = run(
+def test_R03_sequence_numbers_putall_sorted_and_never_reused_after_wipe(run_each: Any) -> None:
+    r = run_each(
         NO_SENDERS,
         [
             putall(1, {"b": {"v": 2}, "a": {"v": 1}}),  # 0: a -> 1:1, b -> 1:2 (sorted keys)
             put(2, "a", {"v": 3}),  # 1: site 2 numbers on its own: 2:1
             site_down(1),  # 2
-            site_up(1, wipe=True),  # 3
-            put(1, "c", {"v": 4}),  # 4: 1:3, not 1:1
+            site_up(1, wipe=True),  # 3: R21 floor = 1 + largest issued ts 0 = 1
+            put(1, "c", {"v": 4}),  # 4: 1:3, not 1:1; R9 ts = max(now 0, floor 1) = 1
         ],
     )
     assert r.steps[0] == [
@@ -224,26 +236,26 @@ def test_R03_sequence_numbers_putall_sorted_and_never_reused_after_wipe(run: Any
         enqueued(1, "1:2", "b", "create", [1, 0, 1], {"v": 2}, []),
     ]
     assert r.steps[1] == [enqueued(2, "2:1", "a", "create", [1, 0, 2], {"v": 3}, [])]
-    assert r.steps[4] == [enqueued(1, "1:3", "c", "create", [1, 0, 1], {"v": 4}, [])]
+    assert r.steps[4] == [enqueued(1, "1:3", "c", "create", [1, 1, 1], {"v": 4}, [])]
     assert r.state["sites"]["1"]["seq"] == 3
-    assert r.state["sites"]["1"]["entries"] == {"c": entry({"v": 4}, [1, 0, 1])}
+    assert r.state["sites"]["1"]["entries"] == {"c": entry({"v": 4}, [1, 1, 1])}
     assert r.state["sites"]["2"]["seq"] == 1
 
 
-def test_R04_sizes_are_canonical_json_bytes(run: Any) -> None:
+def test_R04_sizes_are_canonical_json_bytes(run_each: Any) -> None:
     assert size({"f": 1}) == len('{"f":1}') == 7
     assert size(None) == 0
-    r = run(
+    r = run_each(
         one_way(batch_size=4, delta=True),
         [
             put(1, "k", {"name": "x", "n": 10}),  # '{"n":10,"name":"x"}' = 19 (keys sorted)
-            delta(1, "k", {"n": 11}),  # delta '{"n":11}' = 8
+            delta(1, "k", {"n": 11}),  # delta '{"n":11}' = 8; R9: 0 <= 0 -> [2,1,1]
             destroy(1, "k"),  # 0
             put(1, "u", {"s": "é"}),  # '{"s":"\u00e9"}' = 1+3+1+8+1 = 14 (ensure_ascii)
         ],
     )
     assert r.steps[1] == [
-        enqueued(1, "1:2", "k", "update", [2, 0, 1], {"n": 11, "name": "x"}, ["ny"])
+        enqueued(1, "1:2", "k", "update", [2, 1, 1], {"n": 11, "name": "x"}, ["ny"])
     ]
     # full: 19 + 0 + 14 = 33; delta: 8
     assert r.steps[3][-1] == sent("ny", 1, ["1:1", "1:2", "1:3", "1:4"], 33, 8)
@@ -374,21 +386,21 @@ def test_R08_delta_false_always_ships_full_values(run: Any) -> None:
 # ========================================================================================
 
 
-def test_R09_local_version_first_write_uses_now(run: Any) -> None:
-    r = run(NO_SENDERS, [tick(7), put(1, "k", {"v": 1})])
+def test_R09_local_version_first_write_uses_now(run_each: Any) -> None:
+    r = run_each(NO_SENDERS, [tick(7), put(1, "k", {"v": 1})])
     assert r.steps[1] == [enqueued(1, "1:1", "k", "create", [1, 7, 1], {"v": 1}, [])]
 
 
-def test_R09_local_version_other_dsid_bumps_timestamp(run: Any) -> None:
-    r = run(
+def test_R09_local_version_other_dsid_bumps_timestamp(run_each: Any) -> None:
+    r = run_each(
         TWO_WAY,
         [
             tick(10),  # 0
             put(2, "k", {"v": 1}),  # 1: 2:1 [1,10,2]
             deliver("ldn"),  # 2: k@1 = [1,10,2]
-            put(1, "k", {"v": 2}),  # 3: dsid 2 != 1 and now 10 <= 10 -> ts 10+1 = 11: [2,11,1]
+            put(1, "k", {"v": 2}),  # 3: now 10 <= 10 -> ts 10+1 = 11: [2,11,1]
             deliver("ny"),  # 4: k@2 [1,10,2] vs [2,11,1]: 11 > 10 -> ok
-            put(2, "k", {"v": 3}),  # 5: dsid 1 != 2 and now 10 < 11 -> ts 12: [3,12,2]
+            put(2, "k", {"v": 3}),  # 5: now 10 <= 11 -> ts 11+1 = 12: [3,12,2]
         ],
     )
     assert r.steps[2] == [applied(1, "ldn", "2:1", "k", "ok")]  # ny.remote 2 = origin: no forward
@@ -401,89 +413,221 @@ def test_R09_local_version_other_dsid_bumps_timestamp(run: Any) -> None:
     assert r.steps[5] == [enqueued(2, "2:2", "k", "update", [3, 12, 2], {"v": 3}, ["ldn"])]
 
 
-def test_R09_local_version_other_dsid_uses_now_when_later(run: Any) -> None:
-    r = run(
+def test_R09_local_version_other_dsid_uses_now_when_later(run_each: Any) -> None:
+    r = run_each(
         INTO_1,
         [
             put(2, "k", {"v": 1}),  # [1,0,2]
             deliver("ldn"),
             tick(5),
-            put(1, "k", {"v": 2}),  # dsid 2 != 1, now 5 > 0 -> ts 5: [2,5,1]
+            put(1, "k", {"v": 2}),  # now 5 > 0 -> ts now 5: [2,5,1]
         ],
     )
     assert r.steps[3] == [enqueued(1, "1:1", "k", "update", [2, 5, 1], {"v": 2}, [])]
 
 
-def test_R09_local_version_same_dsid_keeps_timestamp_when_clock_behind(run: Any) -> None:
-    r = run(
+def test_R09_local_version_bumps_timestamp_until_the_clock_passes_it(run_each: Any) -> None:
+    # v1.1 (§14): `ts = c.timestamp + 1` whenever now <= c.timestamp, whatever c's dsid;
+    # v1 kept ts for the same dsid (here [3,1,1], [4,2,1], ...).
+    r = run_each(
         INTO_1,
         [
             put(2, "k", {"v": 1}),  # 0: [1,0,2]
             deliver("ldn"),  # 1: k@1 = [1,0,2]
-            put(1, "k", {"v": 2}),  # 2: other dsid, 0 <= 0 -> [2,1,1]
-            put(1, "k", {"v": 3}),  # 3: same dsid, now 0 < 1 -> ts stays 1: [3,1,1]
+            put(1, "k", {"v": 2}),  # 2: other dsid, now 0 <= 0 -> ts 0+1: [2,1,1]
+            put(1, "k", {"v": 3}),  # 3: same dsid, now 0 <= 1 -> ts 1+1: [3,2,1]
             tick(2),  # 4: now 2
-            put(1, "k", {"v": 4}),  # 5: same dsid, 2 >= 1 -> ts now: [4,2,1]
-            destroy(1, "k"),  # 6: [5,2,1]
-            put(1, "k", {"v": 5}),  # 7: tombstone counts: [6,2,1], create
+            put(1, "k", {"v": 4}),  # 5: now 2 <= 2 -> ts 2+1: [4,3,1]
+            destroy(1, "k"),  # 6: 2 <= 3 -> [5,4,1]
+            put(1, "k", {"v": 5}),  # 7: the tombstone counts: 2 <= 4 -> [6,5,1], create
+            tick(4),  # 8: now 6
+            put(1, "k", {"v": 6}),  # 9: now 6 > 5 -> ts now: [7,6,1]
         ],
     )
-    versions = [r.steps[i][0]["version"] for i in (2, 3, 5, 6, 7)]
-    assert versions == [[2, 1, 1], [3, 1, 1], [4, 2, 1], [5, 2, 1], [6, 2, 1]]
-    assert [r.steps[i][0]["op"] for i in (2, 3, 5, 6, 7)] == [
-        "update", "update", "update", "destroy", "create",
+    steps = (2, 3, 5, 6, 7, 9)
+    versions = [r.steps[i][0]["version"] for i in steps]
+    assert versions == [[2, 1, 1], [3, 2, 1], [4, 3, 1], [5, 4, 1], [6, 5, 1], [7, 6, 1]]
+    assert [r.steps[i][0]["op"] for i in steps] == [
+        "update", "update", "update", "destroy", "create", "update",
     ]  # fmt: skip
-    assert r.state["sites"]["1"]["entries"] == {"k": entry({"v": 5}, [6, 2, 1])}
+    assert r.state["sites"]["1"]["entries"] == {"k": entry({"v": 6}, [7, 6, 1])}
 
 
-def test_R10_create_update_delta_destroy_putall(run: Any) -> None:
-    r = run(
+def test_R09_second_write_in_same_ms_bumps_timestamp(run_each: Any) -> None:
+    r = run_each(
         NO_SENDERS,
         [
-            put(1, "k", {"f": 1}),
-            put(1, "k", {"f": 2}),
-            delta(1, "k", {"g": True}),  # field assignment: {"f":2,"g":true}
-            destroy(1, "k"),
-            putall(1, {"m": {"f": 6}, "k": {"f": 5}}),  # k is a tombstone -> create
-            putall(1, {"m": {"f": 7}}),
+            tick(7),  # 0: now 7
+            put(1, "k", {"v": 1}),  # 1: no entry -> ts now: [1,7,1]
+            put(1, "k", {"v": 2}),  # 2: same dsid, same ms: 7 <= 7 -> ts 7+1: [2,8,1]
+            delta(1, "k", {"w": 3}),  # 3: 7 <= 8 -> [3,9,1]
+            put(1, "j", {"v": 1}),  # 4: another key has its own entry: none -> [1,7,1]
+            tick(1),  # 5: now 8
+            put(1, "k", {"v": 4}),  # 6: the clock has not caught up: 8 <= 9 -> [4,10,1]
+            tick(5),  # 7: now 13
+            put(1, "k", {"v": 5}),  # 8: 13 > 10 -> ts now: [5,13,1]
+        ],
+    )
+    assert r.steps[1] == [enqueued(1, "1:1", "k", "create", [1, 7, 1], {"v": 1}, [])]
+    assert r.steps[2] == [enqueued(1, "1:2", "k", "update", [2, 8, 1], {"v": 2}, [])]
+    assert r.steps[3] == [enqueued(1, "1:3", "k", "update", [3, 9, 1], {"v": 2, "w": 3}, [])]
+    assert r.steps[4] == [enqueued(1, "1:4", "j", "create", [1, 7, 1], {"v": 1}, [])]
+    assert r.steps[6] == [enqueued(1, "1:5", "k", "update", [4, 10, 1], {"v": 4}, [])]
+    assert r.steps[8] == [enqueued(1, "1:6", "k", "update", [5, 13, 1], {"v": 5}, [])]
+    assert r.state["sites"]["1"]["entries"] == {
+        "j": entry({"v": 1}, [1, 7, 1]),
+        "k": entry({"v": 5}, [5, 13, 1]),
+    }
+    assert r.state["sites"]["1"]["timestamp_floor"] == 0  # only a wipe moves it (R21)
+
+
+def test_R09_same_ms_write_beats_concurrent_remote_write(run_each: Any) -> None:
+    """SPEC §14: a second write in the same millisecond beats a concurrent remote write.
+
+    v1 gave site 1's second write [2,5,1]: at site 2 it tied with [1,5,2] on ts 5 and
+    lost to the higher dsid, so both sites ended with site 2's value."""
+    r = run_each(
+        TWO_WAY,
+        [
+            tick(5),  # 0: now 5
+            put(1, "k", {"v": 1}),  # 1: 1:1 [1,5,1]; ny sends batch 1 = [1:1]
+            put(1, "k", {"v": 2}),  # 2: 1:2, 5 <= 5 -> [2,6,1]; ny has a batch in flight
+            put(2, "k", {"v": 9}),  # 3: 2:1 [1,5,2] (k unknown at 2); ldn sends batch 1
+            SETTLE,  # 4
+        ],
+    )
+    assert r.steps[1] == [
+        enqueued(1, "1:1", "k", "create", [1, 5, 1], {"v": 1}, ["ny"]),
+        sent("ny", 1, ["1:1"], 7),
+    ]
+    assert r.steps[2] == [enqueued(1, "1:2", "k", "update", [2, 6, 1], {"v": 2}, ["ny"])]
+    assert r.steps[3] == [
+        enqueued(2, "2:1", "k", "create", [1, 5, 2], {"v": 9}, ["ldn"]),
+        sent("ldn", 1, ["2:1"], 7),
+    ]
+    # R25: batches first, lowest id first ("ldn" < "ny"), then acks; R16.3 per arrival:
+    #   2:1 at 1: [1,5,2] vs [2,6,1]: 5 < 6 -> conflict (not forwarded, R22)
+    #   1:1 at 2: [1,5,1] vs [1,5,2]: equal ts, dsid 1 < 2 -> conflict
+    #   ny's ack frees it: batch 2 = [1:2], 7 bytes
+    #   1:2 at 2: [2,6,1] vs [1,5,2]: 6 > 5 -> ok; ldn.remote 1 is the origin: no forward
+    assert r.steps[4] == [
+        applied(1, "ldn", "2:1", "k", "conflict"),
+        applied(2, "ny", "1:1", "k", "conflict"),
+        acked("ldn", 1, ["2:1"]),
+        acked("ny", 1, ["1:1"]),
+        sent("ny", 2, ["1:2"], 7),
+        applied(2, "ny", "1:2", "k", "ok"),
+        acked("ny", 2, ["1:2"]),
+    ]
+    for site in ("1", "2"):
+        assert r.state["sites"][site]["entries"] == {"k": entry({"v": 2}, [2, 6, 1])}
+    assert r.state["sites"]["1"]["stats"] == site_stats(conflicts=1)
+    assert r.state["sites"]["2"]["stats"] == site_stats(applied=1, conflicts=1)
+    assert r.state["time"] == 5
+
+
+def test_R09_floor_makes_tags_unique_across_a_wipe(run_each: Any) -> None:
+    """The v1 P6 failure (SPEC §14): wiped, site 1 reissued [1,0,1] for another value, so
+    site 2's stale [1,0,1] entry passed R16.4 as the base of the next delta and built
+    {"a":1,"c":3}, a value site 1 never had. With the floor the new tags are later."""
+    r = run_each(
+        one_way(batch_size=1, delta=True),
+        [
+            put(1, "k", {"a": 1}),  # 0: 1:1 [1,0,1]; batch 1, '{"a":1}' = 7
+            deliver("ny"),  # 1: k@2 = {"a":1} [1,0,1]
+            deliver_ack("ny"),  # 2
+            site_down(1),  # 3
+            site_up(1, wipe=True),  # 4: R21 floor = 1 + 0 = 1
+            fail(2, "k", "E", 1),  # 5: the next write of k does not reach site 2
+            put(1, "k", {"b": 2}),  # 6: 1:2 create, ts max(now 0, floor 1) = 1: [1,1,1]
+            deliver("ny"),  # 7: failed; site 2 keeps the stale {"a":1} [1,0,1]
+            deliver_ack("ny"),  # 8: dropped (no listener)
+            delta(1, "k", {"c": 3}),  # 9: 1:3, 0 <= 1 -> [2,2,1], base [1,1,1], '{"c":3}' = 7
+            deliver("ny"),  # 10: (2,2) > (0,1) wins; base [1,1,1] != [1,0,1] -> invalid_delta
+            deliver_ack("ny"),  # 11: R19: kept, resent full '{"b":2,"c":3}' = 13
+            deliver("ny"),  # 12: ok with the origin's value
+            deliver_ack("ny"),  # 13
+        ],
+    )
+    assert r.steps[6] == [
+        enqueued(1, "1:2", "k", "create", [1, 1, 1], {"b": 2}, ["ny"]),
+        sent("ny", 2, ["1:2"], 7),
+    ]
+    assert r.steps[7] == [applied(2, "ny", "1:2", "k", "failed", exception="E")]
+    assert r.steps[8] == [acked("ny", 2, ["1:2"]), dropped("ny", "1:2", "E")]
+    assert r.steps[9] == [
+        enqueued(1, "1:3", "k", "update", [2, 2, 1], {"b": 2, "c": 3}, ["ny"]),
+        sent("ny", 3, ["1:3"], 0, 7),
+    ]
+    assert r.steps[10] == [applied(2, "ny", "1:3", "k", "invalid_delta")]
+    assert r.steps[11] == [
+        acked("ny", 3, []),
+        invalid_delta("ny", "1:3"),
+        sent("ny", 4, ["1:3"], 13),
+    ]
+    assert r.steps[12] == [applied(2, "ny", "1:3", "k", "ok")]  # full value: no "value"
+    assert r.steps[13] == [acked("ny", 4, ["1:3"])]
+    for site in ("1", "2"):
+        assert r.state["sites"][site]["entries"] == {"k": entry({"b": 2, "c": 3}, [2, 2, 1])}
+    assert r.state["sites"]["1"]["timestamp_floor"] == 1
+    assert r.state["sites"]["2"]["timestamp_floor"] == 0
+    assert r.state["sites"]["2"]["stats"] == site_stats(applied=2, failures=1, invalid_deltas=1)
+    # full 7 + 7 + 13 = 27; delta 7
+    assert r.state["senders"]["ny"]["stats"] == sender_stats(
+        batches_sent=4, events_sent=4, bytes_full=27, bytes_delta=7,
+        events_dropped=1, invalid_deltas=1,
+    )  # fmt: skip
+
+
+def test_R10_create_update_delta_destroy_putall(run_each: Any) -> None:
+    r = run_each(
+        NO_SENDERS,
+        [
+            # all at now 0: R9 bumps each later write of a key to the entry's ts + 1
+            put(1, "k", {"f": 1}),  # [1,0,1]
+            put(1, "k", {"f": 2}),  # [2,1,1]
+            delta(1, "k", {"g": True}),  # field assignment: {"f":2,"g":true}; [3,2,1]
+            destroy(1, "k"),  # [4,3,1]
+            putall(1, {"m": {"f": 6}, "k": {"f": 5}}),  # k is a tombstone -> create [5,4,1]
+            putall(1, {"m": {"f": 7}}),  # m [1,0,1] -> [2,1,1]
             putall(1, {}),  # entries empty -> not enabled
         ],
     )
     assert r.observations == [
         enqueued(1, "1:1", "k", "create", [1, 0, 1], {"f": 1}, []),
-        enqueued(1, "1:2", "k", "update", [2, 0, 1], {"f": 2}, []),
-        enqueued(1, "1:3", "k", "update", [3, 0, 1], {"f": 2, "g": True}, []),
-        enqueued(1, "1:4", "k", "destroy", [4, 0, 1], None, []),
-        enqueued(1, "1:5", "k", "create", [5, 0, 1], {"f": 5}, []),
+        enqueued(1, "1:2", "k", "update", [2, 1, 1], {"f": 2}, []),
+        enqueued(1, "1:3", "k", "update", [3, 2, 1], {"f": 2, "g": True}, []),
+        enqueued(1, "1:4", "k", "destroy", [4, 3, 1], None, []),
+        enqueued(1, "1:5", "k", "create", [5, 4, 1], {"f": 5}, []),
         enqueued(1, "1:6", "m", "create", [1, 0, 1], {"f": 6}, []),
-        enqueued(1, "1:7", "m", "update", [2, 0, 1], {"f": 7}, []),
+        enqueued(1, "1:7", "m", "update", [2, 1, 1], {"f": 7}, []),
         skipped("putall"),
     ]
     assert r.state["sites"]["1"]["entries"] == {
-        "k": entry({"f": 5}, [5, 0, 1]),
-        "m": entry({"f": 7}, [2, 0, 1]),
+        "k": entry({"f": 5}, [5, 4, 1]),
+        "m": entry({"f": 7}, [2, 1, 1]),
     }
     assert r.state["sites"]["1"]["seq"] == 7
 
 
-def test_R10_delta_event_builds_merged_value_at_receiver(run: Any) -> None:
-    r = run(
+def test_R10_delta_event_builds_merged_value_at_receiver(run_each: Any) -> None:
+    r = run_each(
         one_way(batch_size=1, delta=True),
         [
             put(1, "k", {"f": 1, "s": "a"}),  # '{"f":1,"s":"a"}' = 15
             deliver("ny"),
             deliver_ack("ny"),
-            delta(1, "k", {"f": 2}),  # delta '{"f":2}' = 7, base [1,0,1]
+            delta(1, "k", {"f": 2}),  # delta '{"f":2}' = 7, base [1,0,1]; 0 <= 0 -> [2,1,1]
             deliver("ny"),
         ],
     )
     assert r.steps[0][-1] == sent("ny", 1, ["1:1"], 15)
     assert r.steps[3] == [
-        enqueued(1, "1:2", "k", "update", [2, 0, 1], {"f": 2, "s": "a"}, ["ny"]),
+        enqueued(1, "1:2", "k", "update", [2, 1, 1], {"f": 2, "s": "a"}, ["ny"]),
         sent("ny", 2, ["1:2"], 0, 7),
     ]
     assert r.steps[4] == [applied(2, "ny", "1:2", "k", "ok", value={"f": 2, "s": "a"})]
-    assert r.state["sites"]["2"]["entries"] == {"k": entry({"f": 2, "s": "a"}, [2, 0, 1])}
+    assert r.state["sites"]["2"]["entries"] == {"k": entry({"f": 2, "s": "a"}, [2, 1, 1])}
 
 
 def test_R11_enqueue_to_every_sender_with_recipients(run: Any) -> None:
@@ -679,12 +823,13 @@ def test_R15_connection_retried_after_every_enabled_op_only(run: Any) -> None:
 # ========================================================================================
 
 
-def test_R16_ok_applies_the_full_value(run: Any) -> None:
-    r = run(one_way(batch_size=1), [put(1, "k", {"v": 1}), deliver("ny")])
+def test_R16_ok_applies_the_full_value(run_each: Any) -> None:
+    r = run_each(one_way(batch_size=1), [put(1, "k", {"v": 1}), deliver("ny")])
     assert r.steps[1] == [applied(2, "ny", "1:1", "k", "ok")]
     assert r.state["sites"]["2"] == {
         "up": True,
         "seq": 0,
+        "timestamp_floor": 0,
         "entries": {"k": entry({"v": 1}, [1, 0, 1])},
         "stats": site_stats(applied=1),
     }
@@ -723,18 +868,18 @@ def test_R16_failed_event_does_not_stop_the_batch(run: Any) -> None:
     )
 
 
-def test_R16_retry_attempts_0_one_attempt_per_event(run: Any) -> None:
-    r = run(
+def test_R16_retry_attempts_0_one_attempt_per_event(run_each: Any) -> None:
+    r = run_each(
         one_way(batch_size=1),  # site 2 gets the default receiver: retry_attempts 0
         [
             fail(2, "k", "E", 2),
             put(1, "k", {"v": 1}),  # 1:1
             deliver("ny"),  # 1 attempt, consumes 1 (1 left) -> failed
             deliver_ack("ny"),
-            put(1, "k", {"v": 2}),  # 1:2 [2,0,1]
+            put(1, "k", {"v": 2}),  # 1:2, now 0 <= 0 -> [2,1,1]
             deliver("ny"),  # consumes the last -> failed
             deliver_ack("ny"),
-            put(1, "k", {"v": 3}),  # 1:3 [3,0,1]
+            put(1, "k", {"v": 3}),  # 1:3, now 0 <= 1 -> [3,2,1]
             deliver("ny"),  # no attempts left -> ok
         ],
     )
@@ -742,20 +887,20 @@ def test_R16_retry_attempts_0_one_attempt_per_event(run: Any) -> None:
     assert r.steps[5] == [applied(2, "ny", "1:2", "k", "failed", exception="E")]
     assert r.steps[8] == [applied(2, "ny", "1:3", "k", "ok")]
     assert r.state["sites"]["2"]["stats"] == site_stats(applied=1, failures=2, retries=0)
-    assert r.state["sites"]["2"]["entries"] == {"k": entry({"v": 3}, [3, 0, 1])}
+    assert r.state["sites"]["2"]["entries"] == {"k": entry({"v": 3}, [3, 2, 1])}
     assert r.state["senders"]["ny"]["stats"]["events_dropped"] == 2
 
 
-def test_R16_retry_attempts_2_retries_inside_one_deliver(run: Any) -> None:
+def test_R16_retry_attempts_2_retries_inside_one_deliver(run_each: Any) -> None:
     config = {**one_way(batch_size=1), "receivers": [{"site": 2, "retry_attempts": 2}]}
-    r = run(
+    r = run_each(
         config,
         [
             fail(2, "k", "E", 5),
             put(1, "k", {"v": 1}),
             deliver("ny"),  # 1 + 2 = 3 attempts, all fail (5 -> 2 left); retries += 2
             deliver_ack("ny"),
-            put(1, "k", {"v": 2}),  # [2,0,1]
+            put(1, "k", {"v": 2}),  # now 0 <= 0 -> [2,1,1]
             deliver("ny"),  # attempts 1, 2 fail (2 -> 0), attempt 3 succeeds; retries += 2
         ],
     )
@@ -763,7 +908,7 @@ def test_R16_retry_attempts_2_retries_inside_one_deliver(run: Any) -> None:
     assert r.steps[3] == [acked("ny", 1, ["1:1"]), dropped("ny", "1:1", "E")]
     assert r.steps[5] == [applied(2, "ny", "1:2", "k", "ok")]
     assert r.state["sites"]["2"]["stats"] == site_stats(applied=1, failures=1, retries=4)
-    assert r.state["sites"]["2"]["entries"] == {"k": entry({"v": 2}, [2, 0, 1])}
+    assert r.state["sites"]["2"]["entries"] == {"k": entry({"v": 2}, [2, 1, 1])}
 
 
 def test_R16_retry_attempts_minus_1_retries_until_success(run: Any) -> None:
@@ -837,7 +982,7 @@ def test_R16_conflict_is_decided_before_delta_base(run: Any) -> None:
             deliver("ny"),  # 1: k@2 [1,0,1]
             deliver_ack("ny"),  # 2
             tick(5),  # 3
-            put(2, "k", {"f": 9}),  # 4: other dsid, 5 > 0 -> [2,5,2]
+            put(2, "k", {"f": 9}),  # 4: now 5 > 0 -> ts now: [2,5,2]
             delta(1, "k", {"f": 2}),  # 5: [2,5,1], base [1,0,1]
             deliver("ny"),  # 6: ts 5 = 5 and dsid 1 < 2 -> conflict (base would mismatch too)
         ],
@@ -870,22 +1015,26 @@ def test_R16_conflict_different_dsid_breaks_ties_by_dsid(run: Any) -> None:
     assert r.state["sites"]["2"]["stats"] == site_stats(conflicts=1)
 
 
-def test_R16_conflict_same_dsid_compares_timestamp_then_entry_version(run: Any) -> None:
-    r = run(
+def test_R16_conflict_same_dsid_older_tag_arriving_late_loses(run_each: Any) -> None:
+    # R16.3 compares (timestamp, entry_version) for one dsid. v1.1's R9 gives one site's
+    # writes to a key strictly increasing timestamps (and R21's floor keeps that across a
+    # wipe), so the timestamps decide here: v1's tie on ts 0 ((0,2) < (0,3)) is gone
+    # (SPEC §13: two different tags of one dsid never share a timestamp).
+    r = run_each(
         one_way(batch_size=2, delta=True),
         [
             put(1, "k", {"f": 1}),  # 0: 1:1 [1,0,1]
-            put(1, "j", {"f": 0}),  # 1: 1:2; batch 1 = [1:1, 1:2]
+            put(1, "j", {"f": 0}),  # 1: 1:2 [1,0,1]; batch 1 = [1:1, 1:2]
             deliver("ny"),  # 2
             deliver_ack("ny"),  # 3
             site_down(2),  # 4
-            site_up(2, wipe=True),  # 5
-            delta(1, "k", {"f": 2}),  # 6: 1:3 [2,0,1], delta '{"f":2}' = 7
-            put(1, "k", {"f": 3}),  # 7: 1:4 [3,0,1]; batch 2 = [1:3, 1:4]: full 7, delta 7
+            site_up(2, wipe=True),  # 5: site 2 never issued a tag: its floor stays 0
+            delta(1, "k", {"f": 2}),  # 6: 1:3, 0 <= 0 -> [2,1,1], delta '{"f":2}' = 7
+            put(1, "k", {"f": 3}),  # 7: 1:4, 0 <= 1 -> [3,2,1]; batch 2 = [1:3, 1:4]: 7 + 7
             deliver("ny"),  # 8: 1:3 no entry -> invalid_delta; 1:4 no entry -> ok
             deliver_ack("ny"),  # 9: 1:3 kept; 1 < 2 and age 0 < 1000: no flush
             tick(1000),  # 10: age 1000: batch 3 = [1:3] as full '{"f":2}' = 7
-            deliver("ny"),  # 11: same dsid, (0, 2) < (0, 3) -> conflict
+            deliver("ny"),  # 11: same dsid, (1, 2) < (2, 3) -> conflict
             deliver_ack("ny"),  # 12
         ],
     )
@@ -898,7 +1047,8 @@ def test_R16_conflict_same_dsid_compares_timestamp_then_entry_version(run: Any) 
     assert r.steps[10] == [sent("ny", 3, ["1:3"], 7)]
     assert r.steps[11] == [applied(2, "ny", "1:3", "k", "conflict")]
     assert r.steps[12] == [acked("ny", 3, ["1:3"])]
-    assert r.state["sites"]["2"]["entries"] == {"k": entry({"f": 3}, [3, 0, 1])}
+    assert r.state["sites"]["2"]["entries"] == {"k": entry({"f": 3}, [3, 2, 1])}
+    assert r.state["sites"]["2"]["timestamp_floor"] == 0
     # applied: 2 before the wipe (counters kept) + 1:4
     assert r.state["sites"]["2"]["stats"] == site_stats(applied=3, conflicts=1, invalid_deltas=1)
 
@@ -957,7 +1107,7 @@ def test_R18_ack_removes_per_status(run: Any) -> None:
             put(1, "c", {"v": 3}),  # 4: 1:3 c [1,0,1]
             fail(2, "d", "IOException", 1),  # 5
             put(1, "d", {"v": 4}),  # 6: 1:4
-            put(2, "a", {"v": 5}),  # 7: a@2: other dsid, 0 <= 0 -> [2,1,2]
+            put(2, "a", {"v": 5}),  # 7: a@2 [1,0,1], now 0 <= 0 -> [2,1,2]
             tick(5),  # 8
             delta(1, "a", {"w": 6}),  # 9: 1:5 a [2,5,1], base [1,0,1], value {"v":1,"w":6}
             tick(95),  # 10: 100 >= 0+100: timeout; resend everything as batch 2
@@ -1008,8 +1158,8 @@ def test_R18_ack_removes_per_status(run: Any) -> None:
     }
 
 
-def test_R19_invalid_delta_requeued_at_head_and_resent_full(run: Any) -> None:
-    r = run(
+def test_R19_invalid_delta_requeued_at_head_and_resent_full(run_each: Any) -> None:
+    r = run_each(
         one_way(batch_size=3, delta=True),
         [
             put(1, "k", {"f": 1}),  # 0: 1:1
@@ -1019,10 +1169,11 @@ def test_R19_invalid_delta_requeued_at_head_and_resent_full(run: Any) -> None:
             deliver_ack("ny"),  # 4
             site_down(2),  # 5
             site_up(2, wipe=True),  # 6: site 2 forgets k, n, m
+            # R9, now 0: each rewrite of k, m, n (all [1,0,1]) takes ts 0 + 1 -> [2,1,1]
             delta(1, "k", {"g": 2}),  # 7: 1:4, delta '{"g":2}' = 7
             put(1, "m", {"f": 2}),  # 8: 1:5, full 7
             delta(1, "n", {"g": 3}),  # 9: 1:6, delta 7; batch 2
-            put(1, "q", {"f": 4}),  # 10: 1:7, queued
+            put(1, "q", {"f": 4}),  # 10: 1:7 [1,0,1] (a new key), queued
             deliver("ny"),  # 11
             deliver_ack("ny"),  # 12
             deliver("ny"),  # 13
@@ -1048,9 +1199,9 @@ def test_R19_invalid_delta_requeued_at_head_and_resent_full(run: Any) -> None:
         applied(2, "ny", "1:7", "q", "ok"),
     ]
     assert r.state["sites"]["2"]["entries"] == {
-        "k": entry({"f": 1, "g": 2}, [2, 0, 1]),
-        "m": entry({"f": 2}, [2, 0, 1]),
-        "n": entry({"f": 1, "g": 3}, [2, 0, 1]),
+        "k": entry({"f": 1, "g": 2}, [2, 1, 1]),
+        "m": entry({"f": 2}, [2, 1, 1]),
+        "n": entry({"f": 1, "g": 3}, [2, 1, 1]),
         "q": entry({"f": 4}, [1, 0, 1]),
     }
     # events 3 + 3 + 3; full 21 + 7 + 33 = 61; delta 14
@@ -1148,31 +1299,31 @@ def test_R21_wipe_forgets_applied_events(run: Any) -> None:
     assert r.state["sites"]["2"]["stats"] == site_stats(applied=2)
 
 
-def test_R21_wipe_keeps_stats_dlq_seq_batch_ids_and_failures(run: Any) -> None:
-    r = run(
+def test_R21_wipe_keeps_stats_dlq_seq_batch_ids_and_failures(run_each: Any) -> None:
+    r = run_each(
         one_way(batch_size=1, failure_listener="dlq"),
         [
             fail(2, "k", "E", 2),  # 0
-            put(1, "j", {"v": 1}),  # 1: 1:1, batch 1
+            put(1, "j", {"v": 1}),  # 1: 1:1 [1,0,1], batch 1
             deliver("ny"),  # 2: ok
             deliver_ack("ny"),  # 3
-            put(1, "k", {"v": 2}),  # 4: 1:2, batch 2
+            put(1, "k", {"v": 2}),  # 4: 1:2 [1,0,1], batch 2
             deliver("ny"),  # 5: failed (1 left)
             deliver_ack("ny"),  # 6: dead-lettered
-            put(1, "k", {"v": 3}),  # 7: 1:3 [2,0,1], batch 3
-            put(1, "m", {"v": 4}),  # 8: 1:4 queued
+            put(1, "k", {"v": 3}),  # 7: 1:3, now 0 <= 0 -> [2,1,1], batch 3
+            put(1, "m", {"v": 4}),  # 8: 1:4 [1,0,1] queued
             site_down(1),  # 9: batch 3's message removed
-            site_up(1, wipe=True),  # 10: entries, queue, in_flight gone
+            site_up(1, wipe=True),  # 10: entries, queue, in_flight gone; floor 1 + 1 = 2
             site_down(2),  # 11
-            site_up(2, wipe=True),  # 12
-            put(1, "k", {"v": 5}),  # 13: no entry at 1 any more: 1:5 [1,0,1], batch 4
+            site_up(2, wipe=True),  # 12: site 2 never issued a tag: floor stays 0
+            put(1, "k", {"v": 5}),  # 13: no entry at 1 any more: 1:5, max(0, 2) -> [1,2,1]
             deliver("ny"),  # 14: the fail is still in force: failed (0 left)
             deliver_ack("ny"),  # 15
         ],
     )
     assert r.steps[10] == []
     assert r.steps[13] == [
-        enqueued(1, "1:5", "k", "create", [1, 0, 1], {"v": 5}, ["ny"]),
+        enqueued(1, "1:5", "k", "create", [1, 2, 1], {"v": 5}, ["ny"]),
         sent("ny", 4, ["1:5"], 7),
     ]
     assert r.steps[14] == [applied(2, "ny", "1:5", "k", "failed", exception="E")]
@@ -1180,12 +1331,14 @@ def test_R21_wipe_keeps_stats_dlq_seq_batch_ids_and_failures(run: Any) -> None:
     assert r.state["sites"]["1"] == {
         "up": True,
         "seq": 5,
-        "entries": {"k": entry({"v": 5}, [1, 0, 1])},
+        "timestamp_floor": 2,
+        "entries": {"k": entry({"v": 5}, [1, 2, 1])},
         "stats": site_stats(),
     }
     assert r.state["sites"]["2"] == {
         "up": True,
         "seq": 0,
+        "timestamp_floor": 0,
         "entries": {},
         "stats": site_stats(applied=1, failures=2),
     }
@@ -1199,9 +1352,60 @@ def test_R21_wipe_keeps_stats_dlq_seq_batch_ids_and_failures(run: Any) -> None:
             {"event_id": "1:2", "sender": "ny", "key": "k", "op": "create", "exception": "E",
              "version": [1, 0, 1], "value": {"v": 2}},
             {"event_id": "1:5", "sender": "ny", "key": "k", "op": "create", "exception": "E",
-             "version": [1, 0, 1], "value": {"v": 5}},
+             "version": [1, 2, 1], "value": {"v": 5}},
         ],
     }  # fmt: skip
+
+
+def test_R21_timestamp_floor_after_wipe(run_each: Any) -> None:
+    ops = [
+        tick(3),  # 0: now 3
+        put(1, "a", {"v": 1}),  # 1: 1:1 [1,3,1]
+        put(1, "a", {"v": 2}),  # 2: 1:2, 3 <= 3 -> bumped: [2,4,1]
+        put(1, "b", {"v": 1}),  # 3: 1:3 [1,3,1]
+        site_down(1),  # 4
+        site_up(1, wipe=True),  # 5: floor = 1 + largest issued 4 = 5 (not now + 1 = 4)
+        site_down(2),  # 6
+        site_up(2, wipe=True),  # 7: site 2 never issued a tag: floor stays 0
+    ]
+    first = run_each(NO_SENDERS, ops)
+    assert first.state["sites"]["1"] == {
+        "up": True,
+        "seq": 3,
+        "timestamp_floor": 5,
+        "entries": {},
+        "stats": site_stats(),
+    }
+    assert first.state["sites"]["2"]["timestamp_floor"] == 0
+    ops += [
+        put(1, "a", {"v": 3}),  # 8: 1:4, no entry: max(now 3, floor 5) = 5: [1,5,1]
+        put(1, "a", {"v": 4}),  # 9: 1:5, 3 <= 5 -> [2,6,1]
+        site_down(1),  # 10
+        site_up(1, wipe=True),  # 11: floor = 1 + 6 = 7
+        site_down(1),  # 12
+        site_up(1, wipe=True),  # 13: no tag since: the floor survives, 7
+        tick(10),  # 14: now 13
+        put(1, "c", {"v": 5}),  # 15: 1:6, max(13, 7) = 13: [1,13,1]
+    ]
+    r = run_each(NO_SENDERS, ops)
+    assert [r.steps[i][0]["version"] for i in (1, 2, 3, 8, 9, 15)] == [
+        [1, 3, 1], [2, 4, 1], [1, 3, 1], [1, 5, 1], [2, 6, 1], [1, 13, 1],
+    ]  # fmt: skip
+    assert r.steps[5] == [] and r.steps[13] == []
+    assert r.state["sites"]["1"] == {
+        "up": True,
+        "seq": 6,
+        "timestamp_floor": 7,
+        "entries": {"c": entry({"v": 5}, [1, 13, 1])},
+        "stats": site_stats(),
+    }
+    assert r.state["sites"]["2"] == {
+        "up": True,
+        "seq": 0,
+        "timestamp_floor": 0,
+        "entries": {},
+        "stats": site_stats(),
+    }
 
 
 def test_R21_wipe_resets_next_retry_at(run: Any) -> None:
@@ -1280,7 +1484,7 @@ def test_R22_forwarding_in_a_ring(run: Any) -> None:
     assert r.state["senders"]["c"]["queue"] == ["2:1"]
 
 
-def test_R22_forwarded_delta_ships_per_the_forwarding_senders_setting(run: Any) -> None:
+def test_R22_forwarded_delta_ships_per_the_forwarding_senders_setting(run_each: Any) -> None:
     config = {
         "sites": [1, 2, 3],
         "senders": [
@@ -1288,12 +1492,12 @@ def test_R22_forwarded_delta_ships_per_the_forwarding_senders_setting(run: Any) 
             {"id": "b", "site": 2, "remote": 3, "batch_size": 1},  # delta false
         ],
     }
-    r = run(
+    r = run_each(
         config,
         [
             put(1, "k", {"f": 1, "s": "x"}),  # '{"f":1,"s":"x"}' = 15
             SETTLE,
-            delta(1, "k", {"f": 2}),  # 1:2 [2,0,1], base [1,0,1]; a ships '{"f":2}' = 7
+            delta(1, "k", {"f": 2}),  # 1:2, now 0 <= 0 -> [2,1,1], base [1,0,1]; a ships 7
             SETTLE,
         ],
     )
@@ -1308,7 +1512,7 @@ def test_R22_forwarded_delta_ships_per_the_forwarding_senders_setting(run: Any) 
         acked("b", 2, ["1:2"]),
     ]
     for site in ("1", "2", "3"):
-        assert r.state["sites"][site]["entries"] == {"k": entry(built, [2, 0, 1])}
+        assert r.state["sites"][site]["entries"] == {"k": entry(built, [2, 1, 1])}
 
 
 def test_R22_forwarded_event_keeps_its_r19_conversion(run: Any) -> None:
@@ -1428,7 +1632,7 @@ def test_R23_diamond_under_settle(run: Any) -> None:
     ]
 
 
-def test_R24_dead_letter_records_with_and_without_values(run: Any) -> None:
+def test_R24_dead_letter_records_with_and_without_values(run_each: Any) -> None:
     config = {
         "sites": [1, 2, 3],
         "senders": [
@@ -1438,16 +1642,16 @@ def test_R24_dead_letter_records_with_and_without_values(run: Any) -> None:
         ],
     }  # fmt: skip
     cwe = "CacheWriterException"
-    r = run(
+    r = run_each(
         config,
         [
             fail(2, "k", cwe, 3),
             fail(3, "k", cwe, 3),
             put(1, "k", {"v": 1}),  # 2: 1:1 create [1,0,1]
-            SETTLE,  # 3
-            put(1, "k", {"v": 2}),  # 4: 1:2 update [2,0,1]
+            SETTLE,  # 3: no tick (batch_size 1, every ack at once): now stays 0
+            put(1, "k", {"v": 2}),  # 4: 1:2 update, 0 <= 0 -> [2,1,1]
             SETTLE,  # 5
-            destroy(1, "k"),  # 6: 1:3 destroy [3,0,1]
+            destroy(1, "k"),  # 6: 1:3 destroy, 0 <= 1 -> [3,2,1]
             SETTLE,  # 7
         ],
     )
@@ -1470,8 +1674,8 @@ def test_R24_dead_letter_records_with_and_without_values(run: Any) -> None:
     ]
     records = [
         ("1:1", "create", [1, 0, 1], {"v": 1}),
-        ("1:2", "update", [2, 0, 1], {"v": 2}),
-        ("1:3", "destroy", [3, 0, 1], None),
+        ("1:2", "update", [2, 1, 1], {"v": 2}),
+        ("1:3", "destroy", [3, 2, 1], None),
     ]
     ny, ldn = r.state["senders"]["ny"], r.state["senders"]["ldn"]
     assert ny["dlq"] == [

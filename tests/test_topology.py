@@ -12,6 +12,7 @@ import json
 import os
 from collections import Counter
 from itertools import pairwise, permutations
+from math import dist
 from pathlib import Path
 
 import defusedxml.ElementTree as SafeET
@@ -416,7 +417,7 @@ def test_cli_import_warnings_go_to_stderr(capsys: pytest.CaptureFixture[str]) ->
     )
     assert code == 0
     assert json.loads(out)["supported"] is True
-    assert "wanconform: warning: " in err and "enable-batch-conflation" in err
+    assert "wanconform: warning: " in err and "<gateway-event-filter>" in err
 
 
 @pytest.mark.parametrize(
@@ -424,7 +425,7 @@ def test_cli_import_warnings_go_to_stderr(capsys: pytest.CaptureFixture[str]) ->
     [
         ("billion-laughs.xml", "declares the XML entity 'lol'"),
         ("external-entity.xml", "declares the XML entity 'secret'"),
-        ("external-dtd.xml", "external resource 'http://www.gemstone.com/dtd/cache7_0.dtd'"),
+        ("external-dtd.xml", "external DTD 'http://attacker.example/cache.dtd'"),
         ("malformed.xml", "malformed.xml:4: not well-formed XML"),
         ("unknown-option.gfsh", "unknown option --batch-sise (did you mean --batch-size?)"),
     ],
@@ -497,3 +498,109 @@ def test_svg_write_failure_is_one_line(capsys: pytest.CaptureFixture[str], tmp_p
     )
     assert (code, out) == (2, "")
     assert err.count("\n") == 1 and "cannot write" in err
+
+
+def svg_texts(svg: str) -> list[str]:
+    root = SafeET.fromstring(svg.encode("utf-8"))
+    return ["".join(t.itertext()) for t in root.iter("{http://www.w3.org/2000/svg}text")]
+
+
+def test_cli_svg_says_where_it_wrote(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    out = tmp_path / "ring.svg"
+    code, _, err = run_cli(capsys, "topology", str(EXAMPLES / "ring-4.json"), "--svg", str(out))
+    assert code == 0
+    assert err == f"wanconform: wrote {out}\n"
+    assert out.exists()
+
+
+def test_cli_keeps_the_users_sender_names(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # Two sites whose senders are both called "wan", as Geode's per-site ids allow.
+    for site, remote in ((1, 2), (2, 1)):
+        (tmp_path / f"{site}.gfsh").write_text(
+            f"start server --J=-Dgemfire.distributed-system-id={site}\ncreate gateway-receiver\n"
+            f"create gateway-sender --id=wan --remote-distributed-system-id={remote}\n"
+            "create region --name=r --gateway-sender-id=wan\n",
+            encoding="utf-8",
+        )
+    out = tmp_path / "two.svg"
+    code, table, err = run_cli(
+        capsys, "topology", "--site", str(tmp_path / "1.gfsh"), "--site",
+        str(tmp_path / "2.gfsh"), "--svg", str(out),
+    )  # fmt: skip
+    assert code == 0
+    assert "  sender 1/wan: 1 -> 2  (Geode id 'wan' at site 1)" in table
+    assert "  sender 2/wan: 2 -> 1  (Geode id 'wan' at site 2)" in table
+    assert err.count("named '1/wan' in the model") == 1
+    texts = svg_texts(out.read_text(encoding="utf-8"))
+    assert texts.count("wan") == 2  # both arrows labelled with the id as written
+    assert any("SITE/ID in the configuration" in text for text in texts)
+
+
+def label_boxes(drawing: object) -> list[tuple[float, float, float, float]]:
+    from reports.topology_svg import _label_box
+
+    arrows = drawing.arrows  # type: ignore[attr-defined]
+    return [_label_box((float(a.label_x), float(a.label_y)), a.label) for a in arrows]
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        wan([(u, u % 12 + 1) for u in range(1, 13)] + [(u % 12 + 1, u) for u in range(1, 13)]),
+        star(1, list(range(1, 13))),
+    ],
+    ids=["bidirectional-ring-12", "star-12"],
+)
+def test_svg_twelve_sites_labels_overlap_neither_sites_nor_each_other(config: Config) -> None:
+    from reports.topology_svg import SITE_RADIUS, _overlap, topology_drawing
+
+    drawing = topology_drawing(analyse_topology(config))
+    boxes = label_boxes(drawing)
+    sites = [
+        (float(s.x) - SITE_RADIUS, float(s.y) - SITE_RADIUS, float(s.x) + SITE_RADIUS,
+         float(s.y) + SITE_RADIUS)
+        for s in drawing.sites
+    ]  # fmt: skip
+    assert len(boxes) == len(config.senders)
+    for index, box in enumerate(boxes):
+        assert all(_overlap(box, site) == 0 for site in sites)
+        assert all(_overlap(box, other) == 0 for other in boxes[index + 1 :])
+    # Neighbouring sites stay well apart.
+    xs = [(float(s.x), float(s.y)) for s in drawing.sites]
+    assert min(dist(a, b) for a, b in pairwise([*xs, xs[0]])) > 6 * SITE_RADIUS
+
+
+def test_svg_bidirectional_pairs_are_arcs_and_one_way_senders_straight() -> None:
+    from reports.topology_svg import topology_drawing
+
+    drawing = topology_drawing(analyse_topology(wan([(1, 2), (2, 1), (2, 3)])))
+    by_pair = {(a.site, a.remote): a.path for a in drawing.arrows}
+
+    def control_offset(path: str) -> float:
+        """How far the curve's control point lies off the straight line start-end."""
+        x0, y0, cx, cy, x1, y1 = (float(v) for v in path.split() if v not in ("M", "Q"))
+        cross = (x1 - x0) * (cy - y0) - (y1 - y0) * (cx - x0)
+        return abs(cross) / dist((x0, y0), (x1, y1))
+
+    assert control_offset(by_pair[(1, 2)]) > 20 and control_offset(by_pair[(2, 1)]) > 20
+    assert control_offset(by_pair[(2, 3)]) < 1
+
+
+def test_svg_marks_duplicate_receivers_and_caps_the_legend() -> None:
+    from reports.topology_svg import MAX_LISTED_DUPLICATES
+
+    ring = wan([(u, u % 12 + 1) for u in range(1, 13)] + [(u % 12 + 1, u) for u in range(1, 13)])
+    analysis = analyse_topology(ring)
+    svg = render_topology_svg(analysis)
+    texts = svg_texts(svg)
+    listed = [t for t in texts if " gets each event of site " in t]
+    assert len(listed) == MAX_LISTED_DUPLICATES
+    hidden = len(analysis.duplicates) - MAX_LISTED_DUPLICATES
+    assert f"... and {hidden} more (wanconform topology prints them all; hover over a red " \
+        "arrow for the duplicate paths through it)" in texts  # fmt: skip
+    diamond = SafeET.fromstring(render_topology_svg(analyse_topology(DIAMOND)).encode("utf-8"))
+    ns = {"svg": "http://www.w3.org/2000/svg"}
+    rings = [c for c in diamond.iterfind(".//svg:circle", ns) if "duplicate" in c.get("class", "")]
+    assert len(rings) == 1  # site 4 receives each event of site 1 twice

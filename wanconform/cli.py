@@ -26,10 +26,17 @@ COMMAND_MODULES = (
 )
 
 
+SPEC_NOTE = (
+    "Section (§), rule (R1-R25) and property (P1-P7) numbers refer to docs/SPEC.md, the "
+    "protocol specification in this project's repository."
+)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="wanconform",
         description="Executable model and conformance harness for WAN gateway replication.",
+        epilog=SPEC_NOTE,
     )
     parser.add_argument(
         "--version",
@@ -39,6 +46,9 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in COMMAND_MODULES:
         importlib.import_module(name).register(subparsers)
+    for subparser in subparsers.choices.values():  # every help text says where § and R are
+        epilog = subparser.epilog
+        subparser.epilog = SPEC_NOTE if not epilog else f"{epilog} {SPEC_NOTE}"
     return parser
 
 

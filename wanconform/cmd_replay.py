@@ -40,8 +40,8 @@ def register(subparsers: Any) -> None:
             "operations are named by file and line (t.jsonl:9) everywhere."
         ),
         epilog=(
-            f"Rules (R1-R25) and properties (P1-P7) are defined in {SPEC}. Exit status: 0 "
-            "fine, 1 a divergence or a property violation in some trace, 2 bad input."
+            "Exit status: 0 fine, 1 a divergence or a property violation in some trace, "
+            "2 bad input."
         ),
     )
     parser.add_argument("traces", nargs="+", metavar="TRACE", help="trace file (.jsonl)")

@@ -1,12 +1,14 @@
 """`wanconform topology`: is a WAN topology supported (R23)? Which paths duplicate (R22)?
 
     wanconform topology CONFIG_OR_TRACE [--json] [--svg OUT]
-    wanconform topology --site 1=ln-cache.xml --site 2=ny-cache.xml [--json] [--svg OUT]
+    wanconform topology --site 1=ln-cache.xml,ln.gfsh --site 2=ny.gfsh [--json] [--svg OUT]
 
 The input is a SPEC §2 configuration (`{"sites": ...}` or `{"config": {...}}`), a trace
-file (its first line holds the configuration), or one Geode cache.xml / gfsh script per
-site. Exit status: 0 supported, 1 unsupported (a site receives an event along two paths),
-2 bad input. The SVG is written atomically, and only once the analysis has succeeded.
+file (its first line holds the configuration), or each site's Geode files (the options
+of `wanconform import`). Exit status: 0 supported, 1 unsupported (a site receives an
+event along two paths), 2 bad input. The SVG is written atomically, and only once the
+analysis has succeeded; a line on stderr says where it went. Senders keep the names the
+user wrote: an id made unique by the import (`1/sender3`) is shown with the Geode id.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
+from collections.abc import Mapping
 from typing import Any
 
 from conformance.topology import TopologyAnalysis, analyse_topology
@@ -22,7 +26,7 @@ from traces.canonical import canonical_json
 from traces.config import Config, parse_config
 from traces.files import read_text, write_text_atomically
 from traces.tracefile import decode_line, parse_trace_lines
-from wanconform.cmd_import import add_site_option, load_geode_sites
+from wanconform.cmd_import import add_site_options, load_geode_sites
 from wanconform.errors import ConfigError, TraceError, WanconformError
 
 EXIT_SUPPORTED = 0
@@ -45,7 +49,7 @@ def register(subparsers: Any) -> None:
         metavar="CONFIG_OR_TRACE",
         help='a configuration ({"sites": ...} or {"config": {...}}) or a trace file',
     )
-    add_site_option(parser, required=False)
+    add_site_options(parser, required=False)
     parser.add_argument(
         "--json",
         action="store_true",
@@ -87,11 +91,16 @@ def _path_text(path: tuple[int, ...]) -> str:
     return " -> ".join(str(site) for site in path)
 
 
-def format_table(analysis: TopologyAnalysis) -> str:
-    """The human-readable report: senders, then per origin each site and its paths."""
+def format_table(analysis: TopologyAnalysis, names: Mapping[str, str] | None = None) -> str:
+    """The human-readable report: senders, then per origin each site and its paths.
+
+    `names` maps a sender id to the id the user wrote, where the import changed it.
+    """
     lines = [f"Topology: sites {', '.join(map(str, analysis.sites))}"]
     for edge in sorted(analysis.senders, key=lambda e: (e.site, e.remote)):
-        lines.append(f"  sender {edge.sender}: {edge.site} -> {edge.remote}")
+        written = (names or {}).get(edge.sender, edge.sender)
+        note = f"  (Geode id {written!r} at site {edge.site})" if written != edge.sender else ""
+        lines.append(f"  sender {edge.sender}: {edge.site} -> {edge.remote}{note}")
     if not analysis.senders:
         lines.append("  (no senders)")
     for origin in analysis.sites:
@@ -128,17 +137,22 @@ def format_table(analysis: TopologyAnalysis) -> str:
 def run(args: argparse.Namespace) -> int:
     if (args.source is None) == (not args.site):
         raise WanconformError(
-            "topology: give either CONFIG_OR_TRACE or one --site DSID=FILE per site, not "
-            + ("both" if args.source is not None else "neither")
+            "topology: give either CONFIG_OR_TRACE or one --site [DSID=]FILE[,FILE...] per "
+            "site, not " + ("both" if args.source is not None else "neither")
         )
-    config = load_config_or_trace(args.source) if args.source else load_geode_sites(args.site)
+    names: Mapping[str, str] = {}
+    if args.source:
+        config = load_config_or_trace(args.source)
+    else:
+        config, names = load_geode_sites(args.site, args.define, args.allow_partial)
     analysis = analyse_topology(config)
     if args.svg:
         if os.path.isdir(args.svg):
             raise WanconformError(f"{args.svg}: is a directory; --svg needs a file name")
-        write_text_atomically(args.svg, render_topology_svg(analysis))
+        write_text_atomically(args.svg, render_topology_svg(analysis, names))
+        print(f"wanconform: wrote {args.svg}", file=sys.stderr)
     if args.json:
         print(canonical_json(analysis.to_json()))
     else:
-        print(format_table(analysis))
+        print(format_table(analysis, names))
     return EXIT_SUPPORTED if analysis.supported else EXIT_UNSUPPORTED

@@ -1,0 +1,178 @@
+"""What `wanconform replay` tells a person (issue: every answer honest and readable).
+
+Expected lines are written from SPEC v1.1 and the trace, by hand: tags per R9, sizes per
+R4 (`{"v":1}` is 7 bytes), verdicts per §11.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from wanconform.cli import main
+
+ONE_WAY = '{"config":{"sites":[1,2],"senders":[{"id":"ny","site":1,"remote":2}]}}\n'
+PAIR = (
+    '{"config":{"sites":[1,2],"senders":['
+    '{"id":"ldn","site":2,"remote":1,"batch_size":1},'
+    '{"id":"ny","site":1,"remote":2,"batch_size":1}]}}\n'
+)
+EXAMPLES = Path(__file__).resolve().parent.parent / "traces" / "examples"
+
+
+def write(tmp_path: Path, config: str, *ops: str) -> str:
+    path = tmp_path / "t.jsonl"
+    path.write_text(config + "".join(op + "\n" for op in ops))
+    return str(path)
+
+
+def test_steps_show_skipped_operations_and_why(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The trace of the issue: batch_size 100, so the put is only queued and the three
+    network operations after it find nothing in the network (§3: skipped)."""
+    path = write(
+        tmp_path,
+        ONE_WAY,
+        '{"op":"put","site":1,"key":"k","value":{"v":1}}',
+        '{"op":"deliver","sender":"ny"}',
+        '{"op":"deliver_ack","sender":"ny"}',
+        '{"op":"drop_ack","sender":"ny"}',
+    )
+    assert main(["replay", path, "--steps"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[:5] == [
+        f'{path}:2 put 1 k {{"v":1}} → site 1 wrote 1:1 (create k, [1,0,1]), queued on ny',
+        f"{path}:3 deliver ny → skipped: no batch of ny in the network",
+        f"{path}:4 deliver_ack ny → skipped: no ack of ny in the network",
+        f"{path}:5 drop_ack ny → skipped: no ack of ny in the network",
+        f"{path}: 4 operations (3 skipped), time 0 ms",
+    ]
+    assert out[-1] == "  sites differ:" or out[-2] == "  sites differ:"
+    assert out[-1] == '    k: site 1 {"v":1} [1,0,1], site 2 absent'
+
+
+def test_steps_say_what_a_batch_did(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = ONE_WAY.replace('"remote":2', '"remote":2,"batch_size":2')
+    path = write(
+        tmp_path,
+        config,
+        '{"op":"put","site":1,"key":"a","value":{"v":1}}',
+        '{"op":"put","site":1,"key":"b","value":{"v":1}}',
+        '{"op":"deliver","sender":"ny"}',
+        '{"op":"deliver_ack","sender":"ny"}',
+    )
+    assert main(["replay", path, "--steps"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[1:4] == [
+        f'{path}:3 put 1 b {{"v":1}} → site 1 wrote 1:2 (create b, [1,0,1]), queued on ny; '
+        "ny sent batch 1 [1:1, 1:2] (14 bytes full, 0 delta)",
+        f"{path}:4 deliver ny → site 2 applied 1:1 ok, 1:2 ok; ack of batch 1 in the network",
+        f"{path}:5 deliver_ack ny → ny got the ack of batch 1, removed [1:1, 1:2]",
+    ]
+    assert out[-1] == "  all sites hold identical entries"
+
+
+def verdict_lines(out: str) -> list[str]:
+    return [
+        line.strip()
+        for line in out.splitlines()
+        if line.strip()[:2] in {"P2", "P3", "P4", "P5", "P6", "P7"}
+    ]
+
+
+def test_P2_not_applicable_after_a_wipe_names_the_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write(
+        tmp_path,
+        PAIR,
+        '{"op":"put","site":1,"key":"k","value":{"v":1}}',
+        '{"op":"site_down","site":2}',
+        '{"op":"site_up","site":2,"wipe":true}',
+        '{"op":"settle"}',
+    )
+    assert main(["replay", path, "--check-properties"]) == 0
+    assert verdict_lines(capsys.readouterr().out) == [
+        f"P2: not applicable: site 2 was wiped at {path}:4 (R21 discards its queues)",
+        "P3: held",  # 1:1 applied once at site 2 (sent after the wipe, at the settle)
+        "P4: held",
+        f"P5: not applicable: site 2 was wiped at {path}:4",
+        "P6: not applicable: no value was built from a delta",
+        "P7: not applicable: no sender has dlq_secure",
+    ]
+
+
+def test_P5_not_applicable_after_a_dropped_event_and_the_sites_differ(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Site 2 fails the only attempt (retry_attempts 0) on k: ny drops 1:1 (R18, no
+    listener) at the settle on line 4; P2 holds (dropped = stopped on the way)."""
+    path = write(
+        tmp_path,
+        PAIR,
+        '{"op":"fail","site":2,"key":"k","exception":"E","times":1}',
+        '{"op":"put","site":1,"key":"k","value":{"v":1}}',
+        '{"op":"settle"}',
+    )
+    assert main(["replay", path, "--check-properties"]) == 0
+    out = capsys.readouterr().out
+    assert verdict_lines(out) == [
+        "P2: held",
+        "P3: not applicable: no event was applied",
+        "P4: held",
+        f"P5: not applicable: an event was dropped or dead-lettered at {path}:4",
+        "P6: not applicable: no value was built from a delta",
+        "P7: not applicable: no sender has dlq_secure",
+    ]
+    assert out.splitlines()[-2:] == [
+        "  sites differ:",
+        '    k: site 1 {"v":1} [1,0,1], site 2 absent',
+    ]
+
+
+def test_P4_is_not_applicable_on_an_unsupported_topology(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    path = str(EXAMPLES / "unsupported_diamond.jsonl")
+    assert main(["replay", path, "--check-properties"]) == 0
+    lines = verdict_lines(capsys.readouterr().out)
+    assert lines[2] == (
+        "P4: not applicable: the topology is unsupported (R23): "
+        "site 4 receives events of site 1 along 2 paths"
+    )
+
+
+def test_help_points_to_the_spec_and_says_how_P4_is_handled(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit):
+        main(["replay", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "docs/SPEC.md" in text
+    assert "not applicable and why (e.g. P4 on an unsupported topology, R23)" in text
+
+
+def test_json_line_holds_steps_verdicts_and_convergence(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write(
+        tmp_path,
+        PAIR,
+        '{"op":"put","site":1,"key":"k","value":{"v":1}}',
+        '{"op":"deliver","sender":"ldn"}',
+        '{"op":"settle"}',
+    )
+    assert main(["replay", path, "--json", "--steps", "--check-properties"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("\n") == 1
+    document = json.loads(out)
+    assert (document["operations"], document["skipped"], document["converged"]) == (3, 1, True)
+    assert [step["where"] for step in document["steps"]] == [f"{path}:{n}" for n in (2, 3, 4)]
+    assert document["steps"][1]["text"] == (
+        f"{path}:3 deliver ldn → skipped: no batch of ldn in the network"
+    )
+    assert document["properties"]["P5"] == {"status": "held", "reason": "", "violations": []}
+    assert document["divergence"] is None

@@ -1,0 +1,135 @@
+"""What a site's Geode files declare, as written, before any mapping to SPEC §2.
+
+The readers (`cachexml`, `gfsh`, `properties`) fill one `SiteDeclarations` per site; the
+mapping (`mapping`) turns them into a configuration. Every value keeps the name the user
+wrote (`batch-size` or `--batch-size`) and its place (`file:line`), so each error and
+warning can name both.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from wanconform.errors import ConfigError
+
+
+class GeodeImportError(ConfigError):
+    """A Geode configuration that cannot be imported; names file, line and attribute."""
+
+
+@dataclass(frozen=True, slots=True)
+class Written:
+    """One value as the user wrote it: Geode name (`batch-size`, `--batch-size`), text, place."""
+
+    name: str
+    value: str
+    where: str
+
+
+@dataclass(slots=True)
+class SenderDeclaration:
+    """One `gateway-sender` (cache.xml) or `create gateway-sender` (gfsh).
+
+    `settings` is keyed by the Geode attribute name without `--` (the cache.xml attribute
+    and the gfsh option share their names); `label` is how messages name the sender.
+    """
+
+    id: str
+    where: str
+    label: str
+    settings: dict[str, Written] = field(default_factory=dict)
+    failure_listener: Written | None = None
+    filters: list[Written] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class ReceiverDeclaration:
+    """The `gateway-receiver` of a site."""
+
+    where: str
+    label: str
+    settings: dict[str, Written] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class RegionDeclaration:
+    """A region: the gateway senders it ships through and its concurrency checks."""
+
+    name: str
+    where: str
+    sender_ids: Written | None = None
+    concurrency_checks: Written | None = None
+
+    def senders(self) -> tuple[str, ...]:
+        """The ids of `gateway-sender-ids` (comma separated, blanks dropped)."""
+        if self.sender_ids is None:
+            return ()
+        return tuple(s.strip() for s in self.sender_ids.value.split(",") if s.strip())
+
+
+@dataclass(slots=True)
+class SiteDeclarations:
+    """Everything the files of one site declare; the readers apply their files in order."""
+
+    files: list[str] = field(default_factory=list)
+    dsid: Written | None = None
+    senders: dict[str, SenderDeclaration] = field(default_factory=dict)
+    receiver: ReceiverDeclaration | None = None
+    regions: dict[str, RegionDeclaration] = field(default_factory=dict)
+    conflict_resolver: Written | None = None
+    warnings: list[str] = field(default_factory=list)
+
+    def add_sender(self, sender: SenderDeclaration) -> None:
+        """A second sender of the same id in one site is refused, as Geode refuses it."""
+        previous = self.senders.get(sender.id)
+        if previous is not None:
+            raise GeodeImportError(
+                f"{sender.where}: {sender.label}: gateway-sender {sender.id!r} already "
+                f"exists at {previous.where}; Geode refuses a second sender of one id per site"
+            )
+        self.senders[sender.id] = sender
+
+    def set_receiver(self, receiver: ReceiverDeclaration) -> None:
+        """A site has one gateway receiver."""
+        if self.receiver is not None:
+            raise GeodeImportError(
+                f"{receiver.where}: a second {receiver.label} (the first is at "
+                f"{self.receiver.where}); a site has one receiver"
+            )
+        self.receiver = receiver
+
+    def set_dsid(self, dsid: Written) -> None:
+        """The site's distributed-system-id, as one of its files sets it."""
+        if self.dsid is not None and self.dsid.value.strip() != dsid.value.strip():
+            raise GeodeImportError(
+                f"{dsid.where}: {dsid.name}={dsid.value}, but {self.dsid.where} sets "
+                f"{self.dsid.name}={self.dsid.value}: the files of one site name two "
+                "distributed systems"
+            )
+        if self.dsid is None:
+            self.dsid = dsid
+
+
+PLACEHOLDER = re.compile(r"\$\{([^${}]*)\}")
+"""`${NAME}`: filled by Geode at startup (cache.xml) or by gfsh's variables (gfsh)."""
+
+
+def expand_placeholders(text: str, defines: Mapping[str, str], where: str, name: str) -> str:
+    """Replace every `${NAME}` with its `--define NAME=VALUE` (or gfsh variable) value.
+
+    An undefined placeholder is an error: Geode would stop on it (cache.xml) or put an
+    empty string in its place (gfsh), and neither gives a usable configuration.
+    """
+
+    def value(match: re.Match[str]) -> str:
+        key = match.group(1)
+        if key not in defines:
+            raise GeodeImportError(
+                f"{where}: {name}: placeholder ${{{key}}} has no value; give it with "
+                f"--define {key}=VALUE"
+            )
+        return defines[key]
+
+    return PLACEHOLDER.sub(value, text)
