@@ -44,6 +44,7 @@ from conformance.topology import analyse_topology, delivery_paths, sender_graph
 from traces.config import Config
 from traces.observations import Observation
 from traces.ops import Op, Settle, SiteUp
+from traces.text import plural
 
 PROPERTIES = ("P2", "P3", "P4", "P5", "P6", "P7")
 Status = Literal["held", "failed", "not applicable"]
@@ -72,7 +73,7 @@ class Verdict:
 
     def __str__(self) -> str:
         if self.status == "failed":
-            return f"{self.property}: FAILED ({len(self.violations)} violation(s))"
+            return f"{self.property}: FAILED ({plural(len(self.violations), 'violation')})"
         if self.status == "not applicable":
             return f"{self.property}: not applicable: {self.reason}"
         return f"{self.property}: held" + (f" ({self.reason})" if self.reason else "")

@@ -35,11 +35,7 @@ from traces.ops import (
     SiteUp,
     Tick,
 )
-
-
-def plural(count: int, word: str, many: str | None = None) -> str:
-    """`1 entry`, `2 entries`: a count and its noun."""
-    return f"{count:,} {word if count == 1 else (many or word + 's')}"
+from traces.text import plural
 
 
 def op_text(op: Op) -> str:

@@ -33,6 +33,7 @@ from itertools import pairwise
 import jinja2
 
 from conformance.topology import Path, SenderEdge, TopologyAnalysis
+from traces.text import plural
 
 MARGIN = 30
 HEADER = 70  # room for the title and verdict above the drawing
@@ -202,8 +203,9 @@ def _legend_lines(analysis: TopologyAnalysis, renamed: bool) -> list[tuple[str, 
     if analysis.duplicates:
         lines.append(
             (
-                f"Duplicate deliveries (R23): {len(analysis.duplicates)} (origin, site) "
-                "pair(s) receive the same event along more than one path:",
+                f"Duplicate deliveries (R23): "
+                f"{plural(len(analysis.duplicates), '(origin, site) pair')} "
+                "receive the same event along more than one path:",
                 "head",
             )
         )
@@ -233,7 +235,8 @@ def _legend_lines(analysis: TopologyAnalysis, renamed: bool) -> list[tuple[str, 
             missing = analysis.unreachable_from(origin)
             if missing:
                 sites = ", ".join(str(site) for site in missing)
-                lines.append((f"from site {origin}: site(s) {sites}", "plain"))
+                noun = "site" if len(missing) == 1 else "sites"
+                lines.append((f"from site {origin}: {noun} {sites}", "plain"))
     return lines
 
 
@@ -260,7 +263,7 @@ def _arrow(
     if duplicate_paths:
         shown = "; ".join(duplicate_paths[:MAX_LISTED_DUPLICATES])
         more = len(duplicate_paths) - MAX_LISTED_DUPLICATES
-        title += f"; on duplicate path(s) {shown}" + (f"; and {more} more" if more > 0 else "")
+        title += f"; on duplicate paths {shown}" + (f"; and {more} more" if more > 0 else "")
     return SenderArrow(
         sender=edge.sender,
         label=label,
@@ -314,12 +317,14 @@ def topology_drawing(
     verdict = (
         "supported (R23): every site receives each event at most once"
         if analysis.supported
-        else f"UNSUPPORTED (R23): {len(analysis.duplicates)} duplicate delivery(ies), in red"
+        else "UNSUPPORTED (R23): "
+        + plural(len(analysis.duplicates), "duplicate delivery", "duplicate deliveries")
+        + ", in red"
     )
     return TopologyDrawing(
         width=width,
         height=height,
-        title=f"WAN topology: sites {sites}; {len(analysis.senders)} sender(s)",
+        title=f"WAN topology: sites {sites}; {plural(len(analysis.senders), 'sender')}",
         verdict=verdict,
         supported=analysis.supported,
         sites=tuple(

@@ -337,7 +337,7 @@ def test_a_site_that_creates_no_region_warns_that_every_write_ships(tmp_path: Pa
     assert [s.id for s in imported.config.senders] == ["a"]
     assert imported.warnings == (
         f"{tmp_path / '1.xml'}: site 1: the files create no region, so which regions ship "
-        "through sender(s) a is not known; the model ships every write of the site through "
+        "through 1 sender a is not known; the model ships every write of the site through "
         "them (Geode ships only the regions whose gateway-sender-ids name a sender)",
     )
 

@@ -176,3 +176,13 @@ def test_json_line_holds_steps_verdicts_and_convergence(
     )
     assert document["properties"]["P5"] == {"status": "held", "reason": "", "violations": []}
     assert document["divergence"] is None
+
+
+def test_topology_of_a_geode_file_suggests_site(capsys: pytest.CaptureFixture[str]) -> None:
+    path = str(Path(__file__).parent / "data" / "geode" / "ln-cache.xml")
+    assert main(["topology", path]) == 2
+    err = capsys.readouterr().err
+    assert err == (
+        f"wanconform: error: {path}: not a JSON configuration or trace; for Geode cache.xml "
+        f"or gfsh files give each site's files with --site, e.g. --site 1={path} --site 2=OTHER\n"
+    )

@@ -353,7 +353,7 @@ def test_cli_table_for_a_supported_ring(capsys: pytest.CaptureFixture[str]) -> N
             "bad.json: senders[0].remote: site 9 is not in 'sites'",
         ),
         ('{"config": {"sites": []}}', "bad.json: config.sites: must be a non-empty list"),
-        ("[1, 2]", "not a configuration"),
+        ("[1, 2]", "not a JSON configuration or trace; for Geode cache.xml"),
         ("", "empty file"),
         ('{"config": {"sites": [1]}}\n{"op": "bogus"}\n', "bad.json:2:"),
         ('{"sites": [1], "sites": [2]}', "appears twice"),
@@ -469,7 +469,7 @@ def test_svg_is_well_formed_deterministic_and_highlights_duplicates(
     assert len(red) == 4  # the four hops of 1->2->4 and 1->3->4
     texts = ["".join(t.itertext()) for t in root.iterfind(".//svg:text", ns)]
     assert "site 4 gets each event of site 1 2 times: 1 → 2 → 4; 1 → 3 → 4" in texts
-    assert "from site 4: site(s) 1, 2, 3" in texts
+    assert "from site 4: sites 1, 2, 3" in texts
     assert b"http" not in data.replace(b"http://www.w3.org/2000/svg", b"")  # no external refs
 
 

@@ -18,10 +18,11 @@ from typing import Any
 
 from conformance.lockstep import Divergence, Lockstep
 from conformance.properties import PropertyChecker, Verdict
-from reports.narrative import Narrator, plural
+from reports.narrative import Narrator
 from traces.canonical import canonical_json
 from traces.observations import Observation
 from traces.ops import Op, op_to_json
+from traces.text import plural
 from traces.tracefile import TraceSource, open_trace, where
 from wanconform.engine import Engine, make_engine
 

@@ -25,6 +25,7 @@ from reports.topology_svg import render_topology_svg
 from traces.canonical import canonical_json
 from traces.config import Config, parse_config
 from traces.files import read_text, write_text_atomically
+from traces.text import plural
 from traces.tracefile import decode_line, parse_trace_lines
 from wanconform.cmd_import import add_site_options, load_geode_sites
 from wanconform.errors import ConfigError, TraceError, WanconformError
@@ -64,6 +65,11 @@ def load_config_or_trace(path: str) -> Config:
     text = read_text(path, "a configuration or trace file")
     if not text.strip():
         raise TraceError(f"{path}: empty file: expected a configuration or a trace")
+    if not text.lstrip("\ufeff \t\r\n").startswith("{"):
+        raise TraceError(
+            f"{path}: not a JSON configuration or trace; for Geode cache.xml or gfsh files "
+            f"give each site's files with --site, e.g. --site 1={path} --site 2=OTHER"
+        )
     try:
         document = decode_line(text)
     except json.JSONDecodeError as exc:
@@ -106,7 +112,7 @@ def format_table(analysis: TopologyAnalysis, names: Mapping[str, str] | None = N
     for origin in analysis.sites:
         lines.append("")
         lines.append(f"Events written at site {origin}:")
-        lines.append(f"  {'site':>6}  {'paths':>5}  path(s)")
+        lines.append(f"  {'site':>6}  {'paths':>5}  along")
         deliveries = {d.site: d for d in analysis.deliveries_from(origin)}
         for site in analysis.sites:
             delivery = deliveries.get(site)
@@ -123,14 +129,17 @@ def format_table(analysis: TopologyAnalysis, names: Mapping[str, str] | None = N
         lines.append("Verdict: supported (R23): every reached site receives each event once.")
     else:
         lines.append(
-            f"Verdict: UNSUPPORTED (R23): {len(analysis.duplicates)} (origin, site) pair(s) "
+            "Verdict: UNSUPPORTED (R23): "
+            f"{plural(len(analysis.duplicates), '(origin, site) pair')} "
             "receive the same event along more than one path:"
         )
         for delivery in analysis.duplicates:
             paths = "; ".join(_path_text(p) for p in delivery.paths)
             lines.append(f"  from {delivery.origin} to {delivery.site}: {paths}")
     if analysis.unreachable:
-        lines.append(f"{len(analysis.unreachable)} (origin, site) pair(s) are unreachable.")
+        count = len(analysis.unreachable)
+        verb = "is" if count == 1 else "are"
+        lines.append(f"{plural(count, '(origin, site) pair')} {verb} unreachable.")
     return "\n".join(lines)
 
 

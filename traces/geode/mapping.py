@@ -66,6 +66,7 @@ from traces.geode.declarations import (
     SiteDeclarations,
     Written,
 )
+from traces.text import plural
 from wanconform.errors import ConfigError
 
 WAIT_FOREVER_MS = 2**62
@@ -244,7 +245,7 @@ def _attached_senders(
         if declared.senders:
             warnings.append(
                 f"{_files(declared)}: site {site}: the files create no region, so which "
-                "regions ship through sender(s) "
+                f"regions ship through {plural(len(declared.senders), 'sender')} "
                 f"{', '.join(sorted(declared.senders))} is not known; the model ships "
                 "every write of the site through them (Geode ships only the regions "
                 "whose gateway-sender-ids name a sender)"
