@@ -74,13 +74,23 @@ class TraceSource:
             raise TraceError(f"{self.name}: the file changed since it was read")
 
 
-def open_trace(path: str | os.PathLike[str]) -> TraceSource:
-    """Validate a whole trace file in one streaming pass; raise TraceError at its first problem."""
+PROGRESS_EVERY = 65_536
+"""`open_trace` reports its progress after every this many operations."""
+
+
+def open_trace(
+    path: str | os.PathLike[str], progress: Callable[[int], None] | None = None
+) -> TraceSource:
+    """Validate a whole trace file in one streaming pass; raise TraceError at its first problem.
+
+    `progress(operations_so_far)` is called every `PROGRESS_EVERY` operations."""
     name = os.fspath(path)
     reader = _Reader(name)
     count = 0
     for _ in reader.operations(_file_lines(name)):
         count += 1
+        if progress is not None and count % PROGRESS_EVERY == 0:
+            progress(count)
     assert reader.config is not None  # operations() raises on a trace without one
     return TraceSource(name=name, config=reader.config, op_count=count)
 

@@ -97,23 +97,27 @@ class Replayed:
         return self.divergence is not None or failed_property
 
 
-class _Progress:
-    """On a terminal, a long replay says how far it is (one stderr line, rewritten)."""
+class Progress:
+    """On a terminal, long work says how far it is: one stderr line, rewritten at most
+    twice a second, from the first half second on; erased when done."""
 
-    def __init__(self, source: TraceSource) -> None:
-        self.source = source
+    def __init__(self, what: str, total: int | None = None) -> None:
+        self.what = what
+        self.total = total
         self.active = sys.stderr.isatty()
         self.next_at = time.monotonic() + 0.5
+        self.shown = False
 
     def update(self, done: int) -> None:
         if self.active and time.monotonic() >= self.next_at:
-            self.next_at += 0.5
-            total = self.source.op_count
-            print(f"\r{self.source.name}: {done:,}/{total:,} operations", end="", file=sys.stderr)
+            self.next_at = time.monotonic() + 0.5
+            of = "" if self.total is None else f"/{self.total:,}"
+            print(f"\r{self.what}: {done:,}{of} operations", end="", file=sys.stderr, flush=True)
+            self.shown = True
 
     def close(self) -> None:
-        if self.active and time.monotonic() > self.next_at - 0.5 + 0.001:
-            print("\r\033[K", end="", file=sys.stderr)
+        if self.shown:
+            print("\r\033[K", end="", file=sys.stderr, flush=True)
 
 
 def replay(
@@ -133,7 +137,7 @@ def replay(
     else:
         engine = make_engine(engine_name, source.config)
     checker = PropertyChecker(source.config) if check else None
-    progress = _Progress(source)
+    progress = Progress(f"replaying {source.name}", source.op_count)
     for line, op in source.ops():
         here = where(source.name, line)
         observations = engine.apply(op) if lockstep is None else lockstep.step(op, here)
@@ -250,9 +254,11 @@ def as_json(result: Replayed, with_steps: bool) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    if sys.stderr.isatty():
-        print(f"validating {plural(len(args.traces), 'trace')} ...", end="\r", file=sys.stderr)
-    sources = [open_trace(path) for path in args.traces]  # validate all before any output
+    sources = []
+    for path in args.traces:  # validate every trace before any output
+        progress = Progress(f"validating {path}")
+        sources.append(open_trace(path, progress.update))
+        progress.close()
     status = 0
     for source in sources:
         narrator = Narrator(source.config)
