@@ -54,6 +54,7 @@ from traces.profiles import generate_trace, trace_ids
 from wanconform.errors import WanconformError
 
 DEFAULT_MASTER = "local[*]"
+LOG_CONFIG = Path(__file__).with_name("log4j2.properties")  # Spark logs errors only
 ROWS_PER_ARROW_BATCH = 10_000
 
 
@@ -72,6 +73,8 @@ def session(master: str | None = None, app: str = "wanconform") -> Any:
         .config("spark.sql.execution.arrow.maxRecordsPerBatch", str(ROWS_PER_ARROW_BATCH))
         .config("spark.executorEnv.PYSPARK_PYTHON", sys.executable)
         .config("spark.python.worker.reuse", "true")
+        .config("spark.driver.extraJavaOptions", f"-Dlog4j.configurationFile={LOG_CONFIG}")
+        .config("spark.executor.extraJavaOptions", f"-Dlog4j.configurationFile={LOG_CONFIG}")
     )
     try:
         spark = builder.getOrCreate()
