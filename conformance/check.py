@@ -294,7 +294,7 @@ def check_batches(
             assert previous is None or key >= previous, f"rows out of order: {key} < {previous}"
             if previous == key and trace_id != failed:
                 yield _error_batch(trace_id, f"{where(trace_id, seq)}: seq: appears twice")
-                failed = trace_id
+                failed, current = trace_id, None
             previous = key
             if current is not None and trace_id != current.trace_id:
                 batch_out = _finish(current)
