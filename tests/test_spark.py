@@ -111,9 +111,8 @@ def test_a_bad_operation_stops_the_check_and_writes_nothing(
     first = ops.slice(7, 1).to_pylist()[0]
     assert main(["check", str(bad), "--out", str(tmp_path / "results")]) == 2
     captured = capsys.readouterr()
-    assert captured.err == (
-        f"wanconform: error: {first['trace_id']}:{first['seq']}: ms: must be an integer > 0, got 0\n"
-    )
+    where = f"{first['trace_id']}:{first['seq']}"
+    assert captured.err == f"wanconform: error: {where}: ms: must be an integer > 0, got 0\n"
     assert not (tmp_path / "results").exists()
 
 
