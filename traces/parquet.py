@@ -205,19 +205,16 @@ class TraceSet:
         return _dataset(self.path, OPS_SCHEMA, "ops")
 
     def ops_of(self, trace_id: str) -> Iterator[tuple[int, str]]:
-        """(seq, json) of one trace in order, read again from the files (streaming when
-        the rows are stored in order, as this module and Spark's writes store them)."""
+        """(seq, json) of one trace in order, read again from the files. The trace's rows
+        are loaded as Arrow columns (not Python objects); used only to locate a state-only
+        divergence (`Lockstep`'s replay)."""
         dataset = self.ops_dataset()
-        table = dataset.to_table(
-            columns=["seq", "json"], filter=ds.field("trace_id") == trace_id
-        )
+        table = dataset.to_table(columns=["seq", "json"], filter=ds.field("trace_id") == trace_id)
         seqs = table.column("seq")
         if len(seqs) > 1 and not _increasing(seqs):
             table = table.sort_by("seq")
         for batch in table.to_batches(max_chunksize=BATCH_ROWS):
-            yield from zip(
-                batch.column(0).to_pylist(), batch.column(1).to_pylist(), strict=True
-            )
+            yield from zip(batch.column(0).to_pylist(), batch.column(1).to_pylist(), strict=True)
 
 
 def _increasing(column: pa.ChunkedArray) -> bool:
