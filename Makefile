@@ -22,8 +22,13 @@ $(COMPILED): $(STAMP) $(wildcard impl/*.py) traces/config.py traces/observations
 	$(COMPILE_IMPL)
 	@mkdir -p build && touch $@
 
+# A small campaign on local Spark (about two minutes on 2 cores): out/campaign/ holds the
+# trace set, results/results.parquet and summary.txt.
+CAMPAIGN := --traces 200 --ops 1000 --profile steady,faults,multisite,dlq,chaos --seed 1
+
 run: $(COMPILED)
-	$(VENV)/bin/wanconform replay traces/examples/lost_ack_resend.jsonl
+	$(VENV)/bin/wanconform campaign $(CAMPAIGN) --out out/campaign
+	@echo "campaign results: out/campaign/ (summary.txt, results/results.parquet, traces/)"
 
 test: $(COMPILED)
 	$(VENV)/bin/pytest -n auto

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import importlib
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -73,3 +73,13 @@ def run_example() -> Callable[[str], Run]:
         return replay(read_trace(EXAMPLES / f"{name}.jsonl"))
 
     return _run
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[Any]:
+    """The one local Spark session of this test process (STYLE 7): 2 cores, no UI."""
+    from conformance.spark import session
+
+    spark_session = session("local[2]", app="wanconform-tests")
+    yield spark_session
+    spark_session.stop()

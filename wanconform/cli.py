@@ -23,6 +23,10 @@ COMMAND_MODULES = (
     "wanconform.cmd_bench",
     "wanconform.cmd_topology",
     "wanconform.cmd_import",
+    "wanconform.cmd_convert",
+    "wanconform.cmd_generate",
+    "wanconform.cmd_check",
+    "wanconform.cmd_campaign",
 )
 
 

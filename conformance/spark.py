@@ -1,0 +1,296 @@
+"""The Spark glue of campaigns: a session, the generation fan-out, the check. Thin.
+
+Everything a trace goes through is a plain function tested without Spark:
+`traces.profiles.generate_trace` makes a trace, `conformance.check.check_batches`
+checks a sorted Arrow stream of them. Here Spark only spreads the work:
+
+- generate: the trace ids are a `range`, split over partitions; each partition makes
+  its traces with `mapInArrow`. A trace depends only on (seed, trace id, profile, ops),
+  never on the partition, so the trace set is the same however it is split.
+- check: the configurations (as the row `seq = 1` of each trace) and the operations are
+  one table, `repartition`ed by trace id and sorted within partitions by (trace id,
+  seq) -- Spark keeps no order within a group otherwise -- then streamed through
+  `check_batches` with `mapInArrow`, which asserts that order. A Python worker sees one
+  Arrow batch at a time (`spark.sql.execution.arrow.maxRecordsPerBatch` rows), so a
+  trace of ten million operations is never held as Python objects; Spark's sort spills
+  to disk when a partition does not fit in memory.
+
+Outputs are built in a staging directory next to the target and moved into place only
+when complete (`traces.parquet.publish_directory`): a failed run leaves nothing.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from conformance.check import CHECK_INPUT_SCHEMA, ROW_SCHEMA, check_batches, results_table
+from traces.config import Config
+from traces.ops import Op
+from traces.parquet import (
+    CONFIGS_SCHEMA,
+    OPS_SCHEMA,
+    RESULTS_FILE,
+    OpsBatcher,
+    config_row,
+    configs_batch,
+    open_trace_set,
+    parse_op_cell,
+    publish_directory,
+    staging_directory,
+    write_marker,
+)
+from traces.profiles import generate_trace, trace_ids
+from wanconform.errors import WanconformError
+
+DEFAULT_MASTER = "local[*]"
+LOG_CONFIG = Path(__file__).with_name("log4j2.properties")  # Spark logs errors only
+ROWS_PER_ARROW_BATCH = 10_000
+
+
+def session(master: str | None = None, app: str = "wanconform") -> Any:
+    """The Spark session (local on every core by default, or `spark://host:port`)."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    builder = (
+        SparkSession.builder.master(master or DEFAULT_MASTER)
+        .appName(app)
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "8")
+        .config("spark.sql.execution.arrow.maxRecordsPerBatch", str(ROWS_PER_ARROW_BATCH))
+        .config("spark.executorEnv.PYSPARK_PYTHON", sys.executable)
+        .config("spark.python.worker.reuse", "true")
+        .config("spark.driver.extraJavaOptions", f"-Dlog4j.configurationFile={LOG_CONFIG}")
+        .config("spark.executor.extraJavaOptions", f"-Dlog4j.configurationFile={LOG_CONFIG}")
+    )
+    try:
+        spark = builder.getOrCreate()
+    except Exception as exc:  # Java missing, master unreachable: one line
+        raise WanconformError(f"cannot start Spark ({master or DEFAULT_MASTER}): {exc}") from None
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def parallelism(spark: Any) -> int:
+    return int(spark.sparkContext.defaultParallelism)
+
+
+def _spark_schema(schema: pa.Schema) -> Any:
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    return from_arrow_schema(schema)
+
+
+# -- progress on a terminal ---------------------------------------------------------------
+
+
+@contextmanager
+def progress(spark: Any, label: str, enabled: bool) -> Iterator[None]:
+    """A progress bar of one stage's Spark tasks on stderr (a terminal only)."""
+    context = spark.sparkContext
+    group = f"wanconform-{label}-{time.monotonic_ns()}"
+    context.setJobGroup(group, label)
+    done = threading.Event()
+    started = time.monotonic()
+
+    def draw() -> None:
+        tracker = context.statusTracker()
+        while not done.wait(0.5):
+            total = finished = 0
+            for job_id in tracker.getJobIdsForGroup(group):
+                job = tracker.getJobInfo(job_id)
+                for stage_id in job.stageIds if job else ():
+                    stage = tracker.getStageInfo(stage_id)
+                    if stage:
+                        total += stage.numTasks
+                        finished += stage.numCompletedTasks
+            filled = int(30 * finished / total) if total else 0
+            bar = "#" * filled + "." * (30 - filled)
+            elapsed = time.monotonic() - started
+            print(
+                f"\r{label:<9} [{bar}] {finished}/{total} tasks {elapsed:5.0f} s",
+                end="",
+                file=sys.stderr,
+                flush=True,
+            )
+
+    thread = threading.Thread(target=draw, daemon=True) if enabled else None
+    if thread:
+        thread.start()
+    try:
+        yield
+    finally:
+        done.set()
+        if thread:
+            thread.join()
+            print(
+                f"\r{label:<9} done in {time.monotonic() - started:.1f} s" + " " * 40,
+                file=sys.stderr,
+                flush=True,
+            )
+        context.setLocalProperty("spark.jobGroup.id", None)
+
+
+# -- generate -----------------------------------------------------------------------------
+
+
+def _generate_configs(
+    indexes: Iterable[pa.RecordBatch], seed: int, profiles: list[str], ops: int, traces: int
+) -> Iterator[pa.RecordBatch]:
+    ids = trace_ids(profiles, traces)
+    for batch in indexes:
+        rows = []
+        for index in batch.column(0).to_pylist():
+            trace_id, profile = ids[index]
+            config, _ = generate_trace(seed, trace_id, profile, ops)
+            rows.append(config_row(trace_id, config, ops, seed, profile))
+        yield configs_batch(rows)
+
+
+def _generate_ops(
+    indexes: Iterable[pa.RecordBatch], seed: int, profiles: list[str], ops: int, traces: int
+) -> Iterator[pa.RecordBatch]:
+    ids = trace_ids(profiles, traces)
+    batcher = OpsBatcher(ROWS_PER_ARROW_BATCH)
+    for batch in indexes:
+        for index in batch.column(0).to_pylist():
+            trace_id, profile = ids[index]
+            _, stream = generate_trace(seed, trace_id, profile, ops)
+            for number, op in enumerate(stream):
+                full = batcher.add(trace_id, number + 2, op)
+                if full is not None:
+                    yield full
+    last = batcher.flush()
+    if last is not None:
+        yield last
+
+
+def generate(
+    spark: Any,
+    out: str | os.PathLike[str],
+    traces: int,
+    ops: int,
+    profiles: list[str],
+    seed: int,
+    partitions: int | None = None,
+    show_progress: bool = False,
+) -> None:
+    """Write a trace set of `traces` generated traces of `ops` operations each."""
+    target = Path(out)
+    staging = staging_directory(target)
+    parts = partitions or max(1, min(traces, parallelism(spark) * 4))
+    try:
+        indexes = spark.range(0, traces, numPartitions=parts)
+
+        def configs_fn(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+            return _generate_configs(batches, seed, profiles, ops, traces)
+
+        def ops_fn(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+            return _generate_ops(batches, seed, profiles, ops, traces)
+
+        with progress(spark, "generate", show_progress):
+            indexes.mapInArrow(configs_fn, _spark_schema(CONFIGS_SCHEMA)).write.parquet(
+                str(staging / "configs")
+            )
+            indexes.mapInArrow(ops_fn, _spark_schema(OPS_SCHEMA)).write.parquet(
+                str(staging / "ops")
+            )
+        write_marker(staging)
+        publish_directory(staging, target)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+
+
+# -- check --------------------------------------------------------------------------------
+
+
+def _replay_from(path: str) -> Callable[[str, Config], Callable[[], Iterable[Op]]]:
+    """How the lockstep re-reads a trace from the start to locate a state-only divergence:
+    from the trace set's files (which every executor must be able to read)."""
+
+    def replay_from(trace_id: str, config: Config) -> Callable[[], Iterable[Op]]:
+        def replay() -> Iterator[Op]:
+            trace_set = open_trace_set(path)
+            for seq, text in trace_set.ops_of(trace_id):
+                yield parse_op_cell(trace_id, seq, text, config)
+
+        return replay
+
+    return replay_from
+
+
+def check(
+    spark: Any,
+    traces: str | os.PathLike[str],
+    out: str | os.PathLike[str],
+    impl_spec: str | None = None,
+    show_progress: bool = False,
+) -> pa.Table:
+    """Check every trace of a trace set; write `OUT/results.parquet` (all or nothing)."""
+    from pyspark.sql import functions as F
+
+    trace_set = open_trace_set(traces)  # layout, schemas, configurations: before any work
+    path = str(trace_set.path.resolve())
+    configs = spark.read.parquet(str(trace_set.path / "configs")).select(
+        "trace_id",
+        F.lit(1).cast("long").alias("seq"),
+        F.lit("config").alias("kind"),
+        F.col("config").alias("json"),
+        "profile",
+        "seed",
+        "operations",
+    )
+    ops = spark.read.parquet(str(trace_set.path / "ops")).select(
+        "trace_id",
+        "seq",
+        F.lit("op").alias("kind"),
+        "json",
+        F.lit(None).cast("string").alias("profile"),
+        F.lit(None).cast("long").alias("seed"),
+        F.lit(None).cast("long").alias("operations"),
+    )
+    parts = max(1, min(len(trace_set.traces), parallelism(spark) * 4))
+    rows = (
+        configs.unionByName(ops)
+        .repartition(parts, "trace_id")
+        .sortWithinPartitions("trace_id", "seq", "kind")  # "config" < "op" at seq 1
+    )
+    replay_from = _replay_from(path)
+
+    def check_fn(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        return check_batches(
+            (b.select(CHECK_INPUT_SCHEMA.names) for b in batches), impl_spec, replay_from
+        )
+
+    with progress(spark, "check", show_progress):
+        table = results_table(
+            rows.mapInArrow(check_fn, _spark_schema(ROW_SCHEMA)).toArrow().to_batches()
+        )
+    write_results(table, out)
+    return table
+
+
+def write_results(table: pa.Table, out: str | os.PathLike[str]) -> None:
+    """`OUT/results.parquet`, atomically (the whole directory appears at once)."""
+    target = Path(out)
+    staging = staging_directory(target)
+    try:
+        pq.write_table(table, staging / RESULTS_FILE)
+        publish_directory(staging, target)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise

@@ -1,0 +1,162 @@
+"""The per-trace check (P1 with P2-P7) without Spark: rows, planted bugs, bad input."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import pyarrow as pa
+import pytest
+
+from conformance.check import (
+    CHECK_INPUT_SCHEMA,
+    RESULTS_SCHEMA,
+    check_batches,
+    check_trace,
+    load_impl,
+    results_table,
+)
+from conformance.planted_bugs import PLANTED_BUGS
+from impl import Engine
+from traces.canonical import canonical_json
+from traces.config import parse_config
+from traces.ops import Deliver, DeliverAck, Op, Put, op_to_json
+from traces.profiles import generate_trace
+from wanconform.errors import TraceError, WanconformError
+
+CONFIG = parse_config(
+    {"sites": [1, 2], "senders": [{"id": "ny", "site": 1, "remote": 2, "batch_size": 1}]}
+)
+
+
+def test_a_row_of_a_small_trace_by_hand() -> None:
+    # put at site 1 -> R15 sends it at once (batch_size 1); deliver applies it at site 2
+    # (ok); deliver_ack removes it; a second deliver has nothing in the network: skipped.
+    ops: list[Op] = [Put(1, "k", {"a": 1}), Deliver("ny"), DeliverAck("ny"), Deliver("ny")]
+    row = check_trace("t", CONFIG, zip(range(2, 6), ops, strict=True))
+    assert set(row) == set(RESULTS_SCHEMA.names)
+    assert (row["operations"], row["events"], row["skipped"]) == (4, 1, 1)
+    assert row["p1"] == "held" and row["divergence_where"] is None
+    assert (row["status_ok"], row["status_duplicate"], row["outcome_sent"]) == (1, 0, 1)
+    assert row["bytes_full"] == len('{"a":1}') and row["bytes_delta"] == 0  # R4, R14
+    assert (row["dropped"], row["dead_lettered"]) == (0, 0)
+    assert row["p3"] == "held"  # 1:1 applied once
+    assert row["p6"] == "not applicable"  # no delta
+    assert json.loads(row["coverage"])["op.deliver.skipped"] == 1
+
+
+def test_load_impl_names_what_is_wrong() -> None:
+    assert load_impl("impl:Engine") is Engine
+    for spec, message in [
+        ("impl", "--impl: expected module:Class, got 'impl'"),
+        ("no_such_module:X", "--impl: cannot import module 'no_such_module'"),
+        ("impl:Nope", "--impl: 'impl:Nope' is not an engine class (with apply(op) and observe())"),
+        ("traces.ops:Put", "--impl: 'traces.ops:Put' is not an engine class"),
+    ]:
+        with pytest.raises(WanconformError, match=message.replace("(", r"\(").replace(")", r"\)")):
+            load_impl(spec)
+
+
+# Which profile shows each planted bug on small traces, and how the divergence looks.
+BUG_EXPECTATIONS = {
+    "HighWaterMark": ("multisite", 'model "conflict", impl "duplicate"'),  # R16.1
+    "ResendWithoutPossibleDuplicate": ("faults", "tick observations[].events_resent"),  # R20
+    "RemoveInvalidDelta": ("dlq", "deliver_ack observations[].removed[]"),  # R19
+    "ForwardToKnownRecipients": ("multisite", "deliver observations[]"),  # R22
+    "LateBatchTime": ("chaos", "observations[]"),  # R15
+    "DeadLetterWithoutValue": ("dlq", "state.senders.*.dlq[].value"),  # R24, state only
+}
+
+
+@pytest.mark.parametrize("bug", PLANTED_BUGS, ids=lambda bug: bug.__name__)
+def test_each_planted_bug_is_found_through_impl(bug: type[Engine]) -> None:
+    profile, expected = BUG_EXPECTATIONS[bug.__name__]
+    factory = load_impl(f"conformance.planted_bugs:{bug.__name__}")
+    signatures = []
+    for index in range(6):
+        trace_id = f"{profile}-{index}"
+        config, stream = generate_trace(1, trace_id, profile, 300)
+        ops = list(stream)
+        row = check_trace(trace_id, config, zip(range(2, 302), ops, strict=True), factory)
+        clean = check_trace(trace_id, config, zip(range(2, 302), ops, strict=True))
+        assert clean["p1"] == "held"  # the real impl agrees on the same trace
+        if row["p1"] == "failed":
+            signatures.append(row["divergence_signature"])
+            seq = int(row["divergence_where"].rsplit(":", 1)[1])
+            assert row["divergence_op"] == canonical_json(op_to_json(ops[seq - 2]))
+    assert any(expected in signature for signature in signatures), signatures
+
+
+# -- the Arrow stream Spark feeds ------------------------------------------------------
+
+
+def rows_of(trace_id: str, ops: list[Op], operations: int | None = None) -> list[dict[str, object]]:
+    config_row = {
+        "trace_id": trace_id, "seq": 1, "kind": "config",
+        "json": canonical_json(CONFIG.to_json()), "profile": "hand", "seed": 7,
+        "operations": len(ops) if operations is None else operations,
+    }  # fmt: skip
+    return [config_row] + [
+        {"trace_id": trace_id, "seq": n, "kind": "op", "json": canonical_json(op_to_json(op)),
+         "profile": None, "seed": None, "operations": None}
+        for n, op in enumerate(ops, start=2)
+    ]  # fmt: skip
+
+
+def stream(rows: list[dict[str, object]], size: int = 3) -> Iterator[pa.RecordBatch]:
+    for start in range(0, len(rows), size):  # several batches: a trace spans them
+        yield pa.RecordBatch.from_pylist(rows[start : start + size], schema=CHECK_INPUT_SCHEMA)
+
+
+OPS: list[Op] = [Put(1, "k", {"a": 1}), Deliver("ny"), DeliverAck("ny"), Deliver("ny")]
+
+
+def test_the_stream_gives_one_row_per_trace_as_check_trace_does() -> None:
+    rows = rows_of("a", OPS) + rows_of("b", OPS[:2])
+    table = results_table(check_batches(stream(rows)))
+    assert table.column("trace_id").to_pylist() == ["a", "b"]
+    assert table.column("operations").to_pylist() == [4, 2]
+    assert table.column("profile").to_pylist() == ["hand", "hand"]
+    expected = check_trace("a", CONFIG, zip(range(2, 6), OPS, strict=True), profile="hand", seed=7)
+    got = table.to_pylist()[0]
+    assert {k: v for k, v in got.items() if k != "seconds"} == {
+        k: v for k, v in expected.items() if k != "seconds"
+    }
+
+
+def test_the_stream_asserts_the_order() -> None:
+    rows = rows_of("a", OPS)
+    rows[2], rows[3] = rows[3], rows[2]
+    with pytest.raises(AssertionError, match="rows out of order"):
+        list(check_batches(stream(rows)))
+
+
+@pytest.mark.parametrize(
+    ("case", "message"),
+    [
+        ("duplicate seq", "a:3: seq: appears twice"),
+        ("no configuration", "a:2: trace_id: no configuration in configs"),
+        ("bad operation", "a:3: sender: unknown sender 'nobody' (the config has ['ny'])"),
+        ("missing rows", "a:1: operations: configs says 9, ops has 4 rows"),
+        (
+            "bad configuration",
+            "a:1: config.sites: missing (a list of distributed-system-ids 1..255)",
+        ),
+    ],
+)
+def test_bad_rows_become_one_error_and_no_results(case: str, message: str) -> None:
+    rows = rows_of("a", OPS) + rows_of("b", OPS)
+    if case == "duplicate seq":
+        rows.insert(3, dict(rows[2]))
+    elif case == "no configuration":
+        rows.pop(0)
+    elif case == "bad operation":
+        rows[2]["json"] = '{"op": "deliver", "sender": "nobody"}'
+    elif case == "missing rows":
+        rows[0]["operations"] = 9
+    elif case == "bad configuration":
+        rows[0]["json"] = "{}"
+    batches = list(check_batches(stream(rows)))
+    with pytest.raises(TraceError) as caught:
+        results_table(batches)
+    assert str(caught.value) == message

@@ -1,0 +1,123 @@
+"""A real Spark standalone cluster on 127.0.0.1: a master and a worker started from the
+installed pyspark (`spark-class`, its wheel has no start-master.sh), a small campaign run
+against it by the command line, results identical to local mode (but for `seconds`)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+import pytest
+
+from conformance import spark as glue
+
+REGISTRATION_SECONDS = 120  # measured 13-36 s here
+CAMPAIGN_SECONDS = 300
+CAMPAIGN = ["--traces", "6", "--ops", "200", "--profile", "faults,multisite,dlq", "--seed", "3"]
+
+pytestmark = pytest.mark.skipif(
+    shutil.which("java") is None and not os.environ.get("JAVA_HOME"),
+    reason="no Java: a Spark standalone cluster needs Java 17 (`java` on PATH or JAVA_HOME)",
+)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def spark_class(*args: str, log: Path, env: dict[str, str]) -> subprocess.Popen[bytes]:
+    import pyspark
+
+    home = Path(pyspark.__file__).parent
+    with open(log, "wb") as out:
+        return subprocess.Popen(
+            [str(home / "bin" / "spark-class"), *args],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env={**env, "SPARK_HOME": str(home)},
+            start_new_session=True,
+        )
+
+
+def wait_for(log: Path, text: str, process: subprocess.Popen[bytes], seconds: float) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if text in log.read_text(errors="replace"):
+            return
+        if process.poll() is not None:
+            break
+        time.sleep(0.5)
+    pytest.fail(f"no {text!r} within {seconds} s; log:\n{log.read_text(errors='replace')[-3000:]}")
+
+
+def stop(process: subprocess.Popen[bytes]) -> None:
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+@pytest.fixture
+def cluster(tmp_path: Path) -> Iterator[str]:
+    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable}
+    port = free_port()
+    master = spark_class(
+        "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(port),
+        "--webui-port", str(free_port()), log=tmp_path / "master.log", env=env,
+    )  # fmt: skip
+    worker = None
+    try:
+        wait_for(tmp_path / "master.log", "I have been elected leader", master, 60)
+        (tmp_path / "work").mkdir()
+        worker = spark_class(
+            "org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1", "--cores", "2",
+            "--memory", "3g", "--webui-port", str(free_port()), "--work-dir",
+            str(tmp_path / "work"), f"spark://127.0.0.1:{port}",
+            log=tmp_path / "worker.log", env=env,
+        )  # fmt: skip
+        wait_for(
+            tmp_path / "worker.log", "Successfully registered with master", worker,
+            REGISTRATION_SECONDS,
+        )  # fmt: skip
+        yield f"spark://127.0.0.1:{port}"
+    finally:
+        if worker is not None:
+            stop(worker)
+        stop(master)
+
+
+def rows(path: Path) -> list[dict[str, Any]]:
+    table = pq.read_table(path / "results" / "results.parquet")
+    return [{k: v for k, v in row.items() if k != "seconds"} for row in table.to_pylist()]
+
+
+def test_a_campaign_on_a_standalone_cluster_equals_local_mode(
+    cluster: str, spark: Any, tmp_path: Path
+) -> None:
+    command = [sys.executable, "-m", "wanconform", "campaign", *CAMPAIGN, "--master", cluster]
+    done = subprocess.run(
+        [*command, "--out", str(tmp_path / "on-cluster")],
+        capture_output=True, text=True, timeout=CAMPAIGN_SECONDS,
+        env={**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "traces: 6   operations: 1,200" in done.stdout
+    local = tmp_path / "local"
+    glue.generate(spark, local / "traces", 6, 200, ["faults", "multisite", "dlq"], 3)
+    glue.check(spark, local / "traces", local / "results")
+    assert rows(tmp_path / "on-cluster") == rows(local)
+    assert len(rows(local)) == 6

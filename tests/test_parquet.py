@@ -1,0 +1,216 @@
+"""Parquet trace sets (SPEC §12): lossless both ways, and every bad input one line, exit 2."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from traces.parquet import (
+    CONFIGS_SCHEMA,
+    MARKER,
+    OPS_SCHEMA,
+    jsonl_to_parquet,
+    open_trace_set,
+    parquet_to_jsonl,
+)
+from traces.profiles import PROFILES, generate_trace
+from traces.tracefile import read_trace, trace_text, write_trace
+from wanconform.cli import main
+from wanconform.errors import TraceError
+
+EXAMPLES = sorted((Path(__file__).resolve().parent.parent / "traces" / "examples").glob("*.jsonl"))
+
+
+def canonical(path: Path) -> str:
+    trace = read_trace(path)
+    return trace_text(trace.config, trace.ops)
+
+
+def test_every_example_round_trips_jsonl_parquet_jsonl(tmp_path: Path) -> None:
+    assert len(EXAMPLES) >= 13
+    assert main(["convert", *map(str, EXAMPLES), "--out", str(tmp_path / "set")]) == 0
+    trace_set = open_trace_set(tmp_path / "set")
+    assert [t.trace_id for t in trace_set.traces] == sorted(p.stem for p in EXAMPLES)
+    assert main(["convert", str(tmp_path / "set"), "--out", str(tmp_path / "back")]) == 0
+    for path in EXAMPLES:
+        assert (tmp_path / "back" / path.name).read_text() == canonical(path), path.name
+
+
+def test_examples_keep_their_line_numbers_as_seq(tmp_path: Path) -> None:
+    # lost_ack_resend.jsonl: line 1 is the configuration, so its operations are lines 2..
+    path = next(p for p in EXAMPLES if p.stem == "lost_ack_resend")
+    jsonl_to_parquet([path], tmp_path / "set")
+    table = pq.read_table(tmp_path / "set" / "ops")
+    lines = [n for n, text in enumerate(path.read_text().splitlines(), 1) if text.strip()]
+    assert table.column("seq").to_pylist() == lines[1:]
+    assert table.column("op").to_pylist()[0] == json.loads(path.read_text().splitlines()[1])["op"]
+
+
+@pytest.mark.parametrize("profile", sorted(PROFILES))
+def test_generated_traces_round_trip_both_ways(profile: str, tmp_path: Path) -> None:
+    paths = []
+    for index in range(3):
+        config, ops = generate_trace(5, f"{profile}-{index}", profile, 300)
+        path = tmp_path / "jsonl" / f"{profile}-{index}.jsonl"
+        path.parent.mkdir(exist_ok=True)
+        write_trace(path, config, list(ops))
+        paths.append(path)
+    jsonl_to_parquet(paths, tmp_path / "set")
+    parquet_to_jsonl(tmp_path / "set", tmp_path / "back")
+    for path in paths:
+        assert (tmp_path / "back" / path.name).read_bytes() == path.read_bytes()
+    # ... and Parquet -> JSONL -> Parquet gives the same tables
+    jsonl_to_parquet(sorted((tmp_path / "back").glob("*.jsonl")), tmp_path / "again")
+    for table, schema in (("configs", CONFIGS_SCHEMA), ("ops", OPS_SCHEMA)):
+        first = pq.read_table(tmp_path / "set" / table, schema=schema)
+        second = pq.read_table(tmp_path / "again" / table, schema=schema)
+        assert first.equals(second), table
+
+
+def test_typed_columns_follow_the_operation(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    path.write_text(
+        '{"config": {"sites": [1, 2], "senders": [{"id": "ny", "site": 1, "remote": 2}]}}\n'
+        '{"op": "put", "site": 1, "key": "k", "value": {"a": 1}}\n'
+        '{"op": "deliver", "sender": "ny"}\n'
+        '{"op": "tick", "ms": 5}\n'
+    )
+    jsonl_to_parquet([path], tmp_path / "set")
+    rows = pq.read_table(tmp_path / "set" / "ops").to_pylist()
+    assert rows == [
+        {"trace_id": "t", "seq": 2, "op": "put", "site": 1, "sender": None, "key": "k",
+         "json": '{"key":"k","op":"put","site":1,"value":{"a":1}}'},
+        {"trace_id": "t", "seq": 3, "op": "deliver", "site": None, "sender": "ny", "key": None,
+         "json": '{"op":"deliver","sender":"ny"}'},
+        {"trace_id": "t", "seq": 4, "op": "tick", "site": None, "sender": None, "key": None,
+         "json": '{"ms":5,"op":"tick"}'},
+    ]  # fmt: skip
+    configs = pq.read_table(tmp_path / "set" / "configs").to_pylist()
+    assert [(c["trace_id"], c["operations"], c["seed"], c["profile"]) for c in configs] == [
+        ("t", 3, None, None)
+    ]
+
+
+# -- bad input ---------------------------------------------------------------------------
+
+
+def good_set(tmp_path: Path) -> Path:
+    config, ops = generate_trace(1, "chaos-1", "chaos", 20)
+    write_trace(tmp_path / "chaos-1.jsonl", config, list(ops))
+    jsonl_to_parquet([tmp_path / "chaos-1.jsonl"], tmp_path / "set")
+    return tmp_path / "set"
+
+
+def rewrite(folder: Path, table: pa.Table) -> None:
+    for old in folder.glob("*.parquet"):
+        old.unlink()
+    pq.write_table(table, folder / "part-0.parquet")
+
+
+def expect_error(
+    tmp_path: Path, trace_set: Path, message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(TraceError) as caught:
+        parquet_to_jsonl(trace_set, tmp_path / "out")
+    assert str(caught.value) == message
+    assert main(["convert", str(trace_set), "--out", str(tmp_path / "out")]) == 2
+    captured = capsys.readouterr()
+    assert captured.err == f"wanconform: error: {message}\n"
+    assert captured.out == ""
+    assert not (tmp_path / "out").exists()  # nothing half-written
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+
+
+def test_a_directory_that_is_not_a_trace_set(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "plain").mkdir()
+    expect_error(
+        tmp_path,
+        tmp_path / "plain",
+        f"{tmp_path / 'plain'}: not a wanconform trace set (no valid {MARKER}; make one with "
+        "`wanconform generate` or `wanconform convert`)",
+        capsys,
+    )
+
+
+def test_a_missing_column(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    trace_set = good_set(tmp_path)
+    rewrite(trace_set / "ops", pq.read_table(trace_set / "ops").drop_columns(["seq"]))
+    expect_error(
+        tmp_path, trace_set,
+        f"{trace_set / 'ops'}: column 'seq' missing (SPEC §12 trace set)", capsys,
+    )  # fmt: skip
+
+
+def test_a_mistyped_column(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    trace_set = good_set(tmp_path)
+    table = pq.read_table(trace_set / "configs")
+    index = table.schema.get_field_index("operations")
+    table = table.set_column(index, "operations", table.column(index).cast(pa.string()))
+    rewrite(trace_set / "configs", table)
+    expect_error(
+        tmp_path, trace_set,
+        f"{trace_set / 'configs'}: column 'operations' must be int64, got string", capsys,
+    )  # fmt: skip
+
+
+def test_an_invalid_configuration(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    trace_set = good_set(tmp_path)
+    table = pq.read_table(trace_set / "configs")
+    config = json.loads(table.column("config")[0].as_py())
+    config["senders"][0]["batch_size"] = 0
+    index = table.schema.get_field_index("config")
+    table = table.set_column(index, "config", pa.array([json.dumps(config)]))
+    rewrite(trace_set / "configs", table)
+    expect_error(
+        tmp_path, trace_set, "chaos-1:1: config.senders[0].batch_size: must be >= 1, got 0", capsys
+    )
+
+
+def test_an_operation_that_breaks_spec_3(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    trace_set = good_set(tmp_path)
+    table = pq.read_table(trace_set / "ops")
+    texts = table.column("json").to_pylist()
+    texts[4] = '{"op": "deliver", "sender": "nobody"}'
+    index = table.schema.get_field_index("json")
+    rewrite(trace_set / "ops", table.set_column(index, "json", pa.array(texts)))
+    senders = [s.id for s in open_trace_set(trace_set).traces[0].config.senders]
+    expect_error(
+        tmp_path, trace_set,
+        f"chaos-1:6: sender: unknown sender 'nobody' (the config has {senders})", capsys,
+    )  # fmt: skip
+
+
+def test_operations_missing_from_ops(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    trace_set = good_set(tmp_path)
+    rewrite(trace_set / "ops", pq.read_table(trace_set / "ops").slice(0, 15))
+    expect_error(
+        tmp_path, trace_set, "chaos-1:1: operations: configs says 20, ops has 15 rows", capsys
+    )
+
+
+def test_two_rows_with_one_seq(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    trace_set = good_set(tmp_path)
+    table = pq.read_table(trace_set / "ops")
+    seqs = table.column("seq").to_pylist()
+    seqs[3] = seqs[2]
+    index = table.schema.get_field_index("seq")
+    rewrite(trace_set / "ops", table.set_column(index, "seq", pa.array(seqs, pa.int64())))
+    expect_error(tmp_path, trace_set, f"chaos-1:{seqs[2]}: seq: appears twice", capsys)
+
+
+def test_convert_does_not_replace_a_foreign_directory(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "notes.txt").write_text("keep")
+    assert main(["convert", str(EXAMPLES[0]), "--out", str(tmp_path / "mine")]) == 2
+    assert "exists and is not a wanconform output" in capsys.readouterr().err
+    assert (tmp_path / "mine" / "notes.txt").read_text() == "keep"

@@ -1,0 +1,107 @@
+"""Generated traces: a pure function of (seed, trace id, profile, ops), few skipped ops."""
+
+from __future__ import annotations
+
+import pytest
+
+from conformance.properties import fully_connected
+from conformance.topology import analyse_topology
+from impl import Engine
+from traces.generate import steady_workload
+from traces.profiles import PROFILES, generate_trace, trace_ids, trace_seed
+from traces.tracefile import trace_text
+
+MAX_SKIPPED_SHARE = 0.12  # measured 0-10% per profile (README); a regression shows here
+
+
+def text(seed: int, trace_id: str, profile: str, ops: int) -> str:
+    config, stream = generate_trace(seed, trace_id, profile, ops)
+    return trace_text(config, list(stream))
+
+
+@pytest.mark.parametrize("profile", sorted(PROFILES))
+def test_a_trace_is_a_pure_function_of_its_arguments(profile: str) -> None:
+    first = text(3, f"{profile}-000001", profile, 400)
+    assert text(3, f"{profile}-000001", profile, 400) == first
+    assert text(4, f"{profile}-000001", profile, 400) != first  # the seed matters
+    assert text(3, f"{profile}-000002", profile, 400) != first  # and the trace id
+    assert len(first.splitlines()) == 401  # the configuration and exactly 400 operations
+
+
+def test_the_trace_seed_hashes_all_four_arguments() -> None:
+    seeds = {
+        trace_seed(0, "t", "chaos", 10),
+        trace_seed(1, "t", "chaos", 10),
+        trace_seed(0, "u", "chaos", 10),
+        trace_seed(0, "t", "faults", 10),
+        trace_seed(0, "t", "chaos", 11),
+    }
+    assert len(seeds) == 5
+
+
+def test_trace_ids_take_the_profiles_in_turn() -> None:
+    assert trace_ids(["steady", "dlq"], 3) == [
+        ("steady-000000", "steady"),
+        ("dlq-000001", "dlq"),
+        ("steady-000002", "steady"),
+    ]
+
+
+def test_steady_is_the_bench_workload() -> None:
+    config, stream = generate_trace(0, "steady-000000", "steady", 3000)
+    bench_config, _ = steady_workload(1)
+    assert config == bench_config
+    ops = list(stream)
+    assert [op.op for op in ops[:3]] == ["put", "put", "put"]
+    assert [op.op for op in ops[100:103]] == ["deliver", "deliver_ack", "tick"]
+
+
+@pytest.mark.parametrize("profile", sorted(PROFILES))
+def test_few_operations_are_skipped(profile: str) -> None:
+    skipped = total = 0
+    for index in range(8):
+        config, stream = generate_trace(9, f"{profile}-{index}", profile, 500)
+        engine = Engine(config)
+        for op in stream:
+            total += 1
+            skipped += engine.apply(op) == [{"kind": "skipped", "op": op.op}]
+    assert total == 4000
+    assert skipped / total <= MAX_SKIPPED_SHARE
+
+
+def test_multisite_draws_every_shape_and_flags_the_diamond() -> None:
+    sizes, unsupported = set(), 0
+    for index in range(60):
+        config, _ = generate_trace(0, f"multisite-{index}", "multisite", 10)
+        sizes.add(len(config.sites))
+        if not analyse_topology(config).supported:
+            unsupported += 1
+            assert len(config.sites) == 4  # the diamond (R23)
+    assert sizes == {3, 4, 5, 6}
+    assert 0 < unsupported < 20
+
+
+def test_dlq_uses_the_listener_secure_mode_and_every_retry_setting() -> None:
+    listeners, secure, retries = set(), False, set()
+    for index in range(40):
+        config, stream = generate_trace(0, f"dlq-{index}", "dlq", 200)
+        listeners |= {s.failure_listener for s in config.senders}
+        secure = secure or any(s.dlq_secure for s in config.senders)
+        retries |= {r.retry_attempts for r in config.receivers}
+        assert any(op.op == "fail" for op in stream)
+    assert listeners == {None, "dlq"}
+    assert secure
+    assert retries == {-1, 0, 1, 2, 3}
+
+
+def test_faults_lose_messages_and_wipe_sites() -> None:
+    kinds: set[str] = set()
+    wipes = 0
+    for index in range(10):
+        config, stream = generate_trace(0, f"faults-{index}", "faults", 400)
+        assert fully_connected(config) or len(config.sites) == 3  # pair both ways, or chain
+        for op in stream:
+            kinds.add(op.op)
+            wipes += getattr(op, "wipe", False)
+    assert {"drop", "drop_ack", "site_down", "site_up", "settle", "tick"} <= kinds
+    assert wipes > 0

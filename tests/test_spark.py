@@ -1,0 +1,148 @@
+"""The Spark glue on local Spark (one session for the test process, `spark` fixture):
+generation is deterministic whatever the partitions, the check matches the plain
+function, finds every planted bug through `--impl`, and bad input writes nothing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from conformance import spark as glue
+from conformance.check import RESULTS_SCHEMA, check_trace
+from conformance.planted_bugs import PLANTED_BUGS
+from impl import Engine
+from traces.parquet import open_trace_set, parquet_to_jsonl, parse_op_cell
+from traces.profiles import generate_trace, trace_ids
+from traces.tracefile import trace_text
+from wanconform.cli import main
+
+PROFILES = ["steady", "faults", "multisite", "dlq", "chaos"]
+
+
+@pytest.fixture(scope="module")
+def trace_set(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("spark") / "set"
+    glue.generate(spark, out, traces=15, ops=300, profiles=PROFILES, seed=1, partitions=3)
+    return out
+
+
+def test_generation_is_the_same_on_1_or_3_partitions(
+    spark: Any, trace_set: Path, tmp_path: Path
+) -> None:
+    glue.generate(
+        spark, tmp_path / "one", traces=15, ops=300, profiles=PROFILES, seed=1, partitions=1
+    )
+    parquet_to_jsonl(tmp_path / "one", tmp_path / "one-jsonl")
+    parquet_to_jsonl(trace_set, tmp_path / "three-jsonl")
+    files = sorted(p.name for p in (tmp_path / "one-jsonl").glob("*.jsonl"))
+    assert len(files) == 15
+    for name in files:
+        one = (tmp_path / "one-jsonl" / name).read_bytes()
+        assert one == (tmp_path / "three-jsonl" / name).read_bytes(), name
+    # ... and the same as the plain generator, without Spark
+    for trace_id, profile in trace_ids(PROFILES, 15):
+        config, stream = generate_trace(1, trace_id, profile, 300)
+        expected = trace_text(config, list(stream)).encode()
+        assert (tmp_path / "one-jsonl" / f"{trace_id}.jsonl").read_bytes() == expected
+
+
+def without_seconds(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{k: v for k, v in row.items() if k != "seconds"} for row in rows]
+
+
+def test_the_check_on_spark_equals_the_plain_check(
+    spark: Any, trace_set: Path, tmp_path: Path
+) -> None:
+    table = glue.check(spark, trace_set, tmp_path / "results")
+    assert pq.read_table(tmp_path / "results" / "results.parquet").schema.equals(RESULTS_SCHEMA)
+    expected = []
+    for info in open_trace_set(trace_set).traces:
+        ops = (
+            (seq, parse_op_cell(info.trace_id, seq, text, info.config))
+            for seq, text in open_trace_set(trace_set).ops_of(info.trace_id)
+        )
+        expected.append(check_trace(info.trace_id, info.config, ops, None, info.profile, 1))
+    assert without_seconds(table.to_pylist()) == without_seconds(expected)
+    assert set(table.column("p1").to_pylist()) == {"held"}
+
+
+@pytest.mark.parametrize("bug", PLANTED_BUGS, ids=lambda bug: bug.__name__)
+def test_check_finds_each_planted_bug_through_impl(
+    bug: type[Engine], trace_set: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    spec = f"conformance.planted_bugs:{bug.__name__}"
+    results = tmp_path / "results"
+    assert main(["check", str(trace_set), "--out", str(results), "--impl", spec]) == 1
+    table = pq.read_table(results / "results.parquet")
+    failed = [row for row in table.to_pylist() if row["p1"] == "failed"]
+    assert failed, f"{bug.__name__} not found"
+    for row in failed:
+        trace_id, seq = row["divergence_where"].rsplit(":", 1)
+        assert trace_id == row["trace_id"] and int(seq) >= 2
+    out = capsys.readouterr().out
+    assert "divergences (P1)" in out and failed[0]["divergence_signature"] in out
+
+
+def test_a_bad_operation_stops_the_check_and_writes_nothing(
+    trace_set: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    for name in ("configs", "wanconform-traces.json"):
+        source = trace_set / name
+        if source.is_dir():
+            (bad / name).mkdir()
+            for part in source.glob("*.parquet"):
+                (bad / name / part.name).write_bytes(part.read_bytes())
+        else:
+            (bad / name).write_bytes(source.read_bytes())
+    ops = pq.read_table(trace_set / "ops").sort_by(
+        [("trace_id", "ascending"), ("seq", "ascending")]
+    )
+    texts = ops.column("json").to_pylist()
+    texts[7] = '{"op": "tick", "ms": 0}'
+    (bad / "ops").mkdir()
+    index = ops.schema.get_field_index("json")
+    pq.write_table(ops.set_column(index, "json", pa.array(texts)), bad / "ops" / "part-0.parquet")
+    first = ops.slice(7, 1).to_pylist()[0]
+    assert main(["check", str(bad), "--out", str(tmp_path / "results")]) == 2
+    captured = capsys.readouterr()
+    where = f"{first['trace_id']}:{first['seq']}"
+    assert captured.err == f"wanconform: error: {where}: ms: must be an integer > 0, got 0\n"
+    assert not (tmp_path / "results").exists()
+
+
+def test_check_of_a_directory_that_is_not_a_trace_set(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["check", str(tmp_path), "--out", str(tmp_path / "results")]) == 2
+    assert "not a wanconform trace set" in capsys.readouterr().err
+    assert not (tmp_path / "results").exists()
+
+
+def test_campaign_writes_traces_results_and_summary(
+    spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "campaign"
+    args = [
+        "campaign",
+        "--traces",
+        "5",
+        "--ops",
+        "100",
+        "--profile",
+        "steady,dlq",
+        "--out",
+        str(out),
+    ]
+    assert main(args) == 0
+    summary = (out / "summary.txt").read_text()
+    assert "traces: 5   operations: 500" in summary
+    assert "divergences (P1): none" in summary
+    assert summary in capsys.readouterr().out + "\n"
+    assert pq.read_table(out / "results" / "results.parquet").num_rows == 5
+    assert len(open_trace_set(out / "traces").traces) == 5

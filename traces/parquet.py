@@ -1,0 +1,423 @@
+"""Trace sets in Parquet (SPEC §12): explicit schemas, conversion to and from JSON Lines.
+
+A trace set is a directory:
+
+    DIR/wanconform-traces.json   the marker: {"kind": "wanconform trace set", "version": 1}
+    DIR/configs/*.parquet        one row per trace (CONFIGS_SCHEMA)
+    DIR/ops/*.parquet            one row per operation (OPS_SCHEMA)
+
+`seq` is the operation's line in the trace's JSON Lines file (the configuration is line
+1, so the first operation is line 2): `where(trace_id, seq)` ("chaos-000007:12") names an
+operation the same way in every message, and in `wanconform convert`'s JSONL output it is
+the file's line. The typed columns (`op`, `site`, `sender`, `key`) are for Spark SQL
+users who filter on them; `json`, the operation's canonical JSON, is what is read back, so
+nothing is lost either way.
+
+Every problem is one line naming the trace id, the sequence number and the field
+(`TraceError`); a trace set is written whole or not at all (`publish_directory`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.dataset as ds
+import pyarrow.parquet as pq
+
+from traces.canonical import canonical_json
+from traces.config import Config, parse_config
+from traces.ops import Op, OpError, op_to_json, parse_op
+from traces.tracefile import decode_line, open_trace, trace_lines, where
+from wanconform.errors import ConfigError, TraceError, WanconformError
+
+MARKER = "wanconform-traces.json"
+MARKER_CONTENT = {"kind": "wanconform trace set", "version": 1}
+FIRST_OP_SEQ = 2  # the configuration is line 1 of a trace
+
+CONFIGS_SCHEMA = pa.schema(
+    [
+        pa.field("trace_id", pa.string(), nullable=False),
+        pa.field("seed", pa.int64()),  # the campaign seed (null for converted JSONL)
+        pa.field("profile", pa.string()),  # the generator profile (null for converted JSONL)
+        pa.field("operations", pa.int64(), nullable=False),  # rows of this trace in `ops`
+        pa.field("config", pa.string(), nullable=False),  # canonical JSON of SPEC §2
+    ]
+)
+
+OPS_SCHEMA = pa.schema(
+    [
+        pa.field("trace_id", pa.string(), nullable=False),
+        pa.field("seq", pa.int64(), nullable=False),
+        pa.field("op", pa.string(), nullable=False),  # SPEC §3 operation name
+        pa.field("site", pa.int64()),  # site, when the operation has one
+        pa.field("sender", pa.string()),  # sender id, when it has one
+        pa.field("key", pa.string()),  # key, when it has one
+        pa.field("json", pa.string(), nullable=False),  # canonical JSON of the operation
+    ]
+)
+
+JSONL_MARKER = "wanconform-jsonl.json"  # a directory of traces written by `convert`
+RESULTS_FILE = "results.parquet"  # a check's output directory holds it
+OUTPUT_MARKERS = (MARKER, JSONL_MARKER, RESULTS_FILE)
+BATCH_ROWS = 65_536  # rows per Arrow record batch written
+
+
+# -- one operation, one row ---------------------------------------------------------------
+
+
+def op_row(trace_id: str, seq: int, op: Op) -> dict[str, Any]:
+    """The `ops` row of one operation."""
+    return {
+        "trace_id": trace_id,
+        "seq": seq,
+        "op": op.op,
+        "site": getattr(op, "site", None),
+        "sender": getattr(op, "sender", None),
+        "key": getattr(op, "key", None),
+        "json": canonical_json(op_to_json(op)),
+    }
+
+
+class OpsBatcher:
+    """Collects `ops` rows column by column and hands out full record batches."""
+
+    def __init__(self, rows: int = BATCH_ROWS) -> None:
+        self._rows = rows
+        self._columns: dict[str, list[Any]] = {name: [] for name in OPS_SCHEMA.names}
+
+    def add(self, trace_id: str, seq: int, op: Op) -> pa.RecordBatch | None:
+        row = op_row(trace_id, seq, op)
+        for name, column in self._columns.items():
+            column.append(row[name])
+        return self.flush() if len(self._columns["seq"]) >= self._rows else None
+
+    def flush(self) -> pa.RecordBatch | None:
+        if not self._columns["seq"]:
+            return None
+        batch = pa.RecordBatch.from_pydict(self._columns, schema=OPS_SCHEMA)
+        self._columns = {name: [] for name in OPS_SCHEMA.names}
+        return batch
+
+
+def configs_batch(rows: Sequence[dict[str, Any]]) -> pa.RecordBatch:
+    return pa.RecordBatch.from_pylist(list(rows), schema=CONFIGS_SCHEMA)
+
+
+def config_row(
+    trace_id: str, config: Config, operations: int, seed: int | None, profile: str | None
+) -> dict[str, Any]:
+    return {
+        "trace_id": trace_id,
+        "seed": seed,
+        "profile": profile,
+        "operations": operations,
+        "config": canonical_json(config.to_json()),
+    }
+
+
+# -- reading rows back --------------------------------------------------------------------
+
+
+def parse_config_cell(trace_id: str, text: str) -> Config:
+    """The configuration of one `configs` row; errors name the trace and the field."""
+    try:
+        raw = decode_line(text)
+    except ValueError as exc:
+        raise TraceError(f"{where(trace_id, 1)}: config: not valid JSON: {exc}") from None
+    try:
+        return parse_config(raw)
+    except ConfigError as exc:
+        path = str(exc) if str(exc).startswith("config") else f"config.{exc}"
+        raise TraceError(f"{where(trace_id, 1)}: {path}") from None
+
+
+def parse_op_cell(trace_id: str, seq: int, text: str, config: Config) -> Op:
+    """The operation of one `ops` row; errors name trace id, sequence number and field."""
+    try:
+        raw = decode_line(text)
+    except ValueError as exc:
+        raise TraceError(f"{where(trace_id, seq)}: json: not valid JSON: {exc}") from None
+    try:
+        return parse_op(raw, config)
+    except OpError as exc:
+        raise TraceError(f"{where(trace_id, seq)}: {exc}") from None
+
+
+# -- the directory ------------------------------------------------------------------------
+
+
+def _check_schema(actual: pa.Schema, expected: pa.Schema, table: str) -> None:
+    for field in expected:
+        index = actual.get_field_index(field.name)
+        if index < 0:
+            raise TraceError(f"{table}: column {field.name!r} missing (SPEC §12 trace set)")
+        got = actual.field(index).type
+        same = got == field.type or (
+            pa.types.is_string(field.type) and pa.types.is_large_string(got)
+        )
+        if not same:
+            raise TraceError(f"{table}: column {field.name!r} must be {field.type}, got {got}")
+
+
+def _dataset(path: Path, schema: pa.Schema, table: str) -> ds.Dataset:
+    folder = path / table
+    if not folder.is_dir():
+        raise TraceError(f"{path}: not a wanconform trace set: no {table}/ directory")
+    try:
+        dataset = ds.dataset(folder, format="parquet")
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise TraceError(f"{folder}: not readable Parquet: {exc}") from None
+    _check_schema(dataset.schema, schema, f"{folder}")
+    return dataset
+
+
+@dataclass(frozen=True, slots=True)
+class TraceInfo:
+    """One row of `configs`, validated."""
+
+    trace_id: str
+    seed: int | None
+    profile: str | None
+    operations: int
+    config: Config
+
+
+@dataclass(frozen=True, slots=True)
+class TraceSet:
+    """A validated trace set directory: its schemas and every configuration."""
+
+    path: Path
+    traces: tuple[TraceInfo, ...]  # sorted by trace id
+
+    @property
+    def operations(self) -> int:
+        return sum(t.operations for t in self.traces)
+
+    def ops_dataset(self) -> ds.Dataset:
+        return _dataset(self.path, OPS_SCHEMA, "ops")
+
+    def ops_of(self, trace_id: str) -> Iterator[tuple[int, str]]:
+        """(seq, json) of one trace in order, read again from the files. The trace's rows
+        are loaded as Arrow columns (not Python objects); used only to locate a state-only
+        divergence (`Lockstep`'s replay)."""
+        dataset = self.ops_dataset()
+        table = dataset.to_table(columns=["seq", "json"], filter=ds.field("trace_id") == trace_id)
+        seqs = table.column("seq")
+        if len(seqs) > 1 and not _increasing(seqs):
+            table = table.sort_by("seq")
+        for batch in table.to_batches(max_chunksize=BATCH_ROWS):
+            yield from zip(batch.column(0).to_pylist(), batch.column(1).to_pylist(), strict=True)
+
+
+def _increasing(column: pa.ChunkedArray) -> bool:
+    import pyarrow.compute as pc
+
+    values = column.combine_chunks()
+    return bool(pc.all(pc.less(values[:-1], values[1:])).as_py())
+
+
+def open_trace_set(path: str | os.PathLike[str]) -> TraceSet:
+    """Validate a trace set's layout, schemas and configurations (not yet its operations:
+    those are validated as they stream through a check or a conversion)."""
+    root = Path(path)
+    if not root.is_dir():
+        raise TraceError(f"{root}: not a directory (a wanconform trace set is one)")
+    marker = root / MARKER
+    try:
+        content = json.loads(marker.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        content = None
+    if content != MARKER_CONTENT:
+        raise TraceError(
+            f"{root}: not a wanconform trace set (no valid {MARKER}; make one with "
+            "`wanconform generate` or `wanconform convert`)"
+        )
+    table = _dataset(root, CONFIGS_SCHEMA, "configs").to_table(columns=CONFIGS_SCHEMA.names)
+    _dataset(root, OPS_SCHEMA, "ops")
+    infos: dict[str, TraceInfo] = {}
+    for row in table.sort_by("trace_id").to_pylist():
+        trace_id = row["trace_id"]
+        if trace_id is None or not trace_id:
+            raise TraceError(f"{root}/configs: trace_id: empty trace id")
+        if trace_id in infos:
+            raise TraceError(f"{where(trace_id, 1)}: trace_id: appears twice in configs")
+        if row["operations"] is None or row["operations"] < 0:
+            raise TraceError(f"{where(trace_id, 1)}: operations: must be a count >= 0")
+        if row["config"] is None:
+            raise TraceError(f"{where(trace_id, 1)}: config: missing")
+        infos[trace_id] = TraceInfo(
+            trace_id,
+            row["seed"],
+            row["profile"],
+            row["operations"],
+            parse_config_cell(trace_id, row["config"]),
+        )
+    return TraceSet(root, tuple(infos.values()))
+
+
+def publish_directory(staging: Path, target: Path) -> None:
+    """Move a finished output directory into place. A target that exists is replaced
+    only if it is an earlier output of wanconform (it holds one of `OUTPUT_MARKERS`)."""
+    if target.exists():
+        if not any((target / name).exists() for name in OUTPUT_MARKERS):
+            shutil.rmtree(staging, ignore_errors=True)
+            raise WanconformError(
+                f"{target}: exists and is not a wanconform output; choose another directory"
+            )
+        old = target.with_name(f".{target.name}.old-{os.getpid()}")
+        os.replace(target, old)
+        os.replace(staging, target)
+        shutil.rmtree(old, ignore_errors=True)
+    else:
+        os.replace(staging, target)
+
+
+def staging_directory(target: Path) -> Path:
+    """An empty directory next to `target` for building it (same file system)."""
+    target = Path(os.path.abspath(target))
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        return Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp"))
+    except OSError as exc:
+        raise WanconformError(f"{target}: cannot write: {exc.strerror}") from None
+
+
+def write_marker(folder: Path) -> None:
+    (folder / MARKER).write_text(canonical_json(MARKER_CONTENT) + "\n", encoding="utf-8")
+
+
+# -- conversion ---------------------------------------------------------------------------
+
+
+def jsonl_to_parquet(paths: Iterable[str | os.PathLike[str]], out: str | os.PathLike[str]) -> int:
+    """Convert JSON Lines traces into one trace set (trace id = file name without
+    `.jsonl`); every trace is validated while streaming. Returns the operation count."""
+    sources = [Path(p) for p in paths]
+    ids: dict[str, Path] = {}
+    for source in sources:
+        trace_id = source.name.removesuffix(".jsonl")
+        if trace_id in ids:
+            raise TraceError(f"{source}: trace id {trace_id!r} also names {ids[trace_id]}")
+        ids[trace_id] = source
+    target = Path(out)
+    staging = staging_directory(target)
+    total = 0
+    try:
+        (staging / "configs").mkdir()
+        (staging / "ops").mkdir()
+        rows = []
+        with pq.ParquetWriter(staging / "ops" / "part-00000.parquet", OPS_SCHEMA) as writer:
+            batcher = OpsBatcher()
+            for trace_id, source in ids.items():
+                trace = open_trace(source)
+                count = 0
+                for line, op in trace.ops():
+                    count += 1
+                    batch = batcher.add(trace_id, line, op)
+                    if batch is not None:
+                        writer.write_batch(batch)
+                rows.append(config_row(trace_id, trace.config, count, None, None))
+                total += count
+            last = batcher.flush()
+            if last is not None:
+                writer.write_batch(last)
+        pq.write_table(
+            pa.Table.from_batches([configs_batch(rows)]),
+            staging / "configs" / "part-00000.parquet",
+        )
+        write_marker(staging)
+        publish_directory(staging, target)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return total
+
+
+def trace_set_jsonl(trace_set: TraceSet) -> Iterator[tuple[str, list[str]]]:
+    """(trace id, canonical JSONL lines) of every trace, validated, in trace id order.
+    The `ops` table is read into Arrow memory (columns, not Python objects) and sorted;
+    one trace's lines at a time are held as text."""
+    table = (
+        trace_set.ops_dataset()
+        .to_table(columns=["trace_id", "seq", "json"])
+        .sort_by([("trace_id", "ascending"), ("seq", "ascending")])
+    )
+    pending = list(reversed(trace_set.traces))  # configurations not yet yielded
+    known = {t.trace_id: t for t in trace_set.traces}
+    current: TraceInfo | None = None
+    ops: list[str] = []
+    previous = 0
+
+    def finish(info: TraceInfo, ops: list[str]) -> tuple[str, list[str]]:
+        if len(ops) != info.operations:
+            raise TraceError(
+                f"{where(info.trace_id, 1)}: operations: configs says {info.operations}, "
+                f"ops has {len(ops)} rows"
+            )
+        return info.trace_id, [*trace_lines(info.config, ()), *ops]
+
+    for batch in table.to_batches(max_chunksize=BATCH_ROWS):
+        columns = (batch.column(i).to_pylist() for i in range(3))
+        for trace_id, seq, text in zip(*columns, strict=True):
+            if current is None or trace_id != current.trace_id:
+                if current is not None:
+                    yield finish(current, ops)
+                info = known.get(trace_id)
+                if info is None:
+                    raise TraceError(
+                        f"{where(str(trace_id), seq)}: trace_id: no configuration in configs"
+                    )
+                while pending[-1].trace_id != trace_id:  # traces without operations
+                    yield finish(pending.pop(), [])
+                current, ops, previous = pending.pop(), [], 0
+            if seq is None or seq < FIRST_OP_SEQ:
+                raise TraceError(
+                    f"{where(trace_id, seq)}: seq: must be >= {FIRST_OP_SEQ} (line 1 is "
+                    "the configuration)"
+                )
+            if seq == previous:
+                raise TraceError(f"{where(trace_id, seq)}: seq: appears twice")
+            previous = seq
+            op = parse_op_cell(trace_id, seq, text or "", current.config)
+            ops.append(canonical_json(op_to_json(op)))
+    if current is not None:
+        yield finish(current, ops)
+    while pending:
+        yield finish(pending.pop(), [])
+
+
+def parquet_to_jsonl(path: str | os.PathLike[str], out: str | os.PathLike[str]) -> int:
+    """Convert a trace set into a directory of canonical `TRACE_ID.jsonl` files (written
+    whole or not at all). Returns the number of traces."""
+    trace_set = open_trace_set(path)
+    target = Path(out)
+    staging = staging_directory(target)
+    count = 0
+    try:
+        for trace_id, lines in trace_set_jsonl(trace_set):
+            (staging / f"{trace_id}.jsonl").write_text(
+                "".join(line + "\n" for line in lines), encoding="utf-8"
+            )
+            count += 1
+        write_marker_jsonl(staging)
+        publish_directory(staging, target)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return count
+
+
+def write_marker_jsonl(folder: Path) -> None:
+    """Marks a directory of converted traces, so a later conversion may replace it."""
+    (folder / JSONL_MARKER).write_text(
+        canonical_json({"kind": "wanconform JSON Lines traces", "version": 1}) + "\n",
+        encoding="utf-8",
+    )

@@ -1,0 +1,356 @@
+"""Generated traces: each one a pure function of (seed, trace id, profile, operations).
+
+`generate_trace(seed, trace_id, profile, ops)` returns the configuration and a stream of
+exactly `ops` operations. Its randomness comes from a `random.Random` seeded with a hash
+of those four arguments (never from Spark's per-partition `rand`), so the same trace
+comes out whatever machine, partition or executor makes it, byte for byte.
+
+Profiles (what each exercises):
+
+- `steady`: the bench workload (`traces.generate.steady_ops`): 2 sites, one delta
+  sender, puts then 90% deltas, a deliver and an ack every 100 writes. Nothing skipped.
+- `faults`: 2-3 sites (pair both ways, or a chain), small batches and timeouts; lost
+  batches and acks (`drop`, `drop_ack`), timeouts and resends (R20), sites down and up,
+  wipes (R21), `settle` (R25).
+- `multisite`: 3-6 sites in a mesh, one-way ring, star or chain, and sometimes the
+  unsupported diamond (R23; P4 is then reported not applicable); forwarding (R22).
+- `dlq`: injected receiver failures (`fail`, R16), receiver retries including -1 (R7),
+  the dead-letter listener, secure or not (R24, P7), drops without a listener (R18).
+- `chaos`: all of it: any shape, any options, every operation of SPEC §3.
+
+Except `steady`, a generator drives the impl (`impl.Engine`) alongside and reads its
+observations to pick operations that are enabled (a deliver when a batch is in the
+network, a delta on a live key), so that few operations are skipped (§3). The impl is
+deterministic, so the trace stays a pure function of the four arguments.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from itertools import islice
+from typing import Any
+
+from traces.config import Config, parse_config
+from traces.generate import steady_config, steady_ops
+from traces.ops import (
+    Deliver,
+    DeliverAck,
+    Delta,
+    Destroy,
+    Drop,
+    DropAck,
+    Fail,
+    Op,
+    Put,
+    PutAll,
+    Scalar,
+    Settle,
+    SiteDown,
+    SiteUp,
+    Tick,
+    Value,
+)
+
+SITE_POOL = (1, 2, 3, 9, 10, 23, 100, 255)  # string order differs from numeric (R25)
+EXCEPTIONS = ("LowMemoryException", "CacheWriterException", "RegionDestroyedException")
+FIELDS = ("a", "b", "c", "d")
+
+
+def trace_seed(seed: int, trace_id: str, profile: str, ops: int) -> int:
+    """The seed of one trace's generator: a hash of everything the trace depends on."""
+    text = f"wanconform-trace:{seed}:{trace_id}:{profile}:{ops}"
+    return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "big")
+
+
+# -- configurations ----------------------------------------------------------------------
+
+
+def shape_edges(shape: str, sites: list[int]) -> list[tuple[int, int]]:
+    """Sender edges of a named topology (R23's shapes; the ring is one-way)."""
+    from conformance.strategies import topology_edges
+
+    return topology_edges(shape, sites)
+
+
+def _sender_options(rng: random.Random, listener: str | None) -> dict[str, Any]:
+    return {
+        "batch_size": rng.choice((1, 2, 3, 5, 10, 50)),
+        "batch_time_interval_ms": rng.choice((0, 10, 100, 1000)),
+        "ack_timeout_ms": rng.choice((50, 500, 10_000)),
+        "retry_interval_ms": rng.choice((0, 20, 5000)),
+        "delta": rng.random() < 0.5,
+        "failure_listener": listener,
+        "dlq_secure": listener == "dlq" and rng.random() < 0.5,
+    }
+
+
+def _config(
+    rng: random.Random,
+    shapes: tuple[str, ...],
+    listener: Callable[[random.Random], str | None],
+    retries: tuple[int, ...],
+) -> Config:
+    shape = rng.choice(shapes)
+    count = {"pair": 2, "diamond": 4}.get(shape) or rng.randint(3, 6)
+    sites = rng.sample(SITE_POOL, count)
+    senders = [
+        {"id": f"s{site}-{remote}", "site": site, "remote": remote}
+        | _sender_options(rng, listener(rng))
+        for site, remote in shape_edges(shape, sites)
+    ]
+    receivers = [
+        {
+            "site": site,
+            "retry_attempts": rng.choice(retries),
+            "wait_time_between_retry_attempts_ms": rng.choice((0, 10, 100)),
+        }
+        for site in sites
+    ]
+    return parse_config({"sites": sites, "senders": senders, "receivers": receivers})
+
+
+# -- operations: the impl alongside tells what is enabled --------------------------------
+
+
+class _Shadow:
+    """What the generator believes is enabled, read from the impl's observations. Only a
+    hint: a wrong guess costs one skipped operation and corrects the belief."""
+
+    def __init__(self, config: Config) -> None:
+        from impl import Engine
+
+        self.engine = Engine(config)
+        self.config = config
+        self.up = set(config.sites)
+        self.batch: set[str] = set()  # senders whose batch is in the network
+        self.ack: set[str] = set()  # senders whose ack is in the network
+        self.live: dict[int, set[str]] = {site: set() for site in config.sites}
+        self.skipped = 0
+
+    def apply(self, op: Op) -> None:
+        observations = self.engine.apply(op)
+        if observations and observations[0]["kind"] == "skipped":
+            self.skipped += 1
+            self._refute(op)
+            return
+        if isinstance(op, Deliver | Drop):
+            self.batch.discard(op.sender)
+            if isinstance(op, Deliver):
+                self.ack.add(op.sender)
+        elif isinstance(op, DeliverAck | DropAck):
+            self.ack.discard(op.sender)
+        elif isinstance(op, SiteDown):
+            self.up.discard(op.site)
+        elif isinstance(op, SiteUp):
+            self.up.add(op.site)
+            if op.wipe:
+                self.live[op.site].clear()
+        elif isinstance(op, Settle):
+            self.batch.clear()
+            self.ack.clear()
+        for obs in observations:
+            kind = obs["kind"]
+            if kind == "sent":
+                self.batch.add(obs["sender"])
+            elif kind == "enqueued":
+                keys = self.live[obs["site"]]
+                if obs["op"] == "destroy":
+                    keys.discard(obs["key"])
+                else:
+                    keys.add(obs["key"])
+            elif kind == "applied" and obs["status"] == "ok":
+                self.live[obs["site"]].add(obs["key"])
+
+    def _refute(self, op: Op) -> None:
+        if isinstance(op, Deliver | Drop):
+            self.batch.discard(op.sender)
+        elif isinstance(op, DeliverAck | DropAck):
+            self.ack.discard(op.sender)
+        elif isinstance(op, Delta | Destroy):
+            self.live[op.site].discard(op.key)
+
+
+def _scalar(rng: random.Random) -> Scalar:
+    roll = rng.random()
+    if roll < 0.5:
+        return rng.choice((0, 7, -3, 42, 999, 10_000, -123_456, 2**40, -(2**63), 2**63 - 1))
+    if roll < 0.85:
+        return rng.choice(("", "v", "é", "line\nbreak", 'quote"d', "𝄞", "x" * 40))
+    return rng.choice((True, False, None))
+
+
+def _value(rng: random.Random) -> Value:
+    return {name: _scalar(rng) for name in rng.sample(FIELDS, rng.randint(1, 3))}
+
+
+@dataclass(frozen=True, slots=True)
+class Mix:
+    """The weights of each operation kind in a profile."""
+
+    weights: dict[str, int]
+
+    def draw(self, rng: random.Random) -> str:
+        names = list(self.weights)
+        return rng.choices(names, weights=[self.weights[n] for n in names])[0]
+
+
+def _driven_ops(rng: random.Random, config: Config, mix: Mix) -> Iterator[Op]:
+    shadow = _Shadow(config)
+    keys = [f"k{i}" for i in range(rng.choice((4, 16, 64)))]
+    senders = [s.id for s in config.senders]
+    sites = list(config.sites)
+    while True:
+        op = _choose(rng, mix.draw(rng), shadow, keys, senders, sites)
+        if op is None:
+            continue
+        shadow.apply(op)
+        yield op
+
+
+def _choose(
+    rng: random.Random,
+    kind: str,
+    shadow: _Shadow,
+    keys: list[str],
+    senders: list[str],
+    sites: list[int],
+) -> Op | None:
+    up = sorted(shadow.up)
+    if kind == "put":
+        return Put(rng.choice(up), rng.choice(keys), _value(rng)) if up else None
+    if kind in ("delta", "destroy"):
+        candidates = [(site, key) for site in up for key in sorted(shadow.live[site])]
+        if not candidates:
+            return None
+        site, key = rng.choice(candidates)
+        if kind == "delta":
+            return Delta(site, key, _value(rng))
+        return Destroy(site, key)
+    if kind == "putall":
+        chosen = rng.sample(keys, rng.randint(1, 3))
+        return PutAll(rng.choice(up), {k: _value(rng) for k in sorted(chosen)}) if up else None
+    if kind == "tick":
+        return Tick(rng.choice((1, 10, 100, 1000, 6000, 12_000)))
+    if kind in ("deliver", "drop"):
+        waiting = sorted(shadow.batch)
+        if not waiting:
+            return None
+        sender = rng.choice(waiting)
+        return Deliver(sender) if kind == "deliver" else Drop(sender)
+    if kind in ("deliver_ack", "drop_ack"):
+        waiting = sorted(shadow.ack)
+        if not waiting:
+            return None
+        sender = rng.choice(waiting)
+        return DeliverAck(sender) if kind == "deliver_ack" else DropAck(sender)
+    if kind == "site_down":
+        return SiteDown(rng.choice(up)) if len(up) > 1 else None
+    if kind == "site_up":
+        down = sorted(set(sites) - shadow.up)
+        return SiteUp(rng.choice(down), rng.random() < 0.2) if down else None
+    if kind == "fail":
+        return Fail(rng.choice(sites), rng.choice(keys), rng.choice(EXCEPTIONS), rng.randint(1, 3))
+    if kind == "settle":
+        return Settle()
+    raise AssertionError(kind)
+
+
+# -- the profiles --------------------------------------------------------------------------
+
+_WRITES = {"put": 20, "delta": 15, "destroy": 3, "putall": 2}
+_TRAFFIC = {"tick": 8, "deliver": 18, "deliver_ack": 15}
+_FAULTS = {"drop": 4, "drop_ack": 4, "site_down": 2, "site_up": 2, "settle": 1}
+ALL_SHAPES = ("pair", "chain", "ring", "mesh", "star", "diamond")
+
+
+@dataclass(frozen=True, slots=True)
+class Profile:
+    name: str
+    summary: str  # what it exercises (shown by `wanconform generate --help`)
+    config: Callable[[random.Random], Config]
+    mix: Mix | None  # None: the steady workload
+
+
+def _no_listener(rng: random.Random) -> str | None:
+    return None
+
+
+def _mostly_dlq(rng: random.Random) -> str | None:
+    return "dlq" if rng.random() < 0.75 else None
+
+
+def _any_listener(rng: random.Random) -> str | None:
+    return rng.choice((None, "dlq"))
+
+
+PROFILES: dict[str, Profile] = {
+    p.name: p
+    for p in (
+        Profile(
+            "steady",
+            "the bench workload: puts and deltas, one sender",
+            lambda r: steady_config(),
+            None,
+        ),
+        Profile(
+            "faults",
+            "lost batches and acks, timeouts, sites down and up, wipes",
+            lambda r: _config(r, ("pair", "chain"), _no_listener, (0,)),
+            Mix({**_WRITES, **_TRAFFIC, "tick": 12, **_FAULTS}),
+        ),
+        Profile(
+            "multisite",
+            "mesh, one-way ring, star, chain of 3-6 sites; the unsupported diamond",
+            lambda r: _config(
+                r,
+                ("mesh", "ring", "star", "chain", "mesh", "ring", "star", "chain", "diamond"),
+                _no_listener,
+                (0,),
+            ),
+            Mix({**_WRITES, **_TRAFFIC, "drop": 1, "drop_ack": 1, "settle": 1}),
+        ),
+        Profile(
+            "dlq",
+            "injected failures, retries (including -1), dead letters, secure mode",
+            lambda r: _config(r, ("pair", "chain"), _mostly_dlq, (-1, 0, 1, 2, 3)),
+            Mix({**_WRITES, **_TRAFFIC, "fail": 8, "settle": 1}),
+        ),
+        Profile(
+            "chaos",
+            "all of it: any shape, any options, every operation",
+            lambda r: _config(r, ALL_SHAPES, _any_listener, (-1, 0, 1, 2)),
+            Mix({**_WRITES, **_TRAFFIC, **_FAULTS, "fail": 4}),
+        ),
+    )
+}
+
+
+def check_profile(name: str) -> Profile:
+    from wanconform.errors import WanconformError
+
+    if name not in PROFILES:
+        raise WanconformError(f"--profile: unknown profile {name!r} (one of {', '.join(PROFILES)})")
+    return PROFILES[name]
+
+
+def generate_trace(seed: int, trace_id: str, profile: str, ops: int) -> tuple[Config, Iterator[Op]]:
+    """The configuration and the `ops` operations of one trace (streamed)."""
+    chosen = check_profile(profile)
+    rng = random.Random(trace_seed(seed, trace_id, profile, ops))
+    config = chosen.config(rng)
+    if chosen.mix is None:
+        stream = steady_ops(rng, keys=max(10, min(10_000, ops // 10)))
+    else:
+        stream = _driven_ops(rng, config, chosen.mix)
+    return config, islice(stream, ops)
+
+
+def trace_ids(profiles: list[str], traces: int) -> list[tuple[str, str]]:
+    """(trace id, profile) of a campaign's traces: round robin over the profiles."""
+    return [
+        (f"{profiles[i % len(profiles)]}-{i:06d}", profiles[i % len(profiles)])
+        for i in range(traces)
+    ]

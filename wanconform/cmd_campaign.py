@@ -1,0 +1,65 @@
+"""`wanconform campaign`: generate, check and summarize, on Spark.
+
+OUT/traces is the trace set, OUT/results/results.parquet the results, OUT/summary.txt
+what was printed. Each appears whole or not at all.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from conformance.campaign import render, summarize
+from conformance.check import load_impl
+from traces.files import write_text_atomically
+from wanconform.cmd_check import add_check_arguments
+from wanconform.cmd_generate import add_generation_arguments, check_generation_arguments
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "campaign",
+        help="generate traces and check them on Spark, with a summary",
+        description=(
+            "`wanconform generate` then `wanconform check`: OUT/traces (the trace set), "
+            "OUT/results/results.parquet, OUT/summary.txt. Prints traces, operations, "
+            "events checked per second, divergences grouped by signature, verdicts per "
+            "property, the coverage table and bandwidth. Exit 1 if anything failed."
+        ),
+    )
+    add_generation_arguments(parser, traces=200, ops=500)
+    add_check_arguments(parser)
+    parser.add_argument("--out", required=True, help="campaign directory")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    profiles = check_generation_arguments(args)
+    if args.impl:
+        load_impl(args.impl)
+    from conformance import spark as glue
+
+    out = Path(args.out)
+    tty = sys.stderr.isatty()
+    spark = glue.session(args.master)
+    started = time.perf_counter()
+    glue.generate(
+        spark, out / "traces", args.traces, args.ops, profiles, args.seed, show_progress=tty
+    )
+    generated = time.perf_counter() - started
+    started = time.perf_counter()
+    table = glue.check(spark, out / "traces", out / "results", args.impl, tty)
+    summary = summarize(table, time.perf_counter() - started)
+    operations = args.traces * args.ops
+    text = (
+        f"campaign: seed {args.seed}, profiles {','.join(profiles)}, impl "
+        f"{args.impl or 'impl:Engine'}, generated {operations:,} operations in "
+        f"{generated:.1f} s ({operations / generated:,.0f} ops/s)\n" + render(summary)
+    )
+    write_text_atomically(out / "summary.txt", text + "\n")
+    print(text)
+    print(f"\ncampaign written to {out}/ (traces/, results/results.parquet, summary.txt)")
+    return 1 if summary.failed else 0

@@ -1,0 +1,41 @@
+"""`wanconform convert`: JSON Lines traces <-> a Parquet trace set (SPEC §12), lossless."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from traces.parquet import jsonl_to_parquet, parquet_to_jsonl
+from wanconform.errors import WanconformError
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "convert",
+        help="convert JSON Lines traces to a Parquet trace set, or back",
+        description=(
+            "Given .jsonl trace files, write one Parquet trace set (trace id = file name "
+            "without .jsonl). Given a trace set directory, write one canonical TRACE_ID.jsonl "
+            "per trace. Either way nothing is lost; the output appears whole or not at all."
+        ),
+    )
+    parser.add_argument("sources", nargs="+", metavar="SOURCE", help="trace files, or one set")
+    parser.add_argument("--out", "-o", required=True, help="output directory")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    sources = [Path(s) for s in args.sources]
+    if len(sources) == 1 and sources[0].is_dir():
+        count = parquet_to_jsonl(sources[0], args.out)
+        print(f"{args.out}: {count:,} JSON Lines traces")
+        return 0
+    for source in sources:
+        if source.is_dir():
+            raise WanconformError(
+                f"{source}: a directory among trace files (convert one trace set at a time)"
+            )
+    operations = jsonl_to_parquet(sources, args.out)
+    print(f"{args.out}: trace set of {len(sources):,} traces, {operations:,} operations")
+    return 0
