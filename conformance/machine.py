@@ -196,6 +196,13 @@ class WanConformance(RuleBasedStateMachine):
         if problems:
             self.fail_with(problems)
 
+    def impl_option(self) -> str:
+        """` --impl module:Class` when the impl is a class other than impl's own."""
+        factory = type(self).impl_factory
+        if isinstance(factory, type) and factory.__name__ != "Engine":
+            return f" --impl {factory.__module__}:{factory.__qualname__}"
+        return ""
+
     def fail_with(self, problems: list[str]) -> None:
         """Write the run as a trace file and fail, naming the operation by its line in
         that file (line 1 is the configuration)."""
@@ -210,7 +217,8 @@ class WanConformance(RuleBasedStateMachine):
         raise ConformanceFailure(
             f"{where(str(path), len(self.ops) + 1)} {canonical_json(op_to_json(self.ops[-1]))}:\n  "
             + "\n  ".join(problems[:20])
-            + f"\nreproduce with: wanconform replay --engine both --steps {path}"
+            + f"\nreproduce with: wanconform replay --engine both{self.impl_option()} --steps "
+            + str(path)
         )
 
     # -- the operations of SPEC §3 -----------------------------------------------------

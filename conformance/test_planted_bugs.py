@@ -25,7 +25,7 @@ SHORT_TRACE = 12  # operations, after shrinking
 @pytest.mark.parametrize("bug", PLANTED_BUGS, ids=lambda bug: bug.__name__)
 def test_planted_bug_is_found_and_shrunk(bug: type[Engine], tmp_path: Path) -> None:
     machine = machine_with_impl(bug, tmp_path)
-    with pytest.raises(ConformanceFailure, match="P1"):
+    with pytest.raises(ConformanceFailure, match="P1") as failure:
         run_state_machine_as_test(
             machine,
             settings=settings(
@@ -35,6 +35,7 @@ def test_planted_bug_is_found_and_shrunk(bug: type[Engine], tmp_path: Path) -> N
                 phases=[Phase.generate, Phase.shrink],  # no slow "explain" phase
             ),
         )
+    assert f"--impl conformance.planted_bugs:{bug.__name__} --steps" in str(failure.value)
     assert machine.last_failure is not None
     _, ops, path = machine.last_failure
     assert len(ops) <= SHORT_TRACE, f"shrunk to {len(ops)} operations: {ops}"

@@ -186,3 +186,59 @@ def test_topology_of_a_geode_file_suggests_site(capsys: pytest.CaptureFixture[st
         f"wanconform: error: {path}: not a JSON configuration or trace; for Geode cache.xml "
         f"or gfsh files give each site's files with --site, e.g. --site 1={path} --site 2=OTHER\n"
     )
+
+
+def test_engine_both_json_reports_a_divergence_on_its_line_and_goes_on(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """LateBatchTime flushes one ms late (R15 with > for >=): with batch_time_interval_ms
+    0 the model sends 1:1 at once, the planted impl does not. The second trace has no
+    timed flush, so both agree on it; every trace gets its JSON line, exit 1."""
+    config = ONE_WAY.replace('"remote":2', '"remote":2,"batch_time_interval_ms":0')
+    first = write(tmp_path, config, '{"op":"put","site":1,"key":"k","value":{"v":1}}')
+    second = str(EXAMPLES / "batching_by_size.jsonl")
+    argv = ["replay", first, second, "--engine", "both", "--json"]
+    assert main([*argv, "--impl", "conformance.planted_bugs:LateBatchTime"]) == 1
+    out, err = capsys.readouterr()
+    assert err == ""
+    lines = [json.loads(line) for line in out.splitlines()]
+    assert [line["trace"] for line in lines] == [first, second]
+    assert lines[0]["divergence"] == {
+        "index": 0,
+        "where": f"{first}:2",
+        "op": {"op": "put", "site": 1, "key": "k", "value": {"v": 1}},
+        "differences": [
+            {
+                "path": "observations[1]",
+                "model": {
+                    "kind": "sent",
+                    "sender": "ny",
+                    "batch_id": 1,
+                    "events": ["1:1"],
+                    "bytes_full": 7,
+                    "bytes_delta": 0,
+                    "events_resent": 0,
+                },
+                "impl": "<absent>",
+            }
+        ],
+        "total": 1,
+    }
+    assert lines[1]["divergence"] is None
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--impl", "nope"], "--impl: expected module:Class, got 'nope'"),
+        (["--impl", "impl:Engine"], "--impl: needs --engine impl or --engine both"),
+    ],
+)
+def test_impl_option_errors_are_one_line(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    trace = str(EXAMPLES / "batching_by_size.jsonl")
+    engine = ["--engine", "both"] if argv[1] == "nope" else []
+    assert main(["replay", trace, *engine, *argv]) == 2
+    out, err = capsys.readouterr()
+    assert (out, err) == ("", f"wanconform: error: {message}\n")

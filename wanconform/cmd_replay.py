@@ -16,7 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from conformance.lockstep import Divergence, Lockstep
+from conformance.check import load_impl
+from conformance.lockstep import Divergence, EngineFactory, Lockstep
 from conformance.properties import PropertyChecker, Verdict
 from reports.narrative import Narrator
 from traces.canonical import canonical_json
@@ -25,6 +26,7 @@ from traces.ops import Op, op_to_json
 from traces.text import plural
 from traces.tracefile import TraceSource, open_trace, where
 from wanconform.engine import Engine, make_engine
+from wanconform.errors import WanconformError
 
 SPEC = "docs/SPEC.md"
 MAX_LISTED_KEYS = 10  # differing keys listed by the convergence verdict
@@ -53,6 +55,14 @@ def register(subparsers: Any) -> None:
         help=(
             "which engine replays the traces (default: model); both = model and impl in "
             "lockstep (P1): the first operation after which they differ is reported"
+        ),
+    )
+    parser.add_argument(
+        "--impl",
+        metavar="MODULE:CLASS",
+        help=(
+            "the engine run as the impl (with --engine impl or both; default impl:Engine): "
+            "any class with the impl's surface, e.g. conformance.planted_bugs:HighWaterMark"
         ),
     )
     parser.add_argument(
@@ -126,14 +136,20 @@ def replay(
     check: bool,
     on_step: Callable[[str, Op, list[Observation], Callable[[], dict[str, Any]]], None]
     | None = None,
+    impl_factory: EngineFactory | None = None,
 ) -> Replayed:
-    """Replay one trace; `on_step(where, op, observations, state)` sees every step."""
+    """Replay one trace; `on_step(where, op, observations, state)` sees every step;
+    `impl_factory` builds the impl (default: impl.Engine)."""
     result = Replayed(source)
     lockstep: Lockstep | None = None
     engine: Engine
     if engine_name == "both":
-        lockstep = Lockstep(source.config, replay=lambda: (op for _, op in source.ops()))
+        lockstep = Lockstep(
+            source.config, impl_factory, replay=lambda: (op for _, op in source.ops())
+        )
         engine = lockstep.model
+    elif engine_name == "impl" and impl_factory is not None:
+        engine = impl_factory(source.config)
     else:
         engine = make_engine(engine_name, source.config)
     checker = PropertyChecker(source.config) if check else None
@@ -254,6 +270,9 @@ def as_json(result: Replayed, with_steps: bool) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
+    impl_factory = load_impl(args.impl) if args.impl else None
+    if impl_factory is not None and args.engine == "model":
+        raise WanconformError("--impl: needs --engine impl or --engine both")
     sources = []
     for path in args.traces:  # validate every trace before any output
         progress = Progress(f"validating {path}")
@@ -278,7 +297,8 @@ def run(args: argparse.Namespace) -> int:
             else:
                 print(text)
 
-        result = replay(source, args.engine, args.check_properties, on_step if args.steps else None)
+        steps_to = on_step if args.steps else None
+        result = replay(source, args.engine, args.check_properties, steps_to, impl_factory)
         result.steps = steps
         if args.json:
             print(canonical_json(as_json(result, args.steps)))
