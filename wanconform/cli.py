@@ -22,6 +22,7 @@ COMMAND_MODULES = (
     "wanconform.cmd_bench",
     "wanconform.cmd_topology",
     "wanconform.cmd_import",
+    "wanconform.cmd_shrink",
 )
 
 
