@@ -5,11 +5,12 @@
 
 It writes DIR/long.jsonl (default out/shrink-bench/): the bench workload
 (`traces.generate.steady_workload`: sender ny 1->2, delta on) with batch_size 10 with a
-harmless pause (`tick 10000`: a partial batch flushes by time, R15) every 50,000
-operations, and one lost batch (`drop ny`, `tick 10000`, `tick 5000`: the ack times out
-and the batch is resent, R20) at 95% of the trace. `conformance.planted_bugs:
-ResendWithoutPossibleDuplicate` resends without the possible-duplicate flag, so model and
-impl first diverge there. Then it times `wanconform shrink` on it.
+harmless pause (`tick 10000` after an ack, nothing in flight; a partial batch flushes by
+time, R15) every 50,000 operations, and one lost batch (`drop ny`, `tick 10000`,
+`tick 5000`: the ack times out and the batch is resent, R20) at 95% of the trace.
+`conformance.planted_bugs:ResendWithoutPossibleDuplicate` resends without the
+possible-duplicate flag, so model and impl first diverge there. Then it times
+`wanconform shrink` on it.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import time
 from pathlib import Path
 
 from traces.generate import steady_workload
-from traces.ops import Deliver, Drop, Op, Tick
+from traces.ops import Deliver, DeliverAck, Drop, Op, Tick
 from traces.tracefile import write_trace
 from wanconform.cli import main
 
@@ -31,6 +32,7 @@ def long_trace(ops: int) -> list[Op]:
     config_ops = steady_workload(ops, keys=10_000, seed=1, batch_size=BATCH_SIZE)[1]
     out: list[Op] = []
     fault_at = ops * 95 // 100
+    pauses = 0
     for position, op in enumerate(config_ops):
         if position >= fault_at and isinstance(op, Deliver) and fault_at >= 0:
             # the batch is lost, its ack times out (R20), it is resent after retry_interval_ms
@@ -38,8 +40,9 @@ def long_trace(ops: int) -> list[Op]:
             fault_at = -1
             continue
         out.append(op)
-        if position % PAUSE_EVERY == PAUSE_EVERY - 1:
-            out.append(Tick(10_000))
+        if position // PAUSE_EVERY > pauses and isinstance(op, DeliverAck):
+            out.append(Tick(10_000))  # nothing in flight: a harmless pause
+            pauses += 1
     return out[:ops]
 
 

@@ -133,7 +133,9 @@ def find_failure(
         divergence = lockstep.divergence
         if divergence is not None:
             seen = tuple(observations) if divergence.index == index else ()
-            return Failure(divergence_signature(divergence), divergence.index, divergence, None, seen)
+            return Failure(
+                divergence_signature(divergence), divergence.index, divergence, None, seen
+            )
         violations = checker.after_step(op, observations, lockstep.model.observe, where)
         if violations:
             return Failure(
@@ -214,9 +216,7 @@ class _Shrinker:
 
     def run(self, kept: list[int], skipped: list[int] | None = None) -> Failure | None:
         self.tests += 1
-        return find_failure(
-            self.config, [self.ops[i] for i in kept], self.impl_factory, skipped
-        )
+        return find_failure(self.config, [self.ops[i] for i in kept], self.impl_factory, skipped)
 
     def test(self, kept: list[int]) -> tuple[list[int], Failure] | None:
         """Does `kept` fail with the signature? Then `kept` cut after its failure."""
@@ -264,9 +264,7 @@ class _Shrinker:
         result = self.test(candidate)
         return kept if result is None else result[0]
 
-    def involved_keys(
-        self, kept: list[int], failure: Failure, written: dict[str, str]
-    ) -> set[str]:
+    def involved_keys(self, kept: list[int], failure: Failure, written: dict[str, str]) -> set[str]:
         """Keys named by the failing operation, the failure's paths, and its events."""
         text = failure.text()
         keys: set[str] = set()

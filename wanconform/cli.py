@@ -23,6 +23,7 @@ COMMAND_MODULES = (
     "wanconform.cmd_topology",
     "wanconform.cmd_import",
     "wanconform.cmd_shrink",
+    "wanconform.cmd_report",
 )
 
 

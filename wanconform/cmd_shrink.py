@@ -75,7 +75,9 @@ def run(args: argparse.Namespace) -> int:
     text = trace_text(source.config, minimal)
     write_text_atomically(args.output, text)
     if args.pytest:
-        write_text_atomically(args.pytest, pytest_text(text, args.impl, result.failure, args.output))
+        write_text_atomically(
+            args.pytest, pytest_text(text, args.impl, result.failure, args.output)
+        )
     seconds = time.monotonic() - started
     kept = ", ".join(str(lines[i]) for i in result.kept)
     print(
