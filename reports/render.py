@@ -8,6 +8,7 @@ JS and SVG, nothing fetched; the table of traces is embedded once, as JSON (Jinj
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 from collections.abc import Sequence
 from typing import Any
@@ -53,5 +54,6 @@ def write_report(
 
 
 def report_json(report: Report) -> dict[str, Any]:
-    """The report's data as plain JSON (for tests and tools)."""
-    return dataclasses.asdict(report)
+    """The report's data as plain JSON (for tests and tools): tuples become lists."""
+    data: dict[str, Any] = json.loads(json.dumps(dataclasses.asdict(report)))
+    return data

@@ -132,10 +132,9 @@ def sequence_diagram(
                     (f"{obs['event']} {obs['status']}", obs["status"] != "ok")
                 )
             elif kind in _MARK:
-                site, text, bad = _MARK[kind](obs)
-                if site is None:
-                    site = config.sender(obs["sender"]).site
-                texts.setdefault(site, []).append((text, bad))
+                at, text, bad = _MARK[kind](obs)
+                lane = config.sender(obs["sender"]).site if at is None else at
+                texts.setdefault(lane, []).append((text, bad))
         for site, items in texts.items():
             shown = ", ".join(text for text, _ in items[:3])
             more = f" +{len(items) - 3}" if len(items) > 3 else ""
