@@ -12,13 +12,11 @@ no order inside a group, so the glue sorts within partitions and this function r
 anything else. A malformed row becomes an `error` row (the driver then reports the first
 one and writes no results).
 
-`load_impl("module:Class")` is the one place a user's engine is loaded (`check`,
-`campaign`, `replay --engine both`).
+A user's engine comes in through `conformance.engines.load_impl` (`--impl module:Class`).
 """
 
 from __future__ import annotations
 
-import importlib
 import json
 import re
 import time
@@ -27,7 +25,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from conformance.lockstep import Divergence, EngineFactory, Lockstep
+from conformance.engines import load_impl
+from conformance.lockstep import Divergence, Lockstep
 from conformance.machine import SENDER_OUTCOMES, Coverage
 from conformance.properties import PROPERTIES, PropertyChecker
 from traces.canonical import canonical_json
@@ -36,6 +35,7 @@ from traces.observations import RECEIVER_STATUSES
 from traces.ops import Op, op_to_json
 from traces.parquet import FIRST_OP_SEQ, parse_config_cell, parse_op_cell
 from traces.tracefile import where
+from wanconform.engine import EngineFactory
 from wanconform.errors import WanconformError
 
 MAX_DIFFERENCES = 10  # differing paths kept in a result row
@@ -91,24 +91,6 @@ CHECK_INPUT_SCHEMA = pa.schema(
         pa.field("operations", pa.int64()),  # configuration rows only
     ]
 )
-
-
-def load_impl(spec: str) -> EngineFactory:
-    """`module:Class` -> the engine class (anything with the impl's surface)."""
-    module_name, _, name = spec.partition(":")
-    if not module_name or not name:
-        raise WanconformError(f"--impl: expected module:Class, got {spec!r}")
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise WanconformError(f"--impl: cannot import module {module_name!r}: {exc}") from None
-    factory = getattr(module, name, None)
-    if not callable(factory) or not hasattr(factory, "apply") or not hasattr(factory, "observe"):
-        raise WanconformError(
-            f"--impl: {spec!r} is not an engine class (with apply(op) and observe())"
-        )
-    engine_factory: EngineFactory = factory
-    return engine_factory
 
 
 def _cut_value(value: Any) -> Any:

@@ -33,9 +33,7 @@ from traces.canonical import canonical_json
 from traces.config import Config
 from traces.observations import Observation
 from traces.ops import Op, op_to_json
-from wanconform.engine import Engine, make_engine
-
-EngineFactory = Callable[[Config], Engine]
+from wanconform.engine import Engine, EngineFactory, make_engine
 
 STATE_BYTES_PER_OPERATION = 25
 """Schedule of state comparisons: the next one comes after len(canonical state) / this

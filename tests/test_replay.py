@@ -230,7 +230,7 @@ def test_engine_both_json_reports_a_divergence_on_its_line_and_goes_on(
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["--impl", "nope"], "--impl: expected module:Class, got 'nope'"),
+        (["--impl", "nope"], "--impl nope: expected module:Class, e.g. impl:Engine"),
         (["--impl", "impl:Engine"], "--impl: needs --engine impl or --engine both"),
     ],
 )

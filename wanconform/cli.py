@@ -27,6 +27,8 @@ COMMAND_MODULES = (
     "wanconform.cmd_generate",
     "wanconform.cmd_check",
     "wanconform.cmd_campaign",
+    "wanconform.cmd_shrink",
+    "wanconform.cmd_report",
 )
 
 

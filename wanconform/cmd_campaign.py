@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from conformance.campaign import render, summarize
-from conformance.check import load_impl
+from conformance.engines import load_impl
 from traces.files import write_text_atomically
 from wanconform.cmd_check import add_check_arguments
 from wanconform.cmd_generate import add_generation_arguments, check_generation_arguments

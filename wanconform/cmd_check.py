@@ -8,7 +8,7 @@ import time
 from typing import Any
 
 from conformance.campaign import render, summarize
-from conformance.check import load_impl
+from conformance.engines import load_impl
 
 
 def add_check_arguments(parser: argparse.ArgumentParser) -> None:

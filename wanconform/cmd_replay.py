@@ -16,8 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from conformance.check import load_impl
-from conformance.lockstep import Divergence, EngineFactory, Lockstep
+from conformance.engines import load_impl
+from conformance.lockstep import Divergence, Lockstep
 from conformance.properties import PropertyChecker, Verdict
 from reports.narrative import Narrator
 from traces.canonical import canonical_json
@@ -25,7 +25,7 @@ from traces.observations import Observation
 from traces.ops import Op, op_to_json
 from traces.text import plural
 from traces.tracefile import TraceSource, open_trace, where
-from wanconform.engine import Engine, make_engine
+from wanconform.engine import Engine, EngineFactory, make_engine
 from wanconform.errors import WanconformError
 
 SPEC = "docs/SPEC.md"

@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from traces.config import Config
@@ -23,6 +24,10 @@ class Engine(Protocol):
     def apply(self, op: Op) -> list[Observation]: ...
 
     def observe(self) -> dict[str, Any]: ...
+
+
+EngineFactory = Callable[[Config], Engine]
+"""What builds an engine on a configuration: an engine class, or `--impl`'s choice."""
 
 
 def make_engine(name: str, config: Config) -> Engine:

@@ -1,0 +1,412 @@
+"""Shrinking a failing trace to a 1-minimal trace that fails the same way (issue 10).
+
+A trace fails when model and impl diverge (P1, `conformance.lockstep`) or a property of
+SPEC §11 is violated (P2-P7, `conformance.properties`), whichever shows first. Its
+failure has a *signature*: the property, and for P1 the kind of divergence
+(observations or state) and the first differing path with list indices, entry keys and
+event ids normalized (`observations[].events_resent`, `state.sites.2.entries.*.value`).
+Shrinking keeps the signature; a candidate that fails differently does not count.
+
+Stages, cheapest first, each a trial that is kept only if the trace still fails with the
+signature (after each, the trace is cut after its failure, which may come earlier):
+1. cut after the first failure;
+2. keep the shortest suffix that fails (doubling, then bisection), which is cheap when
+   the failure needs only the last operations;
+3. keep only the client writes of the keys involved in the failure (named by the failing
+   operation, the differing paths, or the events the failure names);
+4. remove the skipped operations (a skipped operation changes nothing, SPEC §3);
+5. remove every operation of one key, sender or site at a time (when there are few);
+6. ddmin (Zeller and Hildebrandt, "Simplifying and Isolating Failure-Inducing Input",
+   2002) down to a 1-minimal trace: removing any one operation loses the failure.
+The configuration is kept as it is. Every kept operation is an operation of the input
+(no operation is rewritten), so the result names the input lines it kept.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from conformance.lockstep import Divergence, Lockstep
+from conformance.properties import PropertyChecker, Violation
+from traces.canonical import canonical_json
+from traces.config import Config
+from traces.observations import Observation
+from traces.ops import (
+    Deliver,
+    DeliverAck,
+    Delta,
+    Destroy,
+    Drop,
+    DropAck,
+    Fail,
+    Op,
+    Put,
+    PutAll,
+    SiteDown,
+    SiteUp,
+)
+from traces.text import plural
+from wanconform.engine import Engine
+from wanconform.errors import WanconformError
+
+EngineFactory = Callable[[Config], Engine]
+Progress = Callable[[str], None]
+
+MAX_GROUPS = 64  # stage 4 runs only when the trace has at most this many keys+senders+sites
+CACHE_BELOW = 20_000  # candidates shorter than this are remembered (ddmin retries some)
+
+_INDEX = re.compile(r"\[\d+\]")
+_ENTRY = re.compile(r"\.entries\.[^.\[]+")
+_EVENT = re.compile(r"\b(\d+):(\d+)\b")
+
+
+class NothingToShrink(WanconformError):
+    """The trace neither diverges nor violates a property: there is no failure to keep."""
+
+
+@dataclass(frozen=True, slots=True)
+class Signature:
+    """What kind of failure: the property, and for P1 the kind of divergence and path."""
+
+    property: str  # "P1" .. "P7"
+    detail: str = ""  # P1: "observations observations[].status"
+
+    def __str__(self) -> str:
+        return f"{self.property} {self.detail}".strip()
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    """The first failure of a run: a divergence (P1) or a property violation."""
+
+    signature: Signature
+    index: int  # 0-based operation after which it showed (P7: the last operation)
+    divergence: Divergence | None = None
+    violation: Violation | None = None
+    observations: tuple[Observation, ...] = ()  # the model's, of the failing operation
+
+    def describe(self) -> str:
+        if self.divergence is not None:
+            return "P1: model and impl diverge at " + self.divergence.describe()
+        assert self.violation is not None
+        return str(self.violation)
+
+    def text(self) -> str:
+        """Everything the failure names (to find the keys and events involved)."""
+        seen = canonical_json(list(self.observations))
+        if self.divergence is not None:
+            return canonical_json(self.divergence.to_json()) + seen
+        assert self.violation is not None
+        return self.violation.message + seen
+
+
+def normalize_path(path: str) -> str:
+    """`state.sites.2.entries.k7.queue[3]` -> `state.sites.2.entries.*.queue[]`."""
+    return _EVENT.sub("*", _ENTRY.sub(".entries.*", _INDEX.sub("[]", path)))
+
+
+def divergence_signature(divergence: Divergence) -> Signature:
+    first = divergence.differences[0].path if divergence.differences else ""
+    kind = "observations" if first.startswith("observations") else "state"
+    return Signature("P1", f"{kind} {normalize_path(first)}")
+
+
+def find_failure(
+    config: Config,
+    ops: Sequence[Op],
+    impl_factory: EngineFactory | None = None,
+    skipped: list[int] | None = None,
+    names: Sequence[str] | None = None,
+    events: dict[str, str] | None = None,
+) -> Failure | None:
+    """Run `ops` in lockstep (P1) with the properties checked (P2-P7); the first failure.
+    `skipped` collects the indices of skipped operations, `events` the key each event
+    wrote; `names` names the operations in messages (default "operation N")."""
+    lockstep = Lockstep(config, impl_factory)
+    checker = PropertyChecker(config)
+    for index, op in enumerate(ops):
+        where = names[index] if names is not None else ""
+        observations = lockstep.step(op, where)
+        divergence = lockstep.divergence
+        if divergence is not None:
+            seen = tuple(observations) if divergence.index == index else ()
+            return Failure(
+                divergence_signature(divergence), divergence.index, divergence, None, seen
+            )
+        violations = checker.after_step(op, observations, lockstep.model.observe, where)
+        if violations:
+            return Failure(
+                Signature(violations[0].property), index, None, violations[0], tuple(observations)
+            )
+        if skipped is not None and len(observations) == 1 and observations[0]["kind"] == "skipped":
+            skipped.append(index)
+        if events is not None:
+            events.update((o["event"], o["key"]) for o in observations if o["kind"] == "enqueued")
+    divergence = lockstep.finish()
+    if divergence is not None:
+        return Failure(divergence_signature(divergence), divergence.index, divergence)
+    violations = checker.finish(lockstep.model.observe())
+    if violations:
+        return Failure(Signature(violations[0].property), len(ops) - 1, violation=violations[0])
+    return None
+
+
+@dataclass(slots=True)
+class Shrunk:
+    """The result: the minimal trace's operations (as indices into the input), its
+    failure, and what each stage removed."""
+
+    config: Config
+    original: int  # operations in the input
+    kept: list[int]  # indices of the input operations kept, in order
+    failure: Failure  # the failure of the minimal trace
+    first_failure: Failure  # the failure of the input
+    stages: list[tuple[str, int]] = field(default_factory=list)  # (stage, operations left)
+    tests: int = 0  # candidate traces run
+
+    def ops(self, source: Sequence[Op]) -> list[Op]:
+        return [source[i] for i in self.kept]
+
+
+def _key_of(op: Op) -> str | None:
+    match op:
+        case Put(key=key) | Delta(key=key) | Destroy(key=key) | Fail(key=key):
+            return key
+    return None
+
+
+def _groups(config: Config, ops: Sequence[Op], kept: list[int]) -> dict[str, list[int]]:
+    """Positions in `kept` of the operations of each key, sender and site."""
+    groups: dict[str, list[int]] = {}
+    for position, index in enumerate(kept):
+        op = ops[index]
+        match op:
+            case Deliver(sender=s) | DeliverAck(sender=s) | Drop(sender=s) | DropAck(sender=s):
+                label = f"sender {s}"
+            case SiteDown(site=site) | SiteUp(site=site):
+                label = f"site {site}"
+            case PutAll():
+                label = f"putall at site {op.site}"
+            case _:
+                key = _key_of(op)
+                label = "" if key is None else f"key {key}"
+        if label:
+            groups.setdefault(label, []).append(position)
+    return groups
+
+
+class _Shrinker:
+    def __init__(
+        self,
+        config: Config,
+        ops: Sequence[Op],
+        impl_factory: EngineFactory | None,
+        progress: Progress,
+    ) -> None:
+        self.config = config
+        self.ops = ops
+        self.impl_factory = impl_factory
+        self.progress = progress
+        self.tests = 0
+        self.signature: Signature | None = None
+        self._cache: dict[tuple[int, ...], tuple[list[int], Failure] | None] = {}
+
+    def run(self, kept: list[int], skipped: list[int] | None = None) -> Failure | None:
+        self.tests += 1
+        return find_failure(self.config, [self.ops[i] for i in kept], self.impl_factory, skipped)
+
+    def test(self, kept: list[int]) -> tuple[list[int], Failure] | None:
+        """Does `kept` fail with the signature? Then `kept` cut after its failure."""
+        cache_key = tuple(kept) if len(kept) < CACHE_BELOW else None
+        if cache_key is not None and cache_key in self._cache:
+            return self._cache[cache_key]
+        failure = self.run(kept)
+        result = None
+        if failure is not None and failure.signature == self.signature:
+            result = (kept[: failure.index + 1], failure)
+        if cache_key is not None:
+            self._cache[cache_key] = result
+        return result
+
+    def suffix(self, kept: list[int]) -> list[int]:
+        """The shortest failing suffix, by doubling then bisection: a failure that needs
+        only the last operations costs time in proportion to them, not to the trace."""
+        size, known = 16, len(kept)
+        while size < len(kept):
+            result = self.test(kept[-size:])
+            if result is not None:
+                known = size
+                break
+            size *= 2
+        low = size // 2  # every suffix this short or shorter was tried (or too short)
+        while known - low > 1 and known < len(kept):
+            middle = (low + known) // 2
+            if self.test(kept[-middle:]) is not None:
+                known = middle
+            else:
+                low = middle
+        if known == len(kept):
+            return kept
+        result = self.test(kept[-known:])
+        assert result is not None
+        return result[0]
+
+    def without_skipped(self, kept: list[int]) -> list[int]:
+        skipped: list[int] = []
+        self.run(kept, skipped)
+        if not skipped:
+            return kept
+        drop = set(skipped)
+        candidate = [index for position, index in enumerate(kept) if position not in drop]
+        result = self.test(candidate)
+        return kept if result is None else result[0]
+
+    def involved_keys(self, kept: list[int], failure: Failure, written: dict[str, str]) -> set[str]:
+        """Keys named by the failing operation, the failure's paths, and its events."""
+        text = failure.text()
+        keys: set[str] = set()
+        failing = self.ops[kept[failure.index]] if 0 <= failure.index < len(kept) else None
+        if failing is not None and _key_of(failing) is not None:
+            keys.add(_key_of(failing) or "")
+        if failure.divergence is not None:
+            for diff in failure.divergence.differences:
+                match = re.search(r"\.entries\.([^.\[]+)", diff.path)
+                if match:
+                    keys.add(match.group(1))
+        events = {f"{m.group(1)}:{m.group(2)}" for m in _EVENT.finditer(text)}
+        keys.update(written[event] for event in events if event in written)
+        return keys
+
+    def only_keys(self, kept: list[int], keys: set[str]) -> list[int]:
+        def wanted(op: Op) -> bool:
+            if isinstance(op, PutAll):
+                return bool(keys & set(op.entries))
+            key = _key_of(op)
+            return key is None or key in keys
+
+        candidate = [index for index in kept if wanted(self.ops[index])]
+        if len(candidate) == len(kept):
+            return kept
+        result = self.test(candidate)
+        return kept if result is None else result[0]
+
+    def by_groups(self, kept: list[int]) -> list[int]:
+        groups = _groups(self.config, self.ops, kept)
+        if len(groups) > MAX_GROUPS:
+            return kept
+        for label in sorted(groups, key=lambda name: (-len(groups[name]), name)):
+            drop = {kept[p] for p in _groups(self.config, self.ops, kept).get(label, [])}
+            if not drop:
+                continue
+            result = self.test([index for index in kept if index not in drop])
+            if result is not None:
+                kept = result[0]
+        return kept
+
+    def ddmin(self, kept: list[int]) -> list[int]:
+        """Zeller's ddmin: try each chunk and each complement at granularity n, refine
+        until n = len; the result is 1-minimal."""
+        granularity = 2
+        while len(kept) >= 2:
+            size = math.ceil(len(kept) / granularity)
+            chunks = [kept[i : i + size] for i in range(0, len(kept), size)]
+            reduced = False
+            for chunk in chunks:
+                result = self.test(chunk)
+                if result is not None:
+                    kept, granularity, reduced = result[0], 2, True
+                    break
+            if not reduced:
+                for i in range(len(chunks)):
+                    complement = [x for j, chunk in enumerate(chunks) if j != i for x in chunk]
+                    result = self.test(complement)
+                    if result is not None:
+                        kept, granularity, reduced = result[0], max(granularity - 1, 2), True
+                        break
+            if not reduced:
+                if granularity >= len(kept):
+                    break
+                granularity = min(2 * granularity, len(kept))
+        return kept
+
+
+def shrink(
+    config: Config,
+    ops: Sequence[Op],
+    impl_factory: EngineFactory | None = None,
+    progress: Progress | None = None,
+    names: Sequence[str] | None = None,
+) -> Shrunk:
+    """Shrink a failing trace (see the module's docstring); `NothingToShrink` if it does
+    not fail. `progress` gets one line per stage."""
+    say = progress or (lambda line: None)
+    shrinker = _Shrinker(config, ops, impl_factory, say)
+    skipped: list[int] = []
+    written: dict[str, str] = {}  # event -> key
+    first = find_failure(config, ops, impl_factory, skipped, names, written)
+    shrinker.tests += 1
+    if first is None:
+        raise NothingToShrink("nothing to shrink: model and impl agree and P2-P7 hold")
+    shrinker.signature = first.signature
+    say(f"failure: {first.signature} at operation {first.index + 1:,} of {len(ops):,}")
+    kept = list(range(first.index + 1))
+    result = Shrunk(config, len(ops), kept, first, first)
+
+    def stage(name: str, candidate: list[int]) -> None:
+        nonlocal kept
+        kept = candidate
+        result.stages.append((name, len(kept)))
+        say(f"{name}: {len(kept):,} operations ({shrinker.tests:,} traces run)")
+
+    stage("cut after the first failure", kept)
+    stage("kept the shortest failing suffix", shrinker.suffix(kept))
+    keys = shrinker.involved_keys(kept, first, written)
+    del written
+    say(f"keys involved: {', '.join(sorted(keys)[:10])}{' ...' if len(keys) > 10 else ''}")
+    if keys:
+        stage(f"kept only the {plural(len(keys), 'key')} involved", shrinker.only_keys(kept, keys))
+    stage("removed skipped operations", shrinker.without_skipped(kept))
+    stage("removed keys, senders and sites", shrinker.by_groups(kept))
+    stage("ddmin", shrinker.ddmin(kept))
+    final = shrinker.test(kept)
+    assert final is not None, "shrinking lost the failure"
+    result.kept, result.failure, result.tests = kept, final[1], shrinker.tests
+    return result
+
+
+def pytest_text(trace: str, impl_spec: str, failure: Failure, name: str) -> str:
+    """A regression test that fails while the impl `impl_spec` shows `failure` on the
+    minimal trace `trace` (its JSON Lines text) and passes once it is fixed."""
+    test_name = re.sub(r"\W+", "_", f"{failure.signature.property} {name}").strip("_").lower()
+    lines = "".join(f"    {line!r},\n" for line in trace.splitlines())
+    if failure.signature.property == "P1":
+        body = (
+            "    divergence = first_divergence(trace.config, trace.ops, load_impl(IMPL))\n"
+            '    assert divergence is None, "P1: " + divergence.describe()\n'
+        )
+        imports = "from conformance.lockstep import first_divergence\n"
+    else:
+        body = (
+            "    failure = find_failure(trace.config, trace.ops, load_impl(IMPL))\n"
+            "    assert failure is None, failure.describe()\n"
+        )
+        imports = "from conformance.shrink import find_failure\n"
+    return (
+        f'"""Regression test written by `wanconform shrink`: {failure.signature} on {name}.\n\n'
+        "It fails while the engine IMPL shows this failure on the minimal trace below.\n"
+        '"""\n\n'
+        "from __future__ import annotations\n\n"
+        "from conformance.engines import load_impl\n"
+        f"{imports}"
+        "from traces.tracefile import parse_trace_lines\n\n"
+        f"IMPL = {impl_spec!r}\n"
+        "TRACE = (  # noqa: E501\n"
+        f"{lines}"
+        ")\n\n\n"
+        f"def test_{test_name}() -> None:\n"
+        f"    trace = parse_trace_lines(TRACE, {name!r})\n"
+        f"{body}"
+    )

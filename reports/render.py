@@ -1,0 +1,59 @@
+"""Render a report's data (`reports.report_data`) as one self-contained HTML file.
+
+One Jinja2 template with autoescaping (`reports/templates/report.html.j2`): inline CSS,
+JS and SVG, nothing fetched; the table of traces is embedded once, as JSON (Jinja2's
+`tojson`, safe inside a script element), and drawn and filtered by the page's script.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from collections.abc import Sequence
+from typing import Any
+
+import jinja2
+from markupsafe import Markup
+
+from conformance.engines import DEFAULT_IMPL
+from reports.report_data import Report, TraceRecord, build_report
+from traces.files import write_text_atomically
+
+_ENVIRONMENT = jinja2.Environment(
+    loader=jinja2.PackageLoader("reports", "templates"),
+    autoescape=True,
+    undefined=jinja2.StrictUndefined,
+    keep_trailing_newline=True,
+)
+
+
+def render_report(report: Report) -> str:
+    data: dict[str, Any] = {
+        "rows": list(report.rows),
+        "signatures": [group.signature for group in report.groups],
+    }
+    template = _ENVIRONMENT.get_template("report.html.j2")
+    svg = {  # our own SVG, rendered with autoescaping by its module
+        "topologies": [Markup(t.svg) for t in report.topologies],
+        "sequences": [Markup(g.example.sequence_svg) if g.example else "" for g in report.groups],
+    }
+    return template.render(r=report, data=data, svg=svg)
+
+
+def write_report(
+    records: Sequence[TraceRecord],
+    path: str | os.PathLike[str],
+    impl_spec: str = DEFAULT_IMPL,
+    progress: Any = None,
+) -> Report:
+    """Compute the report of `records` and write it to `path` (atomically)."""
+    report = build_report(records, impl_spec, progress)
+    write_text_atomically(path, render_report(report))
+    return report
+
+
+def report_json(report: Report) -> dict[str, Any]:
+    """The report's data as plain JSON (for tests and tools): tuples become lists."""
+    data: dict[str, Any] = json.loads(json.dumps(dataclasses.asdict(report)))
+    return data

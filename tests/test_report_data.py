@@ -1,0 +1,81 @@
+"""The report's data (issue 10), not its HTML bytes: verdicts, coverage, groups and the
+explained example, from trace files with a planted bug; times masked."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from reports.render import report_json, write_report
+from reports.report_data import records_from_traces
+from wanconform.cli import main
+
+DATA = Path(__file__).parent / "data" / "report"
+RESEND = "conformance.planted_bugs:ResendWithoutPossibleDuplicate"
+
+
+def test_report_data_of_planted_r20_bug(tmp_path: Path) -> None:
+    paths = [str(DATA / "resend.jsonl"), str(DATA / "dead_letter.jsonl")]
+    records = records_from_traces(paths, RESEND)
+    report = report_json(write_report(records, tmp_path / "r.html", RESEND))
+    report["generated"] = "<time>"
+    report["seconds"] = 0.0
+    assert report["traces"] == 2 and report["failing"] == 1
+    # resend.jsonl diverges at its 8th operation (the resend): 8 stepped, none skipped;
+    # dead_letter.jsonl runs its 6 operations.
+    assert report["operations"] == 8 + 6
+    assert report["profiles"] == ["report"]
+    verdicts = {row["property"]: row["cells"][0] for row in report["verdicts"]}
+    assert verdicts["P1"] == {"held": 1, "failed": 1, "not_applicable": 0}
+    # P7: no sender has dlq_secure in either trace.
+    assert verdicts["P7"] == {"held": 0, "failed": 0, "not_applicable": 2}
+    coverage = dict(report["coverage"])
+    assert coverage["outcome.dlq"] == 1  # x failed once at site 1, dead-lettered (R24)
+    assert coverage["outcome.timeout"] == 1 and coverage["op.drop_ack.ran"] == 1
+    assert report["dead_lettered"] == 1 and report["dropped"] == 0
+    [group] = report["groups"]
+    assert group["signature"] == "P1 observations observations[].events_resent"
+    assert group["count"] == 1
+    example = group["example"]
+    assert example["kept_lines"] == [2, 3, 8, 9]
+    assert example["original_operations"] == 10
+    assert example["step"].endswith("tick 500 → ny sent batch 2 [1:1, 1:2] (14 bytes full, "
+                                    "0 delta, 2 resent as possible duplicates)")  # fmt: skip
+    differing = [row for row in example["side"] if row["differs"]]
+    assert [(r["path"], r["model"], r["impl"]) for r in differing] == [
+        ("observations[0].events_resent", "2", "0")
+    ]
+    assert "<svg" in example["sequence_svg"] and "timeout batch 1" in example["sequence_svg"]
+    assert "first_divergence" in example["pytest"]
+    assert [row["trace"] for row in report["rows"]] == paths
+    assert report["caps"] == []
+
+
+def test_report_of_a_results_directory_is_not_yet_supported(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "r.html"
+    assert main(["report", str(tmp_path), "-o", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.endswith("a campaign results directory is not yet supported; give trace files")
+    assert not out.exists()
+
+
+def test_report_is_deterministic_with_source_date_epoch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "0")
+    outputs = []
+    for name in ("a.html", "b.html"):
+        path = tmp_path / name
+        assert main(["report", str(DATA / "resend.jsonl"), "-o", str(path), "--impl", RESEND]) == 1
+        outputs.append(path.read_bytes())
+    assert outputs[0] == outputs[1]
+    html = outputs[0].decode()
+    assert "1970-01-01 00:00:00 UTC" in html
+    blob = html.split('id="report-data">', 1)[1].split("</script>", 1)[0]
+    assert json.loads(blob)["signatures"] == ["P1 observations observations[].events_resent"]
+    assert os.path.getsize(tmp_path / "a.html") < 200_000

@@ -1,0 +1,101 @@
+"""`wanconform shrink` (issue 10): a failing trace shrinks to a 1-minimal trace with the
+same failure signature; bad input and a trace that does not fail exit 2."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conformance.engines import load_impl
+from conformance.lockstep import first_divergence
+from conformance.planted_bugs import ResendWithoutPossibleDuplicate
+from conformance.shrink import find_failure, normalize_path, shrink
+from traces.ops import Put, Tick
+from traces.tracefile import read_trace
+from wanconform.cli import main
+
+DATA = Path(__file__).parent / "data" / "report"
+RESEND = "conformance.planted_bugs:ResendWithoutPossibleDuplicate"
+
+
+def test_normalize_path_hides_indices_keys_and_events() -> None:
+    assert normalize_path("state.sites.2.entries.k7.value") == "state.sites.2.entries.*.value"
+    assert normalize_path("observations[12].events_resent") == "observations[].events_resent"
+
+
+def test_r20_resend_without_flag_shrinks_to_the_lost_ack_and_resend() -> None:
+    # resend.jsonl: a, b, c written (batch_size 2: batch [a, b] sent), delivered, its ack
+    # lost, d written, the ack times out at 2,000 ms and the batch is resent at +500 ms
+    # (R20) -- the bug resends it without the possible-duplicate flag.
+    trace = read_trace(DATA / "resend.jsonl")
+    result = shrink(trace.config, trace.ops, ResendWithoutPossibleDuplicate)
+    assert str(result.failure.signature) == "P1 observations observations[].events_resent"
+    minimal = result.ops(list(trace.ops))
+    # One write fills no batch of 2 (R15): both puts are needed and the second sends the
+    # batch; it need not even be delivered: unacked for ack_timeout_ms 2,000 it times out
+    # and is resent after retry_interval_ms 500 (R20). Deliver and the lost ack go.
+    assert minimal == [Put(1, "a", {"n": 1}), Put(1, "b", {"n": 2}), Tick(2000), Tick(500)]
+    assert result.kept == [0, 1, 6, 7]
+    # 1-minimal: removing any one operation loses the failure (or changes it).
+    for i in range(len(minimal)):
+        failure = find_failure(
+            trace.config, minimal[:i] + minimal[i + 1 :], ResendWithoutPossibleDuplicate
+        )
+        assert failure is None or failure.signature != result.failure.signature
+    # The real impl agrees with the model on the minimal trace.
+    assert first_divergence(trace.config, minimal) is None
+
+
+def test_shrink_cli_writes_trace_and_failing_pytest(tmp_path: Path) -> None:
+    out, test = tmp_path / "min.jsonl", tmp_path / "test_min.py"
+    code = main(
+        ["shrink", str(DATA / "resend.jsonl"), "-o", str(out), "--impl", RESEND,
+         "--pytest", str(test)]
+    )  # fmt: skip
+    assert code == 0
+    assert len(read_trace(out).ops) == 4
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-n", "0", "-p", "no:cacheprovider",
+         str(test), "--rootdir", str(Path(__file__).parent.parent)],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert run.returncode == 1, run.stdout  # fails while the bug is there ...
+    assert "events_resent: model=2 impl=0" in run.stdout
+
+
+def test_shrink_of_a_trace_that_does_not_fail_exits_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "min.jsonl"
+    assert main(["shrink", str(DATA / "resend.jsonl"), "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.strip().endswith(
+        "resend.jsonl: nothing to shrink: model and impl agree and P2-P7 hold"
+    )
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("nomodule_xyz:Engine", "--impl nomodule_xyz:Engine: cannot import module nomodule_xyz"),
+        ("conformance.planted_bugs:Nope", "module conformance.planted_bugs has no Nope"),
+        ("conformance.planted_bugs:PLANTED_BUGS", "PLANTED_BUGS is not an engine"),
+        ("impl", "--impl impl: expected module:Class"),
+    ],
+)
+def test_bad_impl_spec_is_one_line_exit_2(
+    spec: str, message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = ["shrink", str(DATA / "resend.jsonl"), "-o", str(tmp_path / "m.jsonl")]
+    assert main([*args, "--impl", spec]) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1
+
+
+def test_load_impl_default_is_the_impl() -> None:
+    trace = read_trace(DATA / "resend.jsonl")
+    assert first_divergence(trace.config, trace.ops, load_impl(None)) is None

@@ -1,0 +1,91 @@
+"""`wanconform shrink`: a failing trace, however long, shrunk to a 1-minimal one.
+
+    wanconform shrink TRACE -o MIN.jsonl [--impl module:Class] [--pytest FILE]
+
+The failure is the trace's first divergence of model and impl (P1) or property
+violation (P2-P7); the minimal trace fails with the same signature
+(`conformance.shrink`). Progress goes to stderr, the result to stdout. Exit status: 0
+shrunk (the outputs are written, atomically), 2 bad input, including a trace that does not
+fail (there is nothing to shrink).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from typing import Any
+
+from conformance.engines import DEFAULT_IMPL, load_impl
+from conformance.shrink import pytest_text, shrink
+from traces.files import write_text_atomically
+from traces.text import plural
+from traces.tracefile import open_trace, trace_text, where
+from wanconform.errors import WanconformError
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "shrink",
+        help="shrink a failing trace to a 1-minimal trace that fails the same way",
+        description=(
+            "Find TRACE's first failure (a divergence of model and impl, P1, or a violation "
+            "of P2-P7), cut the trace after it, keep only the keys, senders and sites "
+            "involved, then delta-debug (ddmin) to a trace from which no single operation "
+            "can be removed without losing the failure. The failure's signature (the "
+            "property; for P1 observations or state and the first differing path) is kept."
+        ),
+        epilog=(
+            "Exit status: 0 shrunk, 2 bad input, or a trace that neither diverges nor "
+            "violates a property (nothing to shrink)."
+        ),
+    )
+    parser.add_argument("trace", metavar="TRACE", help="a failing trace file (.jsonl)")
+    parser.add_argument("-o", "--output", required=True, metavar="MIN", help="minimal trace")
+    parser.add_argument(
+        "--impl",
+        metavar="MODULE:CLASS",
+        default=DEFAULT_IMPL,
+        help=f"the engine checked against the model (default {DEFAULT_IMPL}), e.g. "
+        "conformance.planted_bugs:HighWaterMark",
+    )
+    parser.add_argument(
+        "--pytest", metavar="FILE", help="also write a regression test that fails on it"
+    )
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    factory = load_impl(args.impl)
+    started = time.monotonic()
+    source = open_trace(args.trace)
+    lines = [line for line, _ in source.ops()]
+    ops = [op for _, op in source.ops()]
+    print(f"shrink: read {plural(len(ops), 'operation')} from {source.name}", file=sys.stderr)
+
+    def progress(line: str) -> None:
+        print(f"shrink: {line} [{time.monotonic() - started:.1f} s]", file=sys.stderr)
+
+    names = [where(source.name, line) for line in lines]
+    try:
+        result = shrink(source.config, ops, factory, progress, names)
+    except WanconformError as exc:
+        raise WanconformError(f"{source.name}: {exc}") from None
+    minimal = result.ops(ops)
+    text = trace_text(source.config, minimal)
+    write_text_atomically(args.output, text)
+    if args.pytest:
+        write_text_atomically(
+            args.pytest, pytest_text(text, args.impl, result.failure, args.output)
+        )
+    seconds = time.monotonic() - started
+    kept = ", ".join(str(lines[i]) for i in result.kept)
+    print(
+        f"{source.name}: {result.first_failure.signature} at "
+        f"{names[result.first_failure.index]}: shrunk {plural(result.original, 'operation')} "
+        f"to {len(minimal):,} in {seconds:.1f} s ({plural(result.tests, 'trace')} run); "
+        f"wrote {args.output}" + (f" and {args.pytest}" if args.pytest else "")
+    )
+    print(f"  kept lines {kept} of {source.name}")
+    print("  " + result.failure.describe().replace("\n", "\n  "))
+    return 0
