@@ -23,12 +23,11 @@ $(COMPILED): $(STAMP) $(wildcard impl/*.py) traces/config.py traces/observations
 	@mkdir -p build && touch $@
 
 # A small campaign on local Spark (about two minutes on 2 cores): out/campaign/ holds the
-# trace set, results/results.parquet and summary.txt.
+# trace set, results/results.parquet, summary.txt and report.html (its path is the last line).
 CAMPAIGN := --traces 200 --ops 1000 --profile steady,faults,multisite,dlq,chaos --seed 1
 
 run: $(COMPILED)
 	$(VENV)/bin/wanconform campaign $(CAMPAIGN) --out out/campaign
-	@echo "campaign results: out/campaign/ (summary.txt, results/results.parquet, traces/)"
 
 test: $(COMPILED)
 	$(VENV)/bin/pytest -n auto

@@ -16,6 +16,7 @@ import pyarrow as pa
 
 from conformance.machine import Coverage
 from conformance.properties import PROPERTIES
+from traces.text import plural
 
 STATUSES = ("held", "failed", "not applicable")
 
@@ -71,7 +72,10 @@ def summarize(results: pa.Table, seconds: float) -> CampaignSummary:
             summary.verdicts[name][row[name.lower()]] += 1
             kept = summary.violations[name]
             if len(kept) < 3:
-                kept.extend(verdicts[name]["violations"][: 3 - len(kept)])
+                kept.extend(
+                    f"{v['where']}: {v['message']}"
+                    for v in verdicts[name]["violations"][: 3 - len(kept)]
+                )
         summary.coverage.merge(json.loads(row["coverage"]))
         summary.bytes_full += row["bytes_full"]
         summary.bytes_delta += row["bytes_delta"]
@@ -116,7 +120,8 @@ def render(summary: CampaignSummary) -> str:
             lines.append(f"  {name} violation: {message}")
     lines.append("")
     if summary.divergences:
-        lines.append(f"divergences (P1), {len(summary.divergences)} signature(s):")
+        count = plural(len(summary.divergences), "signature")
+        lines.append(f"divergences (P1), {count}:")
         for group in summary.divergences:
             lines.append(f"  {group.count:>6} x {group.signature}")
             lines.append(f"         e.g. {group.example_where} {group.example_op}")

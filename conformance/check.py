@@ -56,6 +56,7 @@ def _fields() -> list[pa.Field]:
         pa.field("divergence_op", pa.string()),  # its operation, canonical JSON
         pa.field("divergence_signature", pa.string()),  # groups alike divergences
         pa.field("divergence", pa.string()),  # JSON: differing paths, both values (cut)
+        pa.field("config", pa.string()),  # the trace's configuration (SPEC §2), canonical JSON
     ]
     for name in PROPERTIES:
         fields.append(pa.field(name.lower(), pa.string()))  # held | failed | not applicable
@@ -175,6 +176,7 @@ class TraceCheck:
             "divergence_op": None,
             "divergence_signature": None,
             "divergence": None,
+            "config": canonical_json(self.lockstep.config.to_json()),
         }
         if divergence is not None:
             row["divergence_where"] = divergence.where
@@ -198,7 +200,10 @@ class TraceCheck:
             verdicts[verdict.property] = {
                 "status": verdict.status,
                 "reason": verdict.reason,
-                "violations": [str(v) for v in verdict.violations[:MAX_VIOLATIONS]],
+                "violations": [
+                    {"where": v.where, "message": v.message}
+                    for v in verdict.violations[:MAX_VIOLATIONS]
+                ],
             }
         row["verdicts"] = canonical_json(verdicts)
         for status in RECEIVER_STATUSES:

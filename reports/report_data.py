@@ -12,6 +12,7 @@ Everything that can grow with the campaign is capped, and the cap says what it c
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from collections import Counter
@@ -20,19 +21,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pyarrow.parquet as pq
+
+from conformance.check import TraceCheck
 from conformance.engines import DEFAULT_IMPL, load_impl
-from conformance.lockstep import Lockstep
 from conformance.machine import Coverage
-from conformance.properties import PROPERTIES, PropertyChecker
-from conformance.shrink import NothingToShrink, Shrunk, normalize_path, pytest_text, shrink
+from conformance.properties import PROPERTIES
+from conformance.shrink import NothingToShrink, Shrunk, pytest_text, shrink
 from conformance.topology import analyse_topology
 from reports.narrative import Narrator
 from reports.sequence_svg import render_sequence_svg, sequence_diagram
 from reports.topology_svg import render_topology_svg
 from traces.canonical import canonical_json
 from traces.config import parse_config
+from traces.files import write_text_atomically
 from traces.observations import Observation
 from traces.ops import Op
+from traces.parquet import open_trace_set, trace_set_jsonl
 from traces.text import plural
 from traces.tracefile import open_trace, trace_text, where
 from wanconform.engine import make_engine
@@ -73,74 +78,112 @@ class TraceRecord:
     dead_lettered: int
     seconds: float
     source: str = ""  # the trace file, when there is one (to shrink the example)
+    divergence_signature: str = ""  # conformance.check.signature: what alike ones share
 
     def failures(self) -> list[str]:
-        """The signatures of its failures: P1's kind and path, then each failed property."""
+        """The signatures of its failures: P1's (as `wanconform check` groups them),
+        then each failed property."""
         out = []
         if self.divergence is not None:
-            differences = self.divergence["differences"]
-            first = differences[0]["path"] if differences else ""
-            kind = "observations" if first.startswith("observations") else "state"
-            out.append(f"P1 {kind} {normalize_path(first)}")
+            out.append(f"P1 {self.divergence_signature}")
         out.extend(p.property for p in self.properties if p.status == "failed")
         return out
 
 
-def records_from_results(directory: str) -> list[TraceRecord]:
-    """The records of a campaign's results directory (issue 9's Parquet): the seam."""
-    raise WanconformError(
-        f"{directory}: a campaign results directory is not yet supported; give trace files"
+MAX_EXPORTED_FAILURES = 200
+"""A campaign's failing traces written out as JSONL (to shrink and reproduce them)."""
+
+
+def record_from_row(row: dict[str, Any], source: str = "") -> TraceRecord:
+    """A result row of `wanconform check` (conformance/check.py) as a record."""
+    divergence = None
+    if row["divergence"] is not None:
+        cut = json.loads(row["divergence"])
+        divergence = {
+            "index": cut["index"],
+            "where": row["divergence_where"],
+            "op": json.loads(row["divergence_op"]),
+            "differences": cut["differences"],
+            "total": cut["total"],
+        }
+    verdicts = json.loads(row["verdicts"])
+    properties = tuple(
+        PropertyResult(
+            name,
+            verdicts[name]["status"],
+            verdicts[name]["reason"],
+            tuple((v["where"], v["message"]) for v in verdicts[name]["violations"]),
+        )
+        for name in PROPERTIES
     )
+    return TraceRecord(
+        trace=row["trace_id"],
+        profile=row["profile"] or "traces",
+        config=json.loads(row["config"]),
+        operations=row["operations"],
+        skipped=row["skipped"],
+        divergence=divergence,
+        properties=properties,
+        coverage=json.loads(row["coverage"]),
+        bytes_full=row["bytes_full"],
+        bytes_delta=row["bytes_delta"],
+        dropped=row["dropped"],
+        dead_lettered=row["dead_lettered"],
+        seconds=row["seconds"],
+        source=source,
+        divergence_signature=row["divergence_signature"] or "",
+    )
+
+
+def records_from_results(directory: str) -> list[TraceRecord]:
+    """The records of a campaign directory (`traces/`, `results/`) or of a `check`
+    results directory. A campaign's failing traces (at most `MAX_EXPORTED_FAILURES`) are
+    written to `failures/TRACE_ID.jsonl` beside them, so that their examples can be
+    shrunk and reproduced."""
+    root = Path(directory)
+    results = root / "results" if (root / "results" / "results.parquet").exists() else root
+    path = results / "results.parquet"
+    if not path.is_file():
+        raise WanconformError(
+            f"{directory}: not a campaign or results directory (no results.parquet); "
+            "give trace files or the directory `wanconform campaign --out` wrote"
+        )
+    rows = pq.read_table(path).to_pylist()
+    failing = [
+        row["trace_id"]
+        for row in rows
+        if row["p1"] == "failed" or any(row[name.lower()] == "failed" for name in PROPERTIES)
+    ][:MAX_EXPORTED_FAILURES]
+    sources: dict[str, str] = {}
+    traces = root / "traces"
+    if failing and traces.is_dir():
+        wanted = set(failing)
+        folder = root / "failures"
+        folder.mkdir(exist_ok=True)
+        for trace_id, lines in trace_set_jsonl(open_trace_set(traces)):
+            if trace_id in wanted:
+                target = folder / f"{trace_id}.jsonl"
+                write_text_atomically(target, "".join(line + "\n" for line in lines))
+                sources[trace_id] = os.fspath(target)
+    return [record_from_row(row, sources.get(row["trace_id"], "")) for row in rows]
 
 
 def record_from_trace(
     path: str, impl_spec: str = DEFAULT_IMPL, profile: str | None = None
 ) -> TraceRecord:
-    """Replay one trace file: lockstep (P1) with P2-P7 checked, counting as it goes."""
-    started = time.monotonic()
+    """Check one trace file as `wanconform check` checks a trace: lockstep (P1) with
+    P2-P7, one result row."""
     source = open_trace(path)
-    lockstep = Lockstep(
-        source.config, load_impl(impl_spec), replay=lambda: (op for _, op in source.ops())
-    )
-    checker = PropertyChecker(source.config)
-    coverage = Coverage()
-    totals: Counter[str] = Counter()
-    for line, op in source.ops():
-        here = where(source.name, line)
-        observations = lockstep.step(op, here)
-        coverage.record(op, observations)
-        for obs in observations:
-            totals[obs["kind"]] += 1
-            if obs["kind"] == "sent":
-                totals["bytes_full"] += obs["bytes_full"]
-                totals["bytes_delta"] += obs["bytes_delta"]
-        checker.after_step(op, observations, lockstep.model.observe, here)
-        if lockstep.divergence is not None:
-            break
-    divergence = lockstep.finish()
-    checker.finish(lockstep.model.observe())
-    properties = tuple(
-        PropertyResult(
-            v.property, v.status, v.reason, tuple((x.where, x.message) for x in v.violations)
-        )
-        for v in checker.verdicts()
-    )
-    return TraceRecord(
-        trace=source.name,
+    check = TraceCheck(
+        source.name,
+        source.config,
+        load_impl(impl_spec),
+        replay=lambda: (op for _, op in source.ops()),
         profile=profile or Path(path).parent.name or "traces",
-        config=source.config.to_json(),
-        operations=lockstep.operations,
-        skipped=coverage_skipped(coverage.counts),
-        divergence=None if divergence is None else divergence.to_json(),
-        properties=properties,
-        coverage=dict(sorted(coverage.counts.items())),
-        bytes_full=totals["bytes_full"],
-        bytes_delta=totals["bytes_delta"],
-        dropped=totals["dropped"],
-        dead_lettered=totals["dlq"],
-        seconds=round(time.monotonic() - started, 3),
-        source=os.fspath(path),
     )
+    for line, op in source.ops():
+        check.step(line, op)
+    return record_from_row(check.finish(), os.fspath(path))
 
 
 def coverage_skipped(counts: dict[str, int]) -> int:
@@ -148,10 +191,12 @@ def coverage_skipped(counts: dict[str, int]) -> int:
 
 
 def records_from_traces(paths: Sequence[str], impl_spec: str = DEFAULT_IMPL) -> list[TraceRecord]:
-    """Every input a trace file (validated first); a directory is a campaign's results."""
+    """Every input a trace file (validated first), or one campaign or results directory."""
+    if len(paths) == 1 and os.path.isdir(paths[0]):
+        return records_from_results(paths[0])
     for path in paths:
         if os.path.isdir(path):
-            records_from_results(path)
+            raise WanconformError(f"{path}: a directory: give it alone, or give trace files")
     for path in paths:
         open_trace(path)  # validate all before any work
     return [record_from_trace(path, impl_spec) for path in paths]

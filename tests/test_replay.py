@@ -242,3 +242,16 @@ def test_impl_option_errors_are_one_line(
     assert main(["replay", trace, *engine, *argv]) == 2
     out, err = capsys.readouterr()
     assert (out, err) == ("", f"wanconform: error: {message}\n")
+
+
+def test_replay_report_writes_the_report_of_the_traces(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    trace = str(Path(__file__).parent / "data" / "report" / "resend.jsonl")
+    report = tmp_path / "r.html"
+    bug = "conformance.planted_bugs:ResendWithoutPossibleDuplicate"
+    argv = ["replay", trace, "--engine", "both", "--impl", bug, "--report", str(report)]
+    assert main(argv) == 1
+    assert capsys.readouterr().out.splitlines()[-1] == f"report: {report}"
+    html = report.read_text()
+    assert html.startswith("<!DOCTYPE html>") and "resend.jsonl" in html

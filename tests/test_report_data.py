@@ -3,14 +3,20 @@ explained example, from trace files with a planted bug; times masked."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
+from conformance.check import RESULTS_SCHEMA, check_trace
+from conformance.engines import load_impl
 from reports.render import report_json, write_report
-from reports.report_data import records_from_traces
+from reports.report_data import TraceRecord, records_from_traces
+from traces.tracefile import open_trace, read_trace
 from wanconform.cli import main
 
 DATA = Path(__file__).parent / "data" / "report"
@@ -24,9 +30,9 @@ def test_report_data_of_planted_r20_bug(tmp_path: Path) -> None:
     report["generated"] = "<time>"
     report["seconds"] = 0.0
     assert report["traces"] == 2 and report["failing"] == 1
-    # resend.jsonl diverges at its 8th operation (the resend): 8 stepped, none skipped;
-    # dead_letter.jsonl runs its 6 operations.
-    assert report["operations"] == 8 + 6
+    # resend.jsonl (10 operations) diverges at its 8th, the resend; the check goes on
+    # with the model alone for P2-P7 (as `wanconform check`); dead_letter.jsonl has 6.
+    assert report["operations"] == 10 + 6
     assert report["profiles"] == ["report"]
     verdicts = {row["property"]: row["cells"][0] for row in report["verdicts"]}
     assert verdicts["P1"] == {"held": 1, "failed": 1, "not_applicable": 0}
@@ -37,7 +43,7 @@ def test_report_data_of_planted_r20_bug(tmp_path: Path) -> None:
     assert coverage["outcome.timeout"] == 1 and coverage["op.drop_ack.ran"] == 1
     assert report["dead_lettered"] == 1 and report["dropped"] == 0
     [group] = report["groups"]
-    assert group["signature"] == "P1 observations observations[].events_resent"
+    assert group["signature"] == "P1 tick observations[].events_resent"
     assert group["count"] == 1
     example = group["example"]
     assert example["kept_lines"] == [2, 3, 8, 9]
@@ -54,14 +60,38 @@ def test_report_data_of_planted_r20_bug(tmp_path: Path) -> None:
     assert report["caps"] == []
 
 
-def test_report_of_a_results_directory_is_not_yet_supported(
+def test_report_of_a_directory_without_results_is_one_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = tmp_path / "r.html"
     assert main(["report", str(tmp_path), "-o", str(out)]) == 2
     err = capsys.readouterr().err.strip()
-    assert err.endswith("a campaign results directory is not yet supported; give trace files")
+    assert err == (
+        f"wanconform: error: {tmp_path}: not a campaign or results directory (no "
+        "results.parquet); give trace files or the directory `wanconform campaign --out` wrote"
+    )
     assert not out.exists()
+
+
+def test_report_of_a_results_directory_equals_the_report_of_its_traces(tmp_path: Path) -> None:
+    """The rows `wanconform check` writes make the same records as the trace files."""
+    paths = [str(DATA / "resend.jsonl"), str(DATA / "dead_letter.jsonl")]
+    from_traces = records_from_traces(paths, RESEND)
+    rows = [
+        check_trace(path, read_trace(path).config, open_trace(path).ops(), load_impl(RESEND),
+                    profile="report")
+        for path in paths
+    ]  # fmt: skip
+    (tmp_path / "results").mkdir()
+    pq.write_table(
+        pa.Table.from_pylist(rows, schema=RESULTS_SCHEMA), tmp_path / "results" / "results.parquet"
+    )
+    from_results = records_from_traces([str(tmp_path)], RESEND)
+
+    def masked(records: list[TraceRecord]) -> list[dict[str, object]]:
+        return [dataclasses.asdict(r) | {"seconds": 0, "source": ""} for r in records]
+
+    assert masked(from_results) == masked(from_traces)
 
 
 def test_report_is_deterministic_with_source_date_epoch(
@@ -77,5 +107,5 @@ def test_report_is_deterministic_with_source_date_epoch(
     html = outputs[0].decode()
     assert "1970-01-01 00:00:00 UTC" in html
     blob = html.split('id="report-data">', 1)[1].split("</script>", 1)[0]
-    assert json.loads(blob)["signatures"] == ["P1 observations observations[].events_resent"]
+    assert json.loads(blob)["signatures"] == ["P1 tick observations[].events_resent"]
     assert os.path.getsize(tmp_path / "a.html") < 200_000

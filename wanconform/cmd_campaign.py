@@ -9,11 +9,14 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from conformance.campaign import render, summarize
-from conformance.engines import load_impl
+from conformance.engines import DEFAULT_IMPL, load_impl
+from reports.render import write_report
+from reports.report_data import records_from_results
 from traces.files import write_text_atomically
 from wanconform.cmd_check import add_check_arguments
 from wanconform.cmd_generate import add_generation_arguments, check_generation_arguments
@@ -61,5 +64,18 @@ def run(args: argparse.Namespace) -> int:
     )
     write_text_atomically(out / "summary.txt", text + "\n")
     print(text)
+    report = out / "report.html"
+    write_report(records_from_results(str(out)), report, args.impl or DEFAULT_IMPL, _say(tty))
     print(f"\ncampaign written to {out}/ (traces/, results/results.parquet, summary.txt)")
+    print(f"report: {report}")
     return 1 if summary.failed else 0
+
+
+def _say(tty: bool) -> Callable[[str], None]:
+    """The report's progress lines, on a terminal only."""
+
+    def say(line: str) -> None:
+        if tty:
+            print(f"report: {line}", file=sys.stderr)
+
+    return say

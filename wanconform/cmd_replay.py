@@ -16,10 +16,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from conformance.engines import load_impl
+from conformance.engines import DEFAULT_IMPL, load_impl
 from conformance.lockstep import Divergence, Lockstep
 from conformance.properties import PropertyChecker, Verdict
 from reports.narrative import Narrator
+from reports.render import write_report
+from reports.report_data import records_from_traces
 from traces.canonical import canonical_json
 from traces.observations import Observation
 from traces.ops import Op, op_to_json
@@ -63,6 +65,14 @@ def register(subparsers: Any) -> None:
         help=(
             "the engine run as the impl (with --engine impl or both; default impl:Engine): "
             "any class with the impl's surface, e.g. conformance.planted_bugs:HighWaterMark"
+        ),
+    )
+    parser.add_argument(
+        "--report",
+        metavar="HTML",
+        help=(
+            "also write the HTML report of the traces (as `wanconform report`): verdicts, "
+            "failures grouped, each explained with a shrunk example"
         ),
     )
     parser.add_argument(
@@ -306,4 +316,8 @@ def run(args: argparse.Namespace) -> int:
             print(summary(result))
         if result.failed:
             status = 1
+    if args.report:  # the report checks the traces again, as `wanconform report` does
+        impl_spec = args.impl or DEFAULT_IMPL
+        write_report(records_from_traces(args.traces, impl_spec), args.report, impl_spec)
+        print(f"report: {args.report}", file=sys.stderr if args.json else sys.stdout)
     return status
