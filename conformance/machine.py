@@ -196,9 +196,10 @@ class WanConformance(RuleBasedStateMachine):
         if problems:
             self.fail_with(problems)
 
-    def impl_option(self) -> str:
+    @classmethod
+    def impl_option(cls) -> str:
         """` --impl module:Class` when the impl is a class other than impl's own."""
-        factory = type(self).impl_factory
+        factory = cls.impl_factory
         if isinstance(factory, type) and factory.__name__ != "Engine":
             return f" --impl {factory.__module__}:{factory.__qualname__}"
         return ""
@@ -301,6 +302,22 @@ class WanConformance(RuleBasedStateMachine):
         problems = [str(v) for v in self.checker.finish(self.state)]  # P7
         if problems:
             self.fail_with(problems)
+
+
+def counterexample_report(machine: type[WanConformance]) -> Path | None:
+    """Write the HTML report of the machine's last counterexample beside its trace (the
+    report `wanconform replay --engine both --report` writes); its path, or None."""
+    if machine.last_failure is None:
+        return None
+    from reports.render import write_report  # the report floor, only when a run failed
+    from reports.report_data import records_from_traces
+
+    _, _, trace = machine.last_failure
+    option = machine.impl_option()
+    impl_spec = option.removeprefix(" --impl ") or "impl:Engine"
+    html = trace.with_suffix(".html")
+    write_report(records_from_traces([str(trace)], impl_spec), html, impl_spec)
+    return html
 
 
 def machine_with_impl(factory: EngineFactory, counterexample_dir: Path) -> type[WanConformance]:

@@ -10,7 +10,12 @@ from __future__ import annotations
 from hypothesis import settings
 from hypothesis.stateful import run_state_machine_as_test
 
-from conformance.machine import Coverage, WanConformance
+from conformance.machine import (
+    ConformanceFailure,
+    Coverage,
+    WanConformance,
+    counterexample_report,
+)
 
 CI_RUNS = 1000
 
@@ -26,6 +31,8 @@ def test_P1_to_P7_hold_and_every_operation_status_and_outcome_occurs() -> None:
         run_state_machine_as_test(
             machine, settings=settings(max_examples=runs, stateful_step_count=50)
         )
+    except ConformanceFailure as failure:
+        raise ConformanceFailure(f"{failure}\nreport: {counterexample_report(machine)}") from None
     finally:
         WanConformance.coverage.merge(dict(coverage.counts))  # for the terminal summary
     assert coverage.missing() == []

@@ -14,7 +14,7 @@ from hypothesis import Phase, settings
 from hypothesis.stateful import run_state_machine_as_test
 
 from conformance.lockstep import first_divergence
-from conformance.machine import ConformanceFailure, machine_with_impl
+from conformance.machine import ConformanceFailure, counterexample_report, machine_with_impl
 from conformance.planted_bugs import PLANTED_BUGS
 from impl import Engine
 from traces.tracefile import read_trace
@@ -46,3 +46,5 @@ def test_planted_bug_is_found_and_shrunk(bug: type[Engine], tmp_path: Path) -> N
     assert (
         first_divergence(trace.config, trace.ops) is None
     )  # while the real impl agrees with the model on it
+    report = counterexample_report(machine)  # the same report as replay --report
+    assert report is not None and report.read_text().startswith("<!DOCTYPE html>")
