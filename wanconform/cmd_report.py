@@ -1,11 +1,11 @@
 """`wanconform report`: one self-contained HTML file of what a set of traces found.
 
-    wanconform report TRACE... -o report.html [--impl module:Class]
+    wanconform report TRACE...|CAMPAIGN_DIR -o report.html [--impl module:Class]
 
-Each TRACE is replayed in lockstep (model vs the impl, P1) with P2-P7 checked; the
+Each TRACE is checked as `wanconform check` checks a trace (lockstep P1, P2-P7); a
+campaign directory (or a `check` results directory) gives its result rows instead. The
 failures are grouped by signature and each group's example is shrunk and explained
-(`reports.report_data`). A directory (a campaign's results, issue 9) is not yet
-supported. Exit status: 0 written and nothing failed, 1 written and some trace failed,
+(`reports.report_data`). Exit status: 0 written and nothing failed, 1 written and some trace failed,
 2 bad input (nothing written).
 """
 
@@ -25,14 +25,20 @@ def register(subparsers: Any) -> None:
         "report",
         help="write an HTML report: verdicts, coverage, failures grouped and explained",
         description=(
-            "Replay each TRACE in lockstep (P1) with P2-P7 checked and write one "
+            "Replay each TRACE in lockstep (P1) with P2-P7 checked, or read the results of "
+            "a campaign directory, and write one "
             "self-contained HTML file: verdicts per property and profile (a trace's folder), "
             "coverage, bandwidth, topologies, and the failures grouped by signature, each "
             "with a shrunk example, model and impl side by side, a sequence diagram and a "
             "regression test. Exit 0 nothing failed, 1 some trace failed, 2 bad input."
         ),
     )
-    parser.add_argument("traces", nargs="+", metavar="TRACE", help="trace file (.jsonl)")
+    parser.add_argument(
+        "traces",
+        nargs="+",
+        metavar="TRACE",
+        help="trace files (.jsonl), or one campaign / check results directory",
+    )
     parser.add_argument("-o", "--output", required=True, metavar="HTML", help="the report")
     parser.add_argument(
         "--impl",
