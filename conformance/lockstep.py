@@ -29,6 +29,8 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+import msgspec
+
 from traces.canonical import canonical_json
 from traces.config import Config
 from traces.observations import Observation
@@ -37,8 +39,9 @@ from wanconform.engine import Engine, EngineFactory, make_engine
 
 STATE_BYTES_PER_OPERATION = 25
 """Schedule of state comparisons: the next one comes after len(canonical state) / this
-many operations (at least one). Measured: comparing costs about 0.12 µs per byte of
-canonical state, so this adds about 3 µs per operation whatever the state's size."""
+many operations (at least one). Measured: observing both engines and comparing costs
+about 0.09 µs per byte of canonical state, so this adds about 2 µs per operation
+whatever the state's size."""
 
 MAX_DIFFERENCES = 50
 """A divergence lists at most this many differing paths (and says how many there were)."""
@@ -119,6 +122,22 @@ def _same_observations(model: list[Observation], impl: list[Observation]) -> boo
     return next(json_differences(model, impl, "observations"), None) is None
 
 
+_SORTED_JSON = msgspec.json.Encoder(order="sorted")
+
+
+def same_state(model: dict[str, Any], impl: dict[str, Any]) -> tuple[bool, int]:
+    """Are two observable states exactly equal (bool, int and float told apart, key
+    order ignored)? And the size in bytes of the model's canonical encoding.
+
+    msgspec's sorted JSON is 4-5 times faster than `canonical_json` on large states;
+    canonical JSON serves for what msgspec cannot encode."""
+    try:
+        model_text, impl_text = _SORTED_JSON.encode(model), _SORTED_JSON.encode(impl)
+    except (TypeError, OverflowError, msgspec.EncodeError):
+        model_text, impl_text = canonical_json(model).encode(), canonical_json(impl).encode()
+    return model_text == impl_text, len(model_text)
+
+
 def _cut(differences: Iterator[Difference]) -> tuple[tuple[Difference, ...], int]:
     found = list(differences)
     return tuple(found[:MAX_DIFFERENCES]), len(found)
@@ -186,12 +205,12 @@ class Lockstep:
     # -- the observable state -------------------------------------------------------------
 
     def _compare_state(self) -> None:
-        model_text = canonical_json(self.model.observe())
-        if model_text == canonical_json(self.impl.observe()):
+        same, size = same_state(self.model.observe(), self.impl.observe())
+        if same:
             self._agreed_index = self.operations - 1
             self._agreed_model = copy.copy(self.model)
             self._segment.clear()
-            every = self._state_every or len(model_text) // STATE_BYTES_PER_OPERATION
+            every = self._state_every or size // STATE_BYTES_PER_OPERATION
             self._due = max(1, every)
             return
         self.divergence = self._locate()
@@ -225,7 +244,7 @@ class Lockstep:
             for op, _ in segment[lo + 1 - first : mid + 1 - first]:
                 trial_model.apply(op)
                 impl.apply(op)
-            if canonical_json(trial_model.observe()) == canonical_json(impl.observe()):
+            if same_state(trial_model.observe(), impl.observe())[0]:
                 lo, model = mid, trial_model
             else:
                 hi, impl = mid, None
@@ -245,7 +264,7 @@ class Lockstep:
         differed before it (unseen since the last comparison), that came first."""
         if index - 1 > self._agreed_index:
             model_before, impl_before = self._engines_at(index - 1)
-            if canonical_json(model_before.observe()) != canonical_json(impl_before.observe()):
+            if not same_state(model_before.observe(), impl_before.observe())[0]:
                 return self._locate(index - 1)
         differences, total = _cut(json_differences(model, impl, "observations"))
         return Divergence(index, where, op, differences, total)
