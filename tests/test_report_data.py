@@ -109,3 +109,27 @@ def test_report_is_deterministic_with_source_date_epoch(
     blob = html.split('id="report-data">', 1)[1].split("</script>", 1)[0]
     assert json.loads(blob)["signatures"] == ["P1 tick observations[].events_resent"]
     assert os.path.getsize(tmp_path / "a.html") < 200_000
+
+
+def test_report_of_10000_traces_stays_under_5_mb_and_says_what_it_cut(tmp_path: Path) -> None:
+    """A 10,000-trace campaign: 70 failure signatures (each trace fails P1 with one of
+    them) and every row in the table would be 10,000 rows; the caps keep the file small
+    and say so."""
+    [record] = records_from_traces([str(DATA / "dead_letter.jsonl")])
+    records = [
+        dataclasses.replace(
+            record,
+            trace=f"chaos-{n:06d}",
+            divergence={"index": 0, "where": f"chaos-{n:06d}:2", "op": {"op": "settle"},
+                        "differences": [], "total": 0},
+            divergence_signature=f"settle observations[].status #{n % 70}",
+            source="",
+        )
+        for n in range(10_000)
+    ]  # fmt: skip
+    path = tmp_path / "r.html"
+    report = report_json(write_report(records, path))
+    assert path.stat().st_size < 5_000_000
+    assert report["traces"] == 10_000 and report["failing"] == 10_000
+    assert len(report["groups"]) == 50
+    assert "showing 50 of 70 failure signatures" in report["caps"]
