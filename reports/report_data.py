@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -29,7 +30,7 @@ from conformance.machine import Coverage
 from conformance.properties import PROPERTIES
 from conformance.shrink import NothingToShrink, Shrunk, pytest_text, shrink
 from conformance.topology import analyse_topology
-from reports.narrative import Narrator
+from reports.narrative import Narrator, describe
 from reports.sequence_svg import render_sequence_svg, sequence_diagram
 from reports.topology_svg import render_topology_svg
 from traces.canonical import canonical_json
@@ -249,6 +250,8 @@ class Example:
     sequence_svg: str
     command: str
     pytest: str
+    event: str = ""  # the event the failure is about, if it names one
+    event_life: tuple[str, ...] = ()  # everything that happened to it, across the sites
 
 
 @dataclass(frozen=True, slots=True)
@@ -463,7 +466,9 @@ def explain(record: TraceRecord, signature: str, impl_spec: str) -> tuple[Exampl
     minimal = shrunk.ops(ops)
     name = f"{Path(record.source).stem}.min.jsonl"
     text = trace_text(source.config, minimal)
-    side, side_note, step, narrative, svg = _steps(source.config, minimal, shrunk, impl_spec, name)
+    side, side_note, step, narrative, svg, life = _steps(
+        source.config, minimal, shrunk, impl_spec, name
+    )
     command = (
         f"wanconform shrink {record.source} -o {name} --impl {impl_spec} "
         f"--pytest test_{Path(record.source).stem}.py\n"
@@ -480,6 +485,8 @@ def explain(record: TraceRecord, signature: str, impl_spec: str) -> tuple[Exampl
         side=side,
         side_note=side_note + (f" ({note})" if note else ""),
         narrative=narrative,
+        event=life[0] if life else "",
+        event_life=life[1:],
         sequence_svg=svg,
         command=command,
         pytest=pytest_text(text, impl_spec, shrunk.failure, name),
@@ -487,10 +494,39 @@ def explain(record: TraceRecord, signature: str, impl_spec: str) -> tuple[Exampl
     return example, ""
 
 
+_EVENT_ID = re.compile(r"\bevent (\d+:\d+)")
+
+
+def failure_event(failure: Any) -> str:
+    """The event a failure is about: the one a violation names, or the event of the
+    first differing observation of a divergence ("" if none)."""
+    if failure.violation is not None:
+        found = _EVENT_ID.search(failure.violation.message)
+        return found.group(1) if found else ""
+    differences = failure.divergence.differences if failure.divergence else ()
+    index = _OBSERVATION_INDEX.match(differences[0].path) if differences else None
+    if index is not None and int(index.group(1)) < len(failure.observations):
+        observation = failure.observations[int(index.group(1))]
+        events = observation.get("events") or [observation.get("event", "")]
+        return str(events[0])
+    return ""
+
+
+_OBSERVATION_INDEX = re.compile(r"observations\[(\d+)\]")
+
+
+def mentions(obs: Observation, event: str) -> bool:
+    """Does an observation concern `event` (its own, or in a batch, ack or timeout)?"""
+    return obs.get("event") == event or any(
+        event in obs.get(field, ()) for field in ("events", "removed")
+    )
+
+
 def _steps(
     config: Any, ops: list[Op], shrunk: Shrunk, impl_spec: str, name: str
-) -> tuple[tuple[SideRow, ...], str, str, tuple[NarrativeLine, ...], str]:
-    """Run the minimal trace on model and impl side by side; words and diagram."""
+) -> tuple[tuple[SideRow, ...], str, str, tuple[NarrativeLine, ...], str, tuple[str, ...]]:
+    """Run the minimal trace on model and impl side by side; words, diagram, and the life
+    of the event the failure is about (its id first, then one line per happening)."""
     model = make_engine("model", config)
     impl = load_impl(impl_spec)(config)
     narrator = Narrator(config)
@@ -526,4 +562,11 @@ def _steps(
     if len(narrative) > MAX_NARRATIVE:
         narrative = narrative[-MAX_NARRATIVE:]
     svg = render_sequence_svg(sequence_diagram(config, steps, failure.index))
-    return side, side_note, step, tuple(narrative), svg
+    event = failure_event(failure)
+    life = [
+        f"{here} {describe(obs)}"
+        for here, _, observations in steps
+        for obs in observations
+        if event and mentions(obs, event)
+    ]
+    return side, side_note, step, tuple(narrative), svg, (event, *life) if life else ()

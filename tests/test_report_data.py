@@ -46,6 +46,17 @@ def test_report_data_of_planted_r20_bug(tmp_path: Path) -> None:
     assert group["signature"] == "P1 tick observations[].events_resent"
     assert group["count"] == 1
     example = group["example"]
+    # The life of 1:1 in the minimal trace (put a, put b, tick 2000, tick 500), by hand:
+    # batch_size 2 sends [1:1, 1:2] at 0 (7 bytes each); at 2000 the ack is overdue
+    # (R20), next_retry_at 2500; at 2500 the batch goes again, both flagged (R15).
+    assert example["event"] == "1:1"
+    assert example["event_life"] == [
+        "resend.min.jsonl:2 site 1 wrote 1:1 (create a, [1,0,1]), queued on ny",
+        "resend.min.jsonl:3 ny sent batch 1 [1:1, 1:2] (14 bytes full, 0 delta)",
+        "resend.min.jsonl:4 ny timed out on batch 1 [1:1, 1:2], will resend them",
+        "resend.min.jsonl:5 ny sent batch 2 [1:1, 1:2] (14 bytes full, 0 delta, "
+        "2 resent as possible duplicates)",
+    ]
     assert example["kept_lines"] == [2, 3, 8, 9]
     assert example["original_operations"] == 10
     assert example["step"].endswith("tick 500 → ny sent batch 2 [1:1, 1:2] (14 bytes full, "
