@@ -56,6 +56,7 @@ def write(
     event = GatewayEvent(
         event_id=event_id,
         origin=origin,
+        seq=seq,
         key=key,
         op=op,
         value=value,

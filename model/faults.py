@@ -11,7 +11,7 @@ from dataclasses import replace
 
 from immutables import Map
 
-from model.state import Failure, Sender, State
+from model.state import AppliedIds, Failure, Sender, State
 from traces.config import Config
 from traces.observations import Observation
 from traces.ops import Drop, DropAck, Fail, SiteDown, SiteUp
@@ -54,7 +54,7 @@ def site_up(config: Config, state: State, op: SiteUp) -> tuple[State, list[Obser
     senders = state.senders
     if op.wipe:
         floor = max(site.timestamp_floor, site.last_issued + 1)  # R21
-        site = replace(site, entries=Map(), applied=Map(), timestamp_floor=floor)
+        site = replace(site, entries=Map(), applied=AppliedIds(), timestamp_floor=floor)
         for sender in config.senders_at(op.site):
             current = senders[sender.id]
             fresh = Sender(

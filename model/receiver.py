@@ -39,11 +39,14 @@ def forward(
 ) -> tuple[Map[str, Sender], list[Observation]]:
     """R22: offer an event applied at `site_id` to that site's senders, in sorted id order."""
     senders_here = config.senders_at(site_id)
+    offered = [
+        s for s in senders_here if s.remote != event.origin and s.remote not in event.recipients
+    ]
+    if not offered:
+        return senders, []
     recipients = event.recipients | {s.remote for s in senders_here}
     observations: list[Observation] = []
-    for sender in senders_here:
-        if sender.remote == event.origin or sender.remote in event.recipients:
-            continue
+    for sender in offered:
         copy = replace(event, recipients=recipients, possible_duplicate=False, enqueued_at=now)
         current = senders[sender.id]
         senders = senders.set(sender.id, replace(current, queue=current.queue.append(copy)))
@@ -95,7 +98,7 @@ def deliver(config: Config, state: State, sender_id: str) -> tuple[State, list[O
         exception: str | None = None
         built: Value | None = None
         current = entries.get(event.key)
-        if event.event_id in applied:  # R16.1
+        if (event.origin, event.seq) in applied:  # R16.1
             status = "duplicate"
         else:
             failures, exception, retries = attempt(retry_attempts, failures, site_id, event.key)
@@ -116,7 +119,7 @@ def deliver(config: Config, state: State, sender_id: str) -> tuple[State, list[O
                     assert event.delta is not None
                     value = built = {**current.value, **event.delta}
                 entries = entries.set(event.key, Entry(value, event.version))
-                applied = applied.set(event.event_id, True)
+                applied = applied.add((event.origin, event.seq))
         counts[_STAT_OF_STATUS[status]] += 1
         observation: Observation = {
             "kind": "applied",

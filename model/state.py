@@ -2,8 +2,9 @@
 
 Nothing here is ever mutated once built; a step returns new records and shares the rest.
 Maps are `immutables.Map` (a hash array mapped trie) so that one step costs the same
-whatever the number of keys or events already seen, and queues are `Seq`, a persistent
-sequence on top of such a map.
+whatever the number of keys or events already seen, queues are `Seq`, a persistent
+sequence on top of such a map, and R16.1's applied-event memory is `AppliedIds`, bitmaps
+in such a map (one bit per event, so a long run does not fill memory with event ids).
 """
 
 from __future__ import annotations
@@ -59,6 +60,30 @@ class Seq(Generic[T]):
         return Seq(start, items)
 
 
+BLOCK = 1024
+"""Sequence numbers per bitmap of `AppliedIds`."""
+
+
+@dataclass(frozen=True, slots=True)
+class AppliedIds:
+    """A persistent set of event ids (origin, seq): R16.1's memory of one site.
+
+    Bit `seq % BLOCK` of the integer at key `(origin, seq // BLOCK)` is set iff the event
+    `origin:seq` is in the set; an absent key is the bitmap 0 (none of its events).
+    """
+
+    blocks: Map[tuple[int, int], int] = Map()
+
+    def __contains__(self, event_id: tuple[int, int]) -> bool:
+        origin, seq = event_id
+        return (self.blocks.get((origin, seq // BLOCK), 0) >> (seq % BLOCK)) & 1 == 1
+
+    def add(self, event_id: tuple[int, int]) -> AppliedIds:
+        origin, seq = event_id
+        key = (origin, seq // BLOCK)
+        return AppliedIds(self.blocks.set(key, self.blocks.get(key, 0) | 1 << (seq % BLOCK)))
+
+
 @dataclass(frozen=True, slots=True)
 class Entry:
     """R2: a region entry; `value` None is a tombstone."""
@@ -71,8 +96,9 @@ class Entry:
 class GatewayEvent:
     """R11/R22: one queued gateway event. It always keeps its full value (or tombstone)."""
 
-    event_id: str
+    event_id: str  # "origin:seq"
     origin: int
+    seq: int  # R3: the origin's sequence number of the write
     key: str
     op: OpLabel
     value: Value | None
@@ -157,7 +183,7 @@ class Site:
     timestamp_floor: int = 0  # R9, R21: no tag issued here has a smaller timestamp
     last_issued: int = -1  # R21: the largest timestamp of a tag issued here (-1: none)
     entries: Map[str, Entry] = Map()
-    applied: Map[str, bool] = Map()  # ids applied with status ok; used as a set
+    applied: AppliedIds = AppliedIds()  # R16.1: (origin, seq) of events applied with status ok
     stats: SiteStats = SiteStats()
 
 
