@@ -7,7 +7,6 @@ early: 1 duplicate, 2 injected failure (with retries), 3 conflict, 4 delta base,
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import replace
 
 from immutables import Map
 
@@ -47,9 +46,9 @@ def forward(
     recipients = event.recipients | {s.remote for s in senders_here}
     observations: list[Observation] = []
     for sender in offered:
-        copy = replace(event, recipients=recipients, possible_duplicate=False, enqueued_at=now)
+        copy = event._replace(recipients=recipients, possible_duplicate=False, enqueued_at=now)
         current = senders[sender.id]
-        senders = senders.set(sender.id, replace(current, queue=current.queue.append(copy)))
+        senders = senders.set(sender.id, current._replace(queue=current.queue.append(copy)))
         observations.append(
             {"kind": "forwarded", "site": site_id, "sender": sender.id, "event": event.event_id}
         )
@@ -72,7 +71,7 @@ def attempt(
     succeeded = failed_attempts < allowed
     attempts = failed_attempts + (1 if succeeded else 0)
     failures = failures.set(
-        (site_id, key), replace(failure, remaining=failure.remaining - failed_attempts)
+        (site_id, key), failure._replace(remaining=failure.remaining - failed_attempts)
     )
     return failures, None if succeeded else failure.exception, attempts - 1
 
@@ -139,19 +138,16 @@ def deliver(config: Config, state: State, sender_id: str) -> tuple[State, list[O
             senders, forwarded = forward(config, senders, site_id, event, state.time)  # R22
             observations.extend(forwarded)
     stats = site.stats
-    site = replace(
-        site,
+    site = site._replace(
         entries=entries,
         applied=applied,
-        stats=replace(stats, **{name: getattr(stats, name) + n for name, n in counts.items()}),
+        stats=stats._replace(**{name: getattr(stats, name) + n for name, n in counts.items()}),
     )
-    updated = replace(
-        senders[sender_id],
+    updated = senders[sender_id]._replace(
         batch_message=None,
         ack_message=AckMessage(message.batch_id, tuple(statuses)),  # R17
     )
-    return replace(
-        state,
+    return state._replace(
         sites=state.sites.set(site_id, site),
         senders=senders.set(sender_id, updated),
         failures=failures,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Generic, Literal, TypeVar
+from typing import Generic, Literal, NamedTuple, TypeVar
 
 from immutables import Map
 
@@ -84,16 +84,14 @@ class AppliedIds:
         return AppliedIds(self.blocks.set(key, self.blocks.get(key, 0) | 1 << (seq % BLOCK)))
 
 
-@dataclass(frozen=True, slots=True)
-class Entry:
+class Entry(NamedTuple):
     """R2: a region entry; `value` None is a tombstone."""
 
     value: Value | None
     version: Tag
 
 
-@dataclass(frozen=True, slots=True)
-class GatewayEvent:
+class GatewayEvent(NamedTuple):
     """R11/R22: one queued gateway event. It always keeps its full value (or tombstone)."""
 
     event_id: str  # "origin:seq"
@@ -111,24 +109,21 @@ class GatewayEvent:
     enqueued_at: int
 
 
-@dataclass(frozen=True, slots=True)
-class BatchMessage:
+class BatchMessage(NamedTuple):
     """A batch in the network (R15): events as shipped, each with 'ships as delta' (R14)."""
 
     batch_id: int
     events: tuple[tuple[GatewayEvent, bool], ...]
 
 
-@dataclass(frozen=True, slots=True)
-class AckMessage:
+class AckMessage(NamedTuple):
     """R17: the receiver's answer: one (status, exception) per event of the batch."""
 
     batch_id: int
     statuses: tuple[tuple[Status, str | None], ...]
 
 
-@dataclass(frozen=True, slots=True)
-class InFlight:
+class InFlight(NamedTuple):
     """R13: the one unacknowledged batch; its events are the queue's first ones."""
 
     batch_id: int
@@ -136,8 +131,7 @@ class InFlight:
     sent_at: int
 
 
-@dataclass(frozen=True, slots=True)
-class DeadLetter:
+class DeadLetter(NamedTuple):
     """R24: a dead-letter record; `value` is absent (None, has_value False) when secure."""
 
     event_id: str
@@ -150,8 +144,7 @@ class DeadLetter:
     has_value: bool
 
 
-@dataclass(frozen=True, slots=True)
-class SiteStats:
+class SiteStats(NamedTuple):
     applied: int = 0
     duplicates: int = 0
     conflicts: int = 0
@@ -160,8 +153,7 @@ class SiteStats:
     invalid_deltas: int = 0
 
 
-@dataclass(frozen=True, slots=True)
-class SenderStats:
+class SenderStats(NamedTuple):
     batches_sent: int = 0
     events_sent: int = 0
     events_resent: int = 0
@@ -174,8 +166,7 @@ class SenderStats:
     dlq_records: int = 0
 
 
-@dataclass(frozen=True, slots=True)
-class Site:
+class Site(NamedTuple):
     """R1: one distributed system: its region, its applied-event memory (R16.1), counters."""
 
     up: bool = True
@@ -187,8 +178,7 @@ class Site:
     stats: SiteStats = SiteStats()
 
 
-@dataclass(frozen=True, slots=True)
-class Sender:
+class Sender(NamedTuple):
     """A gateway sender's state (R12-R15, R18-R20, R24)."""
 
     queue: Seq[GatewayEvent] = Seq()
@@ -201,16 +191,14 @@ class Sender:
     dead_letters: Seq[DeadLetter] = Seq()
 
 
-@dataclass(frozen=True, slots=True)
-class Failure:
+class Failure(NamedTuple):
     """An injected receiver failure (`fail`): attempts left and the exception name."""
 
     exception: str
     remaining: int
 
 
-@dataclass(frozen=True, slots=True)
-class State:
+class State(NamedTuple):
     time: int
     sites: Map[int, Site]
     senders: Map[str, Sender]
