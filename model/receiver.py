@@ -80,7 +80,8 @@ def deliver(config: Config, state: State, sender_id: str) -> tuple[State, list[O
     """R16, R17: the remote site applies the batch in the network and answers with an ack.
 
     The site's region, applied-event memory and counters are carried through the batch
-    in local variables and stored once at the end.
+    in local variables and stored once at the end; the region as a private mutable copy
+    (`Map.mutate`, turned back into a Map by `finish`): the old state's map never changes.
     """
     sender = config.sender(sender_id)
     site_id = sender.remote
@@ -88,7 +89,8 @@ def deliver(config: Config, state: State, sender_id: str) -> tuple[State, list[O
     message = state.senders[sender_id].batch_message
     assert message is not None  # enabled() guarantees the batch is in the network
     site = state.sites[site_id]
-    entries, applied, failures, senders = site.entries, site.applied, state.failures, state.senders
+    entries = site.entries.mutate()
+    applied, failures, senders = site.applied, state.failures, state.senders
     counts = Counter[str]()
     observations: list[Observation] = []
     statuses: list[tuple[Status, str | None]] = []
@@ -117,7 +119,7 @@ def deliver(config: Config, state: State, sender_id: str) -> tuple[State, list[O
                     assert current is not None and current.value is not None
                     assert event.delta is not None
                     value = built = {**current.value, **event.delta}
-                entries = entries.set(event.key, Entry(value, event.version))
+                entries.set(event.key, Entry(value, event.version))
                 applied = applied.add((event.origin, event.seq))
         counts[_STAT_OF_STATUS[status]] += 1
         observation: Observation = {
@@ -139,7 +141,7 @@ def deliver(config: Config, state: State, sender_id: str) -> tuple[State, list[O
             observations.extend(forwarded)
     stats = site.stats
     site = site._replace(
-        entries=entries,
+        entries=entries.finish(),
         applied=applied,
         stats=stats._replace(**{name: getattr(stats, name) + n for name, n in counts.items()}),
     )

@@ -1,6 +1,7 @@
 """The model's state: immutable records only (R1, R2, R12, R13, R24's dead letters).
 
 Nothing here is ever mutated once built; a step returns new records and shares the rest.
+Records are NamedTuples (tuples: they cannot change; `_replace` builds a changed copy).
 Maps are `immutables.Map` (a hash array mapped trie) so that one step costs the same
 whatever the number of keys or events already seen, queues are `Seq`, a persistent
 sequence on top of such a map, and R16.1's applied-event memory is `AppliedIds`, bitmaps
@@ -51,13 +52,13 @@ class Seq(Generic[T]):
 
     def replace_prefix(self, count: int, new_items: tuple[T, ...]) -> Seq[T]:
         """The sequence with its first `count` items replaced by `new_items`."""
-        items = self.items
-        for i in range(count):
-            items = items.delete(self.start + i)
         start = self.start + count - len(new_items)
+        items = self.items.mutate()  # a private copy: `self.items` never changes
+        for i in range(count):
+            del items[self.start + i]
         for i, item in enumerate(new_items):
-            items = items.set(start + i, item)
-        return Seq(start, items)
+            items[start + i] = item
+        return Seq(start, items.finish())
 
 
 BLOCK = 1024
