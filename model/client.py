@@ -7,8 +7,6 @@ origin site (R11).
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from model.state import Entry, GatewayEvent, OpLabel, Sender, State, Tag
 from traces.config import Config
 from traces.observations import Observation
@@ -46,8 +44,7 @@ def write(
     version = local_version(current, origin, state.time, site.timestamp_floor)
     seq = site.seq + 1  # R3
     event_id = f"{origin}:{seq}"
-    site = replace(
-        site,
+    site = site._replace(
         seq=seq,
         entries=site.entries.set(key, Entry(value, version)),
         last_issued=max(site.last_issued, version[1]),
@@ -56,6 +53,7 @@ def write(
     event = GatewayEvent(
         event_id=event_id,
         origin=origin,
+        seq=seq,
         key=key,
         op=op,
         value=value,
@@ -70,7 +68,7 @@ def write(
     senders = state.senders
     for sender_config in senders_here:
         sender: Sender = senders[sender_config.id]
-        senders = senders.set(sender_config.id, replace(sender, queue=sender.queue.append(event)))
+        senders = senders.set(sender_config.id, sender._replace(queue=sender.queue.append(event)))
     observation: Observation = {
         "kind": "enqueued",
         "site": origin,
@@ -81,7 +79,7 @@ def write(
         "value": value,
         "senders": [s.id for s in senders_here],
     }
-    return replace(state, sites=state.sites.set(origin, site), senders=senders), observation
+    return state._replace(sites=state.sites.set(origin, site), senders=senders), observation
 
 
 def put(config: Config, state: State, op: Put) -> tuple[State, list[Observation]]:

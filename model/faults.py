@@ -7,11 +7,9 @@ lives on disk (counters, dead letters) and its sequence numbers survive.
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from immutables import Map
 
-from model.state import Failure, Sender, State
+from model.state import AppliedIds, Failure, Sender, State
 from traces.config import Config
 from traces.observations import Observation
 from traces.ops import Drop, DropAck, Fail, SiteDown, SiteUp
@@ -20,21 +18,21 @@ from traces.ops import Drop, DropAck, Fail, SiteDown, SiteUp
 def drop(config: Config, state: State, op: Drop) -> tuple[State, list[Observation]]:
     """The network loses the sender's batch message; the sender will time out (R20)."""
     current = state.senders[op.sender]
-    updated = replace(current, batch_message=None)
-    return replace(state, senders=state.senders.set(op.sender, updated)), []
+    updated = current._replace(batch_message=None)
+    return state._replace(senders=state.senders.set(op.sender, updated)), []
 
 
 def drop_ack(config: Config, state: State, op: DropAck) -> tuple[State, list[Observation]]:
     """The network loses the ack message; the sender will time out and resend (R20)."""
     current = state.senders[op.sender]
-    updated = replace(current, ack_message=None)
-    return replace(state, senders=state.senders.set(op.sender, updated)), []
+    updated = current._replace(ack_message=None)
+    return state._replace(senders=state.senders.set(op.sender, updated)), []
 
 
 def fail(config: Config, state: State, op: Fail) -> tuple[State, list[Observation]]:
     """Inject `times` failing apply attempts at (site, key); replaces an earlier one (§3)."""
     failures = state.failures.set((op.site, op.key), Failure(op.exception, op.times))
-    return replace(state, failures=failures), []
+    return state._replace(failures=failures), []
 
 
 def site_down(config: Config, state: State, op: SiteDown) -> tuple[State, list[Observation]]:
@@ -43,18 +41,18 @@ def site_down(config: Config, state: State, op: SiteDown) -> tuple[State, list[O
     for sender in config.senders:
         if op.site in (sender.site, sender.remote):
             current = senders[sender.id]
-            senders = senders.set(sender.id, replace(current, batch_message=None, ack_message=None))
-    sites = state.sites.set(op.site, replace(state.sites[op.site], up=False))
-    return replace(state, sites=sites, senders=senders), []
+            senders = senders.set(sender.id, current._replace(batch_message=None, ack_message=None))
+    sites = state.sites.set(op.site, state.sites[op.site]._replace(up=False))
+    return state._replace(sites=sites, senders=senders), []
 
 
 def site_up(config: Config, state: State, op: SiteUp) -> tuple[State, list[Observation]]:
     """R21: the site restarts; with `wipe` its region, memory and queues start empty."""
-    site = replace(state.sites[op.site], up=True)
+    site = state.sites[op.site]._replace(up=True)
     senders = state.senders
     if op.wipe:
         floor = max(site.timestamp_floor, site.last_issued + 1)  # R21
-        site = replace(site, entries=Map(), applied=Map(), timestamp_floor=floor)
+        site = site._replace(entries=Map(), applied=AppliedIds(), timestamp_floor=floor)
         for sender in config.senders_at(op.site):
             current = senders[sender.id]
             fresh = Sender(
@@ -63,4 +61,4 @@ def site_up(config: Config, state: State, op: SiteUp) -> tuple[State, list[Obser
                 dead_letters=current.dead_letters,
             )
             senders = senders.set(sender.id, fresh)
-    return replace(state, sites=state.sites.set(op.site, site), senders=senders), []
+    return state._replace(sites=state.sites.set(op.site, site), senders=senders), []

@@ -7,7 +7,6 @@ early: 1 duplicate, 2 injected failure (with retries), 3 conflict, 4 delta base,
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import replace
 
 from immutables import Map
 
@@ -39,14 +38,17 @@ def forward(
 ) -> tuple[Map[str, Sender], list[Observation]]:
     """R22: offer an event applied at `site_id` to that site's senders, in sorted id order."""
     senders_here = config.senders_at(site_id)
+    offered = [
+        s for s in senders_here if s.remote != event.origin and s.remote not in event.recipients
+    ]
+    if not offered:
+        return senders, []
     recipients = event.recipients | {s.remote for s in senders_here}
     observations: list[Observation] = []
-    for sender in senders_here:
-        if sender.remote == event.origin or sender.remote in event.recipients:
-            continue
-        copy = replace(event, recipients=recipients, possible_duplicate=False, enqueued_at=now)
+    for sender in offered:
+        copy = event._replace(recipients=recipients, possible_duplicate=False, enqueued_at=now)
         current = senders[sender.id]
-        senders = senders.set(sender.id, replace(current, queue=current.queue.append(copy)))
+        senders = senders.set(sender.id, current._replace(queue=current.queue.append(copy)))
         observations.append(
             {"kind": "forwarded", "site": site_id, "sender": sender.id, "event": event.event_id}
         )
@@ -69,7 +71,7 @@ def attempt(
     succeeded = failed_attempts < allowed
     attempts = failed_attempts + (1 if succeeded else 0)
     failures = failures.set(
-        (site_id, key), replace(failure, remaining=failure.remaining - failed_attempts)
+        (site_id, key), failure._replace(remaining=failure.remaining - failed_attempts)
     )
     return failures, None if succeeded else failure.exception, attempts - 1
 
@@ -78,7 +80,8 @@ def deliver(config: Config, state: State, sender_id: str) -> tuple[State, list[O
     """R16, R17: the remote site applies the batch in the network and answers with an ack.
 
     The site's region, applied-event memory and counters are carried through the batch
-    in local variables and stored once at the end.
+    in local variables and stored once at the end; the region as a private mutable copy
+    (`Map.mutate`, turned back into a Map by `finish`): the old state's map never changes.
     """
     sender = config.sender(sender_id)
     site_id = sender.remote
@@ -86,7 +89,8 @@ def deliver(config: Config, state: State, sender_id: str) -> tuple[State, list[O
     message = state.senders[sender_id].batch_message
     assert message is not None  # enabled() guarantees the batch is in the network
     site = state.sites[site_id]
-    entries, applied, failures, senders = site.entries, site.applied, state.failures, state.senders
+    entries = site.entries.mutate()
+    applied, failures, senders = site.applied, state.failures, state.senders
     counts = Counter[str]()
     observations: list[Observation] = []
     statuses: list[tuple[Status, str | None]] = []
@@ -95,7 +99,7 @@ def deliver(config: Config, state: State, sender_id: str) -> tuple[State, list[O
         exception: str | None = None
         built: Value | None = None
         current = entries.get(event.key)
-        if event.event_id in applied:  # R16.1
+        if (event.origin, event.seq) in applied:  # R16.1
             status = "duplicate"
         else:
             failures, exception, retries = attempt(retry_attempts, failures, site_id, event.key)
@@ -115,8 +119,8 @@ def deliver(config: Config, state: State, sender_id: str) -> tuple[State, list[O
                     assert current is not None and current.value is not None
                     assert event.delta is not None
                     value = built = {**current.value, **event.delta}
-                entries = entries.set(event.key, Entry(value, event.version))
-                applied = applied.set(event.event_id, True)
+                entries.set(event.key, Entry(value, event.version))
+                applied = applied.add((event.origin, event.seq))
         counts[_STAT_OF_STATUS[status]] += 1
         observation: Observation = {
             "kind": "applied",
@@ -136,19 +140,16 @@ def deliver(config: Config, state: State, sender_id: str) -> tuple[State, list[O
             senders, forwarded = forward(config, senders, site_id, event, state.time)  # R22
             observations.extend(forwarded)
     stats = site.stats
-    site = replace(
-        site,
-        entries=entries,
+    site = site._replace(
+        entries=entries.finish(),
         applied=applied,
-        stats=replace(stats, **{name: getattr(stats, name) + n for name, n in counts.items()}),
+        stats=stats._replace(**{name: getattr(stats, name) + n for name, n in counts.items()}),
     )
-    updated = replace(
-        senders[sender_id],
+    updated = senders[sender_id]._replace(
         batch_message=None,
         ack_message=AckMessage(message.batch_id, tuple(statuses)),  # R17
     )
-    return replace(
-        state,
+    return state._replace(
         sites=state.sites.set(site_id, site),
         senders=senders.set(sender_id, updated),
         failures=failures,

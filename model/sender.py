@@ -7,8 +7,6 @@ queue's prefix, so a sent, timed-out or acknowledged batch is addressed by its l
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from model.state import BatchMessage, DeadLetter, GatewayEvent, InFlight, Sender, State
 from traces.canonical import size
 from traces.config import Config, SenderConfig
@@ -46,13 +44,12 @@ def flush(config: Config, state: State, sender: SenderConfig) -> tuple[State, li
     ):
         return state, []
     if not state.sites[sender.remote].up:
-        updated = replace(
-            current,
+        updated = current._replace(
             next_retry_at=now + sender.retry_interval_ms,
-            stats=replace(current.stats, connection_failures=current.stats.connection_failures + 1),
+            stats=current.stats._replace(connection_failures=current.stats.connection_failures + 1),
         )
         observation = {"kind": "connection_failed", "sender": sender.id, "remote": sender.remote}
-        return replace(state, senders=state.senders.set(sender.id, updated)), [observation]
+        return state._replace(senders=state.senders.set(sender.id, updated)), [observation]
     events = current.queue.prefix(sender.batch_size)
     shipped = tuple((event, ships_as_delta(sender, event)) for event in events)
     batch_id = current.last_batch_id + 1
@@ -60,13 +57,11 @@ def flush(config: Config, state: State, sender: SenderConfig) -> tuple[State, li
     bytes_delta = sum(shipped_bytes(e, True) for e, as_delta in shipped if as_delta)
     resent = sum(1 for e in events if e.possible_duplicate)
     stats = current.stats
-    updated = replace(
-        current,
+    updated = current._replace(
         in_flight=InFlight(batch_id, tuple(e.event_id for e in events), now),
         last_batch_id=batch_id,
         batch_message=BatchMessage(batch_id, shipped),
-        stats=replace(
-            stats,
+        stats=stats._replace(
             batches_sent=stats.batches_sent + 1,
             events_sent=stats.events_sent + len(events),
             events_resent=stats.events_resent + resent,
@@ -83,7 +78,7 @@ def flush(config: Config, state: State, sender: SenderConfig) -> tuple[State, li
         "bytes_delta": bytes_delta,
         "events_resent": resent,
     }
-    return replace(state, senders=state.senders.set(sender.id, updated)), [observation]
+    return state._replace(senders=state.senders.set(sender.id, updated)), [observation]
 
 
 def dead_letter(sender: SenderConfig, event: GatewayEvent, exception: str) -> DeadLetter:
@@ -114,8 +109,8 @@ def deliver_ack(config: Config, state: State, sender_id: str) -> tuple[State, li
     dead_letters = current.dead_letters
     for event, (status, exception) in zip(batch, ack.statuses, strict=True):
         if status == "invalid_delta":  # R19: stays at the head, converted to full
-            kept.append(replace(event, converted=True))
-            stats = replace(stats, invalid_deltas=stats.invalid_deltas + 1)
+            kept.append(event._replace(converted=True))
+            stats = stats._replace(invalid_deltas=stats.invalid_deltas + 1)
             follow_ups.append(
                 {"kind": "invalid_delta", "sender": sender_id, "event": event.event_id}
             )
@@ -126,16 +121,15 @@ def deliver_ack(config: Config, state: State, sender_id: str) -> tuple[State, li
         assert exception is not None
         if sender.failure_listener == "dlq":  # R24
             dead_letters = dead_letters.append(dead_letter(sender, event, exception))
-            stats = replace(stats, dlq_records=stats.dlq_records + 1)
+            stats = stats._replace(dlq_records=stats.dlq_records + 1)
             kind = "dlq"
         else:  # R18: Geode's default listener logs and drops: data loss
-            stats = replace(stats, events_dropped=stats.events_dropped + 1)
+            stats = stats._replace(events_dropped=stats.events_dropped + 1)
             kind = "dropped"
         follow_ups.append(
             {"kind": kind, "sender": sender_id, "event": event.event_id, "exception": exception}
         )
-    updated = replace(
-        current,
+    updated = current._replace(
         queue=current.queue.replace_prefix(len(batch), tuple(kept)),
         in_flight=None,
         ack_message=None,
@@ -148,7 +142,7 @@ def deliver_ack(config: Config, state: State, sender_id: str) -> tuple[State, li
         "batch_id": ack.batch_id,
         "removed": removed,
     }
-    return replace(state, senders=state.senders.set(sender_id, updated)), [acked, *follow_ups]
+    return state._replace(senders=state.senders.set(sender_id, updated)), [acked, *follow_ups]
 
 
 def timeouts(config: Config, state: State) -> tuple[State, list[Observation]]:
@@ -166,18 +160,17 @@ def timeouts(config: Config, state: State) -> tuple[State, list[Observation]]:
             continue
         count = len(in_flight.event_ids)
         flagged = tuple(
-            replace(event, possible_duplicate=True) for event in current.queue.prefix(count)
+            event._replace(possible_duplicate=True) for event in current.queue.prefix(count)
         )
-        updated = replace(
-            current,
+        updated = current._replace(
             queue=current.queue.replace_prefix(count, flagged),
             in_flight=None,
             batch_message=None,
             ack_message=None,
             next_retry_at=now + sender.retry_interval_ms,
-            stats=replace(current.stats, batches_timed_out=current.stats.batches_timed_out + 1),
+            stats=current.stats._replace(batches_timed_out=current.stats.batches_timed_out + 1),
         )
-        state = replace(state, senders=state.senders.set(sender.id, updated))
+        state = state._replace(senders=state.senders.set(sender.id, updated))
         observations.append(
             {
                 "kind": "timeout",

@@ -1,16 +1,18 @@
 """The model's state: immutable records only (R1, R2, R12, R13, R24's dead letters).
 
 Nothing here is ever mutated once built; a step returns new records and shares the rest.
+Records are NamedTuples (tuples: they cannot change; `_replace` builds a changed copy).
 Maps are `immutables.Map` (a hash array mapped trie) so that one step costs the same
-whatever the number of keys or events already seen, and queues are `Seq`, a persistent
-sequence on top of such a map.
+whatever the number of keys or events already seen, queues are `Seq`, a persistent
+sequence on top of such a map, and R16.1's applied-event memory is `AppliedIds`, bitmaps
+in such a map (one bit per event, so a long run does not fill memory with event ids).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Generic, Literal, TypeVar
+from typing import Generic, Literal, NamedTuple, TypeVar
 
 from immutables import Map
 
@@ -50,29 +52,52 @@ class Seq(Generic[T]):
 
     def replace_prefix(self, count: int, new_items: tuple[T, ...]) -> Seq[T]:
         """The sequence with its first `count` items replaced by `new_items`."""
-        items = self.items
-        for i in range(count):
-            items = items.delete(self.start + i)
         start = self.start + count - len(new_items)
+        items = self.items.mutate()  # a private copy: `self.items` never changes
+        for i in range(count):
+            del items[self.start + i]
         for i, item in enumerate(new_items):
-            items = items.set(start + i, item)
-        return Seq(start, items)
+            items[start + i] = item
+        return Seq(start, items.finish())
+
+
+BLOCK = 1024
+"""Sequence numbers per bitmap of `AppliedIds`."""
 
 
 @dataclass(frozen=True, slots=True)
-class Entry:
+class AppliedIds:
+    """A persistent set of event ids (origin, seq): R16.1's memory of one site.
+
+    Bit `seq % BLOCK` of the integer at key `(origin, seq // BLOCK)` is set iff the event
+    `origin:seq` is in the set; an absent key is the bitmap 0 (none of its events).
+    """
+
+    blocks: Map[tuple[int, int], int] = Map()
+
+    def __contains__(self, event_id: tuple[int, int]) -> bool:
+        origin, seq = event_id
+        return (self.blocks.get((origin, seq // BLOCK), 0) >> (seq % BLOCK)) & 1 == 1
+
+    def add(self, event_id: tuple[int, int]) -> AppliedIds:
+        origin, seq = event_id
+        key = (origin, seq // BLOCK)
+        return AppliedIds(self.blocks.set(key, self.blocks.get(key, 0) | 1 << (seq % BLOCK)))
+
+
+class Entry(NamedTuple):
     """R2: a region entry; `value` None is a tombstone."""
 
     value: Value | None
     version: Tag
 
 
-@dataclass(frozen=True, slots=True)
-class GatewayEvent:
+class GatewayEvent(NamedTuple):
     """R11/R22: one queued gateway event. It always keeps its full value (or tombstone)."""
 
-    event_id: str
+    event_id: str  # "origin:seq"
     origin: int
+    seq: int  # R3: the origin's sequence number of the write
     key: str
     op: OpLabel
     value: Value | None
@@ -85,24 +110,21 @@ class GatewayEvent:
     enqueued_at: int
 
 
-@dataclass(frozen=True, slots=True)
-class BatchMessage:
+class BatchMessage(NamedTuple):
     """A batch in the network (R15): events as shipped, each with 'ships as delta' (R14)."""
 
     batch_id: int
     events: tuple[tuple[GatewayEvent, bool], ...]
 
 
-@dataclass(frozen=True, slots=True)
-class AckMessage:
+class AckMessage(NamedTuple):
     """R17: the receiver's answer: one (status, exception) per event of the batch."""
 
     batch_id: int
     statuses: tuple[tuple[Status, str | None], ...]
 
 
-@dataclass(frozen=True, slots=True)
-class InFlight:
+class InFlight(NamedTuple):
     """R13: the one unacknowledged batch; its events are the queue's first ones."""
 
     batch_id: int
@@ -110,8 +132,7 @@ class InFlight:
     sent_at: int
 
 
-@dataclass(frozen=True, slots=True)
-class DeadLetter:
+class DeadLetter(NamedTuple):
     """R24: a dead-letter record; `value` is absent (None, has_value False) when secure."""
 
     event_id: str
@@ -124,8 +145,7 @@ class DeadLetter:
     has_value: bool
 
 
-@dataclass(frozen=True, slots=True)
-class SiteStats:
+class SiteStats(NamedTuple):
     applied: int = 0
     duplicates: int = 0
     conflicts: int = 0
@@ -134,8 +154,7 @@ class SiteStats:
     invalid_deltas: int = 0
 
 
-@dataclass(frozen=True, slots=True)
-class SenderStats:
+class SenderStats(NamedTuple):
     batches_sent: int = 0
     events_sent: int = 0
     events_resent: int = 0
@@ -148,8 +167,7 @@ class SenderStats:
     dlq_records: int = 0
 
 
-@dataclass(frozen=True, slots=True)
-class Site:
+class Site(NamedTuple):
     """R1: one distributed system: its region, its applied-event memory (R16.1), counters."""
 
     up: bool = True
@@ -157,12 +175,11 @@ class Site:
     timestamp_floor: int = 0  # R9, R21: no tag issued here has a smaller timestamp
     last_issued: int = -1  # R21: the largest timestamp of a tag issued here (-1: none)
     entries: Map[str, Entry] = Map()
-    applied: Map[str, bool] = Map()  # ids applied with status ok; used as a set
+    applied: AppliedIds = AppliedIds()  # R16.1: (origin, seq) of events applied with status ok
     stats: SiteStats = SiteStats()
 
 
-@dataclass(frozen=True, slots=True)
-class Sender:
+class Sender(NamedTuple):
     """A gateway sender's state (R12-R15, R18-R20, R24)."""
 
     queue: Seq[GatewayEvent] = Seq()
@@ -175,16 +192,14 @@ class Sender:
     dead_letters: Seq[DeadLetter] = Seq()
 
 
-@dataclass(frozen=True, slots=True)
-class Failure:
+class Failure(NamedTuple):
     """An injected receiver failure (`fail`): attempts left and the exception name."""
 
     exception: str
     remaining: int
 
 
-@dataclass(frozen=True, slots=True)
-class State:
+class State(NamedTuple):
     time: int
     sites: Map[int, Site]
     senders: Map[str, Sender]

@@ -11,7 +11,6 @@ so does the settle itself once it stops.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
 from typing import Any
 
 from immutables import Map
@@ -81,7 +80,7 @@ def enabled(config: Config, state: State, op: Op) -> bool:
 
 def _tick(config: Config, state: State, op: Tick) -> tuple[State, list[Observation]]:
     """R5: time advances only here; R20's timeouts follow."""
-    return sender.timeouts(config, replace(state, time=state.time + op.ms))
+    return sender.timeouts(config, state._replace(time=state.time + op.ms))
 
 
 def _settle(config: Config, state: State, op: Settle) -> tuple[State, list[Observation]]:

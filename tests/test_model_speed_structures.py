@@ -1,0 +1,116 @@
+"""The model's persistent containers (model/state.py): `AppliedIds` (R16.1's memory) and
+`Seq` (R12's queues, R24's dead letters), each against hand-derived values and, with
+Hypothesis, against a plain Python set or list; and the model against the impl on long
+steady traces whose sequence numbers cross several bitmap blocks (R16.1, P1)."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+from immutables import Map
+
+from conformance.agreement import first_divergence
+from model.state import BLOCK, AppliedIds, Seq
+from traces.generate import steady_workload
+
+Blocks = Map[tuple[int, int], int]
+
+
+def test_r16_1_applied_ids_hand_derived() -> None:
+    empty = AppliedIds()
+    one = empty.add((1, 5))
+    assert (1, 5) in one
+    assert (1, 4) not in one and (1, 6) not in one and (2, 5) not in one
+    assert (1, 5) not in empty  # adding never changes the set added to
+    assert one.blocks == Blocks({(1, 0): 1 << 5})
+    # BLOCK is 1024: seq 1023 is the last bit of block 0, 1024 and 1025 the first two of block 1.
+    assert BLOCK == 1024
+    edge = one.add((1, 1023)).add((1, 1024)).add((1, 1025)).add((3, 1024))
+    assert edge.blocks == Blocks({(1, 0): (1 << 5) | (1 << 1023), (1, 1): 0b11, (3, 1): 0b1})
+    assert [seq for seq in range(2050) if (1, seq) in edge] == [5, 1023, 1024, 1025]
+    assert [seq for seq in range(2050) if (3, seq) in edge] == [1024]
+    assert edge.add((1, 1024)) == edge  # adding a member changes nothing
+
+
+@given(
+    st.lists(st.tuples(st.booleans(), st.integers(1, 3), st.integers(0, 5 * BLOCK)), max_size=200)
+)
+def test_r16_1_applied_ids_is_a_set_of_event_ids(
+    actions: list[tuple[bool, int, int]],
+) -> None:
+    ids = AppliedIds()
+    plain: set[tuple[int, int]] = set()
+    history = [(ids, frozenset(plain))]
+    for is_add, origin, seq in actions:
+        if is_add:
+            ids = ids.add((origin, seq))
+            plain.add((origin, seq))
+            history.append((ids, frozenset(plain)))
+        assert ((origin, seq) in ids) == ((origin, seq) in plain)
+    for version, members in history:  # every earlier version still holds what it held
+        assert all(member in version for member in members)
+        assert all((o, s - 1) in version for o, s in members if (o, s - 1) in members)
+
+
+def test_seq_hand_derived() -> None:
+    empty: Seq[str] = Seq()
+    abc = empty.append("a").append("b").append("c")
+    assert list(abc) == ["a", "b", "c"] and len(abc) == 3 and abc[0] == "a"
+    assert abc.prefix(2) == ("a", "b") and abc.prefix(9) == ("a", "b", "c")
+    # An acknowledged batch of two leaves one event (R18): the queue starts one later.
+    acked = abc.replace_prefix(2, ())
+    assert list(acked) == ["c"] and acked.start == 2 and acked[0] == "c"
+    # A batch of two flagged on a timeout (R20) is replaced in place.
+    flagged = abc.replace_prefix(2, ("A", "B"))
+    assert list(flagged) == ["A", "B", "c"] and flagged.start == 0
+    # R19: of a batch of three, one event stays (converted) at the head.
+    kept = abc.replace_prefix(3, ("b'",))
+    assert list(kept) == ["b'"] and kept.start == 2
+    assert list(kept.append("d")) == ["b'", "d"]
+    assert list(abc) == ["a", "b", "c"] and list(empty) == []  # nothing built is changed
+
+
+@st.composite
+def seq_actions(draw: st.DrawFn) -> list[tuple[str, int, int]]:
+    return draw(
+        st.lists(
+            st.tuples(
+                st.sampled_from(["append", "replace_prefix"]),
+                st.integers(0, 6),
+                st.integers(0, 6),
+            ),
+            max_size=60,
+        )
+    )
+
+
+@given(seq_actions())
+def test_seq_is_a_list(actions: list[tuple[str, int, int]]) -> None:
+    seq: Seq[int] = Seq()
+    plain: list[int] = []
+    history = [(seq, list(plain))]
+    counter = 0
+    for action, count, new in actions:
+        if action == "append":
+            counter += 1
+            seq, plain = seq.append(counter), [*plain, counter]
+        else:
+            count = min(count, len(plain))
+            new = min(new, count)  # a batch's replacement is never longer than the batch
+            batch = tuple(range(-new, 0))
+            seq, plain = seq.replace_prefix(count, batch), [*batch, *plain[count:]]
+        history.append((seq, list(plain)))
+        assert list(seq) == plain and len(seq) == len(plain)
+        assert [seq[i] for i in range(len(plain))] == plain
+        assert seq.prefix(3) == tuple(plain[:3])
+    for version, items in history:
+        assert list(version) == items
+
+
+def test_p1_model_and_impl_agree_on_steady_traces_across_applied_blocks() -> None:
+    """2,240 events of one origin (seqs past 2 * BLOCK), with model and impl compared
+    after every operation (observations and observable state)."""
+    config, ops = steady_workload(3_200, keys=20, seed=0, batch_size=7)
+    assert sum(op.op in ("put", "delta") for op in ops) > 2 * BLOCK
+    _, divergence = first_divergence(config, ops)
+    assert divergence is None, divergence.describe()
