@@ -12,9 +12,13 @@ import json
 from typing import Any
 
 
+_ENCODE = json.JSONEncoder(sort_keys=True, separators=(",", ":")).encode
+"""R4's encoder, built once (`json.dumps` with options builds a new one on every call)."""
+
+
 def canonical_json(value: Any) -> str:
     """The one canonical text of a JSON value: sorted keys, no spaces."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+    return _ENCODE(value)
 
 
 def size(value: Any) -> int:
