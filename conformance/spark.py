@@ -50,7 +50,7 @@ from traces.parquet import (
     staging_directory,
     write_marker,
 )
-from traces.profiles import generate_trace, trace_ids
+from traces.profiles import generate_rows, generate_trace, trace_ids
 from wanconform.errors import WanconformError
 
 DEFAULT_MASTER = "local[*]"
@@ -168,11 +168,8 @@ def _generate_ops(
     for batch in indexes:
         for index in batch.column(0).to_pylist():
             trace_id, profile = ids[index]
-            _, stream = generate_trace(seed, trace_id, profile, ops)
-            for number, op in enumerate(stream):
-                full = batcher.add(trace_id, number + 2, op)
-                if full is not None:
-                    yield full
+            _, rows = generate_rows(seed, trace_id, profile, ops)
+            yield from batcher.add_trace(trace_id, rows)
     last = batcher.flush()
     if last is not None:
         yield last
