@@ -23,7 +23,7 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,7 +36,7 @@ from traces.canonical import canonical_json
 from traces.config import Config, parse_config
 from traces.generate import Row
 from traces.ops import Op, OpError, parse_op
-from traces.tracefile import decode_line, op_line, open_trace, trace_lines, where
+from traces.tracefile import decode_line, fast_path, op_line, open_trace, trace_lines, where
 from wanconform.errors import ConfigError, TraceError, WanconformError
 
 MARKER = "wanconform-traces.json"
@@ -168,6 +168,19 @@ def parse_op_cell(trace_id: str, seq: int, text: str, config: Config) -> Op:
         return parse_op(raw, config)
     except OpError as exc:
         raise TraceError(f"{where(trace_id, seq)}: {exc}") from None
+
+
+def op_parser(trace_id: str, config: Config) -> Callable[[int, str], Op]:
+    """`parse_op_cell` for one trace, made faster: a cell in canonical form (as the
+    generators and `convert` write it) takes the trace reader's fast validator
+    (`fast_path`); any other goes to `parse_op_cell`, which accepts it or names the field."""
+    fast = fast_path(config)
+
+    def parse(seq: int, text: str) -> Op:
+        op = fast(text.encode())
+        return op if op is not None else parse_op_cell(trace_id, seq, text, config)
+
+    return parse
 
 
 # -- the directory ------------------------------------------------------------------------
