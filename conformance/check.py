@@ -33,7 +33,7 @@ from traces.canonical import canonical_json
 from traces.config import Config
 from traces.observations import RECEIVER_STATUSES
 from traces.ops import Op, op_to_json
-from traces.parquet import FIRST_OP_SEQ, parse_config_cell, parse_op_cell
+from traces.parquet import FIRST_OP_SEQ, op_parser, parse_config_cell
 from traces.tracefile import where
 from wanconform.engine import EngineFactory
 from wanconform.errors import WanconformError
@@ -259,6 +259,7 @@ class _Current:
         self.config = config
         self.expected = expected
         self.last_seq = 1
+        self.parse = op_parser(trace_id, config)
 
 
 def check_batches(
@@ -306,7 +307,7 @@ def check_batches(
                         f"{where(trace_id, seq)}: seq: must be >= {FIRST_OP_SEQ} "
                         "(line 1 is the configuration)"
                     )
-                current.check.step(seq, parse_op_cell(trace_id, seq, text, current.config))
+                current.check.step(seq, current.parse(seq, text))
                 current.last_seq = seq
             except WanconformError as exc:
                 yield _error_batch(trace_id, str(exc))

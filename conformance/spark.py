@@ -8,7 +8,8 @@ checks a sorted Arrow stream of them. Here Spark only spreads the work:
   its traces with `mapInArrow`. A trace depends only on (seed, trace id, profile, ops),
   never on the partition, so the trace set is the same however it is split.
 - check: the configurations (as the row `seq = 1` of each trace) and the operations are
-  one table, `repartition`ed by trace id and sorted within partitions by (trace id,
+  one table, `repartition`ed by trace (each trace placed on a partition by `balance`,
+  longest first on the least loaded) and sorted within partitions by (trace id,
   seq) -- Spark keeps no order within a group otherwise -- then streamed through
   `check_batches` with `mapInArrow`, which asserts that order. A Python worker sees one
   Arrow batch at a time (`spark.sql.execution.arrow.maxRecordsPerBatch` rows), so a
@@ -21,12 +22,13 @@ when complete (`traces.parquet.publish_directory`): a failed run leaves nothing.
 
 from __future__ import annotations
 
+import heapq
 import os
 import shutil
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -42,6 +44,7 @@ from traces.parquet import (
     OPS_SCHEMA,
     RESULTS_FILE,
     OpsBatcher,
+    TraceInfo,
     config_row,
     configs_batch,
     open_trace_set,
@@ -50,7 +53,7 @@ from traces.parquet import (
     staging_directory,
     write_marker,
 )
-from traces.profiles import generate_trace, trace_ids
+from traces.profiles import generate_rows, generate_trace, trace_ids
 from wanconform.errors import WanconformError
 
 DEFAULT_MASTER = "local[*]"
@@ -168,11 +171,8 @@ def _generate_ops(
     for batch in indexes:
         for index in batch.column(0).to_pylist():
             trace_id, profile = ids[index]
-            _, stream = generate_trace(seed, trace_id, profile, ops)
-            for number, op in enumerate(stream):
-                full = batcher.add(trace_id, number + 2, op)
-                if full is not None:
-                    yield full
+            _, rows = generate_rows(seed, trace_id, profile, ops)
+            yield from batcher.add_trace(trace_id, rows)
     last = batcher.flush()
     if last is not None:
         yield last
@@ -233,6 +233,35 @@ def _replay_from(path: str) -> Callable[[str, Config], Callable[[], Iterable[Op]
     return replay_from
 
 
+def balance(traces: Sequence[TraceInfo], parts: int) -> dict[str, int]:
+    """trace id -> partition, the longest traces first, each to the least loaded partition
+    (by operations): hashing trace ids instead can put two long traces on one core while
+    another waits."""
+    loads = [(0, p) for p in range(parts)]
+    placement = {}
+    for info in sorted(traces, key=lambda t: (-t.operations, t.trace_id)):
+        load, part = heapq.heappop(loads)
+        placement[info.trace_id] = part
+        heapq.heappush(loads, (load + info.operations + 1, part))
+    return placement
+
+
+def _slot_keys(spark: Any, parts: int) -> list[int]:
+    """For each partition p, a number that `repartition(parts, column)` sends to p: Spark
+    hash-partitions by pmod(murmur3 hash, parts), the same hash as `F.hash`."""
+    from pyspark.sql import functions as F
+
+    found = (
+        spark.range(0, parts * 64)
+        .select("id", F.pmod(F.hash("id"), F.lit(parts)).alias("part"))
+        .groupBy("part")
+        .agg(F.min("id").alias("id"))
+        .collect()
+    )
+    keys = {int(row["part"]): int(row["id"]) for row in found}
+    return [keys.get(p, p) for p in range(parts)]  # a missing one only costs balance
+
+
 def check(
     spark: Any,
     traces: str | os.PathLike[str],
@@ -264,9 +293,15 @@ def check(
         F.lit(None).cast("long").alias("operations"),
     )
     parts = max(1, min(len(trace_set.traces), parallelism(spark) * 4))
+    slots = _slot_keys(spark, parts)
+    placement = spark.createDataFrame(
+        [(t, slots[p]) for t, p in balance(trace_set.traces, parts).items()],
+        "trace_id string, slot long",
+    )
     rows = (
         configs.unionByName(ops)
-        .repartition(parts, "trace_id")
+        .join(F.broadcast(placement), "trace_id", "left")  # an unknown id: an error row
+        .repartition(parts, "slot")
         .sortWithinPartitions("trace_id", "seq", "kind")  # "config" < "op" at seq 1
     )
     replay_from = _replay_from(path)

@@ -14,8 +14,10 @@ from traces.parquet import (
     MARKER,
     OPS_SCHEMA,
     jsonl_to_parquet,
+    op_parser,
     open_trace_set,
     parquet_to_jsonl,
+    parse_op_cell,
 )
 from traces.profiles import PROFILES, generate_trace
 from traces.tracefile import read_trace, trace_text, write_trace
@@ -214,3 +216,22 @@ def test_convert_does_not_replace_a_foreign_directory(
     assert main(["convert", str(EXAMPLES[0]), "--out", str(tmp_path / "mine")]) == 2
     assert "exists and is not a wanconform output" in capsys.readouterr().err
     assert (tmp_path / "mine" / "notes.txt").read_text() == "keep"
+
+
+@pytest.mark.parametrize("profile", sorted(PROFILES))
+def test_op_parser_reads_what_parse_op_cell_reads(profile: str) -> None:
+    config, stream = generate_trace(2, f"{profile}-000001", profile, 600)
+    lines = trace_text(config, list(stream)).splitlines()[1:]
+    parse = op_parser("t", config)
+    for seq, text in enumerate(lines, 2):
+        assert parse(seq, text) == parse_op_cell("t", seq, text, config)
+
+
+def test_op_parser_takes_non_canonical_cells_and_names_bad_ones() -> None:
+    config, _ = generate_trace(0, "steady-000000", "steady", 10)
+    parse = op_parser("t", config)
+    spaced = '{"op": "put", "site": 1, "key": "k", "value": {"a": "\\u00e9"}}'
+    assert parse(7, spaced) == parse_op_cell("t", 7, spaced, config)
+    assert parse(7, spaced).value == {"a": "é"}  # type: ignore[union-attr]
+    with pytest.raises(TraceError, match=r"^t:9: site: "):
+        parse(9, '{"key":"k","op":"put","site":5,"value":{}}')  # site 5 is not configured

@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import random
+from itertools import islice
+from types import MappingProxyType
+
 import pytest
 
 from conformance.properties import fully_connected
 from conformance.topology import analyse_topology
 from impl import Engine
-from traces.generate import steady_workload
-from traces.profiles import PROFILES, generate_trace, trace_ids, trace_seed
-from traces.tracefile import trace_text
+from traces.canonical import canonical_json
+from traces.generate import steady_ops, steady_rows, steady_workload
+from traces.ops import Delta, Op, Put, PutAll, Settle, SiteUp, op_to_json
+from traces.profiles import PROFILES, generate_rows, generate_trace, trace_ids, trace_seed
+from traces.tracefile import op_line, trace_text
 
 MAX_SKIPPED_SHARE = 0.12  # measured 0-10% per profile (README); a regression shows here
 
@@ -105,3 +111,47 @@ def test_faults_lose_messages_and_wipe_sites() -> None:
             wipes += getattr(op, "wipe", False)
     assert {"drop", "drop_ack", "site_down", "site_up", "settle", "tick"} <= kinds
     assert wipes > 0
+
+
+# -- the fast rows are the reference lines, byte for byte ---------------------------------
+
+
+@pytest.mark.parametrize("profile", sorted(PROFILES))
+def test_generate_rows_are_the_canonical_lines_of_generate_trace(profile: str) -> None:
+    for index in range(3):
+        trace_id = f"{profile}-{index:06d}"
+        config, stream = generate_trace(5, trace_id, profile, 1500)
+        ops = list(stream)
+        rows_config, rows = generate_rows(5, trace_id, profile, 1500)
+        rows = list(rows)
+        assert rows_config == config
+        assert [row[4] for row in rows] == trace_text(config, ops).splitlines()[1:]
+        typed = [(op.op, *(getattr(op, f, None) for f in ("site", "sender", "key"))) for op in ops]
+        assert [row[:4] for row in rows] == typed
+
+
+@pytest.mark.parametrize(("keys", "batch_size", "seed"), [(10, 3, 1), (16, 100, 2), (17, 7, 3)])
+def test_steady_rows_draw_what_steady_ops_draws(keys: int, batch_size: int, seed: int) -> None:
+    # key counts around a power of two: the rejection sampling of randrange differs there
+    ops = list(islice(steady_ops(random.Random(seed), keys, batch_size), 3000))
+    rows = list(islice(steady_rows(random.Random(seed), keys, batch_size), 3000))
+    assert [row[4] for row in rows] == [canonical_json(op_to_json(op)) for op in ops]
+    assert {row[0] for row in rows} == {"put", "delta", "deliver", "deliver_ack", "tick"}
+
+
+@pytest.mark.parametrize(
+    "op",
+    [
+        Put(1, "k", {"a": "é", "b": 1}),  # non-ASCII: json.dumps escapes it (R4)
+        Put(1, "k", {"a": "𝄞"}),  # outside the BMP: a surrogate pair
+        Put(1, "k", {"a": "\x7f"}),  # DEL: escaped by json.dumps only
+        Put(1, "k", {"a": "line\nbreak", "b": 'quote"d', "c": "back\\slash"}),
+        Put(1, "k", MappingProxyType({"b": True, "a": None})),  # a Mapping that is no dict
+        PutAll(2, {"z": {"b": -(2**63)}, "a": {"c": 2**63 - 1}}),
+        Delta(1, "k\u2028", {"f": 0}),
+        SiteUp(3, True),
+        Settle(),
+    ],
+)
+def test_op_line_is_canonical_json_of_op_to_json(op: Op) -> None:
+    assert op_line(op) == canonical_json(op_to_json(op))

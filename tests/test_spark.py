@@ -14,8 +14,9 @@ import pytest
 from conformance import spark as glue
 from conformance.check import RESULTS_SCHEMA, check_trace
 from conformance.planted_bugs import PLANTED_BUGS
+from conformance.spark import balance
 from impl import Engine
-from traces.parquet import open_trace_set, parquet_to_jsonl, parse_op_cell
+from traces.parquet import TraceInfo, open_trace_set, parquet_to_jsonl, parse_op_cell
 from traces.profiles import generate_trace, trace_ids
 from traces.tracefile import trace_text
 from wanconform.cli import main
@@ -146,3 +147,12 @@ def test_campaign_writes_traces_results_and_summary(
     assert summary in capsys.readouterr().out + "\n"
     assert pq.read_table(out / "results" / "results.parquet").num_rows == 5
     assert len(open_trace_set(out / "traces").traces) == 5
+
+
+def test_balance_puts_the_longest_traces_on_different_partitions() -> None:
+    config, _ = generate_trace(0, "steady-000000", "steady", 10)
+    sizes = {"a": 900, "b": 800, "c": 500, "d": 300, "e": 100}
+    traces = [TraceInfo(t, None, None, n, config) for t, n in sizes.items()]
+    # longest first, each to the least loaded (operations + 1 per trace): a->0 (901),
+    # b->1 (801), c->1 (801 < 901: 1302), d->0 (901 < 1302: 1202), e->0 (1202 < 1302)
+    assert balance(traces, 2) == {"a": 0, "b": 1, "c": 1, "d": 0, "e": 0}

@@ -15,6 +15,7 @@ from traces.config import Config, parse_config
 from traces.ops import Deliver, DeliverAck, Delta, Op, Put, Tick, Value
 
 FIELDS = tuple(f"f{i}" for i in range(10))
+Row = tuple[str, int | None, str | None, str | None, str]  # op, site, sender, key, JSON
 
 
 def _value(rng: random.Random) -> Value:
@@ -52,6 +53,78 @@ def steady_ops(rng: random.Random, keys: int = 10_000, batch_size: int = 100) ->
             yield Deliver("ny")
             yield DeliverAck("ny")
             yield Tick(1)
+
+
+_PUT = (
+    '{"key":"%s","op":"put","site":1,"value":{'
+    + ",".join(f'"{name}":%d' if i % 2 == 0 else f'"{name}":"s%d"' for i, name in enumerate(FIELDS))
+    + "}}"
+)
+_DELTA_1 = '{"changes":{"%s":%d},"key":"%s","op":"delta","site":1}'
+_DELTA_2 = '{"changes":{"%s":%d,"%s":%d},"key":"%s","op":"delta","site":1}'
+_TRAFFIC: tuple[Row, ...] = (
+    ("deliver", None, "ny", None, '{"op":"deliver","sender":"ny"}'),
+    ("deliver_ack", None, "ny", None, '{"op":"deliver_ack","sender":"ny"}'),
+    ("tick", None, None, None, '{"ms":1,"op":"tick"}'),
+)
+
+
+def steady_rows(rng: random.Random, keys: int = 10_000, batch_size: int = 100) -> Iterator[Row]:
+    """`steady_ops` as (op, site, sender, key, canonical JSON) rows, with no Op objects: the
+    same operations from the same draws of `rng` (each `randrange`, `choice` and `sample`
+    is replaced by the `getrandbits` calls Python 3.11's `random` makes for it), the JSON
+    written directly (keys, field names and values are plain ASCII, so the text is
+    `canonical_json`'s). tests/test_profiles.py checks it against `steady_ops`."""
+    getrandbits = rng.getrandbits
+    uniform = rng.random
+    key_bits = keys.bit_length()
+
+    def value() -> int:  # rng.randrange(1_000_000)
+        r = getrandbits(20)
+        while r >= 1_000_000:
+            r = getrandbits(20)
+        return r
+
+    def below(n: int, bits: int) -> int:  # rng.randrange(n), n.bit_length() == bits
+        r = getrandbits(bits)
+        while r >= n:
+            r = getrandbits(bits)
+        return r
+
+    written: list[str] = []
+    put = _PUT
+    writes = 0
+    while True:
+        if len(written) < keys:
+            key = f"k{len(written):05d}"
+            written.append(key)
+        elif uniform() < 0.9:
+            key = written[below(keys, key_bits)]
+            # rng.sample(FIELDS, rng.choice((1, 2))): the pool algorithm of 3.11's sample
+            if below(2, 2) == 0:
+                first = below(10, 4)
+                yield ("delta", 1, None, key, _DELTA_1 % (FIELDS[first], value(), key))
+            else:
+                first = below(10, 4)
+                second = below(9, 4)
+                if second == first:
+                    second = 9  # sample moved the last field into the vacancy
+                a, b = value(), value()
+                if first < second:
+                    text = _DELTA_2 % (FIELDS[first], a, FIELDS[second], b, key)
+                else:
+                    text = _DELTA_2 % (FIELDS[second], b, FIELDS[first], a, key)
+                yield ("delta", 1, None, key, text)
+            writes += 1
+            if writes % batch_size == 0:
+                yield from _TRAFFIC
+            continue
+        else:
+            key = written[below(keys, key_bits)]
+        yield ("put", 1, None, key, put % (key, *[value() for _ in FIELDS]))
+        writes += 1
+        if writes % batch_size == 0:
+            yield from _TRAFFIC
 
 
 def steady_workload(

@@ -23,7 +23,7 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,8 +34,9 @@ import pyarrow.parquet as pq
 
 from traces.canonical import canonical_json
 from traces.config import Config, parse_config
-from traces.ops import Op, OpError, op_to_json, parse_op
-from traces.tracefile import decode_line, open_trace, trace_lines, where
+from traces.generate import Row
+from traces.ops import Op, OpError, parse_op
+from traces.tracefile import decode_line, fast_path, op_line, open_trace, trace_lines, where
 from wanconform.errors import ConfigError, TraceError, WanconformError
 
 MARKER = "wanconform-traces.json"
@@ -75,36 +76,54 @@ BATCH_ROWS = 65_536  # rows per Arrow record batch written
 
 def op_row(trace_id: str, seq: int, op: Op) -> dict[str, Any]:
     """The `ops` row of one operation."""
-    return {
-        "trace_id": trace_id,
-        "seq": seq,
-        "op": op.op,
-        "site": getattr(op, "site", None),
-        "sender": getattr(op, "sender", None),
-        "key": getattr(op, "key", None),
-        "json": canonical_json(op_to_json(op)),
-    }
+    return dict(zip(OPS_SCHEMA.names, (trace_id, seq, *op_columns(op)), strict=True))
+
+
+def op_columns(op: Op) -> Row:
+    """The (op, site, sender, key, json) columns of one operation's `ops` row."""
+    return (
+        op.op,
+        getattr(op, "site", None),
+        getattr(op, "sender", None),
+        getattr(op, "key", None),
+        op_line(op),
+    )
 
 
 class OpsBatcher:
-    """Collects `ops` rows column by column and hands out full record batches."""
+    """Collects `ops` rows and hands out full record batches."""
 
     def __init__(self, rows: int = BATCH_ROWS) -> None:
         self._rows = rows
-        self._columns: dict[str, list[Any]] = {name: [] for name in OPS_SCHEMA.names}
+        self._pending: list[tuple[Any, ...]] = []
 
     def add(self, trace_id: str, seq: int, op: Op) -> pa.RecordBatch | None:
-        row = op_row(trace_id, seq, op)
-        for name, column in self._columns.items():
-            column.append(row[name])
-        return self.flush() if len(self._columns["seq"]) >= self._rows else None
+        return self.add_row(trace_id, seq, op_columns(op))
+
+    def add_row(self, trace_id: str, seq: int, columns: Row) -> pa.RecordBatch | None:
+        self._pending.append((trace_id, seq, *columns))
+        return self.flush() if len(self._pending) >= self._rows else None
+
+    def add_trace(self, trace_id: str, rows: Iterable[Row]) -> Iterator[pa.RecordBatch]:
+        """Every row of one trace (seq from `FIRST_OP_SEQ` on); the batches that fill up."""
+        pending, limit = self._pending, self._rows
+        for seq, (op, site, sender, key, text) in enumerate(rows, FIRST_OP_SEQ):
+            pending.append((trace_id, seq, op, site, sender, key, text))
+            if len(pending) >= limit:
+                full = self.flush()
+                assert full is not None
+                yield full
+                pending = self._pending
 
     def flush(self) -> pa.RecordBatch | None:
-        if not self._columns["seq"]:
+        if not self._pending:
             return None
-        batch = pa.RecordBatch.from_pydict(self._columns, schema=OPS_SCHEMA)
-        self._columns = {name: [] for name in OPS_SCHEMA.names}
-        return batch
+        columns = [
+            pa.array(column, type=field.type)
+            for column, field in zip(zip(*self._pending, strict=True), OPS_SCHEMA, strict=True)
+        ]
+        self._pending = []
+        return pa.RecordBatch.from_arrays(columns, schema=OPS_SCHEMA)
 
 
 def configs_batch(rows: Sequence[dict[str, Any]]) -> pa.RecordBatch:
@@ -149,6 +168,19 @@ def parse_op_cell(trace_id: str, seq: int, text: str, config: Config) -> Op:
         return parse_op(raw, config)
     except OpError as exc:
         raise TraceError(f"{where(trace_id, seq)}: {exc}") from None
+
+
+def op_parser(trace_id: str, config: Config) -> Callable[[int, str], Op]:
+    """`parse_op_cell` for one trace, made faster: a cell in canonical form (as the
+    generators and `convert` write it) takes the trace reader's fast validator
+    (`fast_path`); any other goes to `parse_op_cell`, which accepts it or names the field."""
+    fast = fast_path(config)
+
+    def parse(seq: int, text: str) -> Op:
+        op = fast(text.encode())
+        return op if op is not None else parse_op_cell(trace_id, seq, text, config)
+
+    return parse
 
 
 # -- the directory ------------------------------------------------------------------------
@@ -387,7 +419,7 @@ def trace_set_jsonl(trace_set: TraceSet) -> Iterator[tuple[str, list[str]]]:
                 raise TraceError(f"{where(trace_id, seq)}: seq: appears twice")
             previous = seq
             op = parse_op_cell(trace_id, seq, text or "", current.config)
-            ops.append(canonical_json(op_to_json(op)))
+            ops.append(op_line(op))
     if current is not None:
         yield finish(current, ops)
     while pending:
