@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-
 _ENCODE = json.JSONEncoder(sort_keys=True, separators=(",", ":")).encode
 """R4's encoder, built once (`json.dumps` with options builds a new one on every call)."""
 
