@@ -178,6 +178,36 @@ def _generate_ops(
         yield last
 
 
+WRITTEN_SCHEMA = pa.schema([pa.field("file", pa.string()), pa.field("rows", pa.int64())])
+
+
+def _write_ops(
+    indexes: Iterable[pa.RecordBatch],
+    seed: int,
+    profiles: list[str],
+    ops: int,
+    traces: int,
+    folder: str,
+) -> Iterator[pa.RecordBatch]:
+    """Write the `ops` rows of the traces of each batch of indexes to a Parquet file of
+    `folder` with pyarrow (named by the batch's first index, written whole: a retried
+    task writes the same file again); one row (file, rows) per file. Python writes the
+    Parquet itself: handing the rows to the JVM to write cost more than making them."""
+    for batch in indexes:
+        numbers = batch.column(0).to_pylist()
+        if not numbers:
+            continue
+        target = Path(folder) / f"part-{numbers[0]:09d}.parquet"
+        partial = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+        rows = 0
+        with pq.ParquetWriter(partial, OPS_SCHEMA) as writer:
+            for written in _generate_ops([batch], seed, profiles, ops, traces):
+                writer.write_batch(written)
+                rows += written.num_rows
+        os.replace(partial, target)
+        yield pa.RecordBatch.from_pylist([{"file": target.name, "rows": rows}], WRITTEN_SCHEMA)
+
+
 def generate(
     spark: Any,
     out: str | os.PathLike[str],
@@ -198,15 +228,22 @@ def generate(
         def configs_fn(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
             return _generate_configs(batches, seed, profiles, ops, traces)
 
-        def ops_fn(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-            return _generate_ops(batches, seed, profiles, ops, traces)
+        ops_folder = str((staging / "ops").resolve())  # every executor writes here
 
+        def ops_fn(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+            return _write_ops(batches, seed, profiles, ops, traces, ops_folder)
+
+        (staging / "ops").mkdir(parents=True)
         with progress(spark, "generate", show_progress):
             indexes.mapInArrow(configs_fn, _spark_schema(CONFIGS_SCHEMA)).write.parquet(
                 str(staging / "configs")
             )
-            indexes.mapInArrow(ops_fn, _spark_schema(OPS_SCHEMA)).write.parquet(
-                str(staging / "ops")
+            written = indexes.mapInArrow(ops_fn, _spark_schema(WRITTEN_SCHEMA)).collect()
+        expected = traces * ops
+        if sum(row["rows"] for row in written) != expected:
+            raise WanconformError(
+                f"{target}: generation wrote {sum(row['rows'] for row in written):,} "
+                f"operations, not {expected:,}"
             )
         write_marker(staging)
         publish_directory(staging, target)
