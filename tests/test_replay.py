@@ -50,6 +50,8 @@ def test_steps_show_skipped_operations_and_why(
         f"{path}:5 drop_ack ny → skipped: no ack of ny in the network",
         f"{path}: 4 operations (3 skipped), time 0 ms",
     ]
+    assert out[5].startswith("  site 1: up, seq 1, 1 entry; applied=0")  # not "1 entries"
+    assert out[6].startswith("  site 2: up, seq 0, 0 entries; applied=0")
     assert out[-1] == "  sites differ:" or out[-2] == "  sites differ:"
     assert out[-1] == '    k: site 1 {"v":1} [1,0,1], site 2 absent'
 
