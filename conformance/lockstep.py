@@ -10,11 +10,13 @@ depend on the number of keys; and always at the end (`finish`).
 
 A difference that shows only in the state is still located exactly: the last state that
 agreed is known (index `lo`), the difference is seen at `hi`; the model's state at `lo`
-is kept (it is immutable: keeping it costs nothing), the impl is rebuilt at `lo` by
-replaying the trace from its start (`replay`, which re-reads the source), and the segment
-`lo..hi` is bisected, comparing the states at its midpoint. The first operation after
-which the states differ is the divergence. This assumes what P1 already demands: the
-engines are deterministic.
+is kept (it is immutable: keeping it costs nothing), and the segment `lo..hi` is
+bisected: at its midpoint the model steps on from `lo` and a fresh impl replays the
+trace from its start, both reading the operations again from `replay` (which re-reads
+the source), and their states are compared. Only the operations' names are kept for
+the segment, so memory follows the engines' state, not the segment's length. The first
+operation after which the states differ is the divergence. This assumes what P1
+already demands: the engines are deterministic.
 
 A transient state-only difference, one that appears and disappears again between two
 scheduled comparisons without changing any observation, is not seen; callers whose
@@ -24,6 +26,7 @@ states are small by construction (the Hypothesis machine) compare after every st
 from __future__ import annotations
 
 import copy
+import itertools
 import marshal
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -169,7 +172,9 @@ class Lockstep:
         self.operations = 0  # operations stepped
         self._agreed_index = -1  # the last operation after which the states agreed
         self._agreed_model = copy.copy(self.model)  # the model then (its state is immutable)
-        self._segment: list[tuple[Op, str]] = []  # the operations since then
+        # The names of the operations since then (the operations themselves are read
+        # again from `replay` when needed: memory follows the state, not the segment).
+        self._wheres: list[str] = []
         self._due = 0  # operations until the next state comparison
         self._compare_state()
 
@@ -185,7 +190,7 @@ class Lockstep:
             self._recorded.append(op)
         model_observations = self.model.apply(op)
         impl_observations = self.impl.apply(op)
-        self._segment.append((op, where))
+        self._wheres.append(where)
         if not _same_observations(model_observations, impl_observations):
             self.divergence = self._observations_diverged(
                 index, where, op, model_observations, impl_observations
@@ -198,7 +203,7 @@ class Lockstep:
 
     def finish(self) -> Divergence | None:
         """Compare the final states (if not just compared); the divergence, if any."""
-        if self.divergence is None and self._segment:
+        if self.divergence is None and self._wheres:
             self._compare_state()
         return self.divergence
 
@@ -209,22 +214,31 @@ class Lockstep:
         if same:
             self._agreed_index = self.operations - 1
             self._agreed_model = copy.copy(self.model)
-            self._segment.clear()
+            self._wheres.clear()
             every = self._state_every or size // STATE_BYTES_PER_OPERATION
             self._due = max(1, every)
             return
         self.divergence = self._locate()
 
-    def _engines_at(self, index: int) -> tuple[Engine, Engine]:
-        """Model and impl after the operations 0..index (index >= the last agreement):
-        the model from its kept state, the impl replayed from the start."""
-        first = self._agreed_index + 1
+    def _ops(self, start: int, stop: int) -> Iterator[Op]:
+        """The trace's operations start..stop-1, read again."""
+        ops = self._recorded if self._replay is None else self._replay()
+        assert ops is not None
+        return itertools.islice(ops, start, stop)
+
+    def _model_at(self, index: int) -> Engine:
+        """The model after the operations 0..index (index >= the last agreement)."""
         model = copy.copy(self._agreed_model)
-        impl = self._impl_at(self._agreed_index)
-        for op, _ in self._segment[: index + 1 - first]:
+        for op in self._ops(self._agreed_index + 1, index + 1):
             model.apply(op)
+        return model
+
+    def _impl_at(self, index: int) -> Engine:
+        """A fresh impl that has applied the trace's operations 0..index."""
+        impl = self._impl_factory(self.config)
+        for op in self._ops(0, index + 1):
             impl.apply(op)
-        return model, impl
+        return impl
 
     def _locate(self, hi: int | None = None) -> Divergence:
         """Bisect the segment since the last agreement for the first operation after
@@ -232,30 +246,17 @@ class Lockstep:
         last operation stepped)."""
         lo = self._agreed_index
         hi = self.operations - 1 if hi is None else hi
-        first = lo + 1  # index of the segment's first operation
-        segment = self._segment
-        model = copy.copy(self._agreed_model)
-        impl: Engine | None = None  # the impl at `lo`, when known
         while hi - lo > 1:
             mid = (lo + hi) // 2
-            if impl is None:
-                impl = self._impl_at(lo)
-            trial_model = copy.copy(model)
-            for op, _ in segment[lo + 1 - first : mid + 1 - first]:
-                trial_model.apply(op)
-                impl.apply(op)
-            if same_state(trial_model.observe(), impl.observe())[0]:
-                lo, model = mid, trial_model
+            if same_state(self._model_at(mid).observe(), self._impl_at(mid).observe())[0]:
+                lo = mid
             else:
-                hi, impl = mid, None
+                hi = mid
         # The states agree after `lo` and differ after `hi == lo + 1`.
-        if impl is None:
-            impl = self._impl_at(lo)
-        op, where = segment[hi - first]
-        model.apply(op)
-        impl.apply(op)
+        model, impl = self._model_at(hi), self._impl_at(hi)
+        [op] = self._ops(hi, hi + 1)
         differences, total = _cut(json_differences(model.observe(), impl.observe(), "state"))
-        return Divergence(hi, where, op, differences, total)
+        return Divergence(hi, self._wheres[hi - self._agreed_index - 1], op, differences, total)
 
     def _observations_diverged(
         self, index: int, where: str, op: Op, model: list[Observation], impl: list[Observation]
@@ -263,24 +264,11 @@ class Lockstep:
         """The observations of operation `index` differ; but if the states already
         differed before it (unseen since the last comparison), that came first."""
         if index - 1 > self._agreed_index:
-            model_before, impl_before = self._engines_at(index - 1)
-            if not same_state(model_before.observe(), impl_before.observe())[0]:
-                return self._locate(index - 1)
+            before = index - 1
+            if not same_state(self._model_at(before).observe(), self._impl_at(before).observe())[0]:
+                return self._locate(before)
         differences, total = _cut(json_differences(model, impl, "observations"))
         return Divergence(index, where, op, differences, total)
-
-    def _impl_at(self, index: int) -> Engine:
-        """A fresh impl that has applied the trace's operations 0..index."""
-        impl = self._impl_factory(self.config)
-        if index < 0:
-            return impl
-        ops = self._recorded if self._replay is None else self._replay()
-        assert ops is not None
-        for position, op in enumerate(ops):
-            impl.apply(op)
-            if position == index:
-                break
-        return impl
 
 
 def first_divergence(

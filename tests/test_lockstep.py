@@ -91,14 +91,18 @@ def runs(draw: st.DrawFn) -> tuple[Config, list[Op]]:
 
 @pytest.mark.parametrize("bug", STATE_ONLY_BUGS + PLANTED_BUGS, ids=lambda bug: bug.__name__)
 @pytest.mark.parametrize("state_every", [None, 1, 7])
-@settings(max_examples=60)
+@pytest.mark.parametrize("replayed", [False, True], ids=["recorded", "replayed"])
+@settings(max_examples=40)
 @given(run=runs())
 def test_P1_lockstep_names_the_same_first_operation_as_a_per_step_comparison(
-    bug: type[Engine], state_every: int | None, run: tuple[Config, list[Op]]
+    bug: type[Engine], state_every: int | None, replayed: bool, run: tuple[Config, list[Op]]
 ) -> None:
+    """`replayed`: the lockstep reads the operations again from a source (as replay and
+    check do) instead of recording them."""
     config, ops = run
     expected = per_step_reference(config, ops, bug)
-    lockstep = Lockstep(config, bug, state_every=state_every)
+    replay = (lambda: iter(ops)) if replayed else None
+    lockstep = Lockstep(config, bug, replay=replay, state_every=state_every)
     for op in ops:
         lockstep.step(op)
         if lockstep.divergence is not None:
