@@ -37,7 +37,7 @@ from hypothesis.stateful import (
 
 from conformance.lockstep import Lockstep
 from conformance.properties import PropertyChecker
-from conformance.strategies import EXCEPTIONS, KEYS, configs, values
+from conformance.strategies import EXCEPTIONS, KEYS, bulk_entries, configs, values
 from traces.config import Config
 from traces.files import write_text_atomically
 from traces.observations import RECEIVER_STATUSES
@@ -137,6 +137,7 @@ class WanConformance(RuleBasedStateMachine):
         self.config: Config | None = None
         self.ops: list[Op] = []
         self.failed = False
+        self.bulk_done = False
 
     # -- setup ---------------------------------------------------------------------
 
@@ -233,6 +234,14 @@ class WanConformance(RuleBasedStateMachine):
     @precondition(configured)
     @rule(site=sites, entries=st.dictionaries(st.sampled_from(KEYS), values, max_size=2))
     def putall(self, site: int, entries: dict[str, dict[str, Any]]) -> None:
+        self.apply(PutAll(site, entries))
+
+    @precondition(lambda machine: configured(machine) and not machine.bulk_done)
+    @rule(site=sites, entries=bulk_entries)
+    def putall_bulk(self, site: int, entries: dict[str, dict[str, Any]]) -> None:
+        """A `putall` of 60-100 keys, once a run (cost): queues deeper than a batch of 64
+        or 100, whose acks leave the queue's dead prefix to compact (R12, R13)."""
+        self.bulk_done = True
         self.apply(PutAll(site, entries))
 
     @precondition(configured)
