@@ -90,8 +90,14 @@ class Coverage:
             elif obs["kind"] in SENDER_OUTCOMES:
                 self.counts[f"outcome.{obs['kind']}"] += 1
 
+    def record_state(self, state: dict[str, Any]) -> None:
+        """What the widened strategies must reach: a queue deeper than a batch of 64."""
+        if any(len(sender["queue"]) > 64 for sender in state["senders"].values()):
+            self.counts["queue.deeper_than_64"] += 1
+
     def required(self) -> list[str]:
         return [
+            "queue.deeper_than_64",
             *(
                 f"op.{name}.{how}"
                 for name in OP_NAMES
@@ -137,13 +143,16 @@ class WanConformance(RuleBasedStateMachine):
         self.config: Config | None = None
         self.ops: list[Op] = []
         self.failed = False
-        self.bulk_done = False
+        self.bulk_done = True
 
     # -- setup ---------------------------------------------------------------------
 
-    @initialize(target=sites, config=configs())
-    def configure(self, config: Config) -> Any:
+    @initialize(target=sites, config=configs(), deep=st.integers(0, 3))
+    def configure(self, config: Config, deep: int) -> Any:
         self.config = config
+        # One run in four may issue one bulk `putall` (deep queues): every later step
+        # compares a large state, so the others stay small (cost).
+        self.bulk_done = deep != 0
         # Every step compares the whole state too: the machine's states are tiny (three
         # keys, a few sites, at most a run's 50 steps queued), so that costs little and
         # also catches state differences that heal before the next scheduled comparison.
@@ -185,6 +194,7 @@ class WanConformance(RuleBasedStateMachine):
         model_observations = self.lockstep.step(op)
         model_state = self.state = self.lockstep.model.observe()
         type(self).coverage.record(op, model_observations)
+        type(self).coverage.record_state(model_state)
         divergence = self.lockstep.divergence
         problems = (
             []
@@ -239,8 +249,8 @@ class WanConformance(RuleBasedStateMachine):
     @precondition(lambda machine: configured(machine) and not machine.bulk_done)
     @rule(site=sites, entries=bulk_entries)
     def putall_bulk(self, site: int, entries: dict[str, dict[str, Any]]) -> None:
-        """A `putall` of 60-100 keys, once a run (cost): queues deeper than a batch of 64
-        or 100, whose acks leave the queue's dead prefix to compact (R12, R13)."""
+        """A `putall` of 65-80 keys, at most once a run: a queue deeper than a batch of 64,
+        whose ack leaves a dead prefix for the queue to compact (R12, R13)."""
         self.bulk_done = True
         self.apply(PutAll(site, entries))
 
