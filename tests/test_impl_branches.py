@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -101,7 +102,8 @@ def test_r4_string_sizes_count_escapes_and_non_ascii_as_ensure_ascii_writes_them
     # astral one (a surrogate pair).
     cases = {
         "": 2, "v": 3, '"': 4, "\\": 4, "a\nb": 6, "\t": 4, "\b\f\r": 8, "\x01": 8,
-        "\x1f": 8, "\x7f": 8, " ~": 4, "é": 8, "日本": 14, "😀": 14, 'é😀"\\\n': 26,
+        "\x1f": 8, "\x7f": 8, " ~": 4, "é": 8, "日本": 14, "\uffff": 8, "\U00010000": 14,
+        "😀": 14, 'é😀"\\\n': 26,
     }  # fmt: skip
     assert set(ESCAPED) <= set(cases)
     for text, expected in cases.items():
@@ -120,3 +122,19 @@ def test_r4_both_size_paths_agree_with_the_canonical_size_on_the_machines_values
     field_by_field = sum(impl.state._value_size(value) for value in batch)
     encoded = impl.state._encoded_size(batch) - len(batch) - 1 if batch else 0
     assert (impl.state.total_size(batch), field_by_field, encoded) == (expected,) * 3
+
+
+@pytest.mark.parametrize("compiled", [True, False])
+def test_r4_size_and_total_size_on_either_path(
+    compiled: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Interpreted, `_COMPILED` is a module global read at each call, so both branches of
+    # `size` and `total_size` run here (compiled, it is a constant and this runs one).
+    monkeypatch.setattr(impl.state, "_COMPILED", compiled)
+    batch: list[dict[str, Any]] = [{"n": -(2**63), "s": "é😀\n"}, {}, {"f" * 40: 2**63 - 1}]
+    expected = [canonical_size(value) for value in batch]
+    assert expected == [53, 2, 64]  # {"n":-9223372036854775808,"s":"\u00e9\ud83d\ude00\n"}
+    assert [impl.state.size(value) for value in batch] == expected
+    assert impl.state.size(None) == 0  # a destroy ships nothing (R4)
+    assert impl.state.total_size(batch) == sum(expected)
+    assert impl.state.total_size([]) == 0
