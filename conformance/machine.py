@@ -37,7 +37,7 @@ from hypothesis.stateful import (
 
 from conformance.lockstep import Lockstep
 from conformance.properties import PropertyChecker
-from conformance.strategies import EXCEPTIONS, KEYS, configs, values
+from conformance.strategies import EXCEPTIONS, KEYS, bulk_entries, configs, values
 from traces.canonical import canonical_json
 from traces.config import Config
 from traces.files import write_text_atomically
@@ -92,8 +92,14 @@ class Coverage:
             elif obs["kind"] in SENDER_OUTCOMES:
                 self.counts[f"outcome.{obs['kind']}"] += 1
 
+    def record_state(self, state: dict[str, Any]) -> None:
+        """What the widened strategies must reach: a queue deeper than a batch of 64."""
+        if any(len(sender["queue"]) > 64 for sender in state["senders"].values()):
+            self.counts["queue.deeper_than_64"] += 1
+
     def required(self) -> list[str]:
         return [
+            "queue.deeper_than_64",
             *(
                 f"op.{name}.{how}"
                 for name in OP_NAMES
@@ -139,12 +145,16 @@ class WanConformance(RuleBasedStateMachine):
         self.config: Config | None = None
         self.ops: list[Op] = []
         self.failed = False
+        self.bulk_done = True
 
     # -- setup ---------------------------------------------------------------------
 
-    @initialize(target=sites, config=configs())
-    def configure(self, config: Config) -> Any:
+    @initialize(target=sites, config=configs(), deep=st.integers(0, 3))
+    def configure(self, config: Config, deep: int) -> Any:
         self.config = config
+        # One run in four may issue one bulk `putall` (deep queues): every later step
+        # compares a large state, so the others stay small (cost).
+        self.bulk_done = deep != 0
         # Every step compares the whole state too: the machine's states are tiny (three
         # keys, a few sites, at most a run's 50 steps queued), so that costs little and
         # also catches state differences that heal before the next scheduled comparison.
@@ -186,6 +196,7 @@ class WanConformance(RuleBasedStateMachine):
         model_observations = self.lockstep.step(op)
         model_state = self.state = self.lockstep.model.observe()
         type(self).coverage.record(op, model_observations)
+        type(self).coverage.record_state(model_state)
         divergence = self.lockstep.divergence
         differences = () if divergence is None else divergence.differences
         problems = [f"P1: {d.path}: model={d.model!r} impl={d.impl!r}" for d in differences]
@@ -242,6 +253,14 @@ class WanConformance(RuleBasedStateMachine):
     @precondition(configured)
     @rule(site=sites, entries=st.dictionaries(st.sampled_from(KEYS), values, max_size=2))
     def putall(self, site: int, entries: dict[str, dict[str, Any]]) -> None:
+        self.apply(PutAll(site, entries))
+
+    @precondition(lambda machine: configured(machine) and not machine.bulk_done)
+    @rule(site=sites, entries=bulk_entries)
+    def putall_bulk(self, site: int, entries: dict[str, dict[str, Any]]) -> None:
+        """A `putall` of 65-80 keys, at most once a run: a queue deeper than a batch of 64,
+        whose ack leaves a dead prefix for the queue to compact (R12, R13)."""
+        self.bulk_done = True
         self.apply(PutAll(site, entries))
 
     @precondition(configured)

@@ -3,7 +3,12 @@
 Topologies are the supported shapes of R23 (pair, chain, ring, mesh, star) plus the
 unsupported diamond. Site ids are drawn so that string order and numeric order differ
 (e.g. 10 < 9 as strings), which R25's "lowest id means string order" cares about.
-Keys, fields and values come from tiny pools so that operations collide on purpose.
+Keys, fields and values come from tiny pools so that operations collide on purpose,
+mixed (swarm style: each draw picks one kind) with what reaches every branch of the impl's
+size code (R4, `impl/state.py`): integers across digit boundaries and signs up to the
+64-bit edges (§3), strings with JSON escapes, non-ASCII and astral characters, long
+strings and values with many fields; batch size 64 and `putall`s of many keys
+(`BULK_KEYS`) give deep queues.
 """
 
 from __future__ import annotations
@@ -35,6 +40,25 @@ KEYS = ("a", "b", "c")
 FIELDS = ("x", "y")
 EXCEPTIONS = ("LowMemoryException", "CacheWriterException")
 SITE_POOL = (1, 2, 9, 10, 23)
+BULK_KEYS = tuple(f"k{i}" for i in range(80))
+"""Keys of a bulk `putall`: enough events for a queue deeper than a large batch."""
+MANY_FIELDS = ("x", "y", "z", "w", "é", "日本", 'q"', "\\", "\n", "\x01", "😀", "f" * 40)
+"""Field names of a wide value: escapes, non-ASCII and astral characters count in R4."""
+INT_EDGES = (
+    *(
+        sign * n
+        for n in (9, 10, 99, 100, 999, 1000, 9999, 10_000, 99_999, 100_000)
+        for sign in (1, -1)
+    ),
+    10**12,
+    -(10**15),
+    10**18,
+    -(2**63),
+    2**63 - 1,
+)
+"""Integers on each side of a digit boundary, both signs, and the signed 64-bit edges (§3)."""
+ESCAPED = ('"', "\\", "a\nb", "\t", "\x01", "\x1f", "\x7f", "\b\f\r", "日本", "😀", 'é😀"\\\n')
+"""Strings whose JSON text is longer than their characters (R4 with `ensure_ascii`)."""
 
 
 def topology_edges(shape: str, sites: list[int], hub: int = 0) -> list[tuple[int, int]]:
@@ -61,7 +85,7 @@ def topology_edges(shape: str, sites: list[int], hub: int = 0) -> list[tuple[int
 def sender_options(draw: st.DrawFn) -> dict[str, Any]:
     listener = draw(st.sampled_from([None, "dlq"]))
     return {
-        "batch_size": draw(st.integers(1, 4)),
+        "batch_size": draw(st.one_of(st.integers(1, 4), st.just(64))),
         "batch_time_interval_ms": draw(st.sampled_from([0, 10, 100, 1000])),
         "ack_timeout_ms": draw(st.sampled_from([50, 500, 10000])),
         "retry_interval_ms": draw(st.sampled_from([0, 20, 5000])),
@@ -76,7 +100,7 @@ def configs(draw: st.DrawFn, shapes: tuple[str, ...] = SUPPORTED_TOPOLOGIES) -> 
     """A valid configuration over one of `shapes`."""
     shape = draw(st.sampled_from(shapes))
     least = {"pair": 2, "diamond": 4}.get(shape, 2)
-    most = {"pair": 2, "diamond": 4}.get(shape, 4)
+    most = {"pair": 2, "diamond": 4, "star": 5}.get(shape, 4)  # a hub of 5: 4 senders
     count = draw(st.integers(least, most))
     sites = draw(st.permutations(SITE_POOL))[:count]
     edges = topology_edges(shape, sites, draw(st.integers(0, count - 1)))
@@ -90,8 +114,30 @@ def configs(draw: st.DrawFn, shapes: tuple[str, ...] = SUPPORTED_TOPOLOGIES) -> 
     return parse_config({"sites": sites, "senders": senders, "receivers": receivers})
 
 
-scalars = st.one_of(st.integers(-3, 3), st.sampled_from(["", "v", "é"]), st.booleans(), st.none())
-values = st.dictionaries(st.sampled_from(FIELDS), scalars, max_size=2)
+scalars = st.one_of(
+    st.integers(-3, 3),
+    st.sampled_from(["", "v", "é"]),
+    st.booleans(),
+    st.none(),
+    st.sampled_from(INT_EDGES),
+    st.integers(-(2**63), 2**63 - 1),
+    st.sampled_from(ESCAPED),
+    st.text(max_size=6),  # any characters, astral ones included
+    st.builds(
+        lambda text, times: text * times, st.sampled_from(["v", *ESCAPED]), st.integers(10, 40)
+    ),
+)
+_narrow_values = st.dictionaries(st.sampled_from(FIELDS), scalars, max_size=2)
+values = st.one_of(  # one value in four is wide (cost): many fields, escaped names
+    _narrow_values,
+    _narrow_values,
+    _narrow_values,
+    st.dictionaries(st.sampled_from(MANY_FIELDS), scalars, min_size=3, max_size=8),
+)
+bulk_entries = st.lists(st.sampled_from(BULK_KEYS), min_size=65, max_size=80, unique=True).map(
+    lambda keys: {key: {"i": index} for index, key in enumerate(keys)}
+)
+"""The entries of a bulk `putall`: 65 to 80 events at once, a queue deeper than a batch."""
 
 
 def operations(config: Config, *, faults: bool = True, wipes: bool = True) -> st.SearchStrategy[Op]:
