@@ -122,8 +122,8 @@ def test_generate_rows_are_the_canonical_lines_of_generate_trace(profile: str) -
         trace_id = f"{profile}-{index:06d}"
         config, stream = generate_trace(5, trace_id, profile, 1500)
         ops = list(stream)
-        rows_config, rows = generate_rows(5, trace_id, profile, 1500)
-        rows = list(rows)
+        rows_config, stream_rows = generate_rows(5, trace_id, profile, 1500)
+        rows = list(stream_rows)
         assert rows_config == config
         assert [row[4] for row in rows] == trace_text(config, ops).splitlines()[1:]
         typed = [(op.op, *(getattr(op, f, None) for f in ("site", "sender", "key"))) for op in ops]
