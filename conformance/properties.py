@@ -422,4 +422,7 @@ class PropertyChecker:
             return Verdict(name, "not applicable", reason)
         if name == "P2" and self._wiped_at:
             return Verdict(name, "held", f"checked until {self._wiped_at}")
+        stopped = self._wiped_at or (self._lost_at and f"an event was lost at {self._lost_at}")
+        if name == "P5" and stopped:  # checked at settles before, not after
+            return Verdict(name, "held", f"checked until {stopped}")
         return Verdict(name, "held")
