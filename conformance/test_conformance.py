@@ -23,7 +23,8 @@ CI_RUNS = 1000
 def test_P1_to_P7_hold_and_every_operation_status_and_outcome_occurs() -> None:
     """Model and impl agree and P2-P7 hold on every run; then the harness's coverage:
     every operation kind ran and was skipped, every receiver status and every sender
-    outcome occurred at least once (else the harness is not testing what it claims)."""
+    outcome occurred at least once, and some queue grew deeper than a batch of 64 (else
+    the harness is not testing what it claims)."""
     coverage = Coverage()
     machine = type("WanConformanceRun", (WanConformance,), {"coverage": coverage})
     runs = max(CI_RUNS, settings().max_examples)  # the deep profile asks for more
@@ -36,3 +37,4 @@ def test_P1_to_P7_hold_and_every_operation_status_and_outcome_occurs() -> None:
     finally:
         WanConformance.coverage.merge(dict(coverage.counts))  # for the terminal summary
     assert coverage.missing() == []
+    assert coverage.counts["queue.deeper_than_64"] > 0  # the widened strategies' deep queues
