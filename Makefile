@@ -22,7 +22,7 @@ $(COMPILED): $(STAMP) $(wildcard impl/*.py) traces/config.py traces/observations
 	$(COMPILE_IMPL)
 	@mkdir -p build && touch $@
 
-# A small campaign on local Spark (about two minutes on 2 cores): out/campaign/ holds the
+# A small campaign on local Spark (about 25 s on 2 cores once set up): out/campaign/ holds the
 # trace set, results/results.parquet, summary.txt and report.html (its path is the last line).
 CAMPAIGN := --traces 200 --ops 1000 --profile steady,faults,multisite,dlq,chaos --seed 1
 
