@@ -54,7 +54,7 @@ MUTATION_TESTS := conformance/test_conformance.py tests/test_impl.py tests/test_
 mutation: $(COMPILED)
 	$(VENV)/bin/pytest -n auto -q -p no:cacheprovider $(MUTATION_TESTS)
 	rm -rf mutants
-	WANCONFORM_PURE_IMPL=1 $(VENV)/bin/mutmut run --max-children 2 $(foreach m,$(MUTANTS),"$(m)") > /dev/null
+	WANCONFORM_PURE_IMPL=1 WANCONFORM_PROFILE=mutation $(VENV)/bin/mutmut run --max-children 2 $(foreach m,$(MUTANTS),"$(m)") > /dev/null
 	$(VENV)/bin/python -m conformance.mutation_report
 
 clean:

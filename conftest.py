@@ -3,6 +3,9 @@
 - `ci` (default): small and derandomized, so `make test` is fast and repeatable.
 - `deep`: long exploration; choose it with `--hypothesis-profile=deep` or
   `WANCONFORM_PROFILE=deep`, and scale it with `WANCONFORM_EXAMPLES` (default 5000).
+- `mutation` (`make mutation`): `ci`'s runs, without shrinking: a mutant is killed by the
+  first failing run, its smallest form is of no use. Under it the slowest test, the
+  conformance machine, runs last, so a quick test that kills a mutant saves the machine.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, Phase, settings
 
 settings.register_profile(
     "ci",
@@ -30,7 +33,18 @@ settings.register_profile(
     print_blob=True,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
-settings.load_profile(os.environ.get("WANCONFORM_PROFILE", "ci"))
+settings.register_profile(
+    "mutation",
+    parent=settings.get_profile("ci"),
+    phases=[Phase.explicit, Phase.reuse, Phase.generate],
+)
+PROFILE = os.environ.get("WANCONFORM_PROFILE", "ci")
+settings.load_profile(PROFILE)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    if PROFILE == "mutation":  # the machine last: see the `mutation` profile above
+        items.sort(key=lambda item: item.nodeid.startswith("conformance/test_conformance.py"))
 
 
 # -- the conformance harness's own coverage: a table in the terminal summary and a JSON file
