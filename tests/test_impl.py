@@ -144,6 +144,26 @@ def test_observe_returns_copies_that_do_not_alias_the_state() -> None:
     assert engine.observe()["senders"]["ny"]["queue"] == ["1:1"]
 
 
+def test_observe_copies_dead_letter_records_too() -> None:
+    engine = Engine(two_sites(batch_size=1, failure_listener="dlq"))
+    run(engine, Fail(2, "k", "Poison", 1), Put(1, "k", {"a": 1}), Deliver("ny"), DeliverAck("ny"))
+    record = engine.observe()["senders"]["ny"]["dlq"][0]
+    record["value"]["a"] = 99
+    record["version"][0] = 99
+    record["key"] = "other"
+    assert engine.observe()["senders"]["ny"]["dlq"] == [
+        {
+            "event_id": "1:1",
+            "sender": "ny",
+            "key": "k",
+            "op": "create",
+            "exception": "Poison",
+            "version": [1, 0, 1],  # R9: a create at time 0 by site 1
+            "value": {"a": 1},
+        }
+    ]
+
+
 # ---------------------------------------------------------------------- happy path
 
 
