@@ -18,9 +18,9 @@ plants a bug by subclassing `Engine` and overriding one of them:
 Cost: every per-event path is O(1) in the common case: queues are `state.EventQueue`s,
 entries and the applied memory are dicts, the duplicate check is `impl/applied.py`. Sizes
 (R4) are counted field by field once per batch sent (`state.total_size`). A receiver
-stores the origin's own entry object, so a delta whose base it holds needs no second merge
-(see `state.Event`). Per operation the engine also looks at every sender once (the flush
-rule), never at every key or event.
+stores the origin's own entry object, and a delta that applies needs no merge: its base
+tag names the write the receiver holds (see `state.Event`). Per operation the engine also
+looks at every sender once (the flush rule), never at every key or event.
 
 The code is written for mypyc (see `impl/build_compiled.py`): exact types, native classes
 with plain int fields, no dynamic dispatch in the per-event paths. `Engine` allows
@@ -462,31 +462,25 @@ class Engine:
                     statuses.append("conflict")
                     out.append(_applied(site_id, sender_id, event, "conflict"))
                     continue
-            if ships[index]:  # R16.4: a delta applies only onto a live entry with its base tag
+            if ships[index]:  # R16.4: a delta applies only onto an entry with its base tag
                 base = event.base
-                delta = event.delta
-                if base is not None and current is base:  # the origin's own base: built
-                    built = entry.value
-                    entries[key] = entry
-                elif (
+                if (
                     current is None
-                    or current.value is None
                     or base is None
-                    or delta is None
-                    or current.version != base.version
                     or current.timestamp != base.timestamp
                     or current.dsid != base.dsid
+                    or current.version != base.version
                 ):
                     stats["invalid_deltas"] += 1
                     invalid_deltas += 1
                     statuses.append("invalid_delta")
                     out.append(_applied(site_id, sender_id, event, "invalid_delta"))
                     continue
-                else:
-                    built = current.value.copy()
-                    built.update(delta)
-                    # R16.5
-                    entries[key] = Entry(built, entry.version, entry.timestamp, entry.dsid)
+                # R16.5. A tag names one write (R9, R21: timestamps of a key at a dsid
+                # only grow), so the current entry *is* the base, a live entry, and the
+                # value the delta builds is the one the origin built: `entry.value`.
+                built = entry.value
+                entries[key] = entry
                 observation = delta_ok.copy()
                 observation["event"] = event.id
                 observation["key"] = key

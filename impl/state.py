@@ -190,9 +190,9 @@ class Event:
     `enqueued_at`) belong to this copy.
 
     `entry` is the origin's new entry and `base` the entry a delta was applied to (R10).
-    Both are the origin's own, immutable objects: a receiver stores `entry` as is, so
-    when its current entry *is* `base` (the common case: it holds what the origin held)
-    the delta's result is `entry.value` itself, already built (R16.4).
+    Both are the origin's own, immutable objects: a receiver stores `entry` as is. A tag
+    names one write (R9, R21), so a receiver whose entry has `base`'s tag holds `base`
+    itself, and the delta's result is `entry.value`, already built (R16.4, R16.5).
     """
 
     __slots__ = (

@@ -416,6 +416,49 @@ def test_r21_floor_a_wiped_origin_issues_a_later_tag_and_the_next_delta_builds_i
     assert state["sites"]["2"]["entries"]["k"] == expected
 
 
+def test_r16_4_delta_onto_a_tag_that_differs_only_in_its_timestamp_is_invalid() -> None:
+    engine = Engine(two_sites(batch_size=1, delta=True))
+    run(engine, Put(1, "k", {"a": 1}), Deliver("ny"), DeliverAck("ny"))  # site 2: [1, 0, 1]
+    run(engine, SiteDown(1), SiteUp(1, wipe=True), Fail(2, "k", "E", 1))  # R21: floor 1
+    # 1:2 [1, 1, 1] fails at site 2 (one attempt, R16.2) and is dropped (R18).
+    run(engine, Put(1, "k", {"a": 2}), Deliver("ny"), DeliverAck("ny"))
+    assert engine.observe()["sites"]["2"]["entries"]["k"] == {
+        "value": {"a": 1},
+        "version": [1, 0, 1],
+    }
+    assert engine.apply(Delta(1, "k", {"b": 1})) == [  # R9: 0 <= 1 -> ts 2
+        enqueued(1, "1:3", "k", "update", [2, 2, 1], {"a": 2, "b": 1}, ["ny"]),
+        sent("ny", 3, ["1:3"], bytes_delta=7),
+    ]
+    # R16.3: (2, 2) > (0, 1) wins; R16.4: base [1, 1, 1] is not [1, 0, 1] (same version
+    # and dsid, another timestamp).
+    assert engine.apply(Deliver("ny")) == [applied(2, "ny", "1:3", "k", "invalid_delta")]
+
+
+def test_r16_4_delta_onto_a_tag_that_differs_only_in_its_dsid_is_invalid() -> None:
+    config = parse_config(
+        {
+            "sites": [1, 2, 3],
+            "senders": [
+                {"id": "a", "site": 1, "remote": 2, "batch_size": 1, "delta": True},
+                {"id": "c", "site": 3, "remote": 2, "batch_size": 1},
+            ],
+        }
+    )
+    engine = Engine(config)
+    run(engine, Put(3, "k", {"x": 1}), Deliver("c"), DeliverAck("c"))  # site 2: [1, 0, 3]
+    run(engine, Put(1, "k", {"a": 1}))  # 1:1 [1, 0, 1]
+    # R16.3: equal timestamps, dsid 1 < 3 -> conflict; site 2 keeps [1, 0, 3].
+    assert engine.apply(Deliver("a")) == [applied(2, "a", "1:1", "k", "conflict")]
+    run(engine, DeliverAck("a"))
+    assert engine.apply(Delta(1, "k", {"b": 1})) == [  # R9: 0 <= 0 -> ts 1
+        enqueued(1, "1:2", "k", "update", [2, 1, 1], {"a": 1, "b": 1}, ["a"]),
+        sent("a", 2, ["1:2"], bytes_delta=7),
+    ]
+    # R16.3: ts 1 > 0 wins; R16.4: base [1, 0, 1] is not [1, 0, 3] (another dsid).
+    assert engine.apply(Deliver("a")) == [applied(2, "a", "1:2", "k", "invalid_delta")]
+
+
 def test_r8_delta_events_ship_full_when_the_sender_has_delta_off() -> None:
     engine = Engine(two_sites(batch_size=1))
     run(engine, Put(1, "k", {"a": 1}), Deliver("ny"), DeliverAck("ny"))
@@ -826,6 +869,20 @@ def test_r25_settle_recovers_a_lost_batch_by_timeout() -> None:
         acked("ny", 2, ["1:1"]),
     ]
     assert engine.observe()["time"] == 15_000
+
+
+def test_r25_settle_waits_for_the_retry_of_a_full_batch_not_the_batch_time() -> None:
+    # R15: a queue holding batch_size events is due at once; R21: a failed connection
+    # holds the sender back until next_retry_at (here 0 + 10). So settle ticks 10 ms,
+    # not the batch time interval (1000 ms).
+    engine = Engine(two_sites(batch_size=1, retry_interval_ms=10))
+    run(engine, SiteDown(2), Put(1, "k", {"v": 1}), SiteUp(2))
+    assert engine.apply(Settle()) == [
+        sent("ny", 1, ["1:1"], bytes_full=7),  # from the inner tick(10)
+        applied(2, "ny", "1:1", "k", "ok"),
+        acked("ny", 1, ["1:1"]),
+    ]
+    assert engine.observe()["time"] == 10
 
 
 def test_r25_settle_leaves_down_sites_down() -> None:
