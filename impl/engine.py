@@ -94,7 +94,6 @@ class Engine:
     """The production-shaped engine: `Engine(config)`, `apply(op)`, `observe()`."""
 
     def __init__(self, config: Config) -> None:
-        self._config = config
         self._now = 0  # R5
         receivers = {receiver.site: receiver for receiver in config.receivers}
         self._sites: dict[int, SiteState] = {

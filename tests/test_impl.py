@@ -14,6 +14,7 @@ import subprocess
 import sys
 from itertools import pairwise
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import pytest
@@ -143,6 +144,26 @@ def test_observe_returns_copies_that_do_not_alias_the_state() -> None:
     assert engine.observe()["sites"]["1"]["stats"]["applied"] == 0
     assert engine.observe()["senders"]["ny"]["queue"] == ["1:1"]
 
+
+def test_section10_observations_are_plain_json_whatever_mapping_an_operation_carries() -> None:
+    # traces.ops takes any Mapping as a value; observations and state are JSON data (§10).
+    engine = Engine(two_sites(batch_size=1, delta=True))
+    out = run(
+        engine,
+        Put(1, "k", MappingProxyType({"a": 1})),
+        Delta(1, "k", MappingProxyType({"b": 2})),
+        PutAll(1, MappingProxyType({"j": MappingProxyType({"c": 3})})),
+    )
+    assert json.loads(json.dumps(out)) == out
+    assert [o["value"] for o in out if o["kind"] == "enqueued"] == [
+        {"a": 1},
+        {"a": 1, "b": 2},
+        {"c": 3},
+    ]
+    assert json.loads(json.dumps(engine.observe()))["sites"]["1"]["entries"]["j"] == {
+        "value": {"c": 3},
+        "version": [1, 0, 1],  # R9: a create at time 0
+    }
 
 def test_observe_copies_dead_letter_records_too() -> None:
     engine = Engine(two_sites(batch_size=1, failure_listener="dlq"))
