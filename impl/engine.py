@@ -51,7 +51,7 @@ from impl.state import (
     Value,
     total_size,
 )
-from traces.config import Config, ReceiverConfig
+from traces.config import Config
 from traces.observations import Observation
 from traces.ops import (
     Deliver,
@@ -95,10 +95,8 @@ class Engine:
 
     def __init__(self, config: Config) -> None:
         self._now = 0  # R5
-        receivers = {receiver.site: receiver for receiver in config.receivers}
         self._sites: dict[int, SiteState] = {
-            site: SiteState(site, receivers.get(site, ReceiverConfig(site=site)))
-            for site in sorted(config.sites)
+            site: SiteState(site, config.receiver(site)) for site in sorted(config.sites)
         }
         ordered = sorted(config.senders, key=lambda sender: sender.id)
         self._sender_list: tuple[SenderState, ...] = tuple(

@@ -165,6 +165,7 @@ def test_section10_observations_are_plain_json_whatever_mapping_an_operation_car
         "version": [1, 0, 1],  # R9: a create at time 0
     }
 
+
 def test_observe_copies_dead_letter_records_too() -> None:
     engine = Engine(two_sites(batch_size=1, failure_listener="dlq"))
     run(engine, Fail(2, "k", "Poison", 1), Put(1, "k", {"a": 1}), Deliver("ny"), DeliverAck("ny"))
