@@ -57,10 +57,14 @@ def equivalents(path: Path = EQUIVALENTS) -> dict[str, str]:
 
 
 def report(results: dict[str, str], listed: dict[str, str]) -> tuple[float, list[str], str]:
-    """The score in percent, the non-equivalent survivors, and the report's summary."""
+    """The score in percent, the non-equivalent survivors, and the report's summary.
+
+    A listed mutant that was killed after all is scored as killed and named as stale.
+    """
     checked = {name: status for name, status in results.items() if status not in UNCHECKED}
-    equivalent = sorted(name for name in checked if name in listed)
-    counted = {name: status for name, status in checked.items() if name not in listed}
+    stale = sorted(name for name, status in checked.items() if name in listed and status in KILLED)
+    equivalent = sorted(name for name in checked if name in listed and name not in stale)
+    counted = {name: status for name, status in checked.items() if name not in equivalent}
     killed = sum(status in KILLED for status in counted.values())
     survivors = sorted(name for name, status in counted.items() if status not in KILLED)
     score = 100.0 * killed / len(counted) if counted else 100.0
@@ -72,6 +76,8 @@ def report(results: dict[str, str], listed: dict[str, str]) -> tuple[float, list
         f"score: {killed} of {len(counted)} non-equivalent mutants killed = {score:.1f}%\n"
         f"surviving non-equivalent mutants: {len(survivors)}\n"
     )
+    if stale:
+        summary += f"listed as equivalent but killed (take them off the list): {', '.join(stale)}\n"
     return score, survivors, summary
 
 
