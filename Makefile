@@ -5,7 +5,7 @@ STAMP := $(VENV)/.installed
 # impl/ compiled with mypyc into build/impl-compiled/ (impl/__init__.py uses it only while
 # it matches these sources); a failed compilation only warns: impl then runs as Python.
 COMPILED := build/.impl-compiled
-COMPILE_IMPL := $(VENV)/bin/python -m impl.build_compiled || true
+COMPILE_IMPL := $(VENV)/bin/python -m tools.build_compiled || true
 
 .PHONY: run test lint bench clean mutation
 
@@ -44,17 +44,17 @@ bench: $(COMPILED)
 
 # Mutation testing of impl/ (README "Harness strength"): first the tests the mutants face
 # pass on the compiled impl; then mutmut runs each mutant on the interpreted impl (a
-# mutated source never matches the compiled build) and conformance.mutation_report writes
+# mutated source never matches the compiled build) and tools.mutation_report writes
 # the score and the survivors to out/mutation/report.txt. MUTANTS selects mutmut's
 # mutant names: all of impl/ by default, e.g. MUTANTS='impl.applied*' for one module.
 MUTANTS ?= impl.*
-MUTATION_TESTS := conformance/test_conformance.py tests/test_impl.py tests/test_impl_branches.py
+MUTATION_TESTS := tests/test_conformance.py tests/test_impl.py tests/test_impl_branches.py
 
 mutation: $(COMPILED)
 	$(VENV)/bin/pytest -n auto -q -p no:cacheprovider $(MUTATION_TESTS)
 	rm -rf mutants
 	WANCONFORM_PURE_IMPL=1 WANCONFORM_PROFILE=mutation $(VENV)/bin/mutmut run --max-children 2 $(foreach m,$(MUTANTS),"$(m)") > /dev/null
-	$(VENV)/bin/python -m conformance.mutation_report
+	$(VENV)/bin/python -m tools.mutation_report
 
 clean:
 	rm -rf $(VENV) build out mutants .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -44,7 +44,7 @@ settings.load_profile(PROFILE)
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     if PROFILE == "mutation":  # the machine last: see the `mutation` profile above
-        items.sort(key=lambda item: item.nodeid.startswith("conformance/test_conformance.py"))
+        items.sort(key=lambda item: item.nodeid.startswith("tests/test_conformance.py"))
 
 
 # -- the conformance harness's own coverage: a table in the terminal summary and a JSON file
@@ -72,7 +72,7 @@ def pytest_testnodedown(node: Any, error: Any) -> None:
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
-    from conformance.machine import Coverage
+    from conformance.coverage import Coverage
 
     coverage = Coverage()
     coverage.merge(_harness_counts())

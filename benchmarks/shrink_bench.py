@@ -8,7 +8,7 @@ It writes DIR/long.jsonl (default out/shrink-bench/): the bench workload
 harmless pause (`tick 10000` after an ack, nothing in flight; a partial batch flushes by
 time, R15) every 50,000 operations, and one lost batch (`drop ny`, `tick 10000`,
 `tick 5000`: the ack times out and the batch is resent, R20) at 95% of the trace.
-`conformance.planted_bugs:ResendWithoutPossibleDuplicate` resends without the
+`tools.planted_bugs:ResendWithoutPossibleDuplicate` resends without the
 possible-duplicate flag, so model and impl first diverge there. Then it times
 `wanconform shrink` on it.
 """
@@ -61,7 +61,7 @@ def main_bench() -> None:
             "-o",
             str(folder / "min.jsonl"),
             "--impl",
-            "conformance.planted_bugs:ResendWithoutPossibleDuplicate",
+            "tools.planted_bugs:ResendWithoutPossibleDuplicate",
             "--pytest",
             str(folder / "test_min.py"),
         ]

@@ -14,7 +14,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from conformance.machine import Coverage
+from conformance.coverage import Coverage
 from conformance.properties import PROPERTIES
 from traces.text import plural
 

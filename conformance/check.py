@@ -25,18 +25,17 @@ from typing import Any
 
 import pyarrow as pa
 
-from conformance.engines import load_impl
+from conformance.coverage import SENDER_OUTCOMES, Coverage
 from conformance.lockstep import Divergence, Lockstep
-from conformance.machine import SENDER_OUTCOMES, Coverage
 from conformance.properties import PROPERTIES, PropertyChecker
 from traces.canonical import canonical_json
 from traces.config import Config
+from traces.engine import EngineFactory, load_impl
+from traces.errors import WanconformError
 from traces.observations import RECEIVER_STATUSES
 from traces.ops import Op, op_to_json
 from traces.parquet import FIRST_OP_SEQ, op_parser, parse_config_cell
 from traces.tracefile import where
-from wanconform.engine import EngineFactory
-from wanconform.errors import WanconformError
 
 MAX_DIFFERENCES = 10  # differing paths kept in a result row
 MAX_VALUE_CHARS = 200  # each value in a result row is cut to this much canonical JSON
@@ -334,7 +333,7 @@ def results_table(batches: Iterable[pa.RecordBatch]) -> pa.Table:
     table = pa.Table.from_batches(list(batches), schema=ROW_SCHEMA).sort_by("trace_id")
     errors = [e for e in table.column("error").to_pylist() if e is not None]
     if errors:
-        from wanconform.errors import TraceError
+        from traces.errors import TraceError
 
         more = f" (and {len(errors) - 1} more bad traces)" if len(errors) > 1 else ""
         raise TraceError(errors[0] + more)

@@ -36,9 +36,9 @@ import msgspec
 
 from traces.canonical import canonical_json
 from traces.config import Config
+from traces.engine import Engine, EngineFactory, make_engine
 from traces.observations import Observation
 from traces.ops import Op, op_to_json
-from wanconform.engine import Engine, EngineFactory, make_engine
 
 STATE_BYTES_PER_OPERATION = 25
 """Schedule of state comparisons: the next one comes after len(canonical state) / this

@@ -20,7 +20,6 @@ FILE` reproduces it) and the error message names the file.
 from __future__ import annotations
 
 import hashlib
-from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
@@ -35,15 +34,15 @@ from hypothesis.stateful import (
     rule,
 )
 
+from conformance.coverage import Coverage
 from conformance.lockstep import Lockstep
 from conformance.properties import PropertyChecker
 from conformance.strategies import EXCEPTIONS, KEYS, bulk_entries, configs, values
 from traces.canonical import canonical_json
 from traces.config import Config
+from traces.engine import Engine, make_engine
 from traces.files import write_text_atomically
-from traces.observations import RECEIVER_STATUSES
 from traces.ops import (
-    OP_NAMES,
     Deliver,
     DeliverAck,
     Delta,
@@ -61,65 +60,8 @@ from traces.ops import (
     op_to_json,
 )
 from traces.tracefile import trace_text, where
-from wanconform.engine import Engine, make_engine
 
 EngineFactory = Callable[[Config], Engine]
-
-# What the harness must see happen (coverage of the harness itself).
-SENDER_OUTCOMES = (
-    "sent",
-    "timeout",
-    "connection_failed",
-    "dropped",
-    "dlq",
-    "invalid_delta",
-    "forwarded",
-)
-
-
-class Coverage:
-    """How often each operation ran or was skipped, each receiver status, each outcome."""
-
-    def __init__(self) -> None:
-        self.counts: Counter[str] = Counter()
-
-    def record(self, op: Op, observations: list[dict[str, Any]]) -> None:
-        skipped = observations == [{"kind": "skipped", "op": op.op}]
-        self.counts[f"op.{op.op}.{'skipped' if skipped else 'ran'}"] += 1
-        for obs in observations:
-            if obs["kind"] == "applied":
-                self.counts[f"status.{obs['status']}"] += 1
-            elif obs["kind"] in SENDER_OUTCOMES:
-                self.counts[f"outcome.{obs['kind']}"] += 1
-
-    def record_state(self, state: dict[str, Any]) -> None:
-        """What the widened strategies must reach: a queue deeper than a batch of 64."""
-        if any(len(sender["queue"]) > 64 for sender in state["senders"].values()):
-            self.counts["queue.deeper_than_64"] += 1
-
-    def required(self) -> list[str]:
-        """What every trace set should show (the campaign's table too); the machine's
-        own `queue.deeper_than_64` is asserted by its test."""
-        return [
-            *(
-                f"op.{name}.{how}"
-                for name in OP_NAMES
-                for how in ("ran", "skipped")
-                if not (name in ("tick", "fail", "settle") and how == "skipped")
-            ),
-            *(f"status.{status}" for status in RECEIVER_STATUSES),
-            *(f"outcome.{outcome}" for outcome in SENDER_OUTCOMES),
-        ]
-
-    def missing(self) -> list[str]:
-        return [name for name in self.required() if not self.counts[name]]
-
-    def merge(self, other: dict[str, int]) -> None:
-        self.counts.update(other)
-
-    def table(self) -> str:
-        rows = [f"{name:<28} {self.counts[name]:>8}" for name in self.required()]
-        return "\n".join(rows)
 
 
 class ConformanceFailure(AssertionError):

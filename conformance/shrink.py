@@ -33,6 +33,8 @@ from conformance.lockstep import Divergence, Lockstep
 from conformance.properties import PropertyChecker, Violation
 from traces.canonical import canonical_json
 from traces.config import Config
+from traces.engine import Engine
+from traces.errors import WanconformError
 from traces.observations import Observation
 from traces.ops import (
     Deliver,
@@ -49,8 +51,6 @@ from traces.ops import (
     SiteUp,
 )
 from traces.text import plural
-from wanconform.engine import Engine
-from wanconform.errors import WanconformError
 
 EngineFactory = Callable[[Config], Engine]
 Progress = Callable[[str], None]
@@ -399,7 +399,7 @@ def pytest_text(trace: str, impl_spec: str, failure: Failure, name: str) -> str:
         "It fails while the engine IMPL shows this failure on the minimal trace below.\n"
         '"""\n\n'
         "from __future__ import annotations\n\n"
-        "from conformance.engines import load_impl\n"
+        "from traces.engine import load_impl\n"
         f"{imports}"
         "from traces.tracefile import parse_trace_lines\n\n"
         f"IMPL = {impl_spec!r}\n"

@@ -1,7 +1,7 @@
 """The Spark glue of campaigns: a session, the generation fan-out, the check. Thin.
 
 Everything a trace goes through is a plain function tested without Spark:
-`traces.profiles.generate_trace` makes a trace, `conformance.check.check_batches`
+`conformance.profiles.generate_trace` makes a trace, `conformance.check.check_batches`
 checks a sorted Arrow stream of them. Here Spark only spreads the work:
 
 - generate: the trace ids are a `range`, split over partitions; each partition makes
@@ -37,7 +37,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from conformance.check import CHECK_INPUT_SCHEMA, ROW_SCHEMA, check_batches, results_table
+from conformance.profiles import generate_rows, generate_trace, trace_ids
 from traces.config import Config
+from traces.errors import WanconformError
 from traces.ops import Op
 from traces.parquet import (
     CONFIGS_SCHEMA,
@@ -53,8 +55,6 @@ from traces.parquet import (
     staging_directory,
     write_marker,
 )
-from traces.profiles import generate_rows, generate_trace, trace_ids
-from wanconform.errors import WanconformError
 
 DEFAULT_MASTER = "local[*]"
 LOG_CONFIG = Path(__file__).with_name("log4j2.properties")  # Spark logs errors only

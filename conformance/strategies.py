@@ -17,6 +17,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
+from conformance.topology import topology_edges
 from traces.config import Config, parse_config
 from traces.ops import (
     Deliver,
@@ -59,26 +60,6 @@ INT_EDGES = (
 """Integers on each side of a digit boundary, both signs, and the signed 64-bit edges (§3)."""
 ESCAPED = ('"', "\\", "a\nb", "\t", "\x01", "\x1f", "\x7f", "\b\f\r", "日本", "😀", 'é😀"\\\n')
 """Strings whose JSON text is longer than their characters (R4 with `ensure_ascii`)."""
-
-
-def topology_edges(shape: str, sites: list[int], hub: int = 0) -> list[tuple[int, int]]:
-    """The sender edges (site, remote) of a named topology over `sites`."""
-    n = len(sites)
-    if shape == "pair":
-        return [(sites[0], sites[1]), (sites[1], sites[0])]
-    if shape == "chain":  # one-way chain: 1 -> 2 -> 3
-        return [(sites[i], sites[i + 1]) for i in range(n - 1)]
-    if shape == "ring":
-        return [(sites[i], sites[(i + 1) % n]) for i in range(n)]
-    if shape == "mesh":
-        return [(a, b) for a in sites for b in sites if a != b]
-    if shape == "star":  # hub-and-spoke, both directions
-        centre = sites[hub % n]
-        return [e for s in sites if s != centre for e in ((centre, s), (s, centre))]
-    if shape == "diamond":  # unsupported (R23): 1->2, 1->3, 2->4, 3->4
-        a, b, c, d = sites[:4]
-        return [(a, b), (a, c), (b, d), (c, d)]
-    raise ValueError(f"unknown topology {shape!r}")
 
 
 @st.composite

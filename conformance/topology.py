@@ -37,7 +37,7 @@ from typing import Any
 import networkx as nx
 
 from traces.config import Config
-from wanconform.errors import WanconformError
+from traces.errors import WanconformError
 
 Path = tuple[int, ...]
 """The sites an event passed through, origin first, receiving site last."""
@@ -137,6 +137,26 @@ class TopologyAnalysis:
             "duplicates": [d.to_json() for d in self.duplicates],
             "unreachable": [pair.to_json() for pair in self.unreachable],
         }
+
+
+def topology_edges(shape: str, sites: list[int], hub: int = 0) -> list[tuple[int, int]]:
+    """The sender edges (site, remote) of a named topology over `sites`."""
+    n = len(sites)
+    if shape == "pair":
+        return [(sites[0], sites[1]), (sites[1], sites[0])]
+    if shape == "chain":  # one-way chain: 1 -> 2 -> 3
+        return [(sites[i], sites[i + 1]) for i in range(n - 1)]
+    if shape == "ring":
+        return [(sites[i], sites[(i + 1) % n]) for i in range(n)]
+    if shape == "mesh":
+        return [(a, b) for a in sites for b in sites if a != b]
+    if shape == "star":  # hub-and-spoke, both directions
+        centre = sites[hub % n]
+        return [e for s in sites if s != centre for e in ((centre, s), (s, centre))]
+    if shape == "diamond":  # unsupported (R23): 1->2, 1->3, 2->4, 3->4
+        a, b, c, d = sites[:4]
+        return [(a, b), (a, c), (b, d), (c, d)]
+    raise ValueError(f"unknown topology {shape!r}")
 
 
 def sender_graph(config: Config) -> nx.DiGraph:

@@ -1,9 +1,9 @@
 """The optimized, production-shaped engine of the same protocol; never imports model/.
 
 `Engine(config)`, `engine.apply(op) -> observations`, `engine.observe() -> state`: the
-surface of `wanconform.engine`, on one mutable state (see `impl/engine.py`).
+surface of `traces.engine`, on one mutable state (see `impl/engine.py`).
 
-Compiled or not. `python -m impl.build_compiled` (run by `make`) compiles the modules of
+Compiled or not. `python -m tools.build_compiled` (run by `make`) compiles the modules of
 impl/ with mypyc into `build/impl-compiled/`, with a manifest holding the digest of the
 sources it compiled. This package uses those extension modules (by putting their
 directory first on `impl.__path__`) only if the manifest matches the current sources and
@@ -24,7 +24,7 @@ from pathlib import Path
 _HERE = Path(__file__).resolve().parent
 ROOT = _HERE.parent
 BUILD_DIR = ROOT / "build" / "impl-compiled"
-"""Where `impl.build_compiled` puts the extension modules (`lib/impl/`) and manifest."""
+"""Where `tools.build_compiled` puts the extension modules (`lib/impl/`) and manifest."""
 MANIFEST = "manifest.json"
 COMPILED_MODULES = ("applied", "state", "engine")
 """The modules compiled by mypyc; the others (this one, the build script) stay Python."""

@@ -22,7 +22,7 @@ stores the origin's own entry object, and a delta that applies needs no merge: i
 tag names the write the receiver holds (see `state.Event`). Per operation the engine also
 looks at every sender once (the flush rule), never at every key or event.
 
-The code is written for mypyc (see `impl/build_compiled.py`): exact types, native classes
+The code is written for mypyc (see `tools/build_compiled.py`): exact types, native classes
 with plain int fields, no dynamic dispatch in the per-event paths. `Engine` allows
 interpreted subclasses, so a Python subclass still overrides any method.
 

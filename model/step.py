@@ -18,6 +18,7 @@ from immutables import Map
 from model import client, faults, receiver, sender, settle
 from model.state import Sender, Site, State
 from traces.config import Config
+from traces.enabled import why_skipped
 from traces.observations import Observation
 from traces.ops import (
     Deliver,
@@ -47,35 +48,31 @@ def initial_state(config: Config) -> State:
     )
 
 
-def _live(state: State, site: int, key: str) -> bool:
-    entry = state.sites[site].entries.get(key)
-    return entry is not None and entry.value is not None
+class _View:
+    """The model's state as the questions of SPEC §3's table (`traces.enabled`)."""
+
+    __slots__ = ("state",)
+
+    def __init__(self, state: State) -> None:
+        self.state = state
+
+    def site_up(self, site: int) -> bool:
+        return self.state.sites[site].up
+
+    def live(self, site: int, key: str) -> bool:
+        entry = self.state.sites[site].entries.get(key)
+        return entry is not None and entry.value is not None
+
+    def batch_in_network(self, sender: str) -> bool:
+        return self.state.senders[sender].batch_message is not None
+
+    def ack_in_network(self, sender: str) -> bool:
+        return self.state.senders[sender].ack_message is not None
 
 
 def enabled(config: Config, state: State, op: Op) -> bool:
-    """SPEC §3's 'enabled when' column."""
-    match op:
-        case Put(site=site) | SiteDown(site=site):
-            return state.sites[site].up
-        case Delta(site=site, key=key) | Destroy(site=site, key=key):
-            return state.sites[site].up and _live(state, site, key)
-        case PutAll(site=site, entries=entries):
-            return state.sites[site].up and len(entries) > 0
-        case Deliver(sender=sender_id):
-            remote = config.sender(sender_id).remote
-            return state.senders[sender_id].batch_message is not None and state.sites[remote].up
-        case DeliverAck(sender=sender_id):
-            site = config.sender(sender_id).site
-            return state.senders[sender_id].ack_message is not None and state.sites[site].up
-        case Drop(sender=sender_id):
-            return state.senders[sender_id].batch_message is not None
-        case DropAck(sender=sender_id):
-            return state.senders[sender_id].ack_message is not None
-        case SiteUp(site=site):
-            return not state.sites[site].up
-        case Tick() | Fail() | Settle():
-            return True
-    raise TypeError(f"not an operation: {op!r}")
+    """SPEC §3's 'enabled when' column, read from its one table (`traces.enabled`)."""
+    return why_skipped(config, _View(state), op) is None
 
 
 def _tick(config: Config, state: State, op: Tick) -> tuple[State, list[Observation]]:

@@ -16,8 +16,8 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
-from conformance.engines import DEFAULT_IMPL
 from reports.report_data import Report, TraceRecord, build_report
+from traces.engine import DEFAULT_IMPL
 from traces.files import write_text_atomically
 
 _ENVIRONMENT = jinja2.Environment(

@@ -6,7 +6,7 @@ lockstep with the properties checked; `records_from_results` is the seam for the
 campaign's Parquet results (not yet supported). `build_report` groups the failures by
 signature (`conformance.shrink`), largest group first, and for the example of each group
 shrinks its trace and explains the first failure: model and impl side by side, the words
-of `replay --steps` (`reports.narrative`), a sequence diagram, and how to reproduce it.
+of `replay --steps` (`conformance.narrative`), a sequence diagram, and how to reproduce it.
 Everything that can grow with the campaign is capped, and the cap says what it cut.
 """
 
@@ -25,24 +25,23 @@ from typing import Any
 import pyarrow.parquet as pq
 
 from conformance.check import TraceCheck
-from conformance.engines import DEFAULT_IMPL, load_impl
-from conformance.machine import Coverage
+from conformance.coverage import Coverage
+from conformance.narrative import Narrator, describe
 from conformance.properties import PROPERTIES
 from conformance.shrink import NothingToShrink, Shrunk, pytest_text, shrink
 from conformance.topology import analyse_topology
-from reports.narrative import Narrator, describe
 from reports.sequence_svg import render_sequence_svg, sequence_diagram
 from reports.topology_svg import render_topology_svg
 from traces.canonical import canonical_json
 from traces.config import parse_config
+from traces.engine import DEFAULT_IMPL, load_impl, make_engine
+from traces.errors import WanconformError
 from traces.files import write_text_atomically
 from traces.observations import Observation
 from traces.ops import Op
 from traces.parquet import open_trace_set, trace_set_jsonl
 from traces.text import plural
 from traces.tracefile import open_trace, trace_text, where
-from wanconform.engine import make_engine
-from wanconform.errors import WanconformError
 
 MAX_GROUPS = 50  # failure groups shown
 MAX_EXAMPLES = 20  # groups whose example is shrunk and explained

@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
+from traces.errors import TraceError
 from traces.ops import Tick
 from traces.tracefile import open_trace, read_trace
 from wanconform.cli import main
-from wanconform.errors import TraceError
 
 CONFIG = '{"config": {"sites": [1, 2], "senders": [{"id": "ny", "site": 1, "remote": 2}]}}\n'
 OPS = (

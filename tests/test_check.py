@@ -15,14 +15,14 @@ from conformance.check import (
     check_trace,
     results_table,
 )
-from conformance.engines import load_impl
-from conformance.planted_bugs import PLANTED_BUGS
+from conformance.profiles import generate_trace
 from impl import Engine
+from tools.planted_bugs import PLANTED_BUGS
 from traces.canonical import canonical_json
 from traces.config import parse_config
+from traces.engine import load_impl
+from traces.errors import TraceError
 from traces.ops import Deliver, DeliverAck, Op, Put, op_to_json
-from traces.profiles import generate_trace
-from wanconform.errors import TraceError
 
 CONFIG = parse_config(
     {"sites": [1, 2], "senders": [{"id": "ny", "site": 1, "remote": 2, "batch_size": 1}]}
@@ -59,7 +59,7 @@ BUG_EXPECTATIONS = {
 @pytest.mark.parametrize("bug", PLANTED_BUGS, ids=lambda bug: bug.__name__)
 def test_each_planted_bug_is_found_through_impl(bug: type[Engine]) -> None:
     profile, expected = BUG_EXPECTATIONS[bug.__name__]
-    factory = load_impl(f"conformance.planted_bugs:{bug.__name__}")
+    factory = load_impl(f"tools.planted_bugs:{bug.__name__}")
     signatures = []
     for index in range(6):
         trace_id = f"{profile}-{index}"

@@ -20,6 +20,7 @@ import pytest
 
 from traces.canonical import canonical_json
 from traces.config import Config, ReceiverConfig, SenderConfig, parse_config
+from traces.errors import ConfigError
 from traces.geode import (
     WAIT_FOREVER_MS,
     GeodeImportError,
@@ -31,7 +32,6 @@ from traces.geode import (
 )
 from traces.geode.gfsh import script_commands
 from wanconform.cli import main
-from wanconform.errors import ConfigError
 
 GEODE = Path(__file__).resolve().parent / "data" / "geode"
 REAL = GEODE / "real"

@@ -23,15 +23,15 @@ from expected import acked, applied, enqueued, sent
 import impl
 import impl.engine
 import impl.state
-from conformance.planted_bugs import (
+from impl import Engine
+from impl.applied import AppliedRanges
+from impl.state import size
+from tools.planted_bugs import (
     ForwardToKnownRecipients,
     HighWaterMark,
     LateBatchTime,
     ResendWithoutPossibleDuplicate,
 )
-from impl import Engine
-from impl.applied import AppliedRanges
-from impl.state import size
 from traces.canonical import canonical_json
 from traces.canonical import size as canonical_size
 from traces.config import Config, parse_config
@@ -1133,7 +1133,7 @@ def test_a_build_is_used_only_while_it_matches_the_sources(tmp_path: Path) -> No
 
 def test_the_real_build_is_used_unless_pure_python_is_forced() -> None:
     if impl.current_build(impl.BUILD_DIR) is None:
-        pytest.skip("no current build (python -m impl.build_compiled)")
+        pytest.skip("no current build (python -m tools.build_compiled)")
     assert _compiled_in_subprocess(impl.BUILD_DIR) is True
     assert _compiled_in_subprocess(impl.BUILD_DIR, WANCONFORM_PURE_IMPL="1") is False
 

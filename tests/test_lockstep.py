@@ -15,15 +15,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conformance.lockstep import Lockstep, first_divergence, json_differences
-from conformance.planted_bugs import PLANTED_BUGS
 from conformance.strategies import configs, operations
 from impl import Engine
 from impl.state import Event, SiteState
+from tools.planted_bugs import PLANTED_BUGS
 from traces.canonical import canonical_json
 from traces.config import Config, parse_config
+from traces.engine import make_engine
 from traces.observations import Observation
 from traces.ops import Deliver, DeliverAck, Fail, Op, Put, SiteDown, SiteUp, Tick
-from wanconform.engine import make_engine
 
 
 class SiteDownCountsAFailure(Engine):

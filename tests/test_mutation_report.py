@@ -1,8 +1,8 @@
-"""`make mutation`'s score (conformance/mutation_report.py) on made-up mutmut verdicts."""
+"""`make mutation`'s score (tools/mutation_report.py) on made-up mutmut verdicts."""
 
 from __future__ import annotations
 
-from conformance.mutation_report import report, verdicts
+from tools.mutation_report import report, verdicts
 
 
 def test_verdicts_reads_mutmuts_result_lines() -> None:

@@ -9,6 +9,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from conformance.profiles import PROFILES, generate_trace
+from traces.errors import TraceError
 from traces.parquet import (
     CONFIGS_SCHEMA,
     MARKER,
@@ -19,10 +21,8 @@ from traces.parquet import (
     parquet_to_jsonl,
     parse_op_cell,
 )
-from traces.profiles import PROFILES, generate_trace
 from traces.tracefile import read_trace, trace_text, write_trace
 from wanconform.cli import main
-from wanconform.errors import TraceError
 
 EXAMPLES = sorted((Path(__file__).resolve().parent.parent / "traces" / "examples").glob("*.jsonl"))
 

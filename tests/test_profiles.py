@@ -8,13 +8,13 @@ from types import MappingProxyType
 
 import pytest
 
+from conformance.profiles import PROFILES, generate_rows, generate_trace, trace_ids, trace_seed
 from conformance.properties import fully_connected
 from conformance.topology import analyse_topology
 from impl import Engine
 from traces.canonical import canonical_json
 from traces.generate import steady_ops, steady_rows, steady_workload
 from traces.ops import Delta, Op, Put, PutAll, Settle, SiteUp, op_to_json
-from traces.profiles import PROFILES, generate_rows, generate_trace, trace_ids, trace_seed
 from traces.tracefile import op_line, trace_text
 
 MAX_SKIPPED_SHARE = 0.12  # measured 0-10% per profile (README); a regression shows here

@@ -200,7 +200,7 @@ def test_engine_both_json_reports_a_divergence_on_its_line_and_goes_on(
     first = write(tmp_path, config, '{"op":"put","site":1,"key":"k","value":{"v":1}}')
     second = str(EXAMPLES / "batching_by_size.jsonl")
     argv = ["replay", first, second, "--engine", "both", "--json"]
-    assert main([*argv, "--impl", "conformance.planted_bugs:LateBatchTime"]) == 1
+    assert main([*argv, "--impl", "tools.planted_bugs:LateBatchTime"]) == 1
     out, err = capsys.readouterr()
     assert err == ""
     lines = [json.loads(line) for line in out.splitlines()]
@@ -251,7 +251,7 @@ def test_replay_report_writes_the_report_of_the_traces(
 ) -> None:
     trace = str(Path(__file__).parent / "data" / "report" / "resend.jsonl")
     report = tmp_path / "r.html"
-    bug = "conformance.planted_bugs:ResendWithoutPossibleDuplicate"
+    bug = "tools.planted_bugs:ResendWithoutPossibleDuplicate"
     argv = ["replay", trace, "--engine", "both", "--impl", bug, "--report", str(report)]
     assert main(argv) == 1
     assert capsys.readouterr().out.splitlines()[-1] == f"report: {report}"

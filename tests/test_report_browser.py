@@ -16,7 +16,7 @@ from wanconform.cli import main
 
 DATA = Path(__file__).parent / "data" / "report"
 EXAMPLES = Path(__file__).parent.parent / "traces" / "examples"
-RESEND = "conformance.planted_bugs:ResendWithoutPossibleDuplicate"
+RESEND = "tools.planted_bugs:ResendWithoutPossibleDuplicate"
 CHROMIUM = next(
     (found for name in ("chromium", "chromium-browser") if (found := shutil.which(name))), None
 )

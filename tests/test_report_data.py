@@ -13,14 +13,14 @@ import pyarrow.parquet as pq
 import pytest
 
 from conformance.check import RESULTS_SCHEMA, check_trace
-from conformance.engines import load_impl
 from reports.render import report_json, write_report
 from reports.report_data import TraceRecord, records_from_traces
+from traces.engine import load_impl
 from traces.tracefile import open_trace, read_trace
 from wanconform.cli import main
 
 DATA = Path(__file__).parent / "data" / "report"
-RESEND = "conformance.planted_bugs:ResendWithoutPossibleDuplicate"
+RESEND = "tools.planted_bugs:ResendWithoutPossibleDuplicate"
 
 
 def test_report_data_of_planted_r20_bug(tmp_path: Path) -> None:

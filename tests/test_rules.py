@@ -39,7 +39,7 @@ from expected import (
 
 from traces.canonical import size
 from traces.config import ReceiverConfig, SenderConfig, parse_config
-from wanconform.errors import ConfigError, TraceError
+from traces.errors import ConfigError, TraceError
 
 # --- operations (SPEC §3) --------------------------------------------------------------
 

@@ -9,16 +9,16 @@ from pathlib import Path
 
 import pytest
 
-from conformance.engines import load_impl
 from conformance.lockstep import first_divergence
-from conformance.planted_bugs import ResendWithoutPossibleDuplicate
 from conformance.shrink import find_failure, normalize_path, shrink
+from tools.planted_bugs import ResendWithoutPossibleDuplicate
+from traces.engine import load_impl
 from traces.ops import Put, Tick
 from traces.tracefile import read_trace
 from wanconform.cli import main
 
 DATA = Path(__file__).parent / "data" / "report"
-RESEND = "conformance.planted_bugs:ResendWithoutPossibleDuplicate"
+RESEND = "tools.planted_bugs:ResendWithoutPossibleDuplicate"
 
 
 def test_normalize_path_hides_indices_keys_and_events() -> None:
@@ -81,9 +81,9 @@ def test_shrink_of_a_trace_that_does_not_fail_exits_2(
 @pytest.mark.parametrize(
     ("spec", "message"),
     [
-        ("nomodule_xyz:Engine", "--impl nomodule_xyz:Engine: cannot import module nomodule_xyz"),
-        ("conformance.planted_bugs:Nope", "module conformance.planted_bugs has no Nope"),
-        ("conformance.planted_bugs:PLANTED_BUGS", "PLANTED_BUGS is not an engine"),
+        ("nomodule_xyz:Engine", "--impl nomodule_xyz:Engine: no module named nomodule_xyz on"),
+        ("tools.planted_bugs:Nope", "module tools.planted_bugs has no Nope"),
+        ("tools.planted_bugs:PLANTED_BUGS", "PLANTED_BUGS is not an engine"),
         ("impl", "--impl impl: expected module:Class"),
     ],
 )

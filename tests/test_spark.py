@@ -13,11 +13,11 @@ import pytest
 
 from conformance import spark as glue
 from conformance.check import RESULTS_SCHEMA, check_trace
-from conformance.planted_bugs import PLANTED_BUGS
+from conformance.profiles import generate_trace, trace_ids
 from conformance.spark import balance
 from impl import Engine
+from tools.planted_bugs import PLANTED_BUGS
 from traces.parquet import TraceInfo, open_trace_set, parquet_to_jsonl, parse_op_cell
-from traces.profiles import generate_trace, trace_ids
 from traces.tracefile import trace_text
 from wanconform.cli import main
 
@@ -75,7 +75,7 @@ def test_the_check_on_spark_equals_the_plain_check(
 def test_check_finds_each_planted_bug_through_impl(
     bug: type[Engine], trace_set: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    spec = f"conformance.planted_bugs:{bug.__name__}"
+    spec = f"tools.planted_bugs:{bug.__name__}"
     results = tmp_path / "results"
     assert main(["check", str(trace_set), "--out", str(results), "--impl", spec]) == 1
     table = pq.read_table(results / "results.parquet")

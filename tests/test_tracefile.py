@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 import traces.tracefile
 from traces.canonical import canonical_json
 from traces.config import parse_config
+from traces.errors import TraceError
 from traces.ops import OP_NAMES as ALL_OP_NAMES
 from traces.ops import Deliver, DeliverAck, Op, Put, Settle, SiteUp, Tick, op_to_json
 from traces.tracefile import (
@@ -28,7 +29,6 @@ from traces.tracefile import (
     where,
     write_trace,
 )
-from wanconform.errors import TraceError
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "traces" / "examples"
 CONFIG = parse_config(

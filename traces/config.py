@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from wanconform.errors import ConfigError
+from traces.errors import ConfigError
 
 FAILURE_LISTENERS = (None, "dlq")
 

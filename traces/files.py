@@ -10,7 +10,7 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from wanconform.errors import TraceError, WanconformError
+from traces.errors import TraceError, WanconformError
 
 
 def _cannot_read(

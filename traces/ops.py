@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from traces.config import Config, int64_error, json_kind, show
-from wanconform.errors import WanconformError
+from traces.errors import WanconformError
 
 Scalar = int | str | bool | None
 Value = Mapping[str, Scalar]

@@ -34,10 +34,10 @@ import pyarrow.parquet as pq
 
 from traces.canonical import canonical_json
 from traces.config import Config, parse_config
+from traces.errors import ConfigError, TraceError, WanconformError
 from traces.generate import Row
 from traces.ops import Op, OpError, parse_op
 from traces.tracefile import decode_line, fast_path, op_line, open_trace, trace_lines, where
-from wanconform.errors import ConfigError, TraceError, WanconformError
 
 MARKER = "wanconform-traces.json"
 MARKER_CONTENT = {"kind": "wanconform trace set", "version": 1}

@@ -16,7 +16,7 @@ import importlib.metadata
 import sys
 from collections.abc import Sequence
 
-from wanconform.errors import WanconformError
+from traces.errors import WanconformError
 
 COMMAND_MODULES = (
     "wanconform.cmd_replay",

@@ -18,10 +18,10 @@ import time
 from typing import Any
 
 import impl
+from traces.engine import make_engine
+from traces.errors import WanconformError
 from traces.generate import steady_workload
 from traces.ops import Op
-from wanconform.engine import make_engine
-from wanconform.errors import WanconformError
 
 
 def register(subparsers: Any) -> None:
@@ -104,7 +104,7 @@ def run(args: argparse.Namespace) -> int:
         "model_events_per_s": round(events / seconds["model"]),
         "impl_events_per_s": round(events / seconds["impl"]),
         "speedup": round(seconds["model"] / seconds["impl"], 1),
-        "impl_compiled": impl.COMPILED,  # mypyc-compiled (impl/build_compiled.py) or Python
+        "impl_compiled": impl.COMPILED,  # mypyc-compiled (tools/build_compiled.py) or Python
     }
     if args.json:
         print(json.dumps(result, sort_keys=True))

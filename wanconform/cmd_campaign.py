@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from conformance.campaign import render, summarize
-from conformance.engines import DEFAULT_IMPL, load_impl
 from reports.render import write_report
 from reports.report_data import records_from_results
+from traces.engine import DEFAULT_IMPL, load_impl
 from traces.files import write_text_atomically
 from wanconform.cmd_check import add_check_arguments
 from wanconform.cmd_generate import add_generation_arguments, check_generation_arguments

@@ -8,7 +8,7 @@ import time
 from typing import Any
 
 from conformance.campaign import render, summarize
-from conformance.engines import load_impl
+from traces.engine import load_impl
 
 
 def add_check_arguments(parser: argparse.ArgumentParser) -> None:
@@ -18,7 +18,7 @@ def add_check_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="MODULE:CLASS",
         help=(
             "the engine checked against the model (default: impl:Engine); any class with "
-            "the impl's surface, e.g. conformance.planted_bugs:HighWaterMark"
+            "the impl's surface, e.g. tools.planted_bugs:HighWaterMark"
         ),
     )
 

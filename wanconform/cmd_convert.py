@@ -6,8 +6,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from traces.errors import WanconformError
 from traces.parquet import jsonl_to_parquet, parquet_to_jsonl
-from wanconform.errors import WanconformError
 
 
 def register(subparsers: Any) -> None:

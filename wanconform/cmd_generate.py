@@ -6,8 +6,8 @@ import argparse
 import sys
 from typing import Any
 
-from traces.profiles import PROFILES, check_profile
-from wanconform.errors import WanconformError
+from conformance.profiles import PROFILES, check_profile
+from traces.errors import WanconformError
 
 MAX_OPS = 10_000_000
 

@@ -16,19 +16,18 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from conformance.engines import DEFAULT_IMPL, load_impl
 from conformance.lockstep import Divergence, Lockstep
+from conformance.narrative import Narrator
 from conformance.properties import PropertyChecker, Verdict
-from reports.narrative import Narrator
 from reports.render import write_report
 from reports.report_data import records_from_traces
 from traces.canonical import canonical_json
+from traces.engine import DEFAULT_IMPL, Engine, EngineFactory, load_impl, make_engine
+from traces.errors import WanconformError
 from traces.observations import Observation
 from traces.ops import Op, op_to_json
 from traces.text import plural
 from traces.tracefile import TraceSource, open_trace, where
-from wanconform.engine import Engine, EngineFactory, make_engine
-from wanconform.errors import WanconformError
 
 SPEC = "docs/SPEC.md"
 MAX_LISTED_KEYS = 10  # differing keys listed by the convergence verdict
@@ -64,7 +63,7 @@ def register(subparsers: Any) -> None:
         metavar="MODULE:CLASS",
         help=(
             "the engine run as the impl (with --engine impl or both; default impl:Engine): "
-            "any class with the impl's surface, e.g. conformance.planted_bugs:HighWaterMark"
+            "any class with the impl's surface, e.g. tools.planted_bugs:HighWaterMark"
         ),
     )
     parser.add_argument(

@@ -15,9 +15,9 @@ import argparse
 import sys
 from typing import Any
 
-from conformance.engines import DEFAULT_IMPL, load_impl
 from reports.render import write_report
 from reports.report_data import records_from_traces
+from traces.engine import DEFAULT_IMPL, load_impl
 
 
 def register(subparsers: Any) -> None:

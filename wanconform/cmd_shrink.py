@@ -16,12 +16,12 @@ import sys
 import time
 from typing import Any
 
-from conformance.engines import DEFAULT_IMPL, load_impl
 from conformance.shrink import pytest_text, shrink
+from traces.engine import DEFAULT_IMPL, load_impl
+from traces.errors import WanconformError
 from traces.files import write_text_atomically
 from traces.text import plural
 from traces.tracefile import open_trace, trace_text, where
-from wanconform.errors import WanconformError
 
 
 def register(subparsers: Any) -> None:
@@ -47,7 +47,7 @@ def register(subparsers: Any) -> None:
         metavar="MODULE:CLASS",
         default=DEFAULT_IMPL,
         help=f"the engine checked against the model (default {DEFAULT_IMPL}), e.g. "
-        "conformance.planted_bugs:HighWaterMark",
+        "tools.planted_bugs:HighWaterMark",
     )
     parser.add_argument(
         "--pytest", metavar="FILE", help="also write a regression test that fails on it"

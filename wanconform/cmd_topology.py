@@ -24,11 +24,11 @@ from conformance.topology import TopologyAnalysis, analyse_topology
 from reports.topology_svg import render_topology_svg
 from traces.canonical import canonical_json
 from traces.config import Config, parse_config
+from traces.errors import ConfigError, TraceError, WanconformError
 from traces.files import read_text, write_text_atomically
 from traces.text import plural
 from traces.tracefile import decode_line, parse_trace_lines
 from wanconform.cmd_import import add_site_options, load_geode_sites
-from wanconform.errors import ConfigError, TraceError, WanconformError
 
 EXIT_SUPPORTED = 0
 EXIT_UNSUPPORTED = 1

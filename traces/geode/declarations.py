@@ -12,7 +12,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from wanconform.errors import ConfigError
+from traces.errors import ConfigError
 
 
 class GeodeImportError(ConfigError):

@@ -59,6 +59,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from traces.config import Config, parse_config
+from traces.errors import ConfigError
 from traces.geode.declarations import (
     GeodeImportError,
     ReceiverDeclaration,
@@ -67,7 +68,6 @@ from traces.geode.declarations import (
     Written,
 )
 from traces.text import plural
-from wanconform.errors import ConfigError
 
 WAIT_FOREVER_MS = 2**62
 """`ack_timeout_ms` for Geode's `socket-read-timeout` 0 (its default): never times out."""

@@ -1,7 +1,7 @@
 """Known bugs planted in copies of the impl, to prove that the harness has teeth.
 
 Each class overrides one small decision of `impl.Engine` with a plausible mistake.
-`conformance/test_planted_bugs.py` asserts that the conformance machine finds every one
+`tests/test_planted_bugs.py` asserts that the conformance machine finds every one
 and shrinks it to a short trace that `replay --engine both` logic reproduces.
 """
 

@@ -34,7 +34,10 @@ from dataclasses import dataclass, field
 from itertools import accumulate, islice
 from typing import Any
 
+from conformance.topology import topology_edges
+from impl import Engine
 from traces.config import Config, parse_config
+from traces.errors import WanconformError
 from traces.generate import Row, steady_config, steady_ops, steady_rows
 from traces.ops import (
     Deliver,
@@ -54,6 +57,7 @@ from traces.ops import (
     Tick,
     Value,
 )
+from traces.parquet import op_columns
 
 SITE_POOL = (1, 2, 3, 9, 10, 23, 100, 255)  # string order differs from numeric (R25)
 EXCEPTIONS = ("LowMemoryException", "CacheWriterException", "RegionDestroyedException")
@@ -67,13 +71,6 @@ def trace_seed(seed: int, trace_id: str, profile: str, ops: int) -> int:
 
 
 # -- configurations ----------------------------------------------------------------------
-
-
-def shape_edges(shape: str, sites: list[int]) -> list[tuple[int, int]]:
-    """Sender edges of a named topology (R23's shapes; the ring is one-way)."""
-    from conformance.strategies import topology_edges
-
-    return topology_edges(shape, sites)
 
 
 def _sender_options(rng: random.Random, listener: str | None) -> dict[str, Any]:
@@ -100,7 +97,7 @@ def _config(
     senders = [
         {"id": f"s{site}-{remote}", "site": site, "remote": remote}
         | _sender_options(rng, listener(rng))
-        for site, remote in shape_edges(shape, sites)
+        for site, remote in topology_edges(shape, sites)
     ]
     receivers = [
         {
@@ -121,8 +118,6 @@ class _Shadow:
     hint: a wrong guess costs one skipped operation and corrects the belief."""
 
     def __init__(self, config: Config) -> None:
-        from impl import Engine
-
         self.engine = Engine(config)
         self.config = config
         self.up = set(config.sites)
@@ -338,8 +333,6 @@ PROFILES: dict[str, Profile] = {
 
 
 def check_profile(name: str) -> Profile:
-    from wanconform.errors import WanconformError
-
     if name not in PROFILES:
         raise WanconformError(f"--profile: unknown profile {name!r} (one of {', '.join(PROFILES)})")
     return PROFILES[name]
@@ -360,8 +353,6 @@ def generate_trace(seed: int, trace_id: str, profile: str, ops: int) -> tuple[Co
 def generate_rows(seed: int, trace_id: str, profile: str, ops: int) -> tuple[Config, Iterator[Row]]:
     """`generate_trace` as `ops` table columns (op, site, sender, key, canonical JSON): the
     same operations, made faster (`steady_rows`, `op_line`)."""
-    from traces.parquet import op_columns
-
     chosen = check_profile(profile)
     if chosen.mix is not None:
         config, stream = generate_trace(seed, trace_id, profile, ops)

@@ -1,4 +1,4 @@
-"""Compile impl/ with mypyc into build/impl-compiled/ (`python -m impl.build_compiled`).
+"""Compile impl/ with mypyc into build/impl-compiled/ (`python -m tools.build_compiled`).
 
 The modules of `impl.COMPILED_MODULES` become C extensions in `build/impl-compiled/lib/impl/`
 (one shared library, `impl/_native__mypyc`, and one small module per source), next to
@@ -94,7 +94,7 @@ def build(target: Path) -> bool:
         try:
             with open(log, "w") as output:
                 compiled = subprocess.run(
-                    [sys.executable, "-m", "impl.build_compiled", "--compile-into", str(stage)],
+                    [sys.executable, "-m", "tools.build_compiled", "--compile-into", str(stage)],
                     stdout=output,
                     stderr=subprocess.STDOUT,
                     cwd=impl.ROOT,
@@ -129,7 +129,7 @@ def build(target: Path) -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m impl.build_compiled", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m tools.build_compiled", description=__doc__)
     parser.add_argument(
         "--out", type=Path, default=impl.BUILD_DIR, help=f"default {impl.BUILD_DIR}"
     )

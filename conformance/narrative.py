@@ -18,6 +18,7 @@ from typing import Any
 
 from traces.canonical import canonical_json
 from traces.config import Config
+from traces.enabled import ObservedState, why_skipped
 from traces.observations import Observation
 from traces.ops import (
     Deliver,
@@ -176,27 +177,5 @@ class Narrator:
         return head + ("; ".join(words) if words else "nothing to do")
 
     def why_skipped(self, op: Op, state: dict[str, Any]) -> str:
-        """Why `op` was not enabled in `state` (SPEC §3's 'enabled when')."""
-        sites, senders = state["sites"], state["senders"]
-
-        def down(site: int) -> str | None:
-            return None if sites[str(site)]["up"] else f"site {site} is down"
-
-        match op:
-            case Put(site=site) | PutAll(site=site):
-                return down(site) or "putall of no entries"
-            case Delta(site=site, key=key) | Destroy(site=site, key=key):
-                return down(site) or f"{key} has no live entry at site {site}"
-            case Deliver(sender=sender) | Drop(sender=sender):
-                if not senders[sender]["network"]["batch"]:
-                    return f"no batch of {sender} in the network"
-                return down(self.config.sender(sender).remote) or "not enabled"
-            case DeliverAck(sender=sender) | DropAck(sender=sender):
-                if not senders[sender]["network"]["ack"]:
-                    return f"no ack of {sender} in the network"
-                return down(self.config.sender(sender).site) or "not enabled"
-            case SiteDown(site=site):
-                return f"site {site} is already down"
-            case SiteUp(site=site):
-                return f"site {site} is already up"
-        return "not enabled"
+        """Why `op` was not enabled in `state` (SPEC §3's table, `traces.enabled`)."""
+        return why_skipped(self.config, ObservedState(state), op) or "not enabled"

@@ -1,6 +1,6 @@
 """The harness has teeth: each planted bug is found, shrunk and replayable (issue 3).
 
-For every bug of `conformance.planted_bugs`, the conformance machine runs with that
+For every bug of `tools.planted_bugs`, the conformance machine runs with that
 buggy copy as the impl; it must fail with a P1 divergence, shrink the run to a short
 trace, write that trace, and the written trace must reproduce the divergence.
 """
@@ -15,8 +15,8 @@ from hypothesis.stateful import run_state_machine_as_test
 
 from conformance.lockstep import first_divergence
 from conformance.machine import ConformanceFailure, counterexample_report, machine_with_impl
-from conformance.planted_bugs import PLANTED_BUGS
 from impl import Engine
+from tools.planted_bugs import PLANTED_BUGS
 from traces.tracefile import read_trace
 
 SHORT_TRACE = 12  # operations, after shrinking
@@ -35,7 +35,7 @@ def test_planted_bug_is_found_and_shrunk(bug: type[Engine], tmp_path: Path) -> N
                 phases=[Phase.generate, Phase.shrink],  # no slow "explain" phase
             ),
         )
-    assert f"--impl conformance.planted_bugs:{bug.__name__} --steps" in str(failure.value)
+    assert f"--impl tools.planted_bugs:{bug.__name__} --steps" in str(failure.value)
     assert machine.last_failure is not None
     _, ops, path = machine.last_failure
     assert len(ops) <= SHORT_TRACE, f"shrunk to {len(ops)} operations: {ops}"

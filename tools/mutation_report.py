@@ -1,9 +1,9 @@
 """The score of `make mutation`: mutmut's verdicts on impl/'s mutants, less the equivalents.
 
 Run after `mutmut run` in the project root (`make mutation` does both):
-`python -m conformance.mutation_report [--min-score 95]`. It reads every checked mutant's
+`python -m tools.mutation_report [--min-score 95]`. It reads every checked mutant's
 verdict (`mutmut results --all true`), takes out the mutants listed as equivalent in
-`conformance/mutation-equivalents.txt` (one `name  # why` a line: a mutant that changes
+`tools/mutation-equivalents.txt` (one `name  # why` a line: a mutant that changes
 no observable behaviour, with the one-line argument), and writes `out/mutation/report.txt`:
 the score (killed / non-equivalent mutants checked), then each surviving mutant with its
 diff. A timeout counts as killed (the mutant never finishes); "no tests" counts as
@@ -82,7 +82,7 @@ def report(results: dict[str, str], listed: dict[str, str]) -> tuple[float, list
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m conformance.mutation_report")
+    parser = argparse.ArgumentParser(prog="python -m tools.mutation_report")
     parser.add_argument("--min-score", type=float, default=95.0)
     args = parser.parse_args(argv)
     results = verdicts(mutmut("results", "--all", "true"))

@@ -1,0 +1,107 @@
+"""The surface every engine offers, and where engines come from (STYLE 4).
+
+    engine = Engine(config)              # initial state of SPEC §2's configuration
+    observations = engine.apply(op)      # one step (SPEC §3); list of §10 observations
+    state = engine.observe()             # SPEC §10 observable state, a JSON object
+
+`model.Engine` wraps the pure `model.step`; `impl.Engine` is the fast mutable engine.
+`make_engine("model" | "impl", config)` builds one of the two by name; `load_impl(spec)`
+loads any class with this surface, `module:Class` (`--impl` of every command), so a
+user's own engine is checked the same way. Both import the engines only when asked, so
+this ground floor names them without importing them.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+from collections.abc import Callable, Iterable
+from typing import Any, Protocol
+
+from traces.config import Config
+from traces.errors import WanconformError
+from traces.observations import Observation
+from traces.ops import Op
+
+ENGINE_NAMES = ("model", "impl")
+DEFAULT_IMPL = "impl:Engine"
+
+
+class Engine(Protocol):
+    def apply(self, op: Op) -> list[Observation]: ...
+
+    def observe(self) -> dict[str, Any]: ...
+
+
+EngineFactory = Callable[[Config], Engine]
+"""What builds an engine on a configuration: an engine class, or `--impl`'s choice."""
+
+
+def make_engine(name: str, config: Config) -> Engine:
+    """Build engine `name` ("model" or "impl") on `config`."""
+    if name not in ENGINE_NAMES:
+        raise ValueError(f"unknown engine {name!r}")
+    module = importlib.import_module(name)
+    engine: Engine = module.Engine(config)
+    return engine
+
+
+def _import(module_name: str, spec: str, search: Iterable[str]) -> Any:
+    """Import `module_name` as Python would, then (as `python -m` does for the current
+    directory) from each directory of `search` in turn."""
+    try:
+        return importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        top = module_name.split(".")[0]
+        if exc.name is None or exc.name.split(".")[0] != top:
+            raise WanconformError(
+                f"--impl {spec}: cannot import module {module_name}: {exc}"
+            ) from None
+    except ImportError as exc:
+        raise WanconformError(f"--impl {spec}: cannot import module {module_name}: {exc}") from None
+    looked = []
+    for directory in dict.fromkeys(os.path.abspath(d) for d in search):
+        looked.append(directory)
+        relative = module_name.replace(".", os.sep)
+        if not (
+            os.path.isfile(os.path.join(directory, relative + ".py"))
+            or os.path.isdir(os.path.join(directory, relative))
+        ):
+            continue
+        sys.path.insert(0, directory)
+        try:
+            return importlib.import_module(module_name)
+        except ImportError as exc:
+            raise WanconformError(
+                f"--impl {spec}: cannot import module {module_name} from {directory}: {exc}"
+            ) from None
+    where = ", ".join(looked) if looked else "nowhere else"
+    raise WanconformError(
+        f"--impl {spec}: no module named {module_name} on Python's path nor in {where}; "
+        "run from the directory that holds it, or add its directory to PYTHONPATH"
+    )
+
+
+def load_impl(spec: str | None, search: Iterable[str] = ()) -> EngineFactory:
+    """The engine class named by `module:Class` (None: the project's impl). A module
+    that Python cannot find is looked for in the current directory and then in the
+    directories of `search` (e.g. where the traces are). A bad spec is one line naming
+    what is wrong (module not found and where it looked, no such class, not an engine)."""
+    if spec is None or spec == DEFAULT_IMPL:
+        return lambda config: make_engine("impl", config)
+    module_name, colon, class_name = spec.partition(":")
+    if not colon or not module_name or not class_name:
+        raise WanconformError(f"--impl {spec}: expected module:Class, e.g. {DEFAULT_IMPL}")
+    module = _import(module_name, spec, [os.getcwd(), *search])
+    engine = getattr(module, class_name, None)
+    if engine is None:
+        raise WanconformError(f"--impl {spec}: module {module_name} has no {class_name}")
+    if not isinstance(engine, type) or not all(
+        callable(getattr(engine, method, None)) for method in ("apply", "observe")
+    ):
+        raise WanconformError(
+            f"--impl {spec}: {class_name} is not an engine (a class with apply(op) and observe())"
+        )
+    factory: EngineFactory = engine
+    return factory
