@@ -1,33 +1,33 @@
-"""What a campaign found, from its results table: data first, then the terminal text.
+"""What a campaign found, from its result rows: data first, then the terminal text.
 
-`summarize(results, seconds)` turns the rows of `conformance.check.RESULTS_SCHEMA` into
-a `CampaignSummary` (plain data, also what a report renders); `render` makes the text
-`wanconform check` and `wanconform campaign` print.
+`summarize(rows, seconds)` turns the rows of `conformance.results.RESULTS_SCHEMA` into
+a `CampaignSummary` (plain data); `render` makes the text `wanconform check` and
+`wanconform campaign` print. Failures are grouped by signature exactly as reports group
+them (`conformance.examples.failure_groups`).
 """
 
 from __future__ import annotations
 
-import json
 from collections import Counter, defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import pyarrow as pa
-
 from conformance.coverage import Coverage
-from conformance.properties import PROPERTIES
+from conformance.examples import failure_groups
+from conformance.results import ALL_PROPERTIES
 from traces.text import plural
 
 STATUSES = ("held", "failed", "not applicable")
 
 
 @dataclass(frozen=True, slots=True)
-class DivergenceGroup:
+class FailureGroup:
     signature: str
     count: int
-    example_where: str  # the first trace's divergent operation, "trace:seq"
-    example_op: str
-    example: str  # JSON: its differing paths
+    example_where: str  # the first trace's divergent operation or violation, "trace:line"
+    example_op: str  # P1: the operation (canonical JSON); else the violation's message
+    example_differences: tuple[dict[str, str], ...]  # P1: the first differing paths
 
 
 @dataclass(slots=True)
@@ -37,7 +37,7 @@ class CampaignSummary:
     events: int = 0
     seconds: float = 0.0  # the check's wall time
     skipped_by_profile: dict[str, tuple[int, int]] = field(default_factory=dict)  # skipped, ops
-    divergences: list[DivergenceGroup] = field(default_factory=list)  # largest group first
+    divergences: list[FailureGroup] = field(default_factory=list)  # P1, largest group first
     verdicts: dict[str, Counter[str]] = field(default_factory=dict)  # P1..P7 -> status counts
     violations: dict[str, list[str]] = field(default_factory=dict)  # first few per property
     coverage: Coverage = field(default_factory=Coverage)
@@ -51,46 +51,43 @@ class CampaignSummary:
         return any(counts["failed"] for counts in self.verdicts.values())
 
 
-def summarize(results: pa.Table, seconds: float) -> CampaignSummary:
+def summarize(rows: Sequence[dict[str, Any]], seconds: float) -> CampaignSummary:
     summary = CampaignSummary(seconds=seconds)
-    groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    summary.verdicts = {name: Counter() for name in ("P1", *PROPERTIES)}
-    summary.violations = {name: [] for name in PROPERTIES}
+    summary.verdicts = {name: Counter() for name in ALL_PROPERTIES}
+    summary.violations = {name: [] for name in ALL_PROPERTIES if name != "P1"}
     skipped: dict[str, list[int]] = defaultdict(lambda: [0, 0])
-    for row in results.to_pylist():
+    for row in rows:
         summary.traces += 1
         summary.operations += row["operations"]
         summary.events += row["events"]
         profile = row["profile"] or "(converted)"
         skipped[profile][0] += row["skipped"]
         skipped[profile][1] += row["operations"]
-        summary.verdicts["P1"][row["p1"]] += 1
-        if row["divergence_signature"] is not None:
-            groups[row["divergence_signature"]].append(row)
-        verdicts = json.loads(row["verdicts"])
-        for name in PROPERTIES:
-            summary.verdicts[name][row[name.lower()]] += 1
-            kept = summary.violations[name]
-            if len(kept) < 3:
+        for name in ALL_PROPERTIES:
+            verdict = row["verdicts"][name.lower()]
+            summary.verdicts[name][verdict["status"]] += 1
+            kept = summary.violations.get(name)
+            if kept is not None and len(kept) < 3:
                 kept.extend(
-                    f"{v['where']}: {v['message']}"
-                    for v in verdicts[name]["violations"][: 3 - len(kept)]
+                    f"{v['where']}: {v['message']}" for v in verdict["violations"][: 3 - len(kept)]
                 )
-        summary.coverage.merge(json.loads(row["coverage"]))
+        summary.coverage.merge(row["coverage"])
         summary.bytes_full += row["bytes_full"]
         summary.bytes_delta += row["bytes_delta"]
         summary.dropped += row["dropped"]
         summary.dead_lettered += row["dead_lettered"]
     summary.skipped_by_profile = {p: (s, n) for p, (s, n) in sorted(skipped.items())}
-    for signature, rows in sorted(groups.items(), key=lambda item: (-len(item[1]), item[0])):
-        first = rows[0]
+    for signature, members in failure_groups(rows):
+        divergence = members[0]["divergence"]
+        if not signature.startswith("P1") or divergence is None:
+            continue
         summary.divergences.append(
-            DivergenceGroup(
+            FailureGroup(
                 signature,
-                len(rows),
-                first["divergence_where"],
-                first["divergence_op"],
-                first["divergence"],
+                len(members),
+                divergence["where"],
+                divergence["op"],
+                tuple(divergence["differences"]),
             )
         )
     return summary
@@ -125,10 +122,9 @@ def render(summary: CampaignSummary) -> str:
         for group in summary.divergences:
             lines.append(f"  {group.count:>6} x {group.signature}")
             lines.append(f"         e.g. {group.example_where} {group.example_op}")
-            for diff in json.loads(group.example)["differences"][:3]:
+            for diff in group.example_differences[:3]:
                 lines.append(
-                    f"              {diff['path']}: model={json.dumps(diff['model'])} "
-                    f"impl={json.dumps(diff['impl'])}"
+                    f"              {diff['path']}: model={diff['model']} impl={diff['impl']}"
                 )
     else:
         lines.append("divergences (P1): none: model and impl agree on every trace")

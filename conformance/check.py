@@ -1,81 +1,32 @@
-"""Checking one trace at scale: model vs impl in lockstep (P1) with P2-P7, one result row.
-
-`TraceCheck` follows one trace operation by operation through `conformance.lockstep`
-and `conformance.properties`; memory is bounded by the engines' state (the lockstep's
-segment since the last agreed state, the checker's queued events), never by the trace's
-length. `finish()` returns one row of `RESULTS_SCHEMA`.
+"""Checking traces at scale: each trace run in lockstep (P1) with P2-P7, one result row.
 
 `check_batches` is the function Spark runs (`conformance.spark`), tested without Spark:
 Arrow record batches of `CHECK_INPUT_SCHEMA` in, sorted by (trace id, seq) with each
-trace's configuration row first; result batches out. It asserts that order: Spark gives
-no order inside a group, so the glue sorts within partitions and this function refuses
-anything else. A malformed row becomes an `error` row (the driver then reports the first
-one and writes no results).
-
-A user's engine comes in through `conformance.engines.load_impl` (`--impl module:Class`).
+trace's configuration row first; `RESULTS_SCHEMA` rows out (`conformance.results`), one
+per trace. It asserts that order: Spark gives no order inside a group, so the glue sorts
+within partitions and this function refuses anything else. Each trace streams through
+one `conformance.run.TraceRun`: memory is bounded by the engines' state, never by the
+trace's length. A malformed row becomes an `error` row (the driver then reports the
+first one and writes no results).
 """
 
 from __future__ import annotations
 
-import json
-import re
-import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
 
-from conformance.coverage import SENDER_OUTCOMES, Coverage
-from conformance.lockstep import Divergence, Lockstep
-from conformance.properties import PROPERTIES, PropertyChecker
-from traces.canonical import canonical_json
+from conformance.examples import Example, explain_groups
+from conformance.results import RESULTS_SCHEMA, result_row
+from conformance.run import TraceRun, run_trace
 from traces.config import Config
-from traces.engine import EngineFactory, load_impl
-from traces.errors import WanconformError
-from traces.observations import RECEIVER_STATUSES
-from traces.ops import Op, op_to_json
+from traces.engine import DEFAULT_IMPL, EngineFactory, load_impl
+from traces.errors import TraceError, WanconformError
+from traces.ops import Op
 from traces.parquet import FIRST_OP_SEQ, op_parser, parse_config_cell
 from traces.tracefile import where
-
-MAX_DIFFERENCES = 10  # differing paths kept in a result row
-MAX_VALUE_CHARS = 200  # each value in a result row is cut to this much canonical JSON
-MAX_VIOLATIONS = 3  # violation messages kept per property
-
-
-def _fields() -> list[pa.Field]:
-    fields = [
-        pa.field("trace_id", pa.string(), nullable=False),
-        pa.field("profile", pa.string()),
-        pa.field("seed", pa.int64()),
-        pa.field("operations", pa.int64()),
-        pa.field("events", pa.int64()),  # client events (enqueued)
-        pa.field("skipped", pa.int64()),  # operations not enabled (§3)
-        pa.field("p1", pa.string()),  # held | failed
-        pa.field("divergence_where", pa.string()),  # "trace:seq" of the first divergence
-        pa.field("divergence_op", pa.string()),  # its operation, canonical JSON
-        pa.field("divergence_signature", pa.string()),  # groups alike divergences
-        pa.field("divergence", pa.string()),  # JSON: differing paths, both values (cut)
-        pa.field("config", pa.string()),  # the trace's configuration (SPEC §2), canonical JSON
-    ]
-    for name in PROPERTIES:
-        fields.append(pa.field(name.lower(), pa.string()))  # held | failed | not applicable
-        fields.append(pa.field(f"{name.lower()}_violations", pa.int64()))
-    fields.append(pa.field("verdicts", pa.string()))  # JSON: reasons and first violations
-    fields += [pa.field(f"status_{s}", pa.int64()) for s in RECEIVER_STATUSES]
-    fields += [pa.field(f"outcome_{o}", pa.int64()) for o in SENDER_OUTCOMES]
-    fields += [
-        pa.field("coverage", pa.string()),  # JSON: conformance.machine.Coverage counts
-        pa.field("bytes_full", pa.int64()),
-        pa.field("bytes_delta", pa.int64()),
-        pa.field("dropped", pa.int64()),
-        pa.field("dead_lettered", pa.int64()),
-        pa.field("seconds", pa.float64()),
-    ]
-    return fields
-
-
-RESULTS_SCHEMA = pa.schema(_fields())
-"""One row per trace, as `wanconform check` writes it (results.parquet)."""
 
 ROW_SCHEMA = RESULTS_SCHEMA.append(pa.field("error", pa.string()))
 """What `check_batches` yields: a result row, or an error row (only `trace_id`, `error`)."""
@@ -93,131 +44,6 @@ CHECK_INPUT_SCHEMA = pa.schema(
 )
 
 
-def _cut_value(value: Any) -> Any:
-    text = canonical_json(value)
-    return value if len(text) <= MAX_VALUE_CHARS else text[:MAX_VALUE_CHARS] + "..."
-
-
-_INDEX = re.compile(r"\[\d+\]")
-_EVENT_ID = re.compile(r"\d+:\d+")
-
-
-def signature(divergence: Divergence) -> str:
-    """What alike divergences share: the operation, the first differing path with ids,
-    keys and indices left out, and short differing values (e.g. a status)."""
-    first = divergence.differences[0] if divergence.differences else None
-    if first is None:
-        return divergence.op.op
-    parts = _INDEX.sub("[]", first.path).split(".")
-    if parts[0] == "state" and len(parts) > 2:
-        parts[2] = "*"  # the site or sender id
-        if len(parts) > 4 and parts[3] == "entries":
-            parts[4] = "*"  # the key
-    text = f"{divergence.op.op} {'.'.join(parts)}"
-    short = all(
-        isinstance(v, str | bool | None) and len(str(v)) <= 20 and not _EVENT_ID.fullmatch(str(v))
-        for v in (first.model, first.impl)
-    )
-    if short:
-        text += f": model {canonical_json(first.model)}, impl {canonical_json(first.impl)}"
-    return text
-
-
-class TraceCheck:
-    """One trace being checked; `step` each operation in order, then `finish`."""
-
-    def __init__(
-        self,
-        trace_id: str,
-        config: Config,
-        impl_factory: EngineFactory | None = None,
-        replay: Callable[[], Iterable[Op]] | None = None,
-        profile: str | None = None,
-        seed: int | None = None,
-    ) -> None:
-        self.trace_id = trace_id
-        self.profile = profile
-        self.seed = seed
-        self.started = time.perf_counter()
-        self.lockstep = Lockstep(config, impl_factory, replay=replay)
-        self.checker = PropertyChecker(config)
-        self.coverage = Coverage()
-        self.operations = 0
-        self.events = 0
-
-    def step(self, seq: int, op: Op) -> None:
-        self.operations += 1
-        at = where(self.trace_id, seq)
-        if self.lockstep.divergence is None:
-            observations = self.lockstep.step(op, at)
-        else:  # after a divergence the model alone goes on, for P2-P7
-            observations = self.lockstep.model.apply(op)
-        self.coverage.record(op, observations)
-        self.events += sum(1 for obs in observations if obs["kind"] == "enqueued")
-        self.checker.after_step(op, observations, self.lockstep.model.observe, at)
-
-    def finish(self) -> dict[str, Any]:
-        divergence = self.lockstep.finish() if self.lockstep.divergence is None else None
-        divergence = divergence or self.lockstep.divergence
-        state = self.lockstep.model.observe()
-        self.checker.finish(state, where(self.trace_id, self.operations + 1))
-        counts = self.coverage.counts
-        senders = state["senders"].values()
-        row: dict[str, Any] = {
-            "trace_id": self.trace_id,
-            "profile": self.profile,
-            "seed": self.seed,
-            "operations": self.operations,
-            "events": self.events,
-            "skipped": sum(v for k, v in counts.items() if k.endswith(".skipped")),
-            "p1": "held" if divergence is None else "failed",
-            "divergence_where": None,
-            "divergence_op": None,
-            "divergence_signature": None,
-            "divergence": None,
-            "config": canonical_json(self.lockstep.config.to_json()),
-        }
-        if divergence is not None:
-            row["divergence_where"] = divergence.where
-            row["divergence_op"] = canonical_json(op_to_json(divergence.op))
-            row["divergence_signature"] = signature(divergence)
-            row["divergence"] = canonical_json(
-                {
-                    "index": divergence.index,
-                    "differences": [
-                        {"path": d.path, "model": _cut_value(d.model), "impl": _cut_value(d.impl)}
-                        for d in divergence.differences[:MAX_DIFFERENCES]
-                    ],
-                    "total": divergence.total,
-                }
-            )
-        verdicts = {}
-        for verdict in self.checker.verdicts():
-            name = verdict.property.lower()
-            row[name] = verdict.status
-            row[f"{name}_violations"] = len(verdict.violations)
-            verdicts[verdict.property] = {
-                "status": verdict.status,
-                "reason": verdict.reason,
-                "violations": [
-                    {"where": v.where, "message": v.message}
-                    for v in verdict.violations[:MAX_VIOLATIONS]
-                ],
-            }
-        row["verdicts"] = canonical_json(verdicts)
-        for status in RECEIVER_STATUSES:
-            row[f"status_{status}"] = counts[f"status.{status}"]
-        for outcome in SENDER_OUTCOMES:
-            row[f"outcome_{outcome}"] = counts[f"outcome.{outcome}"]
-        row["coverage"] = canonical_json(dict(sorted(counts.items())))
-        row["bytes_full"] = sum(s["stats"]["bytes_full"] for s in senders)
-        row["bytes_delta"] = sum(s["stats"]["bytes_delta"] for s in senders)
-        row["dropped"] = sum(s["stats"]["events_dropped"] for s in senders)
-        row["dead_lettered"] = sum(s["stats"]["dlq_records"] for s in senders)
-        row["seconds"] = round(time.perf_counter() - self.started, 6)
-        return row
-
-
 def check_trace(
     trace_id: str,
     config: Config,
@@ -225,14 +51,58 @@ def check_trace(
     impl_factory: EngineFactory | None = None,
     profile: str | None = None,
     seed: int | None = None,
+    impl_spec: str = DEFAULT_IMPL,
 ) -> dict[str, Any]:
-    """Check one trace from a stream of (seq, op); its result row. A state-only
-    divergence is located by replaying the operations kept since the last agreed state
-    (this plain form records them; `check_batches` re-reads the trace set instead)."""
-    check = TraceCheck(trace_id, config, impl_factory, profile=profile, seed=seed)
-    for seq, op in ops:
-        check.step(seq, op)
-    return check.finish()
+    """Check one trace from a stream of (line, op); its result row."""
+    run = TraceRun(trace_id, config, impl=impl_factory, impl_spec=impl_spec)
+    last = 1
+    for last, op in ops:
+        run.step(where(trace_id, last), op)
+    return result_row(run.finish(where(trace_id, last)), trace_id, profile, seed)
+
+
+@dataclass(frozen=True, slots=True)
+class LocalTrace:
+    """A trace at hand in this process: its name, configuration, (line, op)s, profile."""
+
+    name: str
+    config: Config
+    ops: list[tuple[int, Op]]
+    profile: str = "traces"
+
+
+def check_local(
+    traces: Sequence[LocalTrace],
+    impl_spec: str = DEFAULT_IMPL,
+    impl_factory: EngineFactory | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> tuple[list[dict[str, Any]], dict[str, Example], dict[str, str]]:
+    """Check traces held in this process, as `wanconform check` checks a trace set: the
+    result rows, the examples of the largest failure groups (by signature) and, for a
+    group without one, why. Each trace is run once; the examples shrink the kept ops."""
+    factory = impl_factory or load_impl(impl_spec)
+    rows = []
+    for trace in traces:
+        ops = trace.ops
+        result = run_trace(
+            trace.name,
+            trace.config,
+            [(where(trace.name, line), op) for line, op in ops],
+            impl=factory,
+            impl_spec=impl_spec,
+            replay=lambda ops=ops: (op for _, op in ops),
+        )
+        rows.append(result_row(result, profile=trace.profile))
+    by_name = {trace.name: trace for trace in traces}
+
+    def fetch(name: str) -> tuple[Config, list[Op], list[int], str] | None:
+        trace = by_name.get(name)
+        if trace is None:
+            return None
+        return trace.config, [op for _, op in trace.ops], [n for n, _ in trace.ops], name
+
+    examples, notes = explain_groups(rows, fetch, impl_spec, progress)
+    return rows, {example.signature: example for example in examples}, notes
 
 
 # -- the Arrow stream Spark feeds ---------------------------------------------------------
@@ -251,13 +121,20 @@ class _Current:
     """The trace whose rows are streaming past, with what its configuration row said."""
 
     def __init__(
-        self, trace_id: str, check: TraceCheck, config: Config, expected: int | None
+        self,
+        trace_id: str,
+        run: TraceRun,
+        config: Config,
+        expected: int | None,
+        profile: str | None,
+        seed: int | None,
     ) -> None:
         self.trace_id = trace_id
-        self.check = check
+        self.run = run
         self.config = config
         self.expected = expected
-        self.last_seq = 1
+        self.profile = profile
+        self.seed = seed
         self.parse = op_parser(trace_id, config)
 
 
@@ -269,7 +146,8 @@ def check_batches(
     """Rows of `CHECK_INPUT_SCHEMA`, sorted by (trace id, seq), the configuration row of
     each trace first -> one `ROW_SCHEMA` batch per trace. `replay_from(trace_id, config)`
     gives the lockstep its way to re-read a trace from the start (see `Lockstep`)."""
-    impl_factory = load_impl(impl_spec) if impl_spec else None
+    spec = impl_spec or DEFAULT_IMPL
+    impl_factory = load_impl(spec)
     current: _Current | None = None
     failed: str | None = None  # a trace whose rest is skipped after an error
     previous: tuple[str, int] | None = None
@@ -294,8 +172,10 @@ def check_batches(
                 if kind == "config":
                     config = parse_config_cell(trace_id, text)
                     replay = replay_from(trace_id, config) if replay_from else None
-                    check = TraceCheck(trace_id, config, impl_factory, replay, profile, seed)
-                    current = _Current(trace_id, check, config, operations)
+                    run = TraceRun(
+                        trace_id, config, impl=impl_factory, impl_spec=spec, replay=replay
+                    )
+                    current = _Current(trace_id, run, config, operations, profile, seed)
                     continue
                 if current is None:
                     raise WanconformError(
@@ -306,8 +186,7 @@ def check_batches(
                         f"{where(trace_id, seq)}: seq: must be >= {FIRST_OP_SEQ} "
                         "(line 1 is the configuration)"
                     )
-                current.check.step(seq, current.parse(seq, text))
-                current.last_seq = seq
+                current.run.step(where(trace_id, seq), current.parse(seq, text))
             except WanconformError as exc:
                 yield _error_batch(trace_id, str(exc))
                 failed, current = trace_id, None
@@ -318,14 +197,15 @@ def check_batches(
 
 
 def _finish(current: _Current) -> pa.RecordBatch:
-    operations = current.check.operations
+    operations = current.run.operations
     if current.expected is not None and operations != current.expected:
         return _error_batch(
             current.trace_id,
             f"{where(current.trace_id, 1)}: operations: configs says {current.expected}, "
             f"ops has {operations} rows",
         )
-    return _row_batch(current.check.finish())
+    result = current.run.finish(where(current.trace_id, operations + 1))  # the last line
+    return _row_batch(result_row(result, current.trace_id, current.profile, current.seed))
 
 
 def results_table(batches: Iterable[pa.RecordBatch]) -> pa.Table:
@@ -333,14 +213,6 @@ def results_table(batches: Iterable[pa.RecordBatch]) -> pa.Table:
     table = pa.Table.from_batches(list(batches), schema=ROW_SCHEMA).sort_by("trace_id")
     errors = [e for e in table.column("error").to_pylist() if e is not None]
     if errors:
-        from traces.errors import TraceError
-
         more = f" (and {len(errors) - 1} more bad traces)" if len(errors) > 1 else ""
         raise TraceError(errors[0] + more)
     return table.drop_columns(["error"]).cast(RESULTS_SCHEMA)
-
-
-def verdict_reasons(row: dict[str, Any]) -> dict[str, Any]:
-    """The per-property reasons and first violations of a result row."""
-    verdicts: dict[str, Any] = json.loads(row["verdicts"])
-    return verdicts

@@ -1,7 +1,7 @@
 """P1 Agreement: model and impl stepped in lockstep, in time linear in the trace.
 
-The one lockstep of the project, used by `wanconform replay --engine both`, the
-Hypothesis machine and the Spark check. After every operation the two engines'
+The one lockstep of the project, used by every run of a trace with both engines
+(`conformance.run`). After every operation the two engines'
 observations are compared (cheap: a few small dicts). The observable state (SPEC §10) is
 compared on a schedule: after an operation once the operations since the last state
 comparison cost, together, about what a comparison costs (`STATE_BYTES_PER_OPERATION`
@@ -169,6 +169,7 @@ class Lockstep:
         self.model = make_engine("model", config)
         self.impl = self._impl_factory(config)
         self.divergence: Divergence | None = None
+        self.impl_observations: list[Observation] = []  # the impl's, of the last step
         self.operations = 0  # operations stepped
         self._agreed_index = -1  # the last operation after which the states agreed
         self._agreed_model = copy.copy(self.model)  # the model then (its state is immutable)
@@ -189,7 +190,7 @@ class Lockstep:
         if self._recorded is not None:
             self._recorded.append(op)
         model_observations = self.model.apply(op)
-        impl_observations = self.impl.apply(op)
+        impl_observations = self.impl_observations = self.impl.apply(op)
         self._wheres.append(where)
         if not _same_observations(model_observations, impl_observations):
             self.divergence = self._observations_diverged(

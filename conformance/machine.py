@@ -20,7 +20,6 @@ FILE` reproduces it) and the error message names the file.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -35,12 +34,11 @@ from hypothesis.stateful import (
 )
 
 from conformance.coverage import Coverage
-from conformance.lockstep import Lockstep
-from conformance.properties import PropertyChecker
+from conformance.run import TraceRun
 from conformance.strategies import EXCEPTIONS, KEYS, bulk_entries, configs, values
 from traces.canonical import canonical_json
 from traces.config import Config
-from traces.engine import Engine, make_engine
+from traces.engine import DEFAULT_IMPL, EngineFactory, make_engine
 from traces.files import write_text_atomically
 from traces.ops import (
     Deliver,
@@ -60,8 +58,6 @@ from traces.ops import (
     op_to_json,
 )
 from traces.tracefile import trace_text, where
-
-EngineFactory = Callable[[Config], Engine]
 
 
 class ConformanceFailure(AssertionError):
@@ -101,9 +97,15 @@ class WanConformance(RuleBasedStateMachine):
         # Every step compares the whole state too: the machine's states are tiny (three
         # keys, a few sites, at most a run's 50 steps queued), so that costs little and
         # also catches state differences that heal before the next scheduled comparison.
-        self.lockstep = Lockstep(config, type(self).impl_factory, state_every=1)
-        self.checker = PropertyChecker(config)
-        self.state = self.lockstep.model.observe()  # the model's state after the last step
+        self.run = TraceRun(
+            "machine",
+            config,
+            impl=type(self).impl_factory,
+            impl_spec=type(self).impl_spec(),
+            stop_at_failure=True,
+            state_every=1,
+        )
+        self.state = self.run.observe()  # the model's state after the last step
         return multiple(*config.sites)
 
     @initialize(target=keys)
@@ -136,27 +138,24 @@ class WanConformance(RuleBasedStateMachine):
     def apply(self, op: Op) -> None:
         assert self.config is not None
         self.ops.append(op)
-        model_observations = self.lockstep.step(op)
-        model_state = self.state = self.lockstep.model.observe()
+        model_observations = self.run.step(f"operation {len(self.ops)}", op)
+        self.state = self.run.observe()
         type(self).coverage.record(op, model_observations)
-        type(self).coverage.record_state(model_state)
-        divergence = self.lockstep.divergence
-        differences = () if divergence is None else divergence.differences
-        problems = [f"P1: {d.path}: model={d.model!r} impl={d.impl!r}" for d in differences]
-        problems += [
-            f"{v.property}: {v.message}"
-            for v in self.checker.after_step(op, model_observations, lambda: model_state)
-        ]
-        if problems:
+        type(self).coverage.record_state(self.state)
+        if self.run.failure is not None:
+            divergence = self.run.divergence
+            differences = () if divergence is None else divergence.differences
+            problems = [f"P1: {d.path}: model={d.model!r} impl={d.impl!r}" for d in differences]
+            problems += [f"{v.property}: {v.message}" for v in self.run.last_violations]
             self.fail_with(problems)
 
     @classmethod
-    def impl_option(cls) -> str:
-        """` --impl module:Class` when the impl is a class other than impl's own."""
+    def impl_spec(cls) -> str:
+        """The impl as `--impl` names it: `module:Class`, or impl's own."""
         factory = cls.impl_factory
         if isinstance(factory, type) and factory.__name__ != "Engine":
-            return f" --impl {factory.__module__}:{factory.__qualname__}"
-        return ""
+            return f"{factory.__module__}:{factory.__qualname__}"
+        return DEFAULT_IMPL
 
     def fail_with(self, problems: list[str]) -> None:
         """Write the run as a trace file and fail, naming the operation by its line in
@@ -172,8 +171,8 @@ class WanConformance(RuleBasedStateMachine):
         raise ConformanceFailure(
             f"{where(str(path), len(self.ops) + 1)} {canonical_json(op_to_json(self.ops[-1]))}:\n  "
             + "\n  ".join(problems[:20])
-            + f"\nreproduce with: wanconform replay --engine both{self.impl_option()} --steps "
-            + str(path)
+            + f"\nreproduce with: wanconform replay --engine both --impl {self.impl_spec()} "
+            f"--steps {path}"
         )
 
     # -- the operations of SPEC §3 -----------------------------------------------------
@@ -261,25 +260,9 @@ class WanConformance(RuleBasedStateMachine):
             if not self.state["sites"][str(site)]["up"]:
                 self.apply(SiteUp(site))
         self.apply(Settle())
-        problems = [str(v) for v in self.checker.finish(self.state)]  # P7
-        if problems:
-            self.fail_with(problems)
-
-
-def counterexample_report(machine: type[WanConformance]) -> Path | None:
-    """Write the HTML report of the machine's last counterexample beside its trace (the
-    report `wanconform replay --engine both --report` writes); its path, or None."""
-    if machine.last_failure is None:
-        return None
-    from reports.render import write_report  # the report floor, only when a run failed
-    from reports.report_data import records_from_traces
-
-    _, _, trace = machine.last_failure
-    option = machine.impl_option()
-    impl_spec = option.removeprefix(" --impl ") or "impl:Engine"
-    html = trace.with_suffix(".html")
-    write_report(records_from_traces([str(trace)], impl_spec), html, impl_spec)
-    return html
+        failure = self.run.finish().failure  # P7 on the final state
+        if failure is not None:
+            self.fail_with([failure.describe()])
 
 
 def machine_with_impl(factory: EngineFactory, counterexample_dir: Path) -> type[WanConformance]:

@@ -29,13 +29,10 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from conformance.lockstep import Divergence, Lockstep
-from conformance.properties import PropertyChecker, Violation
-from traces.canonical import canonical_json
+from conformance.run import Failure, Signature, Step, TraceRun
 from traces.config import Config
-from traces.engine import Engine
+from traces.engine import EngineFactory
 from traces.errors import WanconformError
-from traces.observations import Observation
 from traces.ops import (
     Deliver,
     DeliverAck,
@@ -52,66 +49,16 @@ from traces.ops import (
 )
 from traces.text import plural
 
-EngineFactory = Callable[[Config], Engine]
 Progress = Callable[[str], None]
 
 MAX_GROUPS = 64  # stage 4 runs only when the trace has at most this many keys+senders+sites
 CACHE_BELOW = 20_000  # candidates shorter than this are remembered (ddmin retries some)
 
-_INDEX = re.compile(r"\[\d+\]")
-_ENTRY = re.compile(r"\.entries\.[^.\[]+")
 _EVENT = re.compile(r"\b(\d+):(\d+)\b")
 
 
 class NothingToShrink(WanconformError):
     """The trace neither diverges nor violates a property: there is no failure to keep."""
-
-
-@dataclass(frozen=True, slots=True)
-class Signature:
-    """What kind of failure: the property, and for P1 the kind of divergence and path."""
-
-    property: str  # "P1" .. "P7"
-    detail: str = ""  # P1: "observations observations[].status"
-
-    def __str__(self) -> str:
-        return f"{self.property} {self.detail}".strip()
-
-
-@dataclass(frozen=True, slots=True)
-class Failure:
-    """The first failure of a run: a divergence (P1) or a property violation."""
-
-    signature: Signature
-    index: int  # 0-based operation after which it showed (P7: the last operation)
-    divergence: Divergence | None = None
-    violation: Violation | None = None
-    observations: tuple[Observation, ...] = ()  # the model's, of the failing operation
-
-    def describe(self) -> str:
-        if self.divergence is not None:
-            return "P1: model and impl diverge at " + self.divergence.describe()
-        assert self.violation is not None
-        return str(self.violation)
-
-    def text(self) -> str:
-        """Everything the failure names (to find the keys and events involved)."""
-        seen = canonical_json(list(self.observations))
-        if self.divergence is not None:
-            return canonical_json(self.divergence.to_json()) + seen
-        assert self.violation is not None
-        return self.violation.message + seen
-
-
-def normalize_path(path: str) -> str:
-    """`state.sites.2.entries.k7.queue[3]` -> `state.sites.2.entries.*.queue[]`."""
-    return _EVENT.sub("*", _ENTRY.sub(".entries.*", _INDEX.sub("[]", path)))
-
-
-def divergence_signature(divergence: Divergence) -> Signature:
-    first = divergence.differences[0].path if divergence.differences else ""
-    kind = "observations" if first.startswith("observations") else "state"
-    return Signature("P1", f"{kind} {normalize_path(first)}")
 
 
 def find_failure(
@@ -122,36 +69,31 @@ def find_failure(
     names: Sequence[str] | None = None,
     events: dict[str, str] | None = None,
 ) -> Failure | None:
-    """Run `ops` in lockstep (P1) with the properties checked (P2-P7); the first failure.
-    `skipped` collects the indices of skipped operations, `events` the key each event
-    wrote; `names` names the operations in messages (default "operation N")."""
-    lockstep = Lockstep(config, impl_factory)
-    checker = PropertyChecker(config)
-    for index, op in enumerate(ops):
-        where = names[index] if names is not None else ""
-        observations = lockstep.step(op, where)
-        divergence = lockstep.divergence
-        if divergence is not None:
-            seen = tuple(observations) if divergence.index == index else ()
-            return Failure(
-                divergence_signature(divergence), divergence.index, divergence, None, seen
-            )
-        violations = checker.after_step(op, observations, lockstep.model.observe, where)
-        if violations:
-            return Failure(
-                Signature(violations[0].property), index, None, violations[0], tuple(observations)
-            )
-        if skipped is not None and len(observations) == 1 and observations[0]["kind"] == "skipped":
-            skipped.append(index)
+    """Run `ops` (`conformance.run`, both engines, P2-P7) up to their first failure; the
+    failure. `skipped` collects the indices of skipped operations, `events` the key each
+    event wrote; `names` names the operations in messages (default "operation N")."""
+
+    def collect(step: Step) -> None:
+        if skipped is not None and step.skipped:
+            skipped.append(step.index)
         if events is not None:
-            events.update((o["event"], o["key"]) for o in observations if o["kind"] == "enqueued")
-    divergence = lockstep.finish()
-    if divergence is not None:
-        return Failure(divergence_signature(divergence), divergence.index, divergence)
-    violations = checker.finish(lockstep.model.observe())
-    if violations:
-        return Failure(Signature(violations[0].property), len(ops) - 1, violation=violations[0])
-    return None
+            events.update(
+                (o["event"], o["key"]) for o in step.observations if o["kind"] == "enqueued"
+            )
+
+    watching = skipped is not None or events is not None
+    run = TraceRun(
+        "trace",
+        config,
+        impl=impl_factory,
+        stop_at_failure=True,
+        on_step=collect if watching else None,
+    )
+    for index, op in enumerate(ops):
+        run.step(names[index] if names is not None else f"operation {index + 1}", op)
+        if run.stopped:
+            break
+    return run.finish().failure
 
 
 @dataclass(slots=True)

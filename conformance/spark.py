@@ -17,7 +17,9 @@ checks a sorted Arrow stream of them. Here Spark only spreads the work:
   to disk when a partition does not fit in memory.
 
 Outputs are built in a staging directory next to the target and moved into place only
-when complete (`traces.parquet.publish_directory`): a failed run leaves nothing.
+when complete (`traces.parquet.publish_directory`): a failed run leaves nothing. After
+the check, the driver shrinks and explains the largest failure groups' examples
+(`conformance.examples`) into the results directory, so that its report needs no run.
 """
 
 from __future__ import annotations
@@ -37,24 +39,30 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from conformance.check import CHECK_INPUT_SCHEMA, ROW_SCHEMA, check_batches, results_table
+from conformance.examples import MAX_EXAMPLES, explain_groups, failure_groups
 from conformance.profiles import generate_rows, generate_trace, trace_ids
+from conformance.results import FAILURES, MAX_EXPORTED_FAILURES, plain_row, write_results
 from traces.config import Config
+from traces.engine import DEFAULT_IMPL
 from traces.errors import WanconformError
 from traces.ops import Op
 from traces.parquet import (
     CONFIGS_SCHEMA,
+    FIRST_OP_SEQ,
     OPS_SCHEMA,
-    RESULTS_FILE,
     OpsBatcher,
     TraceInfo,
+    TraceSet,
     config_row,
     configs_batch,
     open_trace_set,
     parse_op_cell,
     publish_directory,
     staging_directory,
+    trace_set_jsonl,
     write_marker,
 )
+from traces.tracefile import parse_trace_lines
 
 DEFAULT_MASTER = "local[*]"
 LOG_CONFIG = Path(__file__).with_name("log4j2.properties")  # Spark logs errors only
@@ -97,19 +105,23 @@ def _spark_schema(schema: pa.Schema) -> Any:
     return from_arrow_schema(schema)
 
 
-# -- progress on a terminal ---------------------------------------------------------------
+# -- progress ----------------------------------------------------------------------------
+
+StageProgress = Callable[[int, int], None]
+"""Called about twice a second during a stage with (tasks finished, tasks in all)."""
 
 
 @contextmanager
-def progress(spark: Any, label: str, enabled: bool) -> Iterator[None]:
-    """A progress bar of one stage's Spark tasks on stderr (a terminal only)."""
+def progress(spark: Any, label: str, on_progress: StageProgress | None) -> Iterator[None]:
+    """Report one stage's Spark tasks to `on_progress` while the body runs (the command
+    line draws the bar)."""
     context = spark.sparkContext
     group = f"wanconform-{label}-{time.monotonic_ns()}"
     context.setJobGroup(group, label)
     done = threading.Event()
-    started = time.monotonic()
 
-    def draw() -> None:
+    def poll() -> None:
+        assert on_progress is not None
         tracker = context.statusTracker()
         while not done.wait(0.5):
             total = finished = 0
@@ -120,17 +132,9 @@ def progress(spark: Any, label: str, enabled: bool) -> Iterator[None]:
                     if stage:
                         total += stage.numTasks
                         finished += stage.numCompletedTasks
-            filled = int(30 * finished / total) if total else 0
-            bar = "#" * filled + "." * (30 - filled)
-            elapsed = time.monotonic() - started
-            print(
-                f"\r{label:<9} [{bar}] {finished}/{total} tasks {elapsed:5.0f} s",
-                end="",
-                file=sys.stderr,
-                flush=True,
-            )
+            on_progress(finished, total)
 
-    thread = threading.Thread(target=draw, daemon=True) if enabled else None
+    thread = threading.Thread(target=poll, daemon=True) if on_progress else None
     if thread:
         thread.start()
     try:
@@ -139,11 +143,6 @@ def progress(spark: Any, label: str, enabled: bool) -> Iterator[None]:
         done.set()
         if thread:
             thread.join()
-            print(
-                f"\r{label:<9} done in {time.monotonic() - started:.1f} s" + " " * 40,
-                file=sys.stderr,
-                flush=True,
-            )
         context.setLocalProperty("spark.jobGroup.id", None)
 
 
@@ -216,7 +215,7 @@ def generate(
     profiles: list[str],
     seed: int,
     partitions: int | None = None,
-    show_progress: bool = False,
+    on_progress: StageProgress | None = None,
 ) -> None:
     """Write a trace set of `traces` generated traces of `ops` operations each."""
     target = Path(out)
@@ -234,7 +233,7 @@ def generate(
             return _write_ops(batches, seed, profiles, ops, traces, ops_folder)
 
         (staging / "ops").mkdir(parents=True)
-        with progress(spark, "generate", show_progress):
+        with progress(spark, "generate", on_progress):
             indexes.mapInArrow(configs_fn, _spark_schema(CONFIGS_SCHEMA)).write.parquet(
                 str(staging / "configs")
             )
@@ -304,11 +303,15 @@ def check(
     traces: str | os.PathLike[str],
     out: str | os.PathLike[str],
     impl_spec: str | None = None,
-    show_progress: bool = False,
-) -> pa.Table:
-    """Check every trace of a trace set; write `OUT/results.parquet` (all or nothing)."""
+    on_progress: StageProgress | None = None,
+    say: Callable[[str], None] | None = None,
+) -> list[dict[str, Any]]:
+    """Check every trace of a trace set and write the results directory `out`
+    (`conformance.results`: the rows, the impl, the largest groups' examples and the
+    failing traces; all or nothing). The rows, sorted by trace id."""
     from pyspark.sql import functions as F
 
+    spec = impl_spec or DEFAULT_IMPL
     trace_set = open_trace_set(traces)  # layout, schemas, configurations: before any work
     path = str(trace_set.path.resolve())
     configs = spark.read.parquet(str(trace_set.path / "configs")).select(
@@ -345,24 +348,42 @@ def check(
 
     def check_fn(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         return check_batches(
-            (b.select(CHECK_INPUT_SCHEMA.names) for b in batches), impl_spec, replay_from
+            (b.select(CHECK_INPUT_SCHEMA.names) for b in batches), spec, replay_from
         )
 
-    with progress(spark, "check", show_progress):
+    with progress(spark, "check", on_progress):
         table = results_table(
             rows.mapInArrow(check_fn, _spark_schema(ROW_SCHEMA)).toArrow().to_batches()
         )
-    write_results(table, out)
-    return table
-
-
-def write_results(table: pa.Table, out: str | os.PathLike[str]) -> None:
-    """`OUT/results.parquet`, atomically (the whole directory appears at once)."""
+    results = [plain_row(row) for row in table.to_pylist()]
     target = Path(out)
-    staging = staging_directory(target)
-    try:
-        pq.write_table(table, staging / RESULTS_FILE)
-        publish_directory(staging, target)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
+    exported = _failing_traces(trace_set, results)
+    texts = dict(exported)
+
+    def fetch(trace_id: str) -> tuple[Config, list[Op], list[int], str] | None:
+        text = texts.get(trace_id)
+        if text is None:
+            return None
+        trace = parse_trace_lines(text.splitlines(), trace_id)
+        lines = list(range(FIRST_OP_SEQ, FIRST_OP_SEQ + len(trace.ops)))
+        return trace.config, list(trace.ops), lines, str(target / FAILURES / f"{trace_id}.jsonl")
+
+    examples, notes = explain_groups(results, fetch, spec, say)
+    write_results(target, table, spec, path, examples, notes, exported)
+    return results
+
+
+def _failing_traces(trace_set: TraceSet, rows: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    """(trace id, JSON Lines text) of the failing traces to export: the first of each
+    group that gets an example, then the others by trace id, at most
+    `MAX_EXPORTED_FAILURES` (one pass over the trace set)."""
+    wanted = [members[0]["trace_id"] for _, members in failure_groups(rows)[:MAX_EXAMPLES]]
+    wanted += [row["trace_id"] for row in rows if row["failures"]]
+    chosen = set(list(dict.fromkeys(wanted))[:MAX_EXPORTED_FAILURES])
+    if not chosen:
+        return []
+    return [
+        (trace_id, "".join(line + "\n" for line in lines))
+        for trace_id, lines in trace_set_jsonl(trace_set)
+        if trace_id in chosen
+    ]

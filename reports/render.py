@@ -10,14 +10,14 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import jinja2
 from markupsafe import Markup
 
-from reports.report_data import Report, TraceRecord, build_report
-from traces.engine import DEFAULT_IMPL
+from conformance.examples import Example
+from reports.report_data import Report, build_report
 from traces.files import write_text_atomically
 
 _ENVIRONMENT = jinja2.Environment(
@@ -42,13 +42,15 @@ def render_report(report: Report) -> str:
 
 
 def write_report(
-    records: Sequence[TraceRecord],
+    rows: Sequence[Mapping[str, Any]],
+    examples: Mapping[str, Example],
+    notes: Mapping[str, str],
     path: str | os.PathLike[str],
-    impl_spec: str = DEFAULT_IMPL,
-    progress: Any = None,
+    impl_spec: str,
+    progress: Callable[[str], None] | None = None,
 ) -> Report:
-    """Compute the report of `records` and write it to `path` (atomically)."""
-    report = build_report(records, impl_spec, progress)
+    """Compute the report of result rows and write it to `path` (atomically)."""
+    report = build_report(rows, examples, notes, impl_spec, progress)
     write_text_atomically(path, render_report(report))
     return report
 

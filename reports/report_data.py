@@ -1,208 +1,43 @@
-"""The HTML report's data, computed before any rendering (STYLE 8; issue 10).
+"""The HTML report's data, computed before any rendering (STYLE 8).
 
-Input: one `TraceRecord` per trace (what a campaign's results row holds: verdicts,
-divergence, counts). `records_from_traces` builds them by replaying trace files in
-lockstep with the properties checked; `records_from_results` is the seam for the Spark
-campaign's Parquet results (not yet supported). `build_report` groups the failures by
-signature (`conformance.shrink`), largest group first, and for the example of each group
-shrinks its trace and explains the first failure: model and impl side by side, the words
-of `replay --steps` (`conformance.narrative`), a sequence diagram, and how to reproduce it.
-Everything that can grow with the campaign is capped, and the cap says what it cut.
+Input: what runs found, never a new run. One result row per trace
+(`conformance.results.RESULTS_SCHEMA`, from `wanconform check` or from traces run in this
+process), the examples of the largest failure groups (`conformance.examples.Example`,
+already shrunk and explained), and the impl that produced them. `build_report` counts
+verdicts per property and profile, merges the coverage, groups the failures exactly as
+campaigns do (`conformance.examples.failure_groups`), and turns each example into what
+a person reads: model and impl side by side, the account of the run, the sequence
+diagram, the life of the event involved. Everything that can grow with the campaign is
+capped, and the cap says what it cut.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import re
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-import pyarrow.parquet as pq
-
-from conformance.check import TraceCheck
 from conformance.coverage import Coverage
-from conformance.narrative import Narrator, describe
-from conformance.properties import PROPERTIES
-from conformance.shrink import NothingToShrink, Shrunk, pytest_text, shrink
+from conformance.examples import MAX_EXAMPLES, Example, failure_groups
+from conformance.results import ALL_PROPERTIES
 from conformance.topology import analyse_topology
 from reports.sequence_svg import render_sequence_svg, sequence_diagram
 from reports.topology_svg import render_topology_svg
 from traces.canonical import canonical_json
 from traces.config import parse_config
-from traces.engine import DEFAULT_IMPL, load_impl, make_engine
-from traces.errors import WanconformError
-from traces.files import write_text_atomically
-from traces.observations import Observation
-from traces.ops import Op
-from traces.parquet import open_trace_set, trace_set_jsonl
+from traces.ops import parse_op
 from traces.text import plural
-from traces.tracefile import open_trace, trace_text, where
 
 MAX_GROUPS = 50  # failure groups shown
-MAX_EXAMPLES = 20  # groups whose example is shrunk and explained
 MAX_GROUP_TRACES = 50  # trace names listed per group
 MAX_ROWS = 5_000  # traces in the filterable table
 MAX_TOPOLOGIES = 12  # configurations drawn
 MAX_SIDE_ROWS = 120  # rows of the model / impl comparison
 MAX_NARRATIVE = 60  # lines of the account of the events
-
-
-@dataclass(frozen=True, slots=True)
-class PropertyResult:
-    property: str  # "P2" .. "P7"
-    status: str  # held | failed | not applicable
-    reason: str = ""
-    violations: tuple[tuple[str, str], ...] = ()  # (where, message)
-
-
-@dataclass(frozen=True, slots=True)
-class TraceRecord:
-    """One trace's results (the campaign's results row, issue 9)."""
-
-    trace: str  # name or id
-    profile: str
-    config: dict[str, Any]  # SPEC §2, as JSON
-    operations: int
-    skipped: int
-    divergence: dict[str, Any] | None  # Divergence.to_json()
-    properties: tuple[PropertyResult, ...]
-    coverage: dict[str, int]  # conformance.machine.Coverage counts
-    bytes_full: int
-    bytes_delta: int
-    dropped: int
-    dead_lettered: int
-    seconds: float
-    source: str = ""  # the trace file, when there is one (to shrink the example)
-    divergence_signature: str = ""  # conformance.check.signature: what alike ones share
-
-    def failures(self) -> list[str]:
-        """The signatures of its failures: P1's (as `wanconform check` groups them),
-        then each failed property."""
-        out = []
-        if self.divergence is not None:
-            out.append(f"P1 {self.divergence_signature}")
-        out.extend(p.property for p in self.properties if p.status == "failed")
-        return out
-
-
-MAX_EXPORTED_FAILURES = 200
-"""A campaign's failing traces written out as JSONL (to shrink and reproduce them)."""
-
-
-def record_from_row(row: dict[str, Any], source: str = "") -> TraceRecord:
-    """A result row of `wanconform check` (conformance/check.py) as a record."""
-    divergence = None
-    if row["divergence"] is not None:
-        cut = json.loads(row["divergence"])
-        divergence = {
-            "index": cut["index"],
-            "where": row["divergence_where"],
-            "op": json.loads(row["divergence_op"]),
-            "differences": cut["differences"],
-            "total": cut["total"],
-        }
-    verdicts = json.loads(row["verdicts"])
-    properties = tuple(
-        PropertyResult(
-            name,
-            verdicts[name]["status"],
-            verdicts[name]["reason"],
-            tuple((v["where"], v["message"]) for v in verdicts[name]["violations"]),
-        )
-        for name in PROPERTIES
-    )
-    return TraceRecord(
-        trace=row["trace_id"],
-        profile=row["profile"] or "traces",
-        config=json.loads(row["config"]),
-        operations=row["operations"],
-        skipped=row["skipped"],
-        divergence=divergence,
-        properties=properties,
-        coverage=json.loads(row["coverage"]),
-        bytes_full=row["bytes_full"],
-        bytes_delta=row["bytes_delta"],
-        dropped=row["dropped"],
-        dead_lettered=row["dead_lettered"],
-        seconds=row["seconds"],
-        source=source,
-        divergence_signature=row["divergence_signature"] or "",
-    )
-
-
-def records_from_results(directory: str) -> list[TraceRecord]:
-    """The records of a campaign directory (`traces/`, `results/`) or of a `check`
-    results directory. A campaign's failing traces (at most `MAX_EXPORTED_FAILURES`) are
-    written to `failures/TRACE_ID.jsonl` beside them, so that their examples can be
-    shrunk and reproduced."""
-    root = Path(directory)
-    results = root / "results" if (root / "results" / "results.parquet").exists() else root
-    path = results / "results.parquet"
-    if not path.is_file():
-        raise WanconformError(
-            f"{directory}: not a campaign or results directory (no results.parquet); "
-            "give trace files or the directory `wanconform campaign --out` wrote"
-        )
-    rows = pq.read_table(path).to_pylist()
-    failing = [
-        row["trace_id"]
-        for row in rows
-        if row["p1"] == "failed" or any(row[name.lower()] == "failed" for name in PROPERTIES)
-    ][:MAX_EXPORTED_FAILURES]
-    sources: dict[str, str] = {}
-    traces = root / "traces"
-    if failing and traces.is_dir():
-        wanted = set(failing)
-        folder = root / "failures"
-        folder.mkdir(exist_ok=True)
-        for trace_id, lines in trace_set_jsonl(open_trace_set(traces)):
-            if trace_id in wanted:
-                target = folder / f"{trace_id}.jsonl"
-                write_text_atomically(target, "".join(line + "\n" for line in lines))
-                sources[trace_id] = os.fspath(target)
-    return [record_from_row(row, sources.get(row["trace_id"], "")) for row in rows]
-
-
-def record_from_trace(
-    path: str, impl_spec: str = DEFAULT_IMPL, profile: str | None = None
-) -> TraceRecord:
-    """Check one trace file as `wanconform check` checks a trace: lockstep (P1) with
-    P2-P7, one result row."""
-    source = open_trace(path)
-    check = TraceCheck(
-        source.name,
-        source.config,
-        load_impl(impl_spec),
-        replay=lambda: (op for _, op in source.ops()),
-        profile=profile or Path(path).parent.name or "traces",
-    )
-    for line, op in source.ops():
-        check.step(line, op)
-    return record_from_row(check.finish(), os.fspath(path))
-
-
-def coverage_skipped(counts: dict[str, int]) -> int:
-    return sum(count for name, count in counts.items() if name.endswith(".skipped"))
-
-
-def records_from_traces(paths: Sequence[str], impl_spec: str = DEFAULT_IMPL) -> list[TraceRecord]:
-    """Every input a trace file (validated first), or one campaign or results directory."""
-    if len(paths) == 1 and os.path.isdir(paths[0]):
-        return records_from_results(paths[0])
-    for path in paths:
-        if os.path.isdir(path):
-            raise WanconformError(f"{path}: a directory: give it alone, or give trace files")
-    for path in paths:
-        open_trace(path)  # validate all before any work
-    return [record_from_trace(path, impl_spec) for path in paths]
-
-
-# -- the report --------------------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
@@ -233,8 +68,8 @@ class NarrativeLine:
 
 
 @dataclass(frozen=True, slots=True)
-class Example:
-    """One failure explained: the shrunk trace, the failing step, how to reproduce it."""
+class ExampleView:
+    """One failure explained, as the page shows it (from a `conformance` Example)."""
 
     trace: str
     failure: str  # the failure of the minimal trace, described
@@ -258,7 +93,7 @@ class Group:
     signature: str
     count: int
     traces: tuple[str, ...]  # capped at MAX_GROUP_TRACES
-    example: Example | None
+    example: ExampleView | None
     note: str  # why there is no example, or ""
 
 
@@ -302,106 +137,101 @@ def _generated() -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S UTC", moment)
 
 
+def _profile(row: Mapping[str, Any]) -> str:
+    return str(row["profile"] or "traces")
+
+
 def build_report(
-    records: Sequence[TraceRecord],
-    impl_spec: str = DEFAULT_IMPL,
+    rows: Sequence[Mapping[str, Any]],
+    examples: Mapping[str, Example],
+    notes: Mapping[str, str],
+    impl_spec: str,
     progress: Callable[[str], None] | None = None,
 ) -> Report:
+    """The report of result rows, with the examples (by signature) and, for a group
+    without one, why (`notes`)."""
     say = progress or (lambda line: None)
-    profiles = tuple(sorted({r.profile for r in records}))
+    profiles = tuple(sorted({_profile(r) for r in rows}))
     verdicts = []
-    for name in PROPERTIES:
+    for name in ALL_PROPERTIES:
         cells = []
         for profile in profiles:
             statuses = Counter(
-                p.status
-                for r in records
-                if r.profile == profile
-                for p in r.properties
-                if p.property == name
+                r["verdicts"][name.lower()]["status"] for r in rows if _profile(r) == profile
             )
             cells.append(Counts(statuses["held"], statuses["failed"], statuses["not applicable"]))
         verdicts.append(VerdictRow(name, tuple(cells)))
-    p1 = [
-        Counts(
-            sum(1 for r in records if r.profile == p and r.divergence is None),
-            sum(1 for r in records if r.profile == p and r.divergence is not None),
-        )
-        for p in profiles
-    ]
-    verdicts.insert(0, VerdictRow("P1", tuple(p1)))
     coverage = Coverage()
-    for record in records:
-        coverage.merge(record.coverage)
+    for row in rows:
+        coverage.merge(row["coverage"])
     extra = sorted(set(coverage.counts) - set(coverage.required()))
     coverage_rows = tuple((name, coverage.counts[name]) for name in [*coverage.required(), *extra])
 
-    by_signature: dict[str, list[TraceRecord]] = {}
-    for record in records:
-        for signature in record.failures():
-            by_signature.setdefault(signature, []).append(record)
-    ordered = sorted(by_signature.items(), key=lambda item: (-len(item[1]), item[0]))
+    ordered = failure_groups(rows)
     caps = []
     if len(ordered) > MAX_GROUPS:
         caps.append(_shown(MAX_GROUPS, len(ordered), "failure signature"))
     groups = []
     for number, (signature, members) in enumerate(ordered[:MAX_GROUPS]):
-        example, note = None, ""
-        if number >= MAX_EXAMPLES:
-            note = f"no example: only the {MAX_EXAMPLES} largest groups are explained"
-        elif not members[0].source:
-            note = "no example: the trace file is not at hand"
-        else:
-            say(f"explaining {signature} with {members[0].trace}")
-            example, note = explain(members[0], signature, impl_spec)
-        names = tuple(m.trace for m in members[:MAX_GROUP_TRACES])
+        example = examples.get(signature)
+        view, note = None, notes.get(signature, "")
+        if example is not None:
+            say(f"drawing the example of {signature}")
+            view = example_view(example)
+        elif not note:
+            note = (
+                f"no example: only the {MAX_EXAMPLES} largest groups are explained"
+                if number >= MAX_EXAMPLES
+                else "no example: the trace was not at hand when the results were made"
+            )
+        names = tuple(m["trace_id"] for m in members[:MAX_GROUP_TRACES])
         if len(members) > MAX_GROUP_TRACES:
             caps.append(_shown(MAX_GROUP_TRACES, len(members), f"traces of {signature}"))
-        groups.append(Group(signature, len(members), names, example, note))
+        groups.append(Group(signature, len(members), names, view, note))
 
-    topologies: dict[str, list[TraceRecord]] = {}
-    for record in records:
-        topologies.setdefault(canonical_json(record.config), []).append(record)
+    topologies: dict[str, list[Mapping[str, Any]]] = {}
+    for row in rows:
+        topologies.setdefault(row["config"], []).append(row)
     drawn: list[Topology] = []
-    for _, members in sorted(topologies.items(), key=lambda item: (-len(item[1]), item[0])):
+    for text, members in sorted(topologies.items(), key=lambda item: (-len(item[1]), item[0])):
         if len(drawn) == MAX_TOPOLOGIES:
             caps.append(_shown(MAX_TOPOLOGIES, len(topologies), "configuration"))
             break
-        svg = render_topology_svg(analyse_topology(parse_config(members[0].config)))
-        drawn.append(Topology(f"as in {members[0].trace}", len(members), svg))
-    if len(records) > MAX_ROWS:
-        caps.append(_shown(MAX_ROWS, len(records), "trace") + " in the table of traces")
-    rows = tuple(
+        svg = render_topology_svg(analyse_topology(parse_config(json.loads(text))))
+        drawn.append(Topology(f"as in {members[0]['trace_id']}", len(members), svg))
+    if len(rows) > MAX_ROWS:
+        caps.append(_shown(MAX_ROWS, len(rows), "trace") + " in the table of traces")
+    table = tuple(
         {
-            "trace": r.trace,
-            "profile": r.profile,
-            "operations": r.operations,
-            "skipped": r.skipped,
-            "failures": r.failures(),
-            "statuses": {p.property: p.status for p in r.properties},
+            "trace": r["trace_id"],
+            "profile": _profile(r),
+            "operations": r["operations"],
+            "skipped": r["skipped"],
+            "failures": list(r["failures"]),
+            "statuses": {p: r["verdicts"][p.lower()]["status"] for p in ALL_PROPERTIES[1:]},
         }
-        for r in records[:MAX_ROWS]
+        for r in rows[:MAX_ROWS]
     )
     return Report(
         title="wanconform report",
         generated=_generated(),
         impl=impl_spec,
-        traces=len(records),
-        operations=sum(r.operations for r in records),
-        skipped=sum(r.skipped for r in records),
-        failing=sum(1 for r in records if r.failures()),
-        seconds=round(sum(r.seconds for r in records), 3),
+        traces=len(rows),
+        operations=sum(r["operations"] for r in rows),
+        skipped=sum(r["skipped"] for r in rows),
+        failing=sum(1 for r in rows if r["failures"]),
+        seconds=round(sum(r["seconds"] for r in rows), 3),
         profiles=profiles,
         verdicts=tuple(verdicts),
         coverage=coverage_rows,
-        bytes_full=sum(r.bytes_full for r in records),
-        bytes_delta=sum(r.bytes_delta for r in records),
-        dropped=sum(r.dropped for r in records),
-        dead_lettered=sum(r.dead_lettered for r in records),
+        bytes_full=sum(r["bytes_full"] for r in rows),
+        bytes_delta=sum(r["bytes_delta"] for r in rows),
+        dropped=sum(r["dropped"] for r in rows),
+        dead_lettered=sum(r["dead_lettered"] for r in rows),
         topologies=tuple(drawn),
         groups=tuple(groups),
         caps=tuple(caps),
-        rows=rows,
+        rows=table,
     )
 
 
@@ -432,140 +262,30 @@ def side_by_side(model: Any, impl: Any, path: str) -> tuple[SideRow, ...]:
     )
 
 
-def _common_prefix(paths: list[str]) -> str:
-    """The deepest dotted path above every differing path (state.senders.ny)."""
-    parts = [p.replace("[", ".[").split(".") for p in paths]
-    prefix: list[str] = []
-    for column in zip(*parts, strict=False):
-        if len(set(column)) != 1:
-            break
-        prefix.append(column[0])
-    return ".".join(prefix[:3]).replace(".[", "[") or "state"
-
-
-def _lookup(state: Any, path: str) -> Any:
-    for part in path.split(".")[1:]:
-        state = state.get(part, {}) if isinstance(state, dict) else {}
-    return state
-
-
-def explain(record: TraceRecord, signature: str, impl_spec: str) -> tuple[Example | None, str]:
-    """Shrink the record's trace and explain its first failure (the group's example)."""
-    source = open_trace(record.source)
-    lines = [line for line, _ in source.ops()]
-    ops = [op for _, op in source.ops()]
-    try:
-        shrunk = shrink(source.config, ops, load_impl(impl_spec))
-    except NothingToShrink:
-        return None, "no example: the trace no longer fails"
-    if str(shrunk.failure.signature) != signature and not signature.startswith("P1"):
-        note = f"the trace's first failure is {shrunk.failure.signature}"
-    else:
-        note = ""
-    minimal = shrunk.ops(ops)
-    name = f"{Path(record.source).stem}.min.jsonl"
-    text = trace_text(source.config, minimal)
-    side, side_note, step, narrative, svg, life = _steps(
-        source.config, minimal, shrunk, impl_spec, name
-    )
-    command = (
-        f"wanconform shrink {record.source} -o {name} --impl {impl_spec} "
-        f"--pytest test_{Path(record.source).stem}.py\n"
-        f"wanconform replay --engine both --steps {name}"
-    )
-    example = Example(
-        trace=record.trace,
-        failure=shrunk.failure.describe(),
-        original_operations=len(ops),
-        minimal_trace=text,
-        kept_lines=tuple(lines[i] for i in shrunk.kept),
-        stages=tuple(shrunk.stages),
-        step=step,
-        side=side,
-        side_note=side_note + (f" ({note})" if note else ""),
-        narrative=narrative,
-        event=life[0] if life else "",
-        event_life=life[1:],
-        sequence_svg=svg,
-        command=command,
-        pytest=pytest_text(text, impl_spec, shrunk.failure, name),
-    )
-    return example, ""
-
-
-_EVENT_ID = re.compile(r"\bevent (\d+:\d+)")
-
-
-def failure_event(failure: Any) -> str:
-    """The event a failure is about: the one a violation names, or the event of the
-    first differing observation of a divergence ("" if none)."""
-    if failure.violation is not None:
-        found = _EVENT_ID.search(failure.violation.message)
-        return found.group(1) if found else ""
-    differences = failure.divergence.differences if failure.divergence else ()
-    index = _OBSERVATION_INDEX.match(differences[0].path) if differences else None
-    if index is not None and int(index.group(1)) < len(failure.observations):
-        observation = failure.observations[int(index.group(1))]
-        events = observation.get("events") or [observation.get("event", "")]
-        return str(events[0])
-    return ""
-
-
-_OBSERVATION_INDEX = re.compile(r"observations\[(\d+)\]")
-
-
-def mentions(obs: Observation, event: str) -> bool:
-    """Does an observation concern `event` (its own, or in a batch, ack or timeout)?"""
-    return obs.get("event") == event or any(
-        event in obs.get(field, ()) for field in ("events", "removed")
-    )
-
-
-def _steps(
-    config: Any, ops: list[Op], shrunk: Shrunk, impl_spec: str, name: str
-) -> tuple[tuple[SideRow, ...], str, str, tuple[NarrativeLine, ...], str, tuple[str, ...]]:
-    """Run the minimal trace on model and impl side by side; words, diagram, and the life
-    of the event the failure is about (its id first, then one line per happening)."""
-    model = make_engine("model", config)
-    impl = load_impl(impl_spec)(config)
-    narrator = Narrator(config)
-    failure = shrunk.failure
-    narrative: list[NarrativeLine] = []
-    steps: list[tuple[str, Op, list[Observation]]] = []
-    side: tuple[SideRow, ...] = ()
-    side_note, step = "", ""
-    for index, op in enumerate(ops):
-        here = where(name, index + 2)  # line 1 holds the configuration
-        model_obs = model.apply(op)
-        impl_obs = impl.apply(op)
-        text = narrator.line(here, op, model_obs, model.observe)
-        focus = index == failure.index
-        narrative.append(NarrativeLine(text, focus))
-        steps.append((here, op, model_obs))
-        if not focus:
-            continue
-        step = text
-        divergence = failure.divergence
-        if divergence is None:
-            side_note = f"{failure.describe()} (model and impl agree on this operation)"
-            side = side_by_side(model_obs, impl_obs, "observations")
-        elif divergence.differences and divergence.differences[0].path.startswith("obs"):
-            side_note = "the observations of this operation, model and impl"
-            side = side_by_side(model_obs, impl_obs, "observations")
-        else:
-            prefix = _common_prefix([d.path for d in divergence.differences])
-            side_note = f"the observable state under {prefix} after this operation"
-            side = side_by_side(
-                _lookup(model.observe(), prefix), _lookup(impl.observe(), prefix), prefix
-            )
+def example_view(example: Example) -> ExampleView:
+    """What the page shows of an example: computed from its data alone."""
+    config = parse_config(example.config)
+    steps = [(s.where, parse_op(s.op, config), s.observations) for s in example.steps]
+    narrative = [
+        NarrativeLine(step.text, index == example.focus) for index, step in enumerate(example.steps)
+    ]
     if len(narrative) > MAX_NARRATIVE:
         narrative = narrative[-MAX_NARRATIVE:]
-    svg = render_sequence_svg(sequence_diagram(config, steps, failure.index))
-    event = failure_event(failure)
-    life = [
-        f"{here} {describe(obs)}"
-        for here, _, observations in steps
-        for obs in observations
-        if event and mentions(obs, event)
-    ]
-    return side, side_note, step, tuple(narrative), svg, (event, *life) if life else ()
+    focus = example.steps[example.focus] if example.steps else None
+    return ExampleView(
+        trace=example.trace,
+        failure=example.failure,
+        original_operations=example.original_operations,
+        minimal_trace=example.minimal_trace,
+        kept_lines=example.kept_lines,
+        stages=example.stages,
+        step=focus.text if focus is not None else "",
+        side=side_by_side(example.side_model, example.side_impl, example.side_path),
+        side_note=example.side_note,
+        narrative=tuple(narrative),
+        sequence_svg=render_sequence_svg(sequence_diagram(config, steps, example.focus)),
+        command=example.command,
+        pytest=example.pytest,
+        event=example.event,
+        event_life=example.event_life,
+    )

@@ -7,15 +7,12 @@ explores for as long as asked.
 
 from __future__ import annotations
 
+from counterexamples import counterexample_report
 from hypothesis import settings
 from hypothesis.stateful import run_state_machine_as_test
 
-from conformance.machine import (
-    ConformanceFailure,
-    Coverage,
-    WanConformance,
-    counterexample_report,
-)
+from conformance.coverage import Coverage
+from conformance.machine import ConformanceFailure, WanConformance
 
 CI_RUNS = 1000
 

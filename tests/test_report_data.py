@@ -3,30 +3,33 @@ explained example, from trace files with a planted bug; times masked."""
 
 from __future__ import annotations
 
-import dataclasses
+import copy
 import json
 import os
 from pathlib import Path
+from typing import Any
 
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 
-from conformance.check import RESULTS_SCHEMA, check_trace
+from conformance.check import LocalTrace, check_local
+from conformance.results import read_results, rows_table, write_results
 from reports.render import report_json, write_report
-from reports.report_data import TraceRecord, records_from_traces
-from traces.engine import load_impl
-from traces.tracefile import open_trace, read_trace
+from traces.tracefile import open_trace
 from wanconform.cli import main
 
 DATA = Path(__file__).parent / "data" / "report"
 RESEND = "tools.planted_bugs:ResendWithoutPossibleDuplicate"
 
 
+def local(paths: list[str]) -> list[LocalTrace]:
+    sources = [open_trace(path) for path in paths]
+    return [LocalTrace(s.name, s.config, list(s.ops()), "report") for s in sources]
+
+
 def test_report_data_of_planted_r20_bug(tmp_path: Path) -> None:
     paths = [str(DATA / "resend.jsonl"), str(DATA / "dead_letter.jsonl")]
-    records = records_from_traces(paths, RESEND)
-    report = report_json(write_report(records, tmp_path / "r.html", RESEND))
+    rows, examples, notes = check_local(local(paths), RESEND)
+    report = report_json(write_report(rows, examples, notes, tmp_path / "r.html", RESEND))
     report["generated"] = "<time>"
     report["seconds"] = 0.0
     assert report["traces"] == 2 and report["failing"] == 1
@@ -85,24 +88,19 @@ def test_report_of_a_directory_without_results_is_one_line(
 
 
 def test_report_of_a_results_directory_equals_the_report_of_its_traces(tmp_path: Path) -> None:
-    """The rows `wanconform check` writes make the same records as the trace files."""
-    paths = [str(DATA / "resend.jsonl"), str(DATA / "dead_letter.jsonl")]
-    from_traces = records_from_traces(paths, RESEND)
-    rows = [
-        check_trace(path, read_trace(path).config, open_trace(path).ops(), load_impl(RESEND),
-                    profile="report")
-        for path in paths
-    ]  # fmt: skip
-    (tmp_path / "results").mkdir()
-    pq.write_table(
-        pa.Table.from_pylist(rows, schema=RESULTS_SCHEMA), tmp_path / "results" / "results.parquet"
+    """A results directory keeps the rows, the impl and the examples: its report is the
+    report of the traces it came from, with nothing run again (a results directory
+    keeps its rows sorted by trace id, so the traces are given in that order)."""
+    paths = [str(DATA / "dead_letter.jsonl"), str(DATA / "resend.jsonl")]
+    rows, examples, notes = check_local(local(paths), RESEND)
+    direct = report_json(write_report(rows, examples, notes, tmp_path / "a.html", RESEND))
+    write_results(tmp_path / "results", rows_table(rows), RESEND, "", list(examples.values()))
+    results = read_results(tmp_path)
+    assert results.impl == RESEND and set(results.examples) == set(examples)
+    again = write_report(
+        results.rows, results.examples, results.notes, tmp_path / "b.html", results.impl
     )
-    from_results = records_from_traces([str(tmp_path)], RESEND)
-
-    def masked(records: list[TraceRecord]) -> list[dict[str, object]]:
-        return [dataclasses.asdict(r) | {"seconds": 0, "source": ""} for r in records]
-
-    assert masked(from_results) == masked(from_traces)
+    assert report_json(again) | {"generated": ""} == direct | {"generated": ""}
 
 
 def test_report_is_deterministic_with_source_date_epoch(
@@ -126,20 +124,17 @@ def test_report_of_10000_traces_stays_under_5_mb_and_says_what_it_cut(tmp_path: 
     """A 10,000-trace campaign: 70 failure signatures (each trace fails P1 with one of
     them) and every row in the table would be 10,000 rows; the caps keep the file small
     and say so."""
-    [record] = records_from_traces([str(DATA / "dead_letter.jsonl")])
-    records = [
-        dataclasses.replace(
-            record,
-            trace=f"chaos-{n:06d}",
-            divergence={"index": 0, "where": f"chaos-{n:06d}:2", "op": {"op": "settle"},
-                        "differences": [], "total": 0},
-            divergence_signature=f"settle observations[].status #{n % 70}",
-            source="",
-        )
-        for n in range(10_000)
-    ]  # fmt: skip
+    [row], _, _ = check_local(local([str(DATA / "dead_letter.jsonl")]))
+    rows: list[dict[str, Any]] = []
+    for n in range(10_000):
+        failing = copy.deepcopy(row) | {
+            "trace_id": f"chaos-{n:06d}",
+            "failures": [f"P1 settle observations[].status #{n % 70}"],
+        }
+        failing["verdicts"]["p1"]["status"] = "failed"
+        rows.append(failing)
     path = tmp_path / "r.html"
-    report = report_json(write_report(records, path))
+    report = report_json(write_report(rows, {}, {}, path, "impl:Engine"))
     assert path.stat().st_size < 5_000_000
     assert report["traces"] == 10_000 and report["failing"] == 10_000
     assert len(report["groups"]) == 50

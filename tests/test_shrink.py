@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from conformance.lockstep import first_divergence
-from conformance.shrink import find_failure, normalize_path, shrink
+from conformance.run import normalize_path
+from conformance.shrink import find_failure, shrink
 from tools.planted_bugs import ResendWithoutPossibleDuplicate
 from traces.engine import load_impl
 from traces.ops import Put, Tick
@@ -32,7 +33,7 @@ def test_r20_resend_without_flag_shrinks_to_the_lost_ack_and_resend() -> None:
     # (R20) -- the bug resends it without the possible-duplicate flag.
     trace = read_trace(DATA / "resend.jsonl")
     result = shrink(trace.config, trace.ops, ResendWithoutPossibleDuplicate)
-    assert str(result.failure.signature) == "P1 observations observations[].events_resent"
+    assert str(result.failure.signature) == "P1 tick observations[].events_resent"
     minimal = result.ops(list(trace.ops))
     # One write fills no batch of 2 (R15): both puts are needed and the second sends the
     # batch; it need not even be delivered: unacked for ack_timeout_ms 2,000 it times out

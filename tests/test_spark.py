@@ -12,8 +12,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from conformance import spark as glue
-from conformance.check import RESULTS_SCHEMA, check_trace
+from conformance.check import check_trace
 from conformance.profiles import generate_trace, trace_ids
+from conformance.results import RESULTS_SCHEMA, plain_row
 from conformance.spark import balance
 from impl import Engine
 from tools.planted_bugs import PLANTED_BUGS
@@ -58,7 +59,7 @@ def without_seconds(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def test_the_check_on_spark_equals_the_plain_check(
     spark: Any, trace_set: Path, tmp_path: Path
 ) -> None:
-    table = glue.check(spark, trace_set, tmp_path / "results")
+    rows = glue.check(spark, trace_set, tmp_path / "results")
     assert pq.read_table(tmp_path / "results" / "results.parquet").schema.equals(RESULTS_SCHEMA)
     expected = []
     for info in open_trace_set(trace_set).traces:
@@ -67,8 +68,8 @@ def test_the_check_on_spark_equals_the_plain_check(
             for seq, text in open_trace_set(trace_set).ops_of(info.trace_id)
         )
         expected.append(check_trace(info.trace_id, info.config, ops, None, info.profile, 1))
-    assert without_seconds(table.to_pylist()) == without_seconds(expected)
-    assert set(table.column("p1").to_pylist()) == {"held"}
+    assert without_seconds(rows) == without_seconds(expected)
+    assert {row["verdicts"]["p1"]["status"] for row in rows} == {"held"}
 
 
 @pytest.mark.parametrize("bug", PLANTED_BUGS, ids=lambda bug: bug.__name__)
@@ -79,13 +80,15 @@ def test_check_finds_each_planted_bug_through_impl(
     results = tmp_path / "results"
     assert main(["check", str(trace_set), "--out", str(results), "--impl", spec]) == 1
     table = pq.read_table(results / "results.parquet")
-    failed = [row for row in table.to_pylist() if row["p1"] == "failed"]
+    rows = [plain_row(row) for row in table.to_pylist()]
+    failed = [row for row in rows if row["verdicts"]["p1"]["status"] == "failed"]
     assert failed, f"{bug.__name__} not found"
     for row in failed:
-        trace_id, seq = row["divergence_where"].rsplit(":", 1)
+        trace_id, seq = row["divergence"]["where"].rsplit(":", 1)
         assert trace_id == row["trace_id"] and int(seq) >= 2
+        assert row["failures"][0].startswith("P1 ")
     out = capsys.readouterr().out
-    assert "divergences (P1)" in out and failed[0]["divergence_signature"] in out
+    assert "divergences (P1)" in out and failed[0]["failures"][0] in out
 
 
 def test_a_bad_operation_stops_the_check_and_writes_nothing(

@@ -223,7 +223,7 @@ def run_spark(args: argparse.Namespace) -> int:
         print("bench: checking on Spark ...", file=sys.stderr, flush=True)
         tree.peak_rss = tree.rss()
         cpu, start = tree.cpu(), time.perf_counter()
-        table = glue.check(spark, folder / "set", folder / "results")
+        rows = glue.check(spark, folder / "set", folder / "results")
         checked, checked_cpu = time.perf_counter() - start, cpu_since(tree, cpu)
         check_peak = max(tree.peak_rss, tree.rss())
         trace_set = open_trace_set(folder / "set")
@@ -236,7 +236,7 @@ def run_spark(args: argparse.Namespace) -> int:
             ops = ((seq, parse(seq, text)) for seq, text in trace_set.ops_of(info.trace_id))
             plain_events += check_trace(info.trace_id, info.config, ops)["events"]
         plain, plain_cpu = time.perf_counter() - start, time.process_time() - start_cpu
-    events = sum(table.column("events").to_pylist())
+    events = sum(row["events"] for row in rows)
     result: dict[str, Any] = {
         "master": args.master or glue.DEFAULT_MASTER,
         "cores": cores,

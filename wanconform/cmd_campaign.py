@@ -1,24 +1,24 @@
 """`wanconform campaign`: generate, check and summarize, on Spark.
 
-OUT/traces is the trace set, OUT/results/results.parquet the results, OUT/summary.txt
-what was printed. Each appears whole or not at all.
+OUT/traces is the trace set, OUT/results/ the results directory (`conformance.results`:
+the rows, the impl, the examples of the largest failure groups and the failing traces as
+failures/TRACE_ID.jsonl), OUT/summary.txt what was printed and OUT/report.html the report
+of those results. Each appears whole or not at all.
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from conformance.campaign import render, summarize
+from conformance.results import read_results
 from reports.render import write_report
-from reports.report_data import records_from_results
 from traces.engine import DEFAULT_IMPL, load_impl
 from traces.files import write_text_atomically
-from wanconform.cmd_check import add_check_arguments
+from wanconform.cmd_check import add_check_arguments, say, stage_progress
 from wanconform.cmd_generate import add_generation_arguments, check_generation_arguments
 
 
@@ -46,36 +46,30 @@ def run(args: argparse.Namespace) -> int:
     from conformance import spark as glue
 
     out = Path(args.out)
-    tty = sys.stderr.isatty()
     spark = glue.session(args.master)
     started = time.perf_counter()
+    bar = stage_progress("generate")
     glue.generate(
-        spark, out / "traces", args.traces, args.ops, profiles, args.seed, show_progress=tty
+        spark, out / "traces", args.traces, args.ops, profiles, args.seed, on_progress=bar.update
     )
+    bar.close(f"generate  done in {bar.elapsed():.1f} s")
     generated = time.perf_counter() - started
     started = time.perf_counter()
-    table = glue.check(spark, out / "traces", out / "results", args.impl, tty)
-    summary = summarize(table, time.perf_counter() - started)
+    bar = stage_progress("check")
+    rows = glue.check(spark, out / "traces", out / "results", args.impl, bar.update, say)
+    bar.close(f"check     done in {bar.elapsed():.1f} s")
+    summary = summarize(rows, time.perf_counter() - started)
     operations = args.traces * args.ops
     text = (
         f"campaign: seed {args.seed}, profiles {','.join(profiles)}, impl "
-        f"{args.impl or 'impl:Engine'}, generated {operations:,} operations in "
+        f"{args.impl or DEFAULT_IMPL}, generated {operations:,} operations in "
         f"{generated:.1f} s ({operations / generated:,.0f} ops/s)\n" + render(summary)
     )
     write_text_atomically(out / "summary.txt", text + "\n")
     print(text)
+    results = read_results(out / "results")
     report = out / "report.html"
-    write_report(records_from_results(str(out)), report, args.impl or DEFAULT_IMPL, _say(tty))
+    write_report(results.rows, results.examples, results.notes, report, results.impl, say)
     print(f"\ncampaign written to {out}/ (traces/, results/results.parquet, summary.txt)")
     print(f"report: {report}")
     return 1 if summary.failed else 0
-
-
-def _say(tty: bool) -> Callable[[str], None]:
-    """The report's progress lines, on a terminal only."""
-
-    def say(line: str) -> None:
-        if tty:
-            print(f"report: {line}", file=sys.stderr)
-
-    return say

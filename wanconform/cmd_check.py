@@ -9,6 +9,7 @@ from typing import Any
 
 from conformance.campaign import render, summarize
 from traces.engine import load_impl
+from wanconform.progress import Progress
 
 
 def add_check_arguments(parser: argparse.ArgumentParser) -> None:
@@ -41,6 +42,17 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(func=run)
 
 
+def stage_progress(label: str) -> Progress:
+    """A bar of one Spark stage's tasks (on a terminal)."""
+    return Progress(label, unit="tasks", bar=True)
+
+
+def say(line: str) -> None:
+    """The lines of long driver-side work (examples being explained), on a terminal."""
+    if sys.stderr.isatty():
+        print(f"check: {line}", file=sys.stderr)
+
+
 def run(args: argparse.Namespace) -> int:
     if args.impl:
         load_impl(args.impl)  # a bad spec is one line before Spark starts
@@ -50,8 +62,10 @@ def run(args: argparse.Namespace) -> int:
     open_trace_set(args.traces)
     spark = glue.session(args.master)
     started = time.perf_counter()
-    table = glue.check(spark, args.traces, args.out, args.impl, sys.stderr.isatty())
-    summary = summarize(table, time.perf_counter() - started)
+    bar = stage_progress("check")
+    rows = glue.check(spark, args.traces, args.out, args.impl, bar.update, say)
+    bar.close(f"check     done in {bar.elapsed():.1f} s")
+    summary = summarize(rows, time.perf_counter() - started)
     print(render(summary))
     print(f"\nresults: {args.out}/results.parquet")
     return 1 if summary.failed else 0

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import Any
 
 from conformance.profiles import PROFILES, check_profile
@@ -69,8 +68,10 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     profiles = check_generation_arguments(args)
     from conformance import spark as glue
+    from wanconform.cmd_check import stage_progress
 
     spark = glue.session(args.master)
+    bar = stage_progress("generate")
     glue.generate(
         spark,
         args.out,
@@ -78,7 +79,8 @@ def run(args: argparse.Namespace) -> int:
         args.ops,
         profiles,
         args.seed,
-        show_progress=sys.stderr.isatty(),
+        on_progress=bar.update,
     )
+    bar.close(f"generate  done in {bar.elapsed():.1f} s")
     print(f"{args.out}: {args.traces:,} traces of {args.ops:,} operations ({args.profile})")
     return 0

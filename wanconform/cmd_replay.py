@@ -10,24 +10,24 @@ diverged (`--engine both`) or violated a property (`--check-properties`).
 from __future__ import annotations
 
 import argparse
+import os
 import sys
-import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from conformance.lockstep import Divergence, Lockstep
-from conformance.narrative import Narrator
-from conformance.properties import PropertyChecker, Verdict
+from conformance.examples import explain_groups
+from conformance.properties import Verdict
+from conformance.results import result_row
+from conformance.run import RunResult, Step, TraceRun, stopped_line
 from reports.render import write_report
-from reports.report_data import records_from_traces
 from traces.canonical import canonical_json
-from traces.engine import DEFAULT_IMPL, Engine, EngineFactory, load_impl, make_engine
+from traces.config import Config
+from traces.engine import DEFAULT_IMPL, load_impl
 from traces.errors import WanconformError
-from traces.observations import Observation
 from traces.ops import Op, op_to_json
 from traces.text import plural
-from traces.tracefile import TraceSource, open_trace, where
+from traces.tracefile import open_trace, where
+from wanconform.progress import Progress
 
 SPEC = "docs/SPEC.md"
 MAX_LISTED_KEYS = 10  # differing keys listed by the convergence verdict
@@ -98,94 +98,6 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(func=run)
 
 
-@dataclass(slots=True)
-class Replayed:
-    """What one trace's replay found."""
-
-    source: TraceSource
-    operations: int = 0
-    skipped: int = 0
-    state: dict[str, Any] = field(default_factory=dict)  # final observable state (§10)
-    divergence: Divergence | None = None
-    verdicts: list[Verdict] | None = None
-    steps: list[dict[str, Any]] = field(default_factory=list)  # --steps --json
-
-    @property
-    def failed(self) -> bool:
-        failed_property = any(v.status == "failed" for v in self.verdicts or [])
-        return self.divergence is not None or failed_property
-
-
-class Progress:
-    """On a terminal, long work says how far it is: one stderr line, rewritten at most
-    twice a second, from the first half second on; erased when done."""
-
-    def __init__(self, what: str, total: int | None = None) -> None:
-        self.what = what
-        self.total = total
-        self.active = sys.stderr.isatty()
-        self.next_at = time.monotonic() + 0.5
-        self.shown = False
-
-    def update(self, done: int) -> None:
-        if self.active and time.monotonic() >= self.next_at:
-            self.next_at = time.monotonic() + 0.5
-            of = "" if self.total is None else f"/{self.total:,}"
-            print(f"\r{self.what}: {done:,}{of} operations", end="", file=sys.stderr, flush=True)
-            self.shown = True
-
-    def close(self) -> None:
-        if self.shown:
-            print("\r\033[K", end="", file=sys.stderr, flush=True)
-
-
-def replay(
-    source: TraceSource,
-    engine_name: str,
-    check: bool,
-    on_step: Callable[[str, Op, list[Observation], Callable[[], dict[str, Any]]], None]
-    | None = None,
-    impl_factory: EngineFactory | None = None,
-) -> Replayed:
-    """Replay one trace; `on_step(where, op, observations, state)` sees every step;
-    `impl_factory` builds the impl (default: impl.Engine)."""
-    result = Replayed(source)
-    lockstep: Lockstep | None = None
-    engine: Engine
-    if engine_name == "both":
-        lockstep = Lockstep(
-            source.config, impl_factory, replay=lambda: (op for _, op in source.ops())
-        )
-        engine = lockstep.model
-    elif engine_name == "impl" and impl_factory is not None:
-        engine = impl_factory(source.config)
-    else:
-        engine = make_engine(engine_name, source.config)
-    checker = PropertyChecker(source.config) if check else None
-    progress = Progress(f"replaying {source.name}", source.op_count)
-    for line, op in source.ops():
-        here = where(source.name, line)
-        observations = engine.apply(op) if lockstep is None else lockstep.step(op, here)
-        result.operations += 1
-        if len(observations) == 1 and observations[0]["kind"] == "skipped":
-            result.skipped += 1
-        if checker is not None:
-            checker.after_step(op, observations, engine.observe, here)
-        if on_step is not None:
-            on_step(here, op, observations, engine.observe)
-        if lockstep is not None and lockstep.divergence is not None:
-            break
-        progress.update(result.operations)
-    progress.close()
-    if lockstep is not None:
-        result.divergence = lockstep.finish()
-    result.state = engine.observe()
-    if checker is not None:
-        checker.finish(result.state)
-        result.verdicts = checker.verdicts()
-    return result
-
-
 def convergence(state: dict[str, Any]) -> tuple[bool, list[str]]:
     """Do all sites hold identical entries (values and tags)? If not, each differing key
     and what every site holds for it (at most `MAX_LISTED_KEYS` keys)."""
@@ -211,11 +123,11 @@ def convergence(state: dict[str, Any]) -> tuple[bool, list[str]]:
     return not differing, lines
 
 
-def summary(result: Replayed) -> str:
+def summary(result: RunResult) -> str:
     """The text a person reads after a replay."""
-    source, state = result.source, result.state
+    state = result.state
     lines = [
-        f"{source.name}: {plural(result.operations, 'operation')} "
+        f"{result.name}: {plural(result.operations, 'operation')} "
         f"({result.skipped:,} skipped), time {state['time']} ms"
     ]
     for site_id, site in sorted(state["sites"].items(), key=lambda item: int(item[0])):
@@ -225,7 +137,7 @@ def summary(result: Replayed) -> str:
             f"{plural(len(site['entries']), 'entry', 'entries')}; {stats}"
         )
     for sender_id, sender in sorted(state["senders"].items()):
-        config = source.config.sender(sender_id)
+        config = result.config.sender(sender_id)
         flight = sender["in_flight"]
         in_flight = (
             "none"
@@ -240,8 +152,13 @@ def summary(result: Replayed) -> str:
             f"{plural(len(sender['dlq']), 'dead letter')}; {nonzero or 'no traffic'}"
         )
     if result.divergence is not None:
-        lines.append(f"P1: FAILED: model and impl diverge at {result.divergence.describe()}")
-    for verdict in result.verdicts or []:
+        lines.append(f"  P1: FAILED: model and impl diverge at {result.divergence.describe()}")
+    else:
+        lines.append(f"  {result.verdicts[0]}")
+    stopped = stopped_line(result)
+    if stopped:
+        lines.append(f"  {stopped}")
+    for verdict in result.verdicts[1:]:
         lines.append(f"  {verdict}")
         lines.extend(f"    {violation}" for violation in verdict.violations)
     converged, differing = convergence(state)
@@ -253,33 +170,38 @@ def summary(result: Replayed) -> str:
     return "\n".join(lines)
 
 
-def as_json(result: Replayed, with_steps: bool) -> dict[str, Any]:
+def as_json(result: RunResult, steps: list[dict[str, Any]] | None) -> dict[str, Any]:
     """The one JSON line of a trace (`--json`)."""
     converged, _ = convergence(result.state)
+
+    def verdict_json(verdict: Verdict) -> dict[str, Any]:
+        return {
+            "status": verdict.status,
+            "reason": verdict.reason,
+            "violations": [{"where": x.where, "message": x.message} for x in verdict.violations],
+        }
+
     out: dict[str, Any] = {
-        "trace": result.source.name,
+        "trace": result.name,
         "operations": result.operations,
         "skipped": result.skipped,
         "state": result.state,
         "converged": converged,
         "divergence": None if result.divergence is None else result.divergence.to_json(),
+        "p1": verdict_json(result.verdicts[0]),
+        "stopped": stopped_line(result),
     }
-    if result.verdicts is not None:
-        out["properties"] = {
-            v.property: {
-                "status": v.status,
-                "reason": v.reason,
-                "violations": [{"where": x.where, "message": x.message} for x in v.violations],
-            }
-            for v in result.verdicts
-        }
-    if with_steps:
-        out["steps"] = result.steps
+    if len(result.verdicts) > 1:
+        out["properties"] = {v.property: verdict_json(v) for v in result.verdicts[1:]}
+    if steps is not None:
+        out["steps"] = steps
     return out
 
 
 def run(args: argparse.Namespace) -> int:
-    impl_factory = load_impl(args.impl) if args.impl else None
+    search = sorted({os.path.dirname(os.path.abspath(path)) for path in args.traces})
+    impl_factory = load_impl(args.impl, search) if args.impl else None
+    impl_spec = args.impl or DEFAULT_IMPL
     if impl_factory is not None and args.engine == "model":
         raise WanconformError("--impl: needs --engine impl or --engine both")
     sources = []
@@ -288,35 +210,63 @@ def run(args: argparse.Namespace) -> int:
         sources.append(open_trace(path, progress.update))
         progress.close()
     status = 0
+    rows: list[dict[str, Any]] = []
+    kept: dict[str, tuple[Config, list[Op], list[int], str]] = {}
     for source in sources:
-        narrator = Narrator(source.config)
-        steps: list[dict[str, Any]] = []
+        steps: list[dict[str, Any]] | None = [] if args.steps and args.json else None
 
-        def on_step(
-            here: str,
-            op: Op,
-            observations: list[Observation],
-            state: Callable[[], dict[str, Any]],
-            narrator: Narrator = narrator,
-            steps: list[dict[str, Any]] = steps,
-        ) -> None:
-            text = narrator.line(here, op, observations, state)
-            if args.json:
-                steps.append({"where": here, "op": op_to_json(op), "text": text})
+        def on_step(step: Step, steps: list[dict[str, Any]] | None = steps) -> None:
+            if steps is not None:
+                steps.append({"where": step.where, "op": op_to_json(step.op), "text": step.text})
             else:
-                print(text)
+                print(step.text)
 
-        steps_to = on_step if args.steps else None
-        result = replay(source, args.engine, args.check_properties, steps_to, impl_factory)
-        result.steps = steps
+        # With --report the operations are kept (the examples shrink them), and the
+        # lockstep re-reads them from memory: the file is read twice, validation and run.
+        ops: list[tuple[int, Op]] | None = [] if args.report else None
+        replay = (
+            (lambda ops=ops: (op for _, op in ops))
+            if ops is not None
+            else (lambda source=source: (op for _, op in source.ops()))
+        )
+        trace_run = TraceRun(
+            source.name,
+            source.config,
+            engine=args.engine,
+            impl=impl_factory,
+            impl_spec=impl_spec,
+            properties=args.check_properties or bool(args.report),
+            explain=args.steps,
+            on_step=on_step if args.steps else None,
+            replay=replay,
+        )
+        progress = Progress(f"replaying {source.name}", source.op_count)
+        last = 1
+        for last, op in source.ops():
+            if ops is not None:
+                ops.append((last, op))
+            trace_run.step(where(source.name, last), op)
+            progress.update(trace_run.operations)
+        progress.close()
+        result = trace_run.finish(where(source.name, last))
         if args.json:
-            print(canonical_json(as_json(result, args.steps)))
+            print(canonical_json(as_json(result, steps)))
         else:
             print(summary(result))
         if result.failed:
             status = 1
-    if args.report:  # the report checks the traces again, as `wanconform report` does
-        impl_spec = args.impl or DEFAULT_IMPL
-        write_report(records_from_traces(args.traces, impl_spec), args.report, impl_spec)
+        if ops is not None:
+            profile = Path(source.name).parent.name or "traces"
+            rows.append(result_row(result, profile=profile))
+            if result.failures():
+                kept[source.name] = (
+                    source.config,
+                    [op for _, op in ops],
+                    [line for line, _ in ops],
+                    source.name,
+                )
+    if args.report:
+        examples, notes = explain_groups(rows, kept.get, impl_spec)
+        write_report(rows, {e.signature: e for e in examples}, notes, args.report, impl_spec)
         print(f"report: {args.report}", file=sys.stderr if args.json else sys.stdout)
     return status

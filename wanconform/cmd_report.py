@@ -1,23 +1,28 @@
 """`wanconform report`: one self-contained HTML file of what a set of traces found.
 
-    wanconform report TRACE...|CAMPAIGN_DIR -o report.html [--impl module:Class]
+    wanconform report TRACE...|RESULTS_DIR -o report.html [--impl module:Class]
 
-Each TRACE is checked as `wanconform check` checks a trace (lockstep P1, P2-P7); a
-campaign directory (or a `check` results directory) gives its result rows instead. The
-failures are grouped by signature and each group's example is shrunk and explained
-(`reports.report_data`). Exit status: 0 written and nothing failed, 1 written and some trace failed,
-2 bad input (nothing written).
+Each TRACE is run once, in lockstep with P2-P7 checked (as `wanconform check` checks a
+trace), and the largest failure groups' examples are shrunk and explained; a campaign or
+`check` results directory already holds its rows, its impl and its examples, so nothing
+is run again: the report shows what that check found. Exit status: 0 written and
+nothing failed, 1 written and some trace failed, 2 bad input (nothing written).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+from pathlib import Path
 from typing import Any
 
+from conformance.check import LocalTrace, check_local
+from conformance.results import read_results
 from reports.render import write_report
-from reports.report_data import records_from_traces
 from traces.engine import DEFAULT_IMPL, load_impl
+from traces.errors import WanconformError
+from traces.tracefile import open_trace
 
 
 def register(subparsers: Any) -> None:
@@ -25,12 +30,13 @@ def register(subparsers: Any) -> None:
         "report",
         help="write an HTML report: verdicts, coverage, failures grouped and explained",
         description=(
-            "Replay each TRACE in lockstep (P1) with P2-P7 checked, or read the results of "
-            "a campaign directory, and write one "
-            "self-contained HTML file: verdicts per property and profile (a trace's folder), "
-            "coverage, bandwidth, topologies, and the failures grouped by signature, each "
-            "with a shrunk example, model and impl side by side, a sequence diagram and a "
-            "regression test. Exit 0 nothing failed, 1 some trace failed, 2 bad input."
+            "Run each TRACE in lockstep (P1) with P2-P7 checked, or read the results of "
+            "a campaign or `check` directory (with the impl that produced them: nothing is "
+            "run again), and write one self-contained HTML file: verdicts per property and "
+            "profile (a trace's folder), coverage, bandwidth, topologies, and the failures "
+            "grouped by signature, each with a shrunk example, model and impl side by side, "
+            "a sequence diagram and a regression test. Exit 0 nothing failed, 1 some trace "
+            "failed, 2 bad input."
         ),
     )
     parser.add_argument(
@@ -43,20 +49,44 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--impl",
         metavar="MODULE:CLASS",
-        default=DEFAULT_IMPL,
-        help=f"the engine checked against the model (default {DEFAULT_IMPL})",
+        default=None,
+        help=f"with trace files: the engine checked against the model (default {DEFAULT_IMPL}); "
+        "a results directory names its own",
     )
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    load_impl(args.impl)  # a bad spec fails before any work
-    records = records_from_traces(args.traces, args.impl)
-
     def progress(line: str) -> None:
         print(f"report: {line}", file=sys.stderr)
 
-    report = write_report(records, args.output, args.impl, progress)
+    if len(args.traces) == 1 and os.path.isdir(args.traces[0]):
+        results = read_results(args.traces[0])
+        if args.impl and args.impl != results.impl:
+            raise WanconformError(
+                f"--impl {args.impl}: {results.path} holds the results of {results.impl}; "
+                "check the traces again to report on another impl"
+            )
+        rows, examples, notes, impl_spec = (
+            results.rows,
+            results.examples,
+            results.notes,
+            results.impl,
+        )
+    else:
+        for path in args.traces:
+            if os.path.isdir(path):
+                raise WanconformError(f"{path}: a directory: give it alone, or give trace files")
+        impl_spec = args.impl or DEFAULT_IMPL
+        search = sorted({os.path.dirname(os.path.abspath(p)) for p in args.traces})
+        factory = load_impl(impl_spec, search)
+        sources = [open_trace(path) for path in args.traces]  # validate all before any work
+        traces = [
+            LocalTrace(s.name, s.config, list(s.ops()), Path(s.name).parent.name or "traces")
+            for s in sources
+        ]
+        rows, examples, notes = check_local(traces, impl_spec, factory, progress)
+    report = write_report(rows, examples, notes, args.output, impl_spec, progress)
     print(
         f"{args.output}: {report.traces:,} traces, {report.failing:,} failing, "
         f"{len(report.groups):,} failure signatures"

@@ -12,6 +12,7 @@ fail (there is nothing to shrink).
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from typing import Any
@@ -56,7 +57,7 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    factory = load_impl(args.impl)
+    factory = load_impl(args.impl, [os.path.dirname(os.path.abspath(args.trace))])
     started = time.monotonic()
     source = open_trace(args.trace)
     lines = [line for line, _ in source.ops()]

@@ -1,0 +1,268 @@
+"""What checking traces found, as data: one typed row per trace, and a results directory.
+
+`result_row(result)` turns a `RunResult` (`conformance.run`) into one row of
+`RESULTS_SCHEMA`, whether the trace ran here (`replay --report`, `report TRACE...`) or on
+a Spark executor (`check`): typed columns (verdicts as structs, the divergence as a
+struct, coverage as a map); JSON text only for what has no fixed shape (an operation,
+a configuration, a differing value). Reports are built from these rows, never from a new
+run, so a report shows what the run found, with the run's impl.
+
+A results directory (`wanconform check --out`, a campaign's `results/`):
+
+    results.parquet   one row per trace
+    manifest.json     the impl that was checked, the trace set, the format version
+    examples.json     the largest failure groups' examples, shrunk and explained
+                      (`conformance.examples`), so a report of the directory shows them
+    failures/ID.jsonl the failing traces (at most `MAX_EXPORTED_FAILURES`), so every
+                      printed reproduce command works from the directory alone
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from conformance.examples import Example
+from conformance.properties import PROPERTIES
+from conformance.run import RunResult
+from traces.canonical import canonical_json
+from traces.errors import TraceError, WanconformError
+from traces.ops import op_to_json
+from traces.parquet import RESULTS_FILE, publish_directory, staging_directory
+
+ALL_PROPERTIES = ("P1", *PROPERTIES)
+MAX_DIFFERENCES = 10  # differing paths kept in a result row
+MAX_VALUE_CHARS = 200  # each differing value in a result row is cut to this much JSON
+MAX_VIOLATIONS = 3  # violation messages kept per property
+MAX_EXPORTED_FAILURES = 200  # failing traces written to failures/ as JSON Lines
+FORMAT = 1
+MANIFEST = "manifest.json"
+EXAMPLES = "examples.json"
+FAILURES = "failures"
+
+_VIOLATION = pa.struct([pa.field("where", pa.string()), pa.field("message", pa.string())])
+VERDICT = pa.struct(
+    [
+        pa.field("status", pa.string()),  # held | failed | not applicable
+        pa.field("reason", pa.string()),
+        pa.field("violation_count", pa.int64()),
+        pa.field("violations", pa.list_(_VIOLATION)),  # the first MAX_VIOLATIONS
+    ]
+)
+_DIFFERENCE = pa.struct(
+    [
+        pa.field("path", pa.string()),
+        pa.field("model", pa.string()),  # canonical JSON, cut to MAX_VALUE_CHARS
+        pa.field("impl", pa.string()),
+    ]
+)
+DIVERGENCE = pa.struct(
+    [
+        pa.field("index", pa.int64()),  # 0-based operation
+        pa.field("where", pa.string()),  # "trace:line"
+        pa.field("op", pa.string()),  # the operation, canonical JSON
+        pa.field("differences", pa.list_(_DIFFERENCE)),  # the first MAX_DIFFERENCES
+        pa.field("total", pa.int64()),  # how many paths differed
+    ]
+)
+
+RESULTS_SCHEMA = pa.schema(
+    [
+        pa.field("trace_id", pa.string(), nullable=False),
+        pa.field("profile", pa.string()),
+        pa.field("seed", pa.int64()),
+        pa.field("operations", pa.int64()),
+        pa.field("events", pa.int64()),  # client events (enqueued)
+        pa.field("skipped", pa.int64()),  # operations not enabled (§3)
+        pa.field("config", pa.string()),  # the trace's configuration (SPEC §2), canonical JSON
+        pa.field("verdicts", pa.struct([pa.field(p.lower(), VERDICT) for p in ALL_PROPERTIES])),
+        pa.field("failures", pa.list_(pa.string())),  # signatures (conformance.run): groups
+        pa.field("divergence", DIVERGENCE),  # null when P1 held
+        pa.field("coverage", pa.map_(pa.string(), pa.int64())),  # conformance.coverage
+        pa.field("bytes_full", pa.int64()),
+        pa.field("bytes_delta", pa.int64()),
+        pa.field("dropped", pa.int64()),
+        pa.field("dead_lettered", pa.int64()),
+        pa.field("stopped", pa.string()),  # "" or where the run or the impl stopped early
+        pa.field("seconds", pa.float64()),
+    ]
+)
+"""One row per trace, as `wanconform check` writes it (results.parquet)."""
+
+
+def _cut(value: Any) -> str:
+    text = canonical_json(value)
+    return text if len(text) <= MAX_VALUE_CHARS else text[:MAX_VALUE_CHARS] + "..."
+
+
+def result_row(
+    result: RunResult,
+    trace_id: str | None = None,
+    profile: str | None = None,
+    seed: int | None = None,
+) -> dict[str, Any]:
+    """One row of `RESULTS_SCHEMA` (as plain Python values) for a run."""
+    divergence = None
+    if result.divergence is not None:
+        d = result.divergence
+        divergence = {
+            "index": d.index,
+            "where": d.where,
+            "op": canonical_json(op_to_json(d.op)),
+            "differences": [
+                {"path": x.path, "model": _cut(x.model), "impl": _cut(x.impl)}
+                for x in d.differences[:MAX_DIFFERENCES]
+            ],
+            "total": d.total,
+        }
+    verdicts = {
+        v.property.lower(): {
+            "status": v.status,
+            "reason": v.reason,
+            "violation_count": len(v.violations),
+            "violations": [
+                {"where": x.where, "message": x.message} for x in v.violations[:MAX_VIOLATIONS]
+            ],
+        }
+        for v in result.verdicts
+    }
+    senders = result.state["senders"].values()
+    stopped = result.stopped or (result.impl_stopped and f"impl stopped at {result.impl_stopped}")
+    return {
+        "trace_id": trace_id or result.name,
+        "profile": profile,
+        "seed": seed,
+        "operations": result.operations,
+        "events": result.events,
+        "skipped": result.skipped,
+        "config": canonical_json(result.config.to_json()),
+        "verdicts": {p.lower(): verdicts.get(p.lower()) for p in ALL_PROPERTIES},
+        "failures": result.failures(),
+        "divergence": divergence,
+        "coverage": dict(sorted(result.coverage.items())),
+        "bytes_full": sum(s["stats"]["bytes_full"] for s in senders),
+        "bytes_delta": sum(s["stats"]["bytes_delta"] for s in senders),
+        "dropped": sum(s["stats"]["events_dropped"] for s in senders),
+        "dead_lettered": sum(s["stats"]["dlq_records"] for s in senders),
+        "stopped": stopped or "",
+        "seconds": result.seconds,
+    }
+
+
+def rows_table(rows: Iterable[dict[str, Any]]) -> pa.Table:
+    return pa.Table.from_pylist(list(rows), schema=RESULTS_SCHEMA).sort_by("trace_id")
+
+
+def plain_row(row: dict[str, Any]) -> dict[str, Any]:
+    """A row read back from Arrow (`to_pylist`): the coverage map as a dict."""
+    coverage = row["coverage"]
+    return row | {"coverage": dict(coverage) if not isinstance(coverage, dict) else coverage}
+
+
+# -- the results directory ----------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Results:
+    """A results directory read back: rows, the impl that produced them, the examples."""
+
+    path: Path
+    rows: list[dict[str, Any]]
+    impl: str
+    traces: str  # the trace set that was checked ("" if unknown)
+    examples: dict[str, Example]  # by signature
+    notes: dict[str, str]  # why a group has no example
+
+
+def write_results(
+    out: str | os.PathLike[str],
+    table: pa.Table,
+    impl: str,
+    traces: str,
+    examples: Sequence[Example] = (),
+    notes: dict[str, str] | None = None,
+    failures: Iterable[tuple[str, str]] = (),
+) -> None:
+    """The whole results directory, atomically (it appears at once or not at all).
+    `failures`: (trace id, JSON Lines text) of failing traces to export."""
+    target = Path(out)
+    staging = staging_directory(target)
+    try:
+        pq.write_table(table, staging / RESULTS_FILE)
+        manifest = {"format": FORMAT, "impl": impl, "traces": traces}
+        (staging / MANIFEST).write_text(canonical_json(manifest) + "\n", encoding="utf-8")
+        data = {"examples": [e.to_json() for e in examples], "notes": notes or {}}
+        (staging / EXAMPLES).write_text(json.dumps(data, sort_keys=True) + "\n", encoding="utf-8")
+        exported = staging / FAILURES
+        for trace_id, text in failures:
+            exported.mkdir(exist_ok=True)
+            (exported / f"{trace_id}.jsonl").write_text(text, encoding="utf-8")
+        publish_directory(staging, target)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+
+
+def results_directory(directory: str | os.PathLike[str]) -> Path:
+    """The results directory of a campaign directory (its `results/`) or a results
+    directory itself; a one-line error for anything else."""
+    root = Path(directory)
+    for candidate in (root / "results", root):
+        if (candidate / RESULTS_FILE).is_file():
+            return candidate
+    raise WanconformError(
+        f"{directory}: not a campaign or results directory (no results.parquet); "
+        "give trace files or the directory `wanconform campaign --out` wrote"
+    )
+
+
+def read_results(directory: str | os.PathLike[str]) -> Results:
+    """Read a results directory (or a campaign directory) back."""
+    path = results_directory(directory)
+    try:
+        table = pq.read_table(path / RESULTS_FILE)
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise TraceError(f"{path / RESULTS_FILE}: not readable Parquet: {exc}") from None
+    if not table.schema.equals(RESULTS_SCHEMA, check_metadata=False):
+        raise TraceError(
+            f"{path / RESULTS_FILE}: not the results of this wanconform (its columns differ); "
+            "check the traces again with `wanconform check`"
+        )
+    manifest = _read_json(path / MANIFEST, {})
+    if not isinstance(manifest, dict) or manifest.get("format", FORMAT) != FORMAT:
+        raise TraceError(f"{path / MANIFEST}: not a manifest of format {FORMAT}")
+    raw = _read_json(path / EXAMPLES, {})
+    try:
+        examples = [Example.from_json(item) for item in raw.get("examples", [])]
+        notes = {str(k): str(v) for k, v in raw.get("notes", {}).items()}
+    except (AttributeError, KeyError, TypeError, ValueError) as exc:
+        raise TraceError(f"{path / EXAMPLES}: damaged: {exc}") from None
+    return Results(
+        path=path,
+        rows=[plain_row(row) for row in table.to_pylist()],
+        impl=str(manifest.get("impl") or "impl:Engine"),
+        traces=str(manifest.get("traces") or ""),
+        examples={example.signature: example for example in examples},
+        notes=notes,
+    )
+
+
+def _read_json(path: Path, default: Any) -> Any:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return default
+    except OSError as exc:
+        raise TraceError(f"{path}: cannot read: {exc.strerror}") from None
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise TraceError(f"{path}: not JSON: {exc}") from None

@@ -1,0 +1,385 @@
+"""One run of a trace: the engines, the properties, the words; one result.
+
+Every command that runs a trace runs it here: `replay`, the Spark `check` (one trace at a
+time), `shrink`, the Hypothesis machine and the examples of reports. A `TraceRun` takes
+the operations one at a time (`step`), so a trace of any length streams through it, and
+`finish` returns one `RunResult`: the final state, P1's verdict (the divergence, if any),
+P2-P7's verdicts, the counts, the first failure with its signature, and, when asked, the
+run in words (`Step`).
+
+With `engine="both"` the model and the impl run in lockstep (P1, `conformance.lockstep`).
+After a divergence the impl is not stepped again (its state no longer means anything),
+and the model runs on alone to the end so that P2-P7 are checked on the whole trace;
+`stop_at_failure` instead ends the run at its first failure (shrinking wants exactly
+that). A result says when a run, or the impl, stopped before the end, and where.
+
+A failure has one signature (`Signature`): the property, and for P1 the operation, the
+first differing path with list indices, entry keys and event ids normalized, and short
+differing values (a status). Campaigns group by it, shrinking keeps it, reports show it.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from conformance.coverage import Coverage
+from conformance.lockstep import Divergence, Lockstep
+from conformance.narrative import Narrator
+from conformance.properties import PropertyChecker, Verdict, Violation
+from traces.canonical import canonical_json
+from traces.config import Config
+from traces.engine import DEFAULT_IMPL, Engine, EngineFactory, load_impl, make_engine
+from traces.observations import Observation
+from traces.ops import Op
+from traces.text import plural
+
+ENGINES = ("model", "impl", "both")
+
+_INDEX = re.compile(r"\[\d+\]")
+_ENTRY = re.compile(r"\.entries\.[^.\[]+")
+_EVENT = re.compile(r"\b(\d+):(\d+)\b")
+_EVENT_ID = re.compile(r"\d+:\d+")
+_SHORT = 20  # a differing value this short (and not an event id) is part of a signature
+
+
+@dataclass(frozen=True, slots=True)
+class Signature:
+    """What kind of failure: the property, and for P1 what differs where (see module)."""
+
+    property: str  # "P1" .. "P7"
+    detail: str = ""  # P1: "tick observations[].events_resent"
+
+    def __str__(self) -> str:
+        return f"{self.property} {self.detail}".strip()
+
+
+def normalize_path(path: str) -> str:
+    """`state.sites.2.entries.k7.queue[3]` -> `state.sites.2.entries.*.queue[]`."""
+    return _EVENT.sub("*", _ENTRY.sub(".entries.*", _INDEX.sub("[]", path)))
+
+
+def divergence_signature(divergence: Divergence) -> Signature:
+    """P1's signature: the operation, the first differing path normalized (and the site
+    or sender of a state path left out), and the two values when both are short."""
+    first = divergence.differences[0] if divergence.differences else None
+    if first is None:
+        return Signature("P1", divergence.op.op)
+    parts = normalize_path(first.path).split(".")
+    if parts[0] == "state" and len(parts) > 2:
+        parts[2] = "*"  # the site or sender id
+    text = f"{divergence.op.op} {'.'.join(parts)}"
+    if all(
+        isinstance(v, str | bool | None)
+        and len(str(v)) <= _SHORT
+        and not _EVENT_ID.fullmatch(str(v))
+        for v in (first.model, first.impl)
+    ):
+        text += f": model {canonical_json(first.model)}, impl {canonical_json(first.impl)}"
+    return Signature("P1", text)
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    """The first failure of a run: a divergence (P1) or a property violation (P2-P7)."""
+
+    signature: Signature
+    index: int  # 0-based operation after which it showed (P7: the last operation)
+    where: str
+    divergence: Divergence | None = None
+    violation: Violation | None = None
+    observations: tuple[Observation, ...] = ()  # the model's, of the failing operation
+
+    def describe(self) -> str:
+        if self.divergence is not None:
+            return "P1: model and impl diverge at " + self.divergence.describe()
+        assert self.violation is not None
+        return str(self.violation)
+
+    def text(self) -> str:
+        """Everything the failure names (to find the keys and events involved)."""
+        seen = canonical_json(list(self.observations))
+        if self.divergence is not None:
+            return canonical_json(self.divergence.to_json()) + seen
+        assert self.violation is not None
+        return self.violation.message + seen
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """One operation of a run and what it did (`explain`: also in words)."""
+
+    index: int  # 0-based
+    where: str  # "t.jsonl:9"
+    op: Op
+    observations: list[Observation]  # the model's (or the one engine's)
+    impl_observations: list[Observation] | None = None  # with both engines, while in lockstep
+    text: str = ""  # `replay --steps`'s line (with `explain`)
+
+    @property
+    def skipped(self) -> bool:
+        return len(self.observations) == 1 and self.observations[0]["kind"] == "skipped"
+
+
+@dataclass(slots=True)
+class RunResult:
+    """What one run of one trace found."""
+
+    name: str  # the trace's name in messages (its path, or its id in a trace set)
+    config: Config
+    engine: str  # model | impl | both
+    impl: str  # the impl's spec ("impl:Engine", or a user's module:Class)
+    operations: int  # operations run
+    skipped: int
+    events: int  # client events (enqueued)
+    state: dict[str, Any]  # the final observable state (§10): the model's when it ran
+    divergence: Divergence | None
+    verdicts: tuple[Verdict, ...]  # P1, then P2-P7 when the properties were checked
+    coverage: dict[str, int]  # conformance.coverage counts
+    failure: Failure | None  # the first failure, P1 or P2-P7
+    stopped: str  # "" or where and why the run ended before the end of the trace
+    impl_stopped: str  # "" or where the impl stopped (a divergence), the model going on
+    seconds: float
+    steps: list[Step] | None = None  # with `explain` and no `on_step`
+    failure_states: tuple[dict[str, Any], dict[str, Any]] | None = None  # model, impl
+
+    @property
+    def failed(self) -> bool:
+        return any(v.status == "failed" for v in self.verdicts)
+
+    def verdict(self, name: str) -> Verdict | None:
+        return next((v for v in self.verdicts if v.property == name), None)
+
+    def failures(self) -> list[str]:
+        """The signature of each failed property, P1's in full: what campaigns group by."""
+        out = []
+        for verdict in self.verdicts:
+            if verdict.status != "failed":
+                continue
+            if verdict.property == "P1" and self.divergence is not None:
+                out.append(str(divergence_signature(self.divergence)))
+            else:
+                out.append(verdict.property)
+        return out
+
+
+def p1_verdict(
+    engine: str, divergence: Divergence | None, impl_spec: str = DEFAULT_IMPL
+) -> Verdict:
+    """P1 (agreement) for a run: held, failed at the divergence, or not checked."""
+    if engine != "both":
+        return Verdict(
+            "P1", "not applicable", f"only the {engine} ran (--engine both compares the two)"
+        )
+    if divergence is None:
+        return Verdict("P1", "held", f"model and {impl_spec} agree at every step")
+    first = divergence.differences[0] if divergence.differences else None
+    message = f"model and {impl_spec} diverge" + (
+        f": {first.path}: model={canonical_json(first.model)} impl={canonical_json(first.impl)}"
+        if first is not None
+        else ""
+    )
+    return Verdict("P1", "failed", violations=(Violation("P1", message, divergence.where),))
+
+
+class TraceRun:
+    """One trace being run: `step` each operation in order, then `finish`.
+
+    engine: "model", "impl" (`impl`'s engine alone) or "both" (lockstep, P1).
+    impl / impl_spec: the impl's factory and its name (default the project's impl).
+    properties: check P2-P7. explain: words for every step (`Step.text`).
+    on_step: receives every `Step` as it happens (else, with `explain`, the result keeps
+    them). stop_at_failure: end at the first failure. replay: reads the operations run so
+    far again, from the first (the lockstep locates a state-only divergence with it; by
+    default the run keeps the operations in memory). state_every: see `Lockstep`.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        config: Config,
+        *,
+        engine: str = "both",
+        impl: EngineFactory | None = None,
+        impl_spec: str = DEFAULT_IMPL,
+        properties: bool = True,
+        explain: bool = False,
+        on_step: Callable[[Step], None] | None = None,
+        stop_at_failure: bool = False,
+        replay: Callable[[], Iterable[Op]] | None = None,
+        state_every: int | None = None,
+    ) -> None:
+        if engine not in ENGINES:
+            raise ValueError(f"unknown engine {engine!r}")
+        self.name = name
+        self.config = config
+        self.engine_name = engine
+        self.impl_spec = impl_spec
+        self.started = time.perf_counter()
+        factory = impl or load_impl(impl_spec)
+        self.lockstep: Lockstep | None = None
+        self.engine: Engine
+        if engine == "both":
+            self.lockstep = Lockstep(config, factory, replay=replay, state_every=state_every)
+            self.engine = self.lockstep.model
+        elif engine == "impl":
+            self.engine = factory(config)
+        else:
+            self.engine = make_engine("model", config)
+        self.checker = PropertyChecker(config) if properties else None
+        self.narrator = Narrator(config) if explain else None
+        self.on_step = on_step
+        self.steps: list[Step] | None = [] if explain and on_step is None else None
+        self.stop_at_failure = stop_at_failure
+        self.coverage = Coverage()
+        self.operations = 0
+        self.skipped = 0
+        self.events = 0
+        self.failure: Failure | None = None
+        self.stopped = ""
+        self.impl_stopped = ""
+        self.last_violations: list[Violation] = []
+        self.failure_states: tuple[dict[str, Any], dict[str, Any]] | None = None
+
+    def observe(self) -> dict[str, Any]:
+        """The observable state now: the model's when it runs."""
+        return self.engine.observe()
+
+    @property
+    def divergence(self) -> Divergence | None:
+        return None if self.lockstep is None else self.lockstep.divergence
+
+    def step(self, where: str, op: Op) -> list[Observation]:
+        """Run one operation; the model's observations (or the one engine's)."""
+        if self.stopped:
+            raise RuntimeError(f"{self.name}: the run {self.stopped}; nothing more is run")
+        index = self.operations
+        self.operations += 1
+        lockstep = self.lockstep
+        in_lockstep = lockstep is not None and lockstep.divergence is None
+        impl_observations: list[Observation] | None = None
+        if lockstep is not None and in_lockstep:
+            observations = lockstep.step(op, where)
+            impl_observations = lockstep.impl_observations
+            if lockstep.divergence is not None:
+                self.impl_stopped = where
+        else:
+            observations = self.engine.apply(op)
+        skipped = len(observations) == 1 and observations[0]["kind"] == "skipped"
+        self.skipped += skipped
+        self.coverage.record(op, observations)
+        self.events += sum(1 for obs in observations if obs["kind"] == "enqueued")
+        violations: list[Violation] = []
+        if self.checker is not None:
+            violations = self.checker.after_step(op, observations, self.engine.observe, where)
+        self.last_violations = violations
+        if self.failure is None:
+            self._first_failure(index, where, observations, violations, in_lockstep)
+        if self.on_step is not None or self.steps is not None:
+            text = ""
+            if self.narrator is not None:
+                text = self.narrator.line(where, op, observations, self.engine.observe)
+            record = Step(index, where, op, observations, impl_observations, text)
+            if self.on_step is not None:
+                self.on_step(record)
+            elif self.steps is not None:
+                self.steps.append(record)
+        return observations
+
+    def _first_failure(
+        self,
+        index: int,
+        where: str,
+        observations: list[Observation],
+        violations: list[Violation],
+        in_lockstep: bool,
+    ) -> None:
+        divergence = self.divergence
+        if in_lockstep and divergence is not None:
+            seen = tuple(observations) if divergence.index == index else ()
+            signature = divergence_signature(divergence)
+            self.failure = Failure(
+                signature, divergence.index, divergence.where, divergence, None, seen
+            )
+        elif violations:
+            first = violations[0]
+            self.failure = Failure(
+                Signature(first.property), index, where, None, first, tuple(observations)
+            )
+        else:
+            return
+        if self.lockstep is not None and self.failure.index == index:
+            self.failure_states = (self.lockstep.model.observe(), self.lockstep.impl.observe())
+        if self.stop_at_failure:
+            self.stopped = f"stopped at {where}, its first failure ({self.failure.signature})"
+
+    def finish(self, end: str = "end of run") -> RunResult:
+        """The final comparison of states (P1) and P7, unless the run stopped; the result."""
+        if not self.stopped:
+            if self.lockstep is not None and self.lockstep.divergence is None:
+                divergence = self.lockstep.finish()
+                if divergence is not None and self.failure is None:
+                    signature = divergence_signature(divergence)
+                    self.failure = Failure(
+                        signature, divergence.index, divergence.where, divergence
+                    )
+            if self.checker is not None:
+                final = self.checker.finish(self.engine.observe(), end)
+                if final and self.failure is None:
+                    last = max(0, self.operations - 1)
+                    self.failure = Failure(
+                        Signature(final[0].property), last, end, violation=final[0]
+                    )
+        verdicts = [p1_verdict(self.engine_name, self.divergence, self.impl_spec)]
+        if self.checker is not None:
+            verdicts += self.checker.verdicts()
+        return RunResult(
+            name=self.name,
+            config=self.config,
+            engine=self.engine_name,
+            impl=self.impl_spec,
+            operations=self.operations,
+            skipped=self.skipped,
+            events=self.events,
+            state=self.engine.observe(),
+            divergence=self.divergence,
+            verdicts=tuple(verdicts),
+            coverage=dict(self.coverage.counts),
+            failure=self.failure,
+            stopped=self.stopped,
+            impl_stopped=self.impl_stopped,
+            seconds=round(time.perf_counter() - self.started, 6),
+            steps=self.steps,
+            failure_states=self.failure_states,
+        )
+
+
+def run_trace(
+    name: str,
+    config: Config,
+    ops: Iterable[tuple[str, Op]],
+    **options: Any,
+) -> RunResult:
+    """Run every (where, op) of a trace through a `TraceRun` (options as there); its
+    result. A run with `stop_at_failure` reads no further than its first failure."""
+    run = TraceRun(name, config, **options)
+    for where, op in ops:
+        run.step(where, op)
+        if run.stopped:
+            break
+    return run.finish()
+
+
+def stopped_line(result: RunResult) -> str:
+    """What a summary says when a run, or the impl, did not go to the end ("" if both did)."""
+    if result.stopped:
+        return f"the run {result.stopped}: {plural(result.operations, 'operation')} run"
+    if result.impl_stopped:
+        return (
+            f"the impl stopped at {result.impl_stopped} (P1); the model ran on alone to the "
+            "end, so P2-P7 and the state below are the model's"
+        )
+    return ""
