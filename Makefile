@@ -33,6 +33,7 @@ test: $(COMPILED)
 	$(VENV)/bin/pytest -n auto
 
 lint: $(STAMP)
+	$(VENV)/bin/lint-imports
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
