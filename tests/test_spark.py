@@ -14,7 +14,8 @@ import pytest
 from conformance import spark as glue
 from conformance.check import check_trace
 from conformance.profiles import generate_trace, trace_ids
-from conformance.results import RESULTS_SCHEMA, plain_row
+from conformance.examples import failure_groups
+from conformance.results import RESULTS_SCHEMA, plain_row, read_results
 from conformance.spark import balance
 from impl import Engine
 from tools.planted_bugs import PLANTED_BUGS
@@ -89,6 +90,16 @@ def test_check_finds_each_planted_bug_through_impl(
         assert row["failures"][0].startswith("P1 ")
     out = capsys.readouterr().out
     assert "divergences (P1)" in out and failed[0]["failures"][0] in out
+    # The results directory carries its impl and its examples: the report of it (no
+    # --impl given) shows what this check found, with this impl, and runs nothing.
+    html = tmp_path / "r.html"
+    assert main(["report", str(results), "-o", str(html)]) == 1
+    page = html.read_text()
+    assert f"impl <code>{spec}</code>" in page
+    assert "no example: the trace no longer fails" not in page
+    assert "the trace file is not at hand" not in page
+    largest = failure_groups(rows)[0][0]
+    assert f"--impl {spec}" in read_results(results).examples[largest].command
 
 
 def test_a_bad_operation_stops_the_check_and_writes_nothing(

@@ -152,7 +152,8 @@ def summary(result: RunResult) -> str:
             f"{plural(len(sender['dlq']), 'dead letter')}; {nonzero or 'no traffic'}"
         )
     if result.divergence is not None:
-        lines.append(f"  P1: FAILED: model and impl diverge at {result.divergence.describe()}")
+        described = result.divergence.describe().replace("\n", "\n  ")
+        lines.append(f"  P1: FAILED: model and impl diverge at {described}")
     else:
         lines.append(f"  {result.verdicts[0]}")
     stopped = stopped_line(result)
