@@ -13,8 +13,8 @@ import pytest
 
 from conformance import spark as glue
 from conformance.check import check_trace
-from conformance.profiles import generate_trace, trace_ids
 from conformance.examples import failure_groups
+from conformance.profiles import generate_trace, trace_ids
 from conformance.results import RESULTS_SCHEMA, plain_row, read_results
 from conformance.spark import balance
 from impl import Engine
