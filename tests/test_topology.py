@@ -247,7 +247,6 @@ def replay_one_put_per_origin(config: Config) -> Counter[tuple[int, int]]:
 @example(wan([(1, 2), (2, 1), (2, 3), (3, 2), (3, 4), (4, 3), (4, 1), (1, 4)]))
 @example(star(2, [1, 2, 3, 4]))
 def test_r23_static_verdict_agrees_with_the_reference_model(config: Config) -> None:
-    pytest.importorskip("model", reason="the reference model (model/) is not importable yet")
     analysis = analyse_topology(config)
     arrivals = replay_one_put_per_origin(config)
     static = all_paths(analysis)
