@@ -148,12 +148,23 @@ def test_r23_diamond_imports_in_both_forms_without_warnings(form: str) -> None:
     assert imported.warnings == ()
 
 
-def test_settings_equal_to_the_model_do_not_warn() -> None:
+def test_settings_equal_to_the_model_do_not_warn_and_unmodelled_ones_do() -> None:
     # ln-cache.xml says parallel="false", enable-batch-conflation="false",
-    # dispatcher-threads="1", and queue settings the model has no counterpart for.
+    # dispatcher-threads="1" (no warning), and persistence, overflow and a disk store,
+    # which SPEC §13 lists as not modelled (one warning each).
     warnings = import_geode_config([sample("1=ln-cache.xml"), sample("2=ny-cache.xml")]).warnings
     ln = str(GEODE / "ln-cache.xml")
+    sender = f"{ln}:7: <gateway-sender id='ny'>: "
     assert warnings == (
+        sender + "enable-persistence=true: Geode writes the queue to a disk store and "
+        "recovers it when the member restarts; the model keeps the queue in memory across "
+        "site_down/site_up and loses it with a wipe (queue persistence is not modelled, "
+        "SPEC §13)",
+        sender + "maximum-queue-memory=100: Geode overflows queued events beyond this many "
+        "megabytes to disk; the model's queue has no memory limit (queue overflow is not "
+        "modelled, SPEC §13)",
+        sender + "disk-store-name=wan: the disk store of the queue's persistence and "
+        "overflow is not modelled (SPEC §13)",
         f"{ln}:11: <gateway-sender id='ny'>: <gateway-event-filter> com.example.AuditFilter: "
         "Geode lets this class drop or change events before they are queued; the model ships "
         "every event unchanged",
@@ -170,6 +181,9 @@ def test_settings_equal_to_the_model_do_not_warn() -> None:
         ('manual-start="true"', "manual-start=true: Geode does not start the sender until"),
         ('enable-batch-conflation="true"', "the model ships every update"),
         ('dispatcher-threads="5"', "dispatches up to 5 batches at once"),
+        ('enable-persistence="true"', "queue persistence is not modelled, SPEC §13"),
+        ('maximum-queue-memory="5"', "queue overflow is not modelled, SPEC §13"),
+        ('disk-synchronous="false"', "persistence and overflow) is not modelled (SPEC §13)"),
     ],
 )
 def test_settings_that_change_behaviour_warn_with_what_the_model_does(
@@ -681,6 +695,56 @@ def test_gateway_hub_is_reported_not_imported(tmp_path: Path) -> None:
     assert any("<gateway-hub> (the pre-7.0 WAN) is not modelled" in w for w in imported.warnings)
 
 
+def test_gfsh_unmodelled_queue_settings_warn_once_each(tmp_path: Path) -> None:
+    line = (
+        "create gateway-sender --id=a --remote-distributed-system-id=2 "
+        "--enable-persistence --maximum-queue-memory=64 --disk-store-name=d\n"
+        "create region --name=r --type=REPLICATE --gateway-sender-id=a\n"
+    )
+    warnings = import_texts(tmp_path, (1, "1.gfsh", line), RECEIVER).warnings
+    prefix = f"{tmp_path / '1.gfsh'}:1: create gateway-sender --id=a: "
+    assert [w.split(": ", 3)[2] for w in warnings] == [
+        "--enable-persistence=true",
+        "--maximum-queue-memory=64",
+        "--disk-store-name=d",
+    ]
+    assert all(w.startswith(prefix) for w in warnings)
+
+
+def test_pdx_warns_that_type_propagation_is_not_modelled(tmp_path: Path) -> None:
+    body = '<pdx read-serialized="true"/>\n<gateway-receiver/>'
+    imported = import_texts(tmp_path, (1, "1.xml", cache(body)), RECEIVER, allow_partial=True)
+    assert imported.warnings[0].startswith(f"{tmp_path / '1.xml'}:3: <pdx>: ")
+    assert "PDX type propagation is not modelled, SPEC §13" in imported.warnings[0]
+
+
+@pytest.mark.parametrize(
+    ("element", "meant"),
+    [("gateway-sendr", "gateway-sender"), ("gateway-reciever", "gateway-receiver"),
+     ("regoin", "region")],
+)  # fmt: skip
+def test_a_misspelled_cache_element_is_an_error_with_did_you_mean(
+    tmp_path: Path, element: str, meant: str
+) -> None:
+    body = f'<{element} id="a" remote-distributed-system-id="2"/>\n' + region("a")
+    expect_error(
+        tmp_path,
+        f"1.xml:3: unknown element <{element}> in <cache> (did you mean <{meant}>?)",
+        (1, "1.xml", cache(body)),
+        RECEIVER,
+    )
+
+
+def test_other_cache_elements_are_read_without_complaint(tmp_path: Path) -> None:
+    body = (
+        '<disk-store name="d"/>\n<cache-server port="0"/>\n'
+        '<gateway-sender id="a" remote-distributed-system-id="2"/>\n' + region("a")
+    )
+    imported = import_texts(tmp_path, (1, "1.xml", cache(body)), RECEIVER)
+    assert [s.id for s in imported.config.senders] == ["a"]
+    assert imported.warnings == ()
+
+
 def test_elements_of_other_namespaces_are_skipped(tmp_path: Path) -> None:
     body = (
         '<x:gateway-sender xmlns:x="urn:other" id="zz" remote-distributed-system-id="9"/>'
@@ -776,7 +840,8 @@ def test_cli_import_writes_canonical_config(
     captured = capsys.readouterr()
     assert code == 0
     assert captured.out == ""
-    assert captured.err.count("wanconform: warning: ") == 2
+    # 3 unmodelled queue settings (SPEC §13), the filter and the listener
+    assert captured.err.count("wanconform: warning: ") == 5
     assert captured.err.endswith(f"wanconform: wrote {out_path}\n")
     text = out_path.read_text(encoding="utf-8")
     assert text == canonical_json(TWO_SITES.to_json()) + "\n"

@@ -95,6 +95,37 @@ SENDER_FILTERS = (
     "gateway-transport-filter",
 )
 
+CACHE_ELEMENTS = (
+    "cache-transaction-manager",
+    "dynamic-region-factory",
+    "gateway-hub",
+    "gateway-sender",
+    "gateway-receiver",
+    "gateway-conflict-resolver",
+    "async-event-queue",
+    "cache-server",
+    "pool",
+    "disk-store",
+    "pdx",
+    "region-attributes",
+    "jndi-bindings",
+    "region",
+    "vm-root-region",
+    "function-service",
+    "resource-manager",
+    "serialization-registration",
+    "backup",
+    "initializer",
+)
+"""The child elements of `<cache>` in Geode's cache.xml schema and the GemFire DTDs."""
+_READ_ELEMENTS = (
+    "gateway-sender",
+    "gateway-receiver",
+    "gateway-conflict-resolver",
+    "region",
+    "region-attributes",
+)
+
 _GEMFIRE_DTD = re.compile(
     r"(https?://www\.gemstone\.com/dtd/cache\d+_\d+\.dtd"
     r"|-//GemStone Systems, Inc\.//GemFire Declarative Caching \d+\.\d+//EN)"
@@ -280,6 +311,21 @@ def read_cache_xml(
                 f"{where}: <gateway-hub> (the pre-7.0 WAN) is not modelled; ignored "
                 "(declare gateway-sender and gateway-receiver instead)"
             )
+        elif element.name == "pdx":
+            site.warnings.append(
+                f"{where}: <pdx>: Geode sends PDX type definitions between sites; the "
+                "model's values are plain JSON (PDX type propagation is not modelled, "
+                "SPEC §13)"
+            )
+        elif element.name not in CACHE_ELEMENTS:
+            # Geode's schema rejects the file; one close to an element this import reads
+            # is a misspelling that would otherwise leave a gateway out silently.
+            close = difflib.get_close_matches(element.name, _READ_ELEMENTS, n=1, cutoff=0.75)
+            if close:
+                raise GeodeImportError(
+                    f"{where}: unknown element <{element.name}> in <cache> "
+                    f"(did you mean <{close[0]}>?)"
+                )
 
 
 def _class_name(element: _Element) -> str:

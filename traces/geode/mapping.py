@@ -21,11 +21,14 @@ that never fires, yet `sent_at + ack_timeout_ms` stays a signed 64-bit integer (
 
 Warnings say what Geode does that the model does not, and what the model does instead;
 a setting whose value the model matches (`parallel="false"`, `dispatcher-threads="1"`,
-`enable-batch-conflation="false"`, ...) gives none. These are read but never warn,
-because they change nothing the model observes: `socket-buffer-size`,
-`maximum-queue-memory`, `alert-threshold`, `disk-store-name`, `disk-synchronous`,
-`enable-persistence` (the model's `site_down`/`site_up` keep a queue, a wipe is a new
-system), `order-policy` (it orders the several dispatchers that `dispatcher-threads` > 1
+`enable-batch-conflation="false"`, `enable-persistence="false"`, ...) gives none. The
+settings of what SPEC §13 lists as not modelled warn once per sender that sets them:
+`enable-persistence="true"` and `disk-synchronous` (queue persistence),
+`maximum-queue-memory` (overflow to disk), `disk-store-name` (the disk store of both);
+so do `parallel`, `enable-batch-conflation` and a cache.xml `<pdx>` (PDX type
+propagation). These are read but never warn,
+because they change nothing the model observes: `socket-buffer-size`, `alert-threshold`,
+`order-policy` (it orders the several dispatchers that `dispatcher-threads` > 1
 warns about), `group-transaction-events` (no transactions in the model),
 `enforce-threads-connect-same-receiver`, transport filters, a receiver's ports, bind
 address, host name and ping interval, and gfsh's `--groups`/`--members` (a site is one
@@ -111,13 +114,30 @@ _RECEIVER_TRUE_DIFFERS = {
         "model's receiver accepts batches from the start"
     ),
 }
+_SENDER_TRUE_DIFFERS["enable-persistence"] = (
+    "Geode writes the queue to a disk store and recovers it when the member restarts; "
+    "the model keeps the queue in memory across site_down/site_up and loses it with a "
+    "wipe (queue persistence is not modelled, SPEC §13)"
+)
 _BOOLEANS = (
     *_SENDER_TRUE_DIFFERS,
-    "enable-persistence",
     "disk-synchronous",
     "group-transaction-events",
     "enforce-threads-connect-same-receiver",
 )
+# Sender settings of what SPEC §13 does not model: a warning whenever one is set.
+_SENDER_SET_DIFFERS = {
+    "maximum-queue-memory": (
+        "Geode overflows queued events beyond this many megabytes to disk; the model's "
+        "queue has no memory limit (queue overflow is not modelled, SPEC §13)"
+    ),
+    "disk-store-name": (
+        "the disk store of the queue's persistence and overflow is not modelled (SPEC §13)"
+    ),
+    "disk-synchronous": (
+        "how Geode writes the queue to disk (persistence and overflow) is not modelled (SPEC §13)"
+    ),
+}
 _CHANGING_FILTERS = ("gateway-event-filter", "gateway-event-substitution-filter")
 
 
@@ -317,6 +337,12 @@ def _sender(declaration: SenderDeclaration, site: int, sites: list[int]) -> _Sen
         if flag is not None and _boolean(flag, label) and name in _SENDER_TRUE_DIFFERS:
             warnings.append(
                 f"{flag.where}: {label}: {flag.name}={flag.value}: {_SENDER_TRUE_DIFFERS[name]}"
+            )
+    for name, difference in _SENDER_SET_DIFFERS.items():
+        if name in settings:
+            written = settings[name]
+            warnings.append(
+                f"{written.where}: {label}: {written.name}={written.value}: {difference}"
             )
     if "dispatcher-threads" in settings:
         written = settings["dispatcher-threads"]
