@@ -1,9 +1,17 @@
-"""Generated traces: each one a pure function of (seed, trace id, profile, operations).
+"""Generated traces: each one a pure function of (seed, trace id, profile, operations
+and, when given, the configuration).
 
-`generate_trace(seed, trace_id, profile, ops)` returns the configuration and a stream of
-exactly `ops` operations. Its randomness comes from a `random.Random` seeded with a hash
-of those four arguments (never from Spark's per-partition `rand`), so the same trace
-comes out whatever machine, partition or executor makes it, byte for byte.
+`generate_trace(seed, trace_id, profile, ops, config)` returns the configuration and a
+stream of exactly `ops` operations. Its randomness comes from a `random.Random` seeded
+with a hash of those arguments (never from Spark's per-partition `rand`), so the same
+trace comes out whatever machine, partition or executor makes it, byte for byte.
+
+Without a configuration a profile draws its own (below). With one (`--config`, or
+`--site` files imported from Geode), the configuration is kept exactly as given (sites,
+senders, batch sizes, timeouts, listeners, receivers) and the profile decides only the
+operation mix: `steady` puts, deltas and their traffic; `faults`, `dlq`, `chaos` and
+`multisite` their mixes below (`multisite`'s is writes and traffic with a few losses;
+its shapes come from the configuration).
 
 Profiles (what each exercises):
 
@@ -36,6 +44,7 @@ from typing import Any
 
 from conformance.topology import topology_edges
 from impl import Engine
+from traces.canonical import canonical_json
 from traces.config import Config, parse_config
 from traces.errors import WanconformError
 from traces.generate import Row, steady_config, steady_ops, steady_rows
@@ -64,9 +73,13 @@ EXCEPTIONS = ("LowMemoryException", "CacheWriterException", "RegionDestroyedExce
 FIELDS = ("a", "b", "c", "d")
 
 
-def trace_seed(seed: int, trace_id: str, profile: str, ops: int) -> int:
+def trace_seed(
+    seed: int, trace_id: str, profile: str, ops: int, config: Config | None = None
+) -> int:
     """The seed of one trace's generator: a hash of everything the trace depends on."""
     text = f"wanconform-trace:{seed}:{trace_id}:{profile}:{ops}"
+    if config is not None:
+        text += ":" + canonical_json(config.to_json())
     return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "big")
 
 
@@ -277,6 +290,14 @@ class Profile:
     config: Callable[[random.Random], Config]
     mix: Mix | None  # None: the steady workload
 
+    def mix_on_given_config(self) -> Mix:
+        """The operation mix on a configuration given by the user."""
+        return self.mix or _STEADY_MIX
+
+
+_STEADY_MIX = Mix({"put": 10, "delta": 30, **_TRAFFIC})
+"""`steady` on a given configuration: the workload's puts and deltas, on every sender."""
+
 
 def _no_listener(rng: random.Random) -> str | None:
     return None
@@ -338,10 +359,15 @@ def check_profile(name: str) -> Profile:
     return PROFILES[name]
 
 
-def generate_trace(seed: int, trace_id: str, profile: str, ops: int) -> tuple[Config, Iterator[Op]]:
-    """The configuration and the `ops` operations of one trace (streamed)."""
+def generate_trace(
+    seed: int, trace_id: str, profile: str, ops: int, config: Config | None = None
+) -> tuple[Config, Iterator[Op]]:
+    """The configuration and the `ops` operations of one trace (streamed); on `config`
+    when given (the profile then decides only the operation mix)."""
     chosen = check_profile(profile)
-    rng = random.Random(trace_seed(seed, trace_id, profile, ops))
+    rng = random.Random(trace_seed(seed, trace_id, profile, ops, config))
+    if config is not None:
+        return config, islice(_driven_ops(rng, config, chosen.mix_on_given_config()), ops)
     config = chosen.config(rng)
     if chosen.mix is None:
         stream = steady_ops(rng, keys=_steady_keys(ops))
@@ -350,12 +376,14 @@ def generate_trace(seed: int, trace_id: str, profile: str, ops: int) -> tuple[Co
     return config, islice(stream, ops)
 
 
-def generate_rows(seed: int, trace_id: str, profile: str, ops: int) -> tuple[Config, Iterator[Row]]:
+def generate_rows(
+    seed: int, trace_id: str, profile: str, ops: int, config: Config | None = None
+) -> tuple[Config, Iterator[Row]]:
     """`generate_trace` as `ops` table columns (op, site, sender, key, canonical JSON): the
     same operations, made faster (`steady_rows`, `op_line`)."""
     chosen = check_profile(profile)
-    if chosen.mix is not None:
-        config, stream = generate_trace(seed, trace_id, profile, ops)
+    if chosen.mix is not None or config is not None:
+        config, stream = generate_trace(seed, trace_id, profile, ops, config)
         return config, map(op_columns, stream)
     rng = random.Random(trace_seed(seed, trace_id, profile, ops))
     config = chosen.config(rng)

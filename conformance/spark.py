@@ -25,6 +25,7 @@ the check, the driver shrinks and explains the largest failure groups' examples
 from __future__ import annotations
 
 import heapq
+import json
 import os
 import shutil
 import sys
@@ -42,7 +43,8 @@ from conformance.check import CHECK_INPUT_SCHEMA, ROW_SCHEMA, check_batches, res
 from conformance.examples import MAX_EXAMPLES, explain_groups, failure_groups
 from conformance.profiles import generate_rows, generate_trace, trace_ids
 from conformance.results import FAILURES, MAX_EXPORTED_FAILURES, plain_row, write_results
-from traces.config import Config
+from traces.canonical import canonical_json
+from traces.config import Config, parse_config
 from traces.engine import DEFAULT_IMPL
 from traces.errors import WanconformError
 from traces.ops import Op
@@ -149,28 +151,45 @@ def progress(spark: Any, label: str, on_progress: StageProgress | None) -> Itera
 # -- generate -----------------------------------------------------------------------------
 
 
+def _given(config_text: str | None) -> Config | None:
+    """The configuration given to `generate` (sent to executors as canonical JSON)."""
+    return None if config_text is None else parse_config(json.loads(config_text))
+
+
 def _generate_configs(
-    indexes: Iterable[pa.RecordBatch], seed: int, profiles: list[str], ops: int, traces: int
+    indexes: Iterable[pa.RecordBatch],
+    seed: int,
+    profiles: list[str],
+    ops: int,
+    traces: int,
+    config_text: str | None,
 ) -> Iterator[pa.RecordBatch]:
     ids = trace_ids(profiles, traces)
+    given = _given(config_text)
     for batch in indexes:
         rows = []
         for index in batch.column(0).to_pylist():
             trace_id, profile = ids[index]
-            config, _ = generate_trace(seed, trace_id, profile, ops)
+            config, _ = generate_trace(seed, trace_id, profile, ops, given)
             rows.append(config_row(trace_id, config, ops, seed, profile))
         yield configs_batch(rows)
 
 
 def _generate_ops(
-    indexes: Iterable[pa.RecordBatch], seed: int, profiles: list[str], ops: int, traces: int
+    indexes: Iterable[pa.RecordBatch],
+    seed: int,
+    profiles: list[str],
+    ops: int,
+    traces: int,
+    config_text: str | None,
 ) -> Iterator[pa.RecordBatch]:
     ids = trace_ids(profiles, traces)
+    given = _given(config_text)
     batcher = OpsBatcher(ROWS_PER_ARROW_BATCH)
     for batch in indexes:
         for index in batch.column(0).to_pylist():
             trace_id, profile = ids[index]
-            _, rows = generate_rows(seed, trace_id, profile, ops)
+            _, rows = generate_rows(seed, trace_id, profile, ops, given)
             yield from batcher.add_trace(trace_id, rows)
     last = batcher.flush()
     if last is not None:
@@ -187,6 +206,7 @@ def _write_ops(
     ops: int,
     traces: int,
     folder: str,
+    config_text: str | None,
 ) -> Iterator[pa.RecordBatch]:
     """Write the `ops` rows of the traces of each batch of indexes to a Parquet file of
     `folder` with pyarrow (named by the batch's first index, written whole: a retried
@@ -200,7 +220,7 @@ def _write_ops(
         partial = target.with_name(f".{target.name}.{os.getpid()}.tmp")
         rows = 0
         with pq.ParquetWriter(partial, OPS_SCHEMA) as writer:
-            for written in _generate_ops([batch], seed, profiles, ops, traces):
+            for written in _generate_ops([batch], seed, profiles, ops, traces, config_text):
                 writer.write_batch(written)
                 rows += written.num_rows
         os.replace(partial, target)
@@ -216,21 +236,24 @@ def generate(
     seed: int,
     partitions: int | None = None,
     on_progress: StageProgress | None = None,
+    config: Config | None = None,
 ) -> None:
-    """Write a trace set of `traces` generated traces of `ops` operations each."""
+    """Write a trace set of `traces` generated traces of `ops` operations each (on
+    `config` when given: `conformance.profiles`)."""
     target = Path(out)
+    config_text = None if config is None else canonical_json(config.to_json())
     staging = staging_directory(target)
     parts = partitions or max(1, min(traces, parallelism(spark) * 4))
     try:
         indexes = spark.range(0, traces, numPartitions=parts)
 
         def configs_fn(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-            return _generate_configs(batches, seed, profiles, ops, traces)
+            return _generate_configs(batches, seed, profiles, ops, traces, config_text)
 
         ops_folder = str((staging / "ops").resolve())  # every executor writes here
 
         def ops_fn(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-            return _write_ops(batches, seed, profiles, ops, traces, ops_folder)
+            return _write_ops(batches, seed, profiles, ops, traces, ops_folder, config_text)
 
         (staging / "ops").mkdir(parents=True)
         with progress(spark, "generate", on_progress):

@@ -479,3 +479,35 @@ def test_good_trace_replays_with_exit_0(tmp_path: Path, capsys: pytest.CaptureFi
     state = document["state"]
     assert state["sites"]["1"]["entries"] == {"k": {"value": {"f": 1}, "version": [1, 0, 1]}}
     assert state["senders"]["ny"]["queue"] == ["1:1"]
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--config", "{tmp}/none.json"], "{tmp}/none.json: "),
+        (["--config", "{tmp}/c.json", "--site", "1={tmp}/c.json"],
+         "--config and --site: give the configuration one way, not both"),
+        (["--define", "X=1"], "--define and --allow-partial go with --site (Geode files)"),
+        (["--config", "{tmp}/bad.json"], "{tmp}/bad.json: senders[0].remote: "),
+        (["--site", "1={tmp}/none.xml"], "{tmp}/none.xml"),
+    ],
+)  # fmt: skip
+@pytest.mark.parametrize("command", ["generate", "campaign"])
+def test_a_bad_given_configuration_is_one_line_before_any_work(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    command: str,
+    flags: list[str],
+    message: str,
+) -> None:
+    (tmp_path / "c.json").write_text('{"sites": [1, 2]}\n')
+    bad = {"sites": [1, 2], "senders": [{"id": "a", "site": 1, "remote": 3}]}
+    (tmp_path / "bad.json").write_text(json.dumps(bad) + "\n")
+    argv = [command, *(f.format(tmp=tmp_path) for f in flags), "--out", str(tmp_path / "out")]
+    assert main(argv) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.startswith("wanconform: error: ")
+    assert message.format(tmp=tmp_path) in captured.err
+    assert captured.err.count("\n") == 1
+    assert not (tmp_path / "out").exists()

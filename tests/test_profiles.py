@@ -13,8 +13,9 @@ from conformance.properties import fully_connected
 from conformance.topology import analyse_topology
 from impl import Engine
 from traces.canonical import canonical_json
+from traces.config import Config, parse_config
 from traces.generate import steady_ops, steady_rows, steady_workload
-from traces.ops import Delta, Op, Put, PutAll, Settle, SiteUp, op_to_json
+from traces.ops import Delta, Op, Put, PutAll, Settle, SiteUp, op_to_json, parse_op
 from traces.tracefile import op_line, trace_text
 
 MAX_SKIPPED_SHARE = 0.12  # measured 0-10% per profile (README); a regression shows here
@@ -34,15 +35,16 @@ def test_a_trace_is_a_pure_function_of_its_arguments(profile: str) -> None:
     assert len(first.splitlines()) == 401  # the configuration and exactly 400 operations
 
 
-def test_the_trace_seed_hashes_all_four_arguments() -> None:
+def test_the_trace_seed_hashes_all_its_arguments() -> None:
     seeds = {
+        trace_seed(0, "t", "chaos", 10, GIVEN),
         trace_seed(0, "t", "chaos", 10),
         trace_seed(1, "t", "chaos", 10),
         trace_seed(0, "u", "chaos", 10),
         trace_seed(0, "t", "faults", 10),
         trace_seed(0, "t", "chaos", 11),
     }
-    assert len(seeds) == 5
+    assert len(seeds) == 6
 
 
 def test_trace_ids_take_the_profiles_in_turn() -> None:
@@ -155,3 +157,64 @@ def test_steady_rows_draw_what_steady_ops_draws(keys: int, batch_size: int, seed
 )
 def test_op_line_is_canonical_json_of_op_to_json(op: Op) -> None:
     assert op_line(op) == canonical_json(op_to_json(op))
+
+
+# -- on a configuration given by the user (issue 16: --config / --site) -------------------
+
+GIVEN = parse_config(
+    {
+        "sites": [5, 7, 200],
+        "senders": [
+            {"id": "east", "site": 5, "remote": 7, "batch_size": 3, "ack_timeout_ms": 700},
+            {"id": "west", "site": 7, "remote": 200, "batch_size": 1, "delta": True},
+            {"id": "back", "site": 200, "remote": 5, "failure_listener": "dlq"},
+        ],
+        "receivers": [{"site": 200, "retry_attempts": 2}],
+    }
+)
+"""A one-way ring of three sites with odd dsids, none of which a profile draws alone."""
+
+MIXES = {
+    "steady": {"put", "delta", "tick", "deliver", "deliver_ack"},
+    "faults": {"put", "delta", "destroy", "putall", "tick", "deliver", "deliver_ack", "drop",
+               "drop_ack", "site_down", "site_up", "settle"},
+    "multisite": {"put", "delta", "destroy", "putall", "tick", "deliver", "deliver_ack", "drop",
+                  "drop_ack", "settle"},
+    "dlq": {"put", "delta", "destroy", "putall", "tick", "deliver", "deliver_ack", "fail",
+            "settle"},
+    "chaos": {"put", "delta", "destroy", "putall", "tick", "deliver", "deliver_ack", "drop",
+              "drop_ack", "site_down", "site_up", "settle", "fail"},
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("profile", sorted(PROFILES))
+def test_on_a_given_config_the_profile_decides_only_the_mix(profile: str) -> None:
+    config, stream = generate_trace(2, f"{profile}-000003", profile, 1500, GIVEN)
+    assert config is GIVEN  # kept exactly: sites, senders, batch sizes, timeouts
+    ops = [op_to_json(op) for op in stream]
+    assert len(ops) == 1500
+    assert {op["op"] for op in ops} == MIXES[profile]
+    assert {op["site"] for op in ops if "site" in op} <= {5, 7, 200}
+    assert {op["sender"] for op in ops if "sender" in op} == {"east", "west", "back"}
+    engine = Engine(GIVEN)
+    skipped = 0
+    for document in ops:
+        observations = engine.apply(parse_op(document, GIVEN))
+        skipped += bool(observations) and observations[0]["kind"] == "skipped"
+    assert skipped <= MAX_SKIPPED_SHARE * len(ops)
+
+
+@pytest.mark.parametrize("profile", ["steady", "chaos"])
+def test_on_a_given_config_a_trace_is_a_pure_function_of_its_arguments(profile: str) -> None:
+    def text(seed: int, config: Config | None) -> str:
+        made, stream = generate_trace(seed, f"{profile}-000001", profile, 300, config)
+        return trace_text(made, list(stream))
+
+    first = text(3, GIVEN)
+    assert text(3, GIVEN) == first
+    assert text(4, GIVEN) != first
+    other = parse_config({**GIVEN.to_json(), "sites": [5, 7, 200, 201]})
+    assert text(3, other) != first  # the configuration is part of the trace's seed
+    rows_config, rows = generate_rows(3, f"{profile}-000001", profile, 300, GIVEN)
+    assert rows_config is GIVEN
+    assert "\n".join(row[4] for row in rows) + "\n" == first.split("\n", 1)[1]

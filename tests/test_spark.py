@@ -19,6 +19,7 @@ from conformance.results import RESULTS_SCHEMA, plain_row, read_results
 from conformance.spark import balance
 from impl import Engine
 from tools.planted_bugs import PLANTED_BUGS
+from traces.geode import import_geode_config, parse_site_argument
 from traces.parquet import TraceInfo, open_trace_set, parquet_to_jsonl, parse_op_cell
 from traces.tracefile import trace_text
 from wanconform.cli import main
@@ -170,3 +171,35 @@ def test_balance_puts_the_longest_traces_on_different_partitions() -> None:
     # longest first, each to the least loaded (operations + 1 per trace): a->0 (901),
     # b->1 (801), c->1 (801 < 901: 1302), d->0 (901 < 1302: 1202), e->0 (1202 < 1302)
     assert balance(traces, 2) == {"a": 0, "b": 1, "c": 1, "d": 0, "e": 0}
+
+
+def test_campaign_on_imported_geode_files_keeps_their_topology(
+    spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # issue 16: a campaign of random faults on the sites and senders of real-shaped
+    # Geode files; the summary and the report show that topology, every trace has it,
+    # and the traces are the generator's on 1 partition too (determinism).
+    geode = Path(__file__).resolve().parent / "data" / "geode"
+    sites = [f"1={geode / 'ln-cache.xml'}", f"2={geode / 'ny-cache.xml'}"]
+    out = tmp_path / "campaign"
+    args = ["campaign", "--traces", "4", "--ops", "120", "--profile", "faults,dlq"]
+    assert main([*args, "--site", sites[0], "--site", sites[1], "--out", str(out)]) == 0
+    captured = capsys.readouterr()
+    assert captured.err.count("queue persistence is not modelled, SPEC §13") == 1
+    summary = (out / "summary.txt").read_text()
+    assert "on the configuration of --site 1=" in summary
+    assert "Topology: sites 1, 2\n  sender ny: 1 -> 2\n  sender ln: 2 -> 1\n" in summary
+    assert "WAN topology: sites 1, 2; 2 senders" in (out / "report.html").read_text()
+    imported = import_geode_config([parse_site_argument(text) for text in sites]).config
+    trace_set = open_trace_set(out / "traces")
+    assert [info.config for info in trace_set.traces] == [imported] * 4
+    glue.generate(
+        spark, tmp_path / "one", 4, 120, ["faults", "dlq"], 0, partitions=1, config=imported
+    )
+    parquet_to_jsonl(tmp_path / "one", tmp_path / "one-jsonl")
+    parquet_to_jsonl(out / "traces", tmp_path / "campaign-jsonl")
+    for trace_id, profile in trace_ids(["faults", "dlq"], 4):
+        config, stream = generate_trace(0, trace_id, profile, 120, imported)
+        expected = trace_text(config, list(stream)).encode()
+        assert (tmp_path / "one-jsonl" / f"{trace_id}.jsonl").read_bytes() == expected
+        assert (tmp_path / "campaign-jsonl" / f"{trace_id}.jsonl").read_bytes() == expected

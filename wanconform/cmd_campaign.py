@@ -15,11 +15,13 @@ from typing import Any
 
 from conformance.campaign import render, summarize
 from conformance.results import read_results
+from conformance.topology import analyse_topology
 from reports.render import write_report
 from traces.engine import DEFAULT_IMPL, load_impl
 from traces.files import write_text_atomically
 from wanconform.cmd_check import add_check_arguments, say, stage_progress
 from wanconform.cmd_generate import add_generation_arguments, check_generation_arguments
+from wanconform.cmd_topology import format_table
 
 
 def register(subparsers: Any) -> None:
@@ -40,7 +42,7 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    profiles = check_generation_arguments(args)
+    generation = check_generation_arguments(args)
     if args.impl:
         load_impl(args.impl)
     from conformance import spark as glue
@@ -50,7 +52,14 @@ def run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     bar = stage_progress("generate")
     glue.generate(
-        spark, out / "traces", args.traces, args.ops, profiles, args.seed, on_progress=bar.update
+        spark,
+        out / "traces",
+        args.traces,
+        args.ops,
+        generation.profiles,
+        args.seed,
+        on_progress=bar.update,
+        config=generation.config,
     )
     bar.close(f"generate  done in {bar.elapsed():.1f} s")
     generated = time.perf_counter() - started
@@ -61,10 +70,13 @@ def run(args: argparse.Namespace) -> int:
     summary = summarize(rows, time.perf_counter() - started)
     operations = args.traces * args.ops
     text = (
-        f"campaign: seed {args.seed}, profiles {','.join(profiles)}, impl "
+        f"campaign: seed {args.seed}, {generation.describe()}, impl "
         f"{args.impl or DEFAULT_IMPL}, generated {operations:,} operations in "
-        f"{generated:.1f} s ({operations / generated:,.0f} ops/s)\n" + render(summary)
+        f"{generated:.1f} s ({operations / generated:,.0f} ops/s)\n"
     )
+    if generation.config is not None:
+        text += "\n" + format_table(analyse_topology(generation.config), generation.names) + "\n"
+    text += render(summary)
     write_text_atomically(out / "summary.txt", text + "\n")
     print(text)
     results = read_results(out / "results")

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from conformance.profiles import PROFILES, check_profile
+from traces.config import Config
 from traces.errors import WanconformError
+from wanconform.cmd_import import add_site_options, load_geode_sites
 
 MAX_OPS = 10_000_000
 
@@ -34,20 +38,58 @@ def add_generation_arguments(parser: argparse.ArgumentParser, traces: int, ops: 
     )
     parser.add_argument("--seed", type=int, default=0, help="campaign seed (default 0)")
     parser.add_argument(
+        "--config",
+        metavar="FILE",
+        help="run on this configuration (SPEC §2 JSON, e.g. written by `wanconform import`, "
+        "or a trace file's): its sites, senders and settings are kept as given and the "
+        "profile decides only the mix of operations. Or give Geode files with --site",
+    )
+    add_site_options(parser, required=False)
+    parser.add_argument(
         "--master",
         default=None,
         help="Spark master, e.g. spark://host:7077 (default: local Spark on every core)",
     )
 
 
-def check_generation_arguments(args: argparse.Namespace) -> list[str]:
+@dataclass(frozen=True, slots=True)
+class Generation:
+    """What `generate` and `campaign` generate: the profiles and the configuration (None:
+    each profile draws its own), with the sender names the user wrote in Geode files."""
+
+    profiles: list[str]
+    config: Config | None
+    names: Mapping[str, str]
+    source: str  # where the configuration came from, for the summary
+
+    def describe(self) -> str:
+        on = f" on the configuration of {self.source}" if self.config else ""
+        return f"profiles {','.join(self.profiles)}{on}"
+
+
+def check_generation_arguments(args: argparse.Namespace) -> Generation:
+    """Check the flags before any work starts; read the configuration (Geode files print
+    their warnings here, once)."""
+    if args.config and args.site:
+        raise WanconformError("--config and --site: give the configuration one way, not both")
+    if (args.define or args.allow_partial) and not args.site:
+        raise WanconformError("--define and --allow-partial go with --site (Geode files)")
     if args.traces < 1:
         raise WanconformError(f"--traces: must be at least 1, got {args.traces}")
     if not 1 <= args.ops <= MAX_OPS:
         raise WanconformError(f"--ops: must be from 1 to {MAX_OPS:,}, got {args.ops}")
     if not -(2**63) <= args.seed < 2**63:
         raise WanconformError("--seed: must be a 64-bit integer")
-    return profile_list(args.profile)
+    profiles = profile_list(args.profile)
+    if args.config:
+        from wanconform.cmd_topology import load_config_or_trace
+
+        return Generation(profiles, load_config_or_trace(args.config), {}, args.config)
+    if args.site:
+        config, names = load_geode_sites(args.site, args.define, args.allow_partial)
+        files = " ".join(f"--site {text}" for text in args.site)
+        return Generation(profiles, config, names, files)
+    return Generation(profiles, None, {}, "")
 
 
 def register(subparsers: Any) -> None:
@@ -57,7 +99,8 @@ def register(subparsers: Any) -> None:
         description=(
             "Generate TRACES traces of OPS operations each into a Parquet trace set (SPEC "
             "§12, see `wanconform convert`). Each trace is a pure function of (seed, trace "
-            "id, profile, ops): the same set, byte for byte, whatever Spark's partitions."
+            "id, profile, ops, and the configuration when --config or --site gives one): "
+            "the same set, byte for byte, whatever Spark's partitions."
         ),
     )
     add_generation_arguments(parser, traces=100, ops=1000)
@@ -66,7 +109,7 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    profiles = check_generation_arguments(args)
+    generation = check_generation_arguments(args)
     from conformance import spark as glue
     from wanconform.cmd_check import stage_progress
 
@@ -77,10 +120,13 @@ def run(args: argparse.Namespace) -> int:
         args.out,
         args.traces,
         args.ops,
-        profiles,
+        generation.profiles,
         args.seed,
         on_progress=bar.update,
+        config=generation.config,
     )
     bar.close(f"generate  done in {bar.elapsed():.1f} s")
-    print(f"{args.out}: {args.traces:,} traces of {args.ops:,} operations ({args.profile})")
+    print(
+        f"{args.out}: {args.traces:,} traces of {args.ops:,} operations ({generation.describe()})"
+    )
     return 0
