@@ -119,7 +119,7 @@ def explain(
     name = f"{Path(source or trace).stem}.min.jsonl"
     result = run_trace(
         name,
-        config,
+        shrunk.config,
         [(where(name, i + 2), op) for i, op in enumerate(minimal)],  # line 1: config
         impl=factory,
         impl_spec=impl_spec,
@@ -139,13 +139,13 @@ def explain(
         for obs in step.observations
         if event and mentions(obs, event)
     )
-    text = trace_text(config, minimal)
+    text = trace_text(shrunk.config, minimal)
     example = Example(
         signature=signature,
         trace=trace,
         source=source,
         impl=impl_spec,
-        config=config.to_json(),
+        config=shrunk.config.to_json(),
         failure=shrunk.failure.describe(),
         original_operations=len(ops),
         kept_lines=tuple(lines[i] for i in shrunk.kept),

@@ -17,9 +17,14 @@ signature (after each, the trace is cut after its failure, which may come earlie
 4. remove the skipped operations (a skipped operation changes nothing, SPEC §3);
 5. remove every operation of one key, sender or site at a time (when there are few);
 6. ddmin (Zeller and Hildebrandt, "Simplifying and Isolating Failure-Inducing Input",
-   2002) down to a 1-minimal trace: removing any one operation loses the failure.
-The configuration is kept as it is. Every kept operation is an operation of the input
-(no operation is rewritten), so the result names the input lines it kept.
+   2002) down to a 1-minimal trace: removing any one operation loses the failure;
+7. prune the configuration: remove each site (with its senders, the senders to it, its
+   receiver and the operations that name any of them), then each sender (with its
+   operations), then reset each receiver's settings to the defaults, keeping every
+   removal after which the trace still fails the same way; then ddmin again if
+   operations went with them. What is left is what the failure needs.
+Every kept operation is an operation of the input (no operation is rewritten), so the
+result names the input lines it kept; `Shrunk.config` is the pruned configuration.
 """
 
 from __future__ import annotations
@@ -28,11 +33,12 @@ import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from conformance.run import Failure, Signature, Step, TraceRun
-from traces.config import Config
+from traces.config import Config, parse_config
 from traces.engine import EngineFactory
-from traces.errors import WanconformError
+from traces.errors import ConfigError, WanconformError
 from traces.ops import (
     Deliver,
     DeliverAck,
@@ -120,6 +126,18 @@ def _key_of(op: Op) -> str | None:
     return None
 
 
+def _site_of(op: Op) -> int | None:
+    """The site an operation names (a client write's, a fault's), if any."""
+    site = getattr(op, "site", None)
+    return site if isinstance(site, int) else None
+
+
+def _sender_of(op: Op) -> str | None:
+    """The sender an operation names (network operations), if any."""
+    sender = getattr(op, "sender", None)
+    return sender if isinstance(sender, str) else None
+
+
 def _groups(config: Config, ops: Sequence[Op], kept: list[int]) -> dict[str, list[int]]:
     """Positions in `kept` of the operations of each key, sender and site."""
     groups: dict[str, list[int]] = {}
@@ -156,22 +174,70 @@ class _Shrinker:
         self.signature: Signature | None = None
         self._cache: dict[tuple[int, ...], tuple[list[int], Failure] | None] = {}
 
-    def run(self, kept: list[int], skipped: list[int] | None = None) -> Failure | None:
+    def run(
+        self, kept: list[int], skipped: list[int] | None = None, config: Config | None = None
+    ) -> Failure | None:
         self.tests += 1
-        return find_failure(self.config, [self.ops[i] for i in kept], self.impl_factory, skipped)
+        return find_failure(
+            config or self.config, [self.ops[i] for i in kept], self.impl_factory, skipped
+        )
 
-    def test(self, kept: list[int]) -> tuple[list[int], Failure] | None:
-        """Does `kept` fail with the signature? Then `kept` cut after its failure."""
-        cache_key = tuple(kept) if len(kept) < CACHE_BELOW else None
+    def test(
+        self, kept: list[int], config: Config | None = None
+    ) -> tuple[list[int], Failure] | None:
+        """Does `kept` fail with the signature (on `config`, default the current one)?
+        Then `kept` cut after its failure."""
+        cache_key = tuple(kept) if len(kept) < CACHE_BELOW and config is None else None
         if cache_key is not None and cache_key in self._cache:
             return self._cache[cache_key]
-        failure = self.run(kept)
+        failure = self.run(kept, config=config)
         result = None
         if failure is not None and failure.signature == self.signature:
             result = (kept[: failure.index + 1], failure)
         if cache_key is not None:
             self._cache[cache_key] = result
         return result
+
+    def prune_config(self, kept: list[int]) -> list[int]:
+        """Stage 7: remove the sites, senders and receiver settings the failure does not
+        need (see the module's docstring)."""
+
+        def attempt(document: dict[str, Any], gone_sites: set[int], gone_senders: set[str]) -> None:
+            nonlocal kept
+            try:
+                config = parse_config(document)
+            except ConfigError:
+                return  # e.g. no site left
+            candidate = [
+                index
+                for index in kept
+                if _site_of(self.ops[index]) not in gone_sites
+                and _sender_of(self.ops[index]) not in gone_senders
+            ]
+            result = self.test(candidate, config)
+            if result is not None:
+                kept, self.config = result[0], config
+                self._cache.clear()  # remembered results were on the previous config
+
+        for site in list(self.config.sites):
+            document = self.config.to_json()
+            gone = {s["id"] for s in document["senders"] if site in (s["site"], s["remote"])}
+            document["sites"] = [x for x in document["sites"] if x != site]
+            document["senders"] = [s for s in document["senders"] if s["id"] not in gone]
+            document["receivers"] = [r for r in document["receivers"] if r["site"] != site]
+            attempt(document, {site}, gone)
+        for sender in [s.id for s in self.config.senders]:
+            document = self.config.to_json()
+            document["senders"] = [s for s in document["senders"] if s["id"] != sender]
+            attempt(document, set(), {sender})
+        for site in list(self.config.sites):
+            document = self.config.to_json()
+            default = parse_config({"sites": [site]}).receiver(site).to_json()
+            receivers = document["receivers"]
+            if next(r for r in receivers if r["site"] == site) != default:
+                document["receivers"] = [r for r in receivers if r["site"] != site] + [default]
+                attempt(document, set(), set())
+        return kept
 
     def suffix(self, kept: list[int]) -> list[int]:
         """The shortest failing suffix, by doubling then bisection: a failure that needs
@@ -313,9 +379,14 @@ def shrink(
     stage("removed skipped operations", shrinker.without_skipped(kept))
     stage("removed keys, senders and sites", shrinker.by_groups(kept))
     stage("ddmin", shrinker.ddmin(kept))
+    before = len(kept)
+    stage("pruned sites, senders and receivers", shrinker.prune_config(kept))
+    if len(kept) < before:
+        stage("ddmin", shrinker.ddmin(kept))
     final = shrinker.test(kept)
     assert final is not None, "shrinking lost the failure"
     result.kept, result.failure, result.tests = kept, final[1], shrinker.tests
+    result.config = shrinker.config
     return result
 
 

@@ -3,6 +3,7 @@ same failure signature; bad input and a trace that does not fail exit 2."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -100,3 +101,52 @@ def test_bad_impl_spec_is_one_line_exit_2(
 def test_load_impl_default_is_the_impl() -> None:
     trace = read_trace(DATA / "resend.jsonl")
     assert first_divergence(trace.config, trace.ops, load_impl(None)) is None
+
+
+def test_shrink_keeps_only_the_sites_senders_and_receivers_the_failure_needs(
+    tmp_path: Path,
+) -> None:
+    # resend.jsonl's failure needs sites 1 and 2 and sender ny only: add two unused sites
+    # (3, 9), three idle senders (x: 1->3 queues every write of site 1 but is never
+    # delivered; y: 3->9 and z: 2->1 carry writes that ddmin removes), a receiver with
+    # retries at site 2 and writes at site 3. The shrunk trace drops all of them.
+    lines = (DATA / "resend.jsonl").read_text().splitlines()
+    config = {
+        "sites": [1, 2, 3, 9],
+        "senders": [
+            {"id": "ny", "site": 1, "remote": 2, "batch_size": 2, "ack_timeout_ms": 2000,
+             "retry_interval_ms": 500},
+            {"id": "x", "site": 1, "remote": 3},
+            {"id": "y", "site": 3, "remote": 9, "batch_size": 1},
+            {"id": "z", "site": 2, "remote": 1, "batch_size": 1},
+        ],
+        "receivers": [{"site": 2, "retry_attempts": 2}],
+    }  # fmt: skip
+    extra = [
+        '{"op": "put", "site": 3, "key": "q", "value": {"n": 9}}',
+        '{"op": "deliver", "sender": "y"}',
+        '{"op": "put", "site": 2, "key": "r", "value": {"n": 8}}',
+    ]
+    trace = tmp_path / "wide.jsonl"
+    trace.write_text("\n".join([json.dumps({"config": config}), *extra, *lines[1:]]) + "\n")
+    out = tmp_path / "min.jsonl"
+    assert main(["shrink", str(trace), "-o", str(out), "--impl", RESEND]) == 0
+    minimal = read_trace(out)
+    assert minimal.config.to_json() == {
+        "sites": [1, 2],
+        "senders": [
+            {"id": "ny", "site": 1, "remote": 2, "batch_size": 2, "ack_timeout_ms": 2000,
+             "retry_interval_ms": 500, "batch_time_interval_ms": 1000, "delta": False,
+             "failure_listener": None, "dlq_secure": False},
+        ],
+        "receivers": [
+            {"site": 1, "retry_attempts": 0, "wait_time_between_retry_attempts_ms": 0},
+            {"site": 2, "retry_attempts": 0, "wait_time_between_retry_attempts_ms": 0},
+        ],
+    }  # fmt: skip
+    assert list(minimal.ops) == [
+        Put(1, "a", {"n": 1}), Put(1, "b", {"n": 2}), Tick(2000), Tick(500)
+    ]  # fmt: skip
+    failure = find_failure(minimal.config, minimal.ops, load_impl(RESEND))
+    assert failure is not None
+    assert str(failure.signature) == "P1 tick observations[].events_resent"

@@ -73,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
     except WanconformError as exc:
         raise WanconformError(f"{source.name}: {exc}") from None
     minimal = result.ops(ops)
-    text = trace_text(source.config, minimal)
+    text = trace_text(result.config, minimal)
     write_text_atomically(args.output, text)
     if args.pytest:
         write_text_atomically(
