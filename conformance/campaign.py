@@ -14,20 +14,24 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from conformance.coverage import Coverage
-from conformance.examples import failure_groups
+from conformance.examples import MAX_EXAMPLES, failure_groups, group_variants
 from conformance.results import ALL_PROPERTIES
+from traces.engine import DEFAULT_IMPL
 from traces.text import plural
 
 STATUSES = ("held", "failed", "not applicable")
+MAX_VARIANTS = 8  # a group's variants listed in the summary
 
 
 @dataclass(frozen=True, slots=True)
 class FailureGroup:
     signature: str
     count: int
+    trace_id: str  # the group's first trace (exported to the results' failures/)
     example_where: str  # the first trace's divergent operation or violation, "trace:line"
     example_op: str  # P1: the operation (canonical JSON); else the violation's message
     example_differences: tuple[dict[str, str], ...]  # P1: the first differing paths
+    variants: tuple[tuple[str, int], ...] = ()  # how it showed, and in how many traces
 
 
 @dataclass(slots=True)
@@ -85,9 +89,11 @@ def summarize(rows: Sequence[dict[str, Any]], seconds: float) -> CampaignSummary
             FailureGroup(
                 signature,
                 len(members),
+                members[0]["trace_id"],
                 divergence["where"],
                 divergence["op"],
                 tuple(divergence["differences"]),
+                tuple(group_variants(signature, members)),
             )
         )
     return summary
@@ -97,7 +103,15 @@ def _share(part: int, whole: int) -> str:
     return f"{100 * part / whole:.1f}%" if whole else "-"
 
 
-def render(summary: CampaignSummary) -> str:
+def replay_command(failures: str, trace_id: str, impl: str) -> str:
+    """The command that replays a failing trace exported to a results directory's
+    failures/ (`conformance.results`), with the impl that failed on it."""
+    return f"wanconform replay --engine both --impl {impl} {failures}/{trace_id}.jsonl"
+
+
+def render(summary: CampaignSummary, failures: str = "", impl: str = DEFAULT_IMPL) -> str:
+    """The summary as text; with `failures` (a results directory's failures/ folder as the
+    user named it), each divergence group's reproduce command."""
     rate = summary.events / summary.seconds if summary.seconds else 0.0
     lines = [
         f"traces: {summary.traces:,}   operations: {summary.operations:,}   "
@@ -119,13 +133,22 @@ def render(summary: CampaignSummary) -> str:
     if summary.divergences:
         count = plural(len(summary.divergences), "signature")
         lines.append(f"divergences (P1), {count}:")
-        for group in summary.divergences:
+        for number, group in enumerate(summary.divergences):
             lines.append(f"  {group.count:>6} x {group.signature}")
+            if len(group.variants) > 1:
+                shown = group.variants[:MAX_VARIANTS]
+                lines.append(f"         {plural(len(group.variants), 'variant')}:")
+                lines += [f"         {count:>6} x {variant}" for variant, count in shown]
+                if len(group.variants) > len(shown):
+                    lines.append(f"         ... and {len(group.variants) - len(shown)} more")
             lines.append(f"         e.g. {group.example_where} {group.example_op}")
             for diff in group.example_differences[:3]:
                 lines.append(
                     f"              {diff['path']}: model={diff['model']} impl={diff['impl']}"
                 )
+            if failures and number < MAX_EXAMPLES:  # exported (`conformance.results`)
+                command = replay_command(failures, group.trace_id, impl)
+                lines.append(f"         reproduce: {command}")
     else:
         lines.append("divergences (P1): none: model and impl agree on every trace")
     lines += [

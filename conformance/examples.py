@@ -9,14 +9,16 @@ render without running anything.
 
 from __future__ import annotations
 
+import json
 import re
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from conformance.narrative import describe
-from conformance.run import Failure, Step, run_trace
+from conformance.run import Failure, Step, p1_signature, run_trace
 from conformance.shrink import NothingToShrink, pytest_text, shrink
 from traces.config import Config
 from traces.engine import load_impl
@@ -236,6 +238,31 @@ def failure_groups(
         for signature in row["failures"]:
             groups.setdefault(signature, []).append(row)
     return sorted(groups.items(), key=lambda item: (-len(item[1]), item[0]))
+
+
+def _cell(text: str) -> Any:
+    """A value of a result row's divergence (canonical JSON, possibly cut)."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text  # cut: long, so never part of a variant
+
+
+def group_variants(signature: str, members: Sequence[Mapping[str, Any]]) -> list[tuple[str, int]]:
+    """How a P1 group's failures showed (`conformance.run.Signature.variant`: the
+    operation and the two values), with how many traces each, most frequent first."""
+    counts: Counter[str] = Counter()
+    if not signature.startswith("P1"):
+        return []
+    for row in members:
+        divergence = row["divergence"]
+        if divergence is None or not divergence["differences"]:
+            continue
+        first = divergence["differences"][0]
+        op = json.loads(divergence["op"])["op"]
+        found = p1_signature(op, first["path"], _cell(first["model"]), _cell(first["impl"]))
+        counts[found.variant] += 1
+    return sorted(counts.items(), key=lambda item: (-item[1], item[0]))
 
 
 def explain_groups(

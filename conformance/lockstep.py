@@ -28,6 +28,7 @@ from __future__ import annotations
 import copy
 import itertools
 import marshal
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -69,6 +70,16 @@ class Divergence:
     op: Op
     differences: tuple[Difference, ...]
     total: int  # how many differing paths there were (differences may be cut)
+    # The model's first observation of the step that the impl did not make (as many
+    # times), and the impl's that the model did not, with their index in the step; None
+    # for none, and both when the state differs first (when both sides made the same
+    # observations in another order: the first of each out of place). What the failure's signature
+    # names (`conformance.run`).
+    unmatched: tuple[tuple[int, Observation] | None, tuple[int, Observation] | None] = (
+        None,
+        None,
+    )
+    uneven: tuple[str, ...] = ()  # the kinds of observation one side made more often
 
     def describe(self) -> str:
         lines = [f"{self.where}: divergence at {canonical_json(op_to_json(self.op))}"]
@@ -89,7 +100,7 @@ class Divergence:
         }
 
 
-_ABSENT = "<absent>"
+ABSENT = "<absent>"
 
 
 def json_differences(model: Any, impl: Any, path: str) -> Iterator[Difference]:
@@ -97,13 +108,13 @@ def json_differences(model: Any, impl: Any, path: str) -> Iterator[Difference]:
     if isinstance(model, dict) and isinstance(impl, dict):
         for key in sorted(set(model) | set(impl), key=str):
             yield from json_differences(
-                model.get(key, _ABSENT), impl.get(key, _ABSENT), f"{path}.{key}"
+                model.get(key, ABSENT), impl.get(key, ABSENT), f"{path}.{key}"
             )
     elif isinstance(model, list) and isinstance(impl, list):
         for i in range(max(len(model), len(impl))):
             yield from json_differences(
-                model[i] if i < len(model) else _ABSENT,
-                impl[i] if i < len(impl) else _ABSENT,
+                model[i] if i < len(model) else ABSENT,
+                impl[i] if i < len(impl) else ABSENT,
                 f"{path}[{i}]",
             )
     elif type(model) is not type(impl) or model != impl:
@@ -269,7 +280,32 @@ class Lockstep:
             if not same_state(self._model_at(before).observe(), self._impl_at(before).observe())[0]:
                 return self._locate(before)
         differences, total = _cut(json_differences(model, impl, "observations"))
-        return Divergence(index, where, op, differences, total)
+        unmatched = (_first_unmatched(model, impl, False), _first_unmatched(impl, model, False))
+        if unmatched == (None, None):  # the same observations in another order
+            unmatched = (_first_unmatched(model, impl, True), _first_unmatched(impl, model, True))
+        counts = Counter(o["kind"] for o in model)
+        counts.subtract(o["kind"] for o in impl)
+        uneven = tuple(sorted(kind for kind, count in counts.items() if count))
+        return Divergence(index, where, op, differences, total, unmatched, uneven)
+
+
+def _first_unmatched(
+    ours: list[Observation], theirs: list[Observation], in_order: bool
+) -> tuple[int, Observation] | None:
+    """The first of `ours` (and its index) left over once each of `theirs` has matched
+    an equal one; `in_order`: the first that is not where `theirs` has it."""
+    if in_order:
+        for index, observation in enumerate(ours):
+            if index >= len(theirs) or theirs[index] != observation:
+                return index, observation
+        return None
+    left = Counter(canonical_json(o) for o in theirs)
+    for index, observation in enumerate(ours):
+        text = canonical_json(observation)
+        if left[text] == 0:
+            return index, observation
+        left[text] -= 1
+    return None
 
 
 def first_divergence(

@@ -13,9 +13,18 @@ and the model runs on alone to the end so that P2-P7 are checked on the whole tr
 `stop_at_failure` instead ends the run at its first failure (shrinking wants exactly
 that). A result says when a run, or the impl, stopped before the end, and where.
 
-A failure has one signature (`Signature`): the property, and for P1 the operation, the
-first differing path with list indices, entry keys and event ids normalized, and short
-differing values (a status). Campaigns group by it, shrinking keeps it, reports show it.
+A failure has one signature (`Signature`): what the bug is, so that one bug makes one
+group however many ways it shows. For P2-P7 the property. For P1 the first differing
+path, with list indices, entry keys, event ids and the site or sender of a state path
+normalized (`observations[].status`, `state.sites.*.entries.*.value`), and the
+direction of the difference normalized so that a reversed comparison lands in one group
+whichever side says what: for a receiver status (R16) the first decision at which the
+sides part (`duplicate` R16.1, `failed` R16.2, `conflict` R16.3, `invalid_delta` R16.4:
+"model ok / impl conflict", "model conflict / impl ok" and "model conflict / impl
+invalid_delta" are all "conflict decided differently (R16.3)"); for an observation only
+one side has, its kind; for other short values the unordered pair. The operation and the
+exact values are the signature's *variant*, shown inside the group. Campaigns group by
+the signature, shrinking keeps it, reports show it with its variants.
 """
 
 from __future__ import annotations
@@ -23,7 +32,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from conformance.coverage import Coverage
@@ -48,10 +57,13 @@ _SHORT = 20  # a differing value this short (and not an event id) is part of a s
 
 @dataclass(frozen=True, slots=True)
 class Signature:
-    """What kind of failure: the property, and for P1 what differs where (see module)."""
+    """What kind of failure: the property, and for P1 what differs where (see module).
+    Two signatures are equal when their property and detail are: the variant (how this
+    occurrence showed) is not part of what a failure is."""
 
     property: str  # "P1" .. "P7"
-    detail: str = ""  # P1: "tick observations[].events_resent"
+    detail: str = ""  # P1: "observations[].status: conflict decided differently (R16.3)"
+    variant: str = field(default="", compare=False)  # P1: 'deliver: model "ok", impl ...'
 
     def __str__(self) -> str:
         return f"{self.property} {self.detail}".strip()
@@ -62,24 +74,113 @@ def normalize_path(path: str) -> str:
     return _EVENT.sub("*", _ENTRY.sub(".entries.*", _INDEX.sub("[]", path)))
 
 
-def divergence_signature(divergence: Divergence) -> Signature:
-    """P1's signature: the operation, the first differing path normalized (and the site
-    or sender of a state path left out), and the two values when both are short."""
-    first = divergence.differences[0] if divergence.differences else None
-    if first is None:
-        return Signature("P1", divergence.op.op)
-    parts = normalize_path(first.path).split(".")
+_DECISIONS = {
+    "duplicate": "R16.1",
+    "failed": "R16.2",
+    "conflict": "R16.3",
+    "invalid_delta": "R16.4",
+}
+"""A receiver's statuses in the order R16 decides them; "ok" passed every decision."""
+
+
+def _short(value: Any) -> bool:
+    return (
+        isinstance(value, str | bool | None)
+        and len(str(value)) <= _SHORT
+        and not _EVENT_ID.fullmatch(str(value))
+    )
+
+
+_TIMING = "batch dispatch and timers (R13, R15, R20, R25)"
+_FAMILIES = {
+    "sent": _TIMING,
+    "connection_failed": _TIMING,
+    "timeout": _TIMING,
+    "forwarded": "forwarding (R22)",
+    "acked": "acks (R17-R19, R24)",
+    "dropped": "acks (R17-R19, R24)",
+    "dlq": "acks (R17-R19, R24)",
+    "invalid_delta": "acks (R17-R19, R24)",
+    "applied": "applying (R16)",
+    "enqueued": "client writes (R9-R11)",
+    "skipped": "enabled operations (§3)",
+}
+"""The rules that make each kind of observation (SPEC §10): one rule decided differently
+shows as one family, whichever of its observations came out differently. When two
+observations of a step only changed places, the family first in this order is named
+(batches go out whenever a queue is flushed, so they are what moves). A state that
+differs first in a timer (`time` after `settle`, R25; `next_retry_at`; `sent_at`) is a
+timer that fired at another moment: the family of what timers make."""
+_TIMERS = ("state.time", "state.senders.*.next_retry_at", "state.senders.*.in_flight.sent_at")
+Unmatched = tuple[tuple[int, Observation] | None, tuple[int, Observation] | None]
+_IDENTITY = ("sender", "site", "event", "batch_id", "key", "events")
+"""The fields that say *which* observation it is (the rest say how it went); a batch
+is its events."""
+
+
+def _r16(model: Any, impl: Any) -> str:
+    statuses = (*_DECISIONS, "ok")
+    first = min(model, impl, key=statuses.index)
+    return f"applied status: {first} decided differently ({_DECISIONS[first]})"
+
+
+def _detail(path: str, model: Any, impl: Any, unmatched: Unmatched, uneven: tuple[str, ...]) -> str:
+    """What differs, the same whichever side has which value (see module)."""
+    statuses = (*_DECISIONS, "ok")
+    if path.endswith(".status") and model in statuses and impl in statuses:
+        return _r16(model, impl)
+    if path in _TIMERS:
+        return f"observations: {_TIMING} differ"
+    found = [item for item in unmatched if item is not None]
+    if len(found) == 2 and found[0][1]["kind"] == found[1][1]["kind"]:
+        ours, theirs = found[0][1], found[1][1]
+        if all(ours.get(name) == theirs.get(name) for name in _IDENTITY):
+            status = (ours.get("status"), theirs.get("status"))
+            if status[0] != status[1] and status[0] in statuses and status[1] in statuses:
+                return _r16(status[0], status[1])
+            field = min(k for k in set(ours) | set(theirs) if ours.get(k) != theirs.get(k))
+            return f"observations: {ours['kind']}.{field}"  # the same one, made differently
+    if found:
+        earliest = min(index for index, _ in found)
+        kinds = {o["kind"] for index, o in found if index == earliest}
+        kinds = (kinds & set(uneven)) or kinds  # of two at once, the one made more often
+        order = list(_FAMILIES)
+        kind = min(kinds, key=lambda k: (order.index(k) if k in order else len(order), k))
+        return f"observations: {_FAMILIES.get(kind, kind)} differ"
+    if path.startswith("state"):
+        return path  # the values are the variant's
+    if _short(model) and _short(impl):
+        return path + ": " + " / ".join(sorted((canonical_json(model), canonical_json(impl))))
+    return path
+
+
+def p1_signature(
+    op: str,
+    path: str,
+    model: Any,
+    impl: Any,
+    unmatched: Unmatched = (None, None),
+    uneven: tuple[str, ...] = (),
+) -> Signature:
+    """P1's signature from the operation's name, the first difference (its path and the
+    two sides' values) and each side's first observation the other did not make
+    (`conformance.lockstep.Divergence.unmatched`)."""
+    parts = normalize_path(path).split(".")
     if parts[0] == "state" and len(parts) > 2:
         parts[2] = "*"  # the site or sender id
-    text = f"{divergence.op.op} {'.'.join(parts)}"
-    if all(
-        isinstance(v, str | bool | None)
-        and len(str(v)) <= _SHORT
-        and not _EVENT_ID.fullmatch(str(v))
-        for v in (first.model, first.impl)
-    ):
-        text += f": model {canonical_json(first.model)}, impl {canonical_json(first.impl)}"
-    return Signature("P1", text)
+    normalized = ".".join(parts)
+    variant = f"{op} {normalized}"
+    if _short(model) and _short(impl):
+        variant += f": model {canonical_json(model)}, impl {canonical_json(impl)}"
+    return Signature("P1", _detail(normalized, model, impl, unmatched, uneven), variant)
+
+
+def divergence_signature(divergence: Divergence) -> Signature:
+    """P1's signature of a divergence (see the module's docstring)."""
+    first = divergence.differences[0] if divergence.differences else None
+    if first is None:
+        return Signature("P1", divergence.op.op, divergence.op.op)
+    return p1_signature(divergence.op.op, first.path, first.model, first.impl, divergence.unmatched)
 
 
 @dataclass(frozen=True, slots=True)

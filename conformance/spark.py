@@ -29,6 +29,7 @@ import json
 import os
 import shutil
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -95,6 +96,29 @@ def session(master: str | None = None, app: str = "wanconform") -> Any:
         raise WanconformError(f"cannot start Spark ({master or DEFAULT_MASTER}): {exc}") from None
     spark.sparkContext.setLogLevel("ERROR")
     return spark
+
+
+def ship_impl(spark: Any, impl_spec: str | None) -> None:
+    """Send the module of a user's `--impl` (loaded on the driver by `load_impl`, from
+    the current directory, next to the traces or from PYTHONPATH) to every executor, as
+    a file or its package zipped, so that executors on other machines import the same
+    code. Installed modules (site-packages) are there already."""
+    if impl_spec is None or impl_spec == DEFAULT_IMPL:
+        return
+    top = impl_spec.partition(":")[0].split(".")[0]
+    module = sys.modules.get(top)
+    file = getattr(module, "__file__", None)
+    if file is None or "site-packages" in Path(file).parts:
+        return
+    source = Path(file)
+    if source.name == "__init__.py":  # a package: one zip of it
+        folder = Path(tempfile.mkdtemp(prefix="wanconform-impl-"))
+        archive = shutil.make_archive(
+            str(folder / top), "zip", root_dir=source.parent.parent, base_dir=top
+        )
+        spark.sparkContext.addPyFile(archive)
+    else:
+        spark.sparkContext.addPyFile(str(source))
 
 
 def parallelism(spark: Any) -> int:
@@ -336,8 +360,9 @@ def check(
 
     spec = impl_spec or DEFAULT_IMPL
     trace_set = open_trace_set(traces)  # layout, schemas, configurations: before any work
+    ship_impl(spark, spec)
     path = str(trace_set.path.resolve())
-    configs = spark.read.parquet(str(trace_set.path / "configs")).select(
+    configs = spark.read.parquet(str(Path(path) / "configs")).select(
         "trace_id",
         F.lit(1).cast("long").alias("seq"),
         F.lit("config").alias("kind"),
@@ -346,7 +371,7 @@ def check(
         "seed",
         "operations",
     )
-    ops = spark.read.parquet(str(trace_set.path / "ops")).select(
+    ops = spark.read.parquet(str(Path(path) / "ops")).select(
         "trace_id",
         "seq",
         F.lit("op").alias("kind"),

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from conformance.coverage import Coverage
-from conformance.examples import MAX_EXAMPLES, Example, failure_groups
+from conformance.examples import MAX_EXAMPLES, Example, failure_groups, group_variants
 from conformance.results import ALL_PROPERTIES
 from conformance.topology import analyse_topology
 from reports.sequence_svg import render_sequence_svg, sequence_diagram
@@ -95,6 +95,7 @@ class Group:
     traces: tuple[str, ...]  # capped at MAX_GROUP_TRACES
     example: ExampleView | None
     note: str  # why there is no example, or ""
+    variants: tuple[tuple[str, int], ...] = ()  # P1: how it showed (operation, values)
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,7 +188,8 @@ def build_report(
         names = tuple(m["trace_id"] for m in members[:MAX_GROUP_TRACES])
         if len(members) > MAX_GROUP_TRACES:
             caps.append(_shown(MAX_GROUP_TRACES, len(members), f"traces of {signature}"))
-        groups.append(Group(signature, len(members), names, view, note))
+        variants = tuple(group_variants(signature, members))
+        groups.append(Group(signature, len(members), names, view, note, variants))
 
     topologies: dict[str, list[Mapping[str, Any]]] = {}
     for row in rows:

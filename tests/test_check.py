@@ -50,11 +50,11 @@ def test_a_row_of_a_small_trace_by_hand() -> None:
 
 # Which profile shows each planted bug on small traces, and how the divergence looks.
 BUG_EXPECTATIONS = {
-    "HighWaterMark": ("multisite", 'model "conflict", impl "duplicate"'),  # R16.1
-    "ResendWithoutPossibleDuplicate": ("faults", "tick observations[].events_resent"),  # R20
-    "RemoveInvalidDelta": ("dlq", "deliver_ack observations[].removed[]"),  # R19
-    "ForwardToKnownRecipients": ("multisite", "deliver observations[]"),  # R22
-    "LateBatchTime": ("chaos", "observations[]"),  # R15
+    "HighWaterMark": ("multisite", "duplicate decided differently (R16.1)"),
+    "ResendWithoutPossibleDuplicate": ("faults", "observations: sent.events_resent"),  # R20
+    "RemoveInvalidDelta": ("dlq", "observations: acked.removed"),  # R19
+    "ForwardToKnownRecipients": ("multisite", "forwarding (R22) differ"),
+    "LateBatchTime": ("chaos", "batch dispatch and timers (R13, R15, R20, R25) differ"),
     "DeadLetterWithoutValue": ("dlq", "state.senders.*.dlq[].value"),  # R24, state only
 }
 

@@ -47,7 +47,7 @@ def test_replay_report_reads_its_trace_at_most_twice(
     assert len(opened) == 2  # validation, then the one run
     page = html.read_text()
     # The example (shrunk from the kept operations) is there, with the run's impl.
-    assert "P1 tick observations[].events_resent" in page and RESEND in page
+    assert "P1 observations: sent.events_resent" in page and RESEND in page
     assert "no example" not in page
     assert capsys.readouterr().out.splitlines()[-1] == f"report: {html}"
 

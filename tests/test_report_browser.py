@@ -56,7 +56,7 @@ def test_report_opens_in_chromium_without_errors_and_filters(tmp_path: Path) -> 
     # resend.jsonl and lost_ack_resend.jsonl resend a timed-out batch (R20): both show
     # the planted bug; the other two never time out.
     assert selftest["all"] == 4
-    assert selftest["groups"] == {"P1 tick observations[].events_resent": 2}
+    assert selftest["groups"] == {"P1 observations: sent.events_resent": 2}
     assert selftest["failing"] == 2
     assert selftest["nothing"] == 0
     assert selftest["diagrams"] > 0  # arrows and marks of the sequence diagram drawn

@@ -46,7 +46,7 @@ def test_report_data_of_planted_r20_bug(tmp_path: Path) -> None:
     assert coverage["outcome.timeout"] == 1 and coverage["op.drop_ack.ran"] == 1
     assert report["dead_lettered"] == 1 and report["dropped"] == 0
     [group] = report["groups"]
-    assert group["signature"] == "P1 tick observations[].events_resent"
+    assert group["signature"] == "P1 observations: sent.events_resent"
     assert group["count"] == 1
     example = group["example"]
     # The life of 1:1 in the minimal trace (put a, put b, tick 2000, tick 500), by hand:
@@ -116,7 +116,7 @@ def test_report_is_deterministic_with_source_date_epoch(
     html = outputs[0].decode()
     assert "1970-01-01 00:00:00 UTC" in html
     blob = html.split('id="report-data">', 1)[1].split("</script>", 1)[0]
-    assert json.loads(blob)["signatures"] == ["P1 tick observations[].events_resent"]
+    assert json.loads(blob)["signatures"] == ["P1 observations: sent.events_resent"]
     assert os.path.getsize(tmp_path / "a.html") < 200_000
 
 

@@ -34,7 +34,7 @@ def test_r20_resend_without_flag_shrinks_to_the_lost_ack_and_resend() -> None:
     # (R20) -- the bug resends it without the possible-duplicate flag.
     trace = read_trace(DATA / "resend.jsonl")
     result = shrink(trace.config, trace.ops, ResendWithoutPossibleDuplicate)
-    assert str(result.failure.signature) == "P1 tick observations[].events_resent"
+    assert str(result.failure.signature) == "P1 observations: sent.events_resent"
     minimal = result.ops(list(trace.ops))
     # One write fills no batch of 2 (R15): both puts are needed and the second sends the
     # batch; it need not even be delivered: unacked for ack_timeout_ms 2,000 it times out
@@ -149,4 +149,4 @@ def test_shrink_keeps_only_the_sites_senders_and_receivers_the_failure_needs(
     ]  # fmt: skip
     failure = find_failure(minimal.config, minimal.ops, load_impl(RESEND))
     assert failure is not None
-    assert str(failure.signature) == "P1 tick observations[].events_resent"
+    assert str(failure.signature) == "P1 observations: sent.events_resent"

@@ -4,12 +4,16 @@ function, finds every planted bug through `--impl`, and bad input writes nothing
 
 from __future__ import annotations
 
+import shlex
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from user_engines import write_reversed_tie_break
 
 from conformance import spark as glue
 from conformance.check import check_trace
@@ -203,3 +207,33 @@ def test_campaign_on_imported_geode_files_keeps_their_topology(
         expected = trace_text(config, list(stream)).encode()
         assert (tmp_path / "one-jsonl" / f"{trace_id}.jsonl").read_bytes() == expected
         assert (tmp_path / "campaign-jsonl" / f"{trace_id}.jsonl").read_bytes() == expected
+
+
+def test_campaign_of_a_users_engine_in_the_current_directory_is_one_reproducible_group(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # issue 16: a user's engine in the current directory (not on PYTHONPATH; Spark's
+    # executors start elsewhere, so it must be shipped to them) with one bug, a
+    # reversed R16.3 tie-break, is one failure group; its printed reproduce command,
+    # run as printed from that directory, reproduces the failure.
+    spec = write_reversed_tie_break(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    args = ["campaign", "--traces", "100", "--ops", "150", "--profile", "chaos"]
+    assert main([*args, "--impl", spec, "--out", "c"]) == 1
+    summary = (tmp_path / "c" / "summary.txt").read_text()
+    assert "divergences (P1), 1 signature:\n" in summary
+    assert " x P1 applied status: conflict decided differently (R16.3)\n" in summary
+    assert 'deliver observations[].status: model "conflict", impl "ok"' in summary
+    assert 'deliver observations[].status: model "ok", impl "conflict"' in summary
+    [command] = [line.split("reproduce: ", 1)[1] for line in summary.splitlines()
+                 if "reproduce: " in line]  # fmt: skip
+    assert command.startswith(f"wanconform replay --engine both --impl {spec} c/results/")
+    argv = shlex.split(command)
+    executable = Path(sys.executable).parent / argv[0]
+    run = subprocess.run(
+        [str(executable), *argv[1:]], cwd=tmp_path, capture_output=True, text=True, check=False
+    )
+    assert run.returncode == 1, run.stderr
+    assert "P1: FAILED: model and impl diverge at c/results/failures/" in run.stdout
+    assert '.status: model="' in run.stdout
+    capsys.readouterr()

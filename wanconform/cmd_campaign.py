@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from conformance.campaign import render, summarize
-from conformance.results import read_results
+from conformance.results import FAILURES, read_results
 from conformance.topology import analyse_topology
 from reports.render import write_report
 from traces.engine import DEFAULT_IMPL, load_impl
@@ -76,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
     )
     if generation.config is not None:
         text += "\n" + format_table(analyse_topology(generation.config), generation.names) + "\n"
-    text += render(summary)
+    text += render(summary, str(out / "results" / FAILURES), args.impl or DEFAULT_IMPL)
     write_text_atomically(out / "summary.txt", text + "\n")
     print(text)
     results = read_results(out / "results")

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 from conformance.campaign import render, summarize
-from traces.engine import load_impl
+from conformance.results import FAILURES
+from traces.engine import DEFAULT_IMPL, load_impl
 from wanconform.progress import Progress
 
 
@@ -55,7 +58,9 @@ def say(line: str) -> None:
 
 def run(args: argparse.Namespace) -> int:
     if args.impl:
-        load_impl(args.impl)  # a bad spec is one line before Spark starts
+        # a bad spec is one line before Spark starts; a module may sit next to the set
+        folder = os.path.abspath(args.traces)
+        load_impl(args.impl, [folder, os.path.dirname(folder)])
     from conformance import spark as glue
     from traces.parquet import open_trace_set
 
@@ -66,6 +71,6 @@ def run(args: argparse.Namespace) -> int:
     rows = glue.check(spark, args.traces, args.out, args.impl, bar.update, say)
     bar.close(f"check     done in {bar.elapsed():.1f} s")
     summary = summarize(rows, time.perf_counter() - started)
-    print(render(summary))
+    print(render(summary, str(Path(args.out) / FAILURES), args.impl or DEFAULT_IMPL))
     print(f"\nresults: {args.out}/results.parquet")
     return 1 if summary.failed else 0

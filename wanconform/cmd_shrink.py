@@ -88,5 +88,7 @@ def run(args: argparse.Namespace) -> int:
         f"wrote {args.output}" + (f" and {args.pytest}" if args.pytest else "")
     )
     print(f"  kept lines {kept} of {source.name}")
+    impl = args.impl or DEFAULT_IMPL
+    print(f"  reproduce: wanconform replay --engine both --impl {impl} --steps {args.output}")
     print("  " + result.failure.describe().replace("\n", "\n  "))
     return 0
