@@ -179,6 +179,9 @@ class Lockstep:
         self._state_every = state_every
         self.model = make_engine("model", config)
         self.impl = self._impl_factory(config)
+        # An impl that has a state only now and then (a log, `traces.logfile`) says so:
+        # the states are compared exactly where it has one, and nowhere else.
+        self._state_logged: Callable[[], bool] | None = getattr(self.impl, "state_logged", None)
         self.divergence: Divergence | None = None
         self.impl_observations: list[Observation] = []  # the impl's, of the last step
         self.operations = 0  # operations stepped
@@ -188,7 +191,8 @@ class Lockstep:
         # again from `replay` when needed: memory follows the state, not the segment).
         self._wheres: list[str] = []
         self._due = 0  # operations until the next state comparison
-        self._compare_state()
+        if self._state_logged is None:
+            self._compare_state()
 
     def step(self, op: Op, where: str = "") -> list[Observation]:
         """Apply `op` to both engines; the model's observations. After a divergence
@@ -208,6 +212,10 @@ class Lockstep:
                 index, where, op, model_observations, impl_observations
             )
             return model_observations
+        if self._state_logged is not None:
+            if self._state_logged():
+                self._compare_logged_state(index, where, op)
+            return model_observations
         self._due -= 1
         if self._due <= 0:
             self._compare_state()
@@ -215,9 +223,18 @@ class Lockstep:
 
     def finish(self) -> Divergence | None:
         """Compare the final states (if not just compared); the divergence, if any."""
-        if self.divergence is None and self._wheres:
+        if self.divergence is None and self._wheres and self._state_logged is None:
             self._compare_state()
         return self.divergence
+
+    def _compare_logged_state(self, index: int, where: str, op: Op) -> None:
+        """A logged state: equal to the model's now, or the divergence is here (what the
+        system did between two logged states is not known, so this is the first place a
+        difference can be seen)."""
+        model, impl = self.model.observe(), self.impl.observe()
+        if not same_state(model, impl)[0]:
+            differences, total = _cut(json_differences(model, impl, "state"))
+            self.divergence = Divergence(index, where, op, differences, total)
 
     # -- the observable state -------------------------------------------------------------
 
@@ -275,7 +292,7 @@ class Lockstep:
     ) -> Divergence:
         """The observations of operation `index` differ; but if the states already
         differed before it (unseen since the last comparison), that came first."""
-        if index - 1 > self._agreed_index:
+        if self._state_logged is None and index - 1 > self._agreed_index:
             before = index - 1
             if not same_state(self._model_at(before).observe(), self._impl_at(before).observe())[0]:
                 return self._locate(before)

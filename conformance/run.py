@@ -413,7 +413,10 @@ class TraceRun:
         else:
             return
         if self.lockstep is not None and self.failure.index == index:
-            self.failure_states = (self.lockstep.model.observe(), self.lockstep.impl.observe())
+            impl = self.lockstep.impl
+            logged = getattr(impl, "state_logged", None)  # a log: a state now and then
+            impl_state = impl.observe() if logged is None or logged() else {}
+            self.failure_states = (self.lockstep.model.observe(), impl_state)
         if self.stop_at_failure:
             self.stopped = f"stopped at {where}, its first failure ({self.failure.signature})"
 

@@ -20,7 +20,7 @@ from traces.errors import TraceError
 from traces.ops import OP_NAMES as ALL_OP_NAMES
 from traces.ops import Deliver, DeliverAck, Op, Put, Settle, SiteUp, Tick, op_to_json
 from traces.tracefile import (
-    _Reader,
+    Reader,
     fast_path,
     open_trace,
     read_trace,
@@ -264,7 +264,7 @@ def mutated(draw: st.DrawFn, line: bytes) -> bytes:
 
 
 def precise_verdict(line: bytes) -> Op | str:
-    reader = _Reader("t.jsonl")
+    reader = Reader("t.jsonl")
     reader.config = CONFIG
     try:
         op = reader.precise(2, line)

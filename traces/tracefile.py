@@ -63,9 +63,9 @@ class TraceSource:
 
     def ops(self) -> Iterator[tuple[int, Op]]:
         """(file line number, operation) for every operation, read from the file again."""
-        reader = _Reader(self.name)
+        reader = Reader(self.name)
         count = 0
-        for number, op in reader.operations(_file_lines(self.name)):
+        for number, op in reader.operations(file_lines(self.name)):
             if count == 0 and reader.config != self.config:
                 break
             count += 1
@@ -85,9 +85,9 @@ def open_trace(
 
     `progress(operations_so_far)` is called every `PROGRESS_EVERY` operations."""
     name = os.fspath(path)
-    reader = _Reader(name)
+    reader = Reader(name)
     count = 0
-    for _ in reader.operations(_file_lines(name)):
+    for _ in reader.operations(file_lines(name)):
         count += 1
         if progress is not None and count % PROGRESS_EVERY == 0:
             progress(count)
@@ -98,21 +98,21 @@ def open_trace(
 def read_trace(path: str | os.PathLike[str]) -> Trace:
     """Read and validate a whole trace file into memory (small traces, tests)."""
     name = os.fspath(path)
-    reader = _Reader(name)
-    ops = tuple(op for _, op in reader.operations(_file_lines(name)))
+    reader = Reader(name)
+    ops = tuple(op for _, op in reader.operations(file_lines(name)))
     assert reader.config is not None
     return Trace(config=reader.config, ops=ops, name=name)
 
 
 def parse_trace_lines(lines: Iterable[str], name: str) -> Trace:
     """Parse the lines of a JSON Lines trace; `name` is used in error messages."""
-    reader = _Reader(name)
+    reader = Reader(name)
     ops = tuple(op for _, op in reader.operations(lines))
     assert reader.config is not None
     return Trace(config=reader.config, ops=ops, name=name)
 
 
-def _file_lines(name: str) -> Iterator[bytes]:
+def file_lines(name: str) -> Iterator[bytes]:
     """The lines of a file without their b"\\n", read in chunks (bounded by the longest line)."""
     pieces: list[bytes] = []  # of the line not yet ended (joined once: a long line is linear)
     for chunk in read_chunks(name, "a trace file", size=CHUNK_SIZE):
@@ -161,7 +161,7 @@ def decode_line(text: str) -> Any:
     )
 
 
-class _Reader:
+class Reader:
     """One pass over a trace's lines: the configuration, then each operation, validated."""
 
     def __init__(self, name: str) -> None:
@@ -201,6 +201,25 @@ class _Reader:
     def precise(self, number: int, line: bytes | str) -> Op | None:
         """Validate one line (config or operation), saying exactly what is wrong; None for a
         blank line or the configuration (then in `self.config`)."""
+        decoded = self.decode(number, line)
+        if decoded is None:
+            return None
+        here, raw = decoded
+        if self.config is None:
+            self.config = self._config(here, raw)
+            return None
+        return self.operation(here, raw)
+
+    def operation(self, here: str, raw: Any) -> Op:
+        """One decoded operation object, validated against the configuration."""
+        assert self.config is not None
+        try:
+            return parse_op(raw, self.config)
+        except OpError as exc:
+            raise TraceError(f"{here}: {exc}") from None
+
+    def decode(self, number: int, line: bytes | str) -> tuple[str, Any] | None:
+        """A line's place ("t.jsonl:9") and its strict JSON; None for a blank line."""
         here = where(self.name, number)
         if isinstance(line, bytes):
             try:
@@ -231,13 +250,7 @@ class _Reader:
             raise TraceError(f"{here}: not valid JSON: {exc}") from None
         except RecursionError:
             raise TraceError(f"{here}: not valid JSON: nested too deeply") from None
-        if self.config is None:
-            self.config = self._config(here, raw)
-            return None
-        try:
-            return parse_op(raw, self.config)
-        except OpError as exc:
-            raise TraceError(f"{here}: {exc}") from None
+        return here, raw
 
     @staticmethod
     def _config(here: str, raw: Any) -> Config:

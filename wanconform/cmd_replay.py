@@ -12,17 +12,18 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
-from conformance.examples import explain_groups
+from conformance.examples import Example, explain_groups
 from conformance.properties import Verdict
 from conformance.results import result_row
 from conformance.run import RunResult, Step, TraceRun, stopped_line
 from reports.render import write_report
 from traces.canonical import canonical_json
 from traces.config import Config
-from traces.engine import DEFAULT_IMPL, load_impl
+from traces.engine import DEFAULT_IMPL, EngineFactory, load_impl
 from traces.errors import WanconformError
 from traces.ops import Op, op_to_json
 from traces.text import plural
@@ -123,8 +124,8 @@ def convergence(state: dict[str, Any]) -> tuple[bool, list[str]]:
     return not differing, lines
 
 
-def summary(result: RunResult) -> str:
-    """The text a person reads after a replay."""
+def summary(result: RunResult, other: str = "impl") -> str:
+    """The text a person reads after a replay (`other`: what the model ran against)."""
     state = result.state
     lines = [
         f"{result.name}: {plural(result.operations, 'operation')} "
@@ -153,7 +154,7 @@ def summary(result: RunResult) -> str:
         )
     if result.divergence is not None:
         described = result.divergence.describe().replace("\n", "\n  ")
-        lines.append(f"  P1: FAILED: model and impl diverge at {described}")
+        lines.append(f"  P1: FAILED: model and {other} diverge at {described}")
     else:
         lines.append(f"  {result.verdicts[0]}")
     stopped = stopped_line(result)
@@ -199,6 +200,18 @@ def as_json(result: RunResult, steps: list[dict[str, Any]] | None) -> dict[str, 
     return out
 
 
+class Source(Protocol):
+    """A validated trace or log (`TraceSource`, `LogSource`)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def config(self) -> Config: ...
+    @property
+    def op_count(self) -> int: ...
+    def ops(self) -> Iterator[tuple[int, Op]]: ...
+
+
 def run(args: argparse.Namespace) -> int:
     search = sorted({os.path.dirname(os.path.abspath(path)) for path in args.traces})
     impl_factory = load_impl(args.impl, search) if args.impl else None
@@ -210,6 +223,21 @@ def run(args: argparse.Namespace) -> int:
         progress = Progress(f"validating {path}")
         sources.append(open_trace(path, progress.update))
         progress.close()
+    return replay_sources(args, sources, args.engine, lambda source: impl_factory, impl_spec)
+
+
+def replay_sources(
+    args: argparse.Namespace,
+    sources: Sequence[Source],
+    engine: str,
+    impl_of: Callable[[Any], EngineFactory | None],
+    impl_spec: str,
+    other: str = "impl",
+    no_example: str = "",
+) -> int:
+    """Run validated traces (or logs: `impl_of` makes the engine that plays the system
+    from one) and print what happened; with `--report` the report. `no_example`: why
+    there are no shrunk examples (a log cannot be re-run), or "" to make them."""
     status = 0
     rows: list[dict[str, Any]] = []
     kept: dict[str, tuple[Config, list[Op], list[int], str]] = {}
@@ -224,7 +252,7 @@ def run(args: argparse.Namespace) -> int:
 
         # With --report the operations are kept (the examples shrink them), and the
         # lockstep re-reads them from memory: the file is read twice, validation and run.
-        ops: list[tuple[int, Op]] | None = [] if args.report else None
+        ops: list[tuple[int, Op]] | None = [] if args.report and not no_example else None
         replay = (
             (lambda ops=ops: (op for _, op in ops))
             if ops is not None
@@ -233,8 +261,8 @@ def run(args: argparse.Namespace) -> int:
         trace_run = TraceRun(
             source.name,
             source.config,
-            engine=args.engine,
-            impl=impl_factory,
+            engine=engine,
+            impl=impl_of(source),
             impl_spec=impl_spec,
             properties=args.check_properties or bool(args.report),
             explain=args.steps,
@@ -253,13 +281,13 @@ def run(args: argparse.Namespace) -> int:
         if args.json:
             print(canonical_json(as_json(result, steps)))
         else:
-            print(summary(result))
+            print(summary(result, other))
         if result.failed:
             status = 1
-        if ops is not None:
+        if args.report:
             profile = Path(source.name).parent.name or "traces"
             rows.append(result_row(result, profile=profile))
-            if result.failures():
+            if result.failures() and ops is not None:
                 kept[source.name] = (
                     source.config,
                     [op for _, op in ops],
@@ -267,7 +295,12 @@ def run(args: argparse.Namespace) -> int:
                     source.name,
                 )
     if args.report:
-        examples, notes = explain_groups(rows, kept.get, impl_spec)
+        examples: list[Example]
+        if no_example:
+            examples = []
+            notes = {signature: no_example for row in rows for signature in row["failures"]}
+        else:
+            examples, notes = explain_groups(rows, kept.get, impl_spec)
         write_report(rows, {e.signature: e for e in examples}, notes, args.report, impl_spec)
         print(f"report: {args.report}", file=sys.stderr if args.json else sys.stdout)
     return status

@@ -17,10 +17,12 @@ import sys
 import time
 from typing import Any
 
+from conformance.run import TraceRun
 from conformance.shrink import pytest_text, shrink
 from traces.engine import DEFAULT_IMPL, load_impl
 from traces.errors import WanconformError
 from traces.files import write_text_atomically
+from traces.logfile import is_log, open_log
 from traces.text import plural
 from traces.tracefile import open_trace, trace_text, where
 
@@ -41,7 +43,12 @@ def register(subparsers: Any) -> None:
             "violates a property (nothing to shrink)."
         ),
     )
-    parser.add_argument("trace", metavar="TRACE", help="a failing trace file (.jsonl)")
+    parser.add_argument(
+        "trace",
+        metavar="TRACE",
+        help="a failing trace file (.jsonl); or a log (docs/LOG.md): then the trace of its "
+        "operations up to its first disagreement with the model is written",
+    )
     parser.add_argument("-o", "--output", required=True, metavar="MIN", help="minimal trace")
     parser.add_argument(
         "--impl",
@@ -57,6 +64,8 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if is_log(args.trace):
+        return cut_log(args)
     factory = load_impl(args.impl, [os.path.dirname(os.path.abspath(args.trace))])
     started = time.monotonic()
     source = open_trace(args.trace)
@@ -91,4 +100,34 @@ def run(args: argparse.Namespace) -> int:
     impl = args.impl or DEFAULT_IMPL
     print(f"  reproduce: wanconform replay --engine both --impl {impl} --steps {args.output}")
     print("  " + result.failure.describe().replace("\n", "\n  "))
+    return 0
+
+
+def cut_log(args: argparse.Namespace) -> int:
+    """A log (docs/LOG.md) cannot be shrunk: the system that wrote it is not here to run
+    the candidates. What can be done: the trace of the log's operations up to its first
+    disagreement with the model, to run on the system again (and log, and validate)."""
+    if args.pytest or args.impl != DEFAULT_IMPL:
+        raise WanconformError(f"{args.trace}: a log is cut, not shrunk: no --impl or --pytest")
+    source = open_log(args.trace)
+    run = TraceRun(source.name, source.config, impl=source.engine, stop_at_failure=True)
+    kept = []
+    for line, op in source.ops():
+        kept.append(op)
+        run.step(where(source.name, line), op)
+        if run.stopped:
+            break
+    failure = run.finish().failure
+    if failure is None:
+        raise WanconformError(
+            f"{source.name}: nothing to shrink: the log agrees with the model and P2-P7 hold"
+        )
+    write_text_atomically(args.output, trace_text(source.config, kept))
+    print(
+        f"{source.name}: {failure.signature} at {failure.where}; a log cannot be shrunk "
+        f"without the system that wrote it: wrote the trace of its first "
+        f"{plural(len(kept), 'operation')} to {args.output} (run it on the system, log it, "
+        "and validate the new log)"
+    )
+    print("  " + failure.describe().replace("\n", "\n  "))
     return 0

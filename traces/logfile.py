@@ -1,0 +1,174 @@
+"""Logs of a system under test (docs/LOG.md, docs/log.schema.json): what `validate` reads.
+
+A log is a trace (SPEC §12) whose operation lines also say what the system observed:
+
+    {"config": {...}}                                   line 1, as in a trace
+    {"op": "put", ..., "observed": [{...}, ...]}         per operation: SPEC §10's observations
+    {"op": "tick", "ms": 5, "observed": [], "state": {...}}   optionally the observable state
+
+`open_log` validates a whole log in one streaming pass (the operation exactly as in a
+trace, with the trace's messages; `observed` a list of observation objects of SPEC §10's
+kinds; `state` an object with the observable state's top-level fields). `LogSource.engine`
+is an engine (`traces.engine.Engine`) made of the log: it answers each operation with
+what the log says the system observed, and its observable state where the log has one,
+so the model can be run against it in lockstep (`conformance.run`, P1) like any impl.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from traces.config import Config, json_kind
+from traces.errors import TraceError
+from traces.observations import KINDS, Observation
+from traces.ops import Op, Tick
+from traces.tracefile import PROGRESS_EVERY, Reader, file_lines, where
+
+STATE_FIELDS = ("senders", "sites", "time")
+"""The top-level fields of an observable state (SPEC §10)."""
+
+
+@dataclass(frozen=True, slots=True)
+class LogEntry:
+    """One operation of a log and what the system observed after it."""
+
+    line: int
+    op: Op
+    observed: list[Observation]
+    state: dict[str, Any] | None  # the observable state after it, when logged
+
+
+class _LogReader(Reader):
+    def entries(self, lines: Iterator[bytes]) -> Iterator[LogEntry]:
+        for number, line in enumerate(lines, start=1):
+            decoded = self.decode(number, line)
+            if decoded is None:
+                continue
+            here, raw = decoded
+            if self.config is None:
+                self.config = self._config(here, raw)
+                continue
+            yield self.entry(number, here, raw)
+        if self.config is None:
+            raise TraceError(
+                f'{where(self.name, 1)}: empty log: the first line must be {{"config": {{...}}}}'
+            )
+
+    def entry(self, number: int, here: str, raw: Any) -> LogEntry:
+        if not isinstance(raw, dict):
+            raise TraceError(f"{here}: a log line must be a JSON object, got {json_kind(raw)}")
+        operation = dict(raw)
+        if "observed" not in operation:
+            raise TraceError(
+                f"{here}: observed: missing: a log line is an operation and the list of "
+                "what the system observed after it (docs/LOG.md)"
+            )
+        observed = operation.pop("observed")
+        state = operation.pop("state", None)
+        op = self.operation(here, operation)
+        if type(op) is Tick:
+            self.add_tick(number, op.ms)
+        if not isinstance(observed, list):
+            raise TraceError(f"{here}: observed: must be a list, got {json_kind(observed)}")
+        for index, observation in enumerate(observed):
+            at = f"{here}: observed[{index}]"
+            if not isinstance(observation, dict):
+                raise TraceError(f"{at}: must be an object, got {json_kind(observation)}")
+            kind = observation.get("kind")
+            if kind not in KINDS:
+                raise TraceError(
+                    f"{at}: kind: must be one of {', '.join(KINDS)} (SPEC §10), got "
+                    + (repr(kind) if isinstance(kind, str) else json_kind(kind))
+                )
+        if state is not None and (
+            not isinstance(state, dict) or sorted(state) != sorted(STATE_FIELDS)
+        ):
+            raise TraceError(
+                f"{here}: state: must be the observable state of SPEC §10, an object with "
+                f"exactly the fields {', '.join(STATE_FIELDS)}"
+            )
+        return LogEntry(number, op, observed, state)
+
+
+@dataclass(frozen=True, slots=True)
+class LogSource:
+    """A validated log file, read again on every `entries()`: memory does not grow."""
+
+    name: str
+    config: Config
+    op_count: int
+    states: int  # how many lines log the observable state
+
+    def entries(self) -> Iterator[LogEntry]:
+        reader = _LogReader(self.name)
+        count = 0
+        for entry in reader.entries(file_lines(self.name)):
+            count += 1
+            yield entry
+        if count != self.op_count or reader.config != self.config:
+            raise TraceError(f"{self.name}: the file changed since it was read")
+
+    def ops(self) -> Iterator[tuple[int, Op]]:
+        """(file line, operation) for every operation, as `TraceSource.ops`."""
+        return ((entry.line, entry.op) for entry in self.entries())
+
+    def engine(self, config: Config) -> LoggedEngine:
+        """An engine that plays the system's part from the log (an `EngineFactory`)."""
+        return LoggedEngine(config, self.entries())
+
+
+class LoggedEngine:
+    """The system under test as its log tells it: `apply(op)` returns the observations
+    logged for the next operation (which must be `op`), `observe()` the state logged
+    with it; `state_logged()` says whether there is one (`conformance.lockstep` then
+    compares states exactly there and nowhere else)."""
+
+    def __init__(self, config: Config, entries: Iterator[LogEntry]) -> None:
+        self.config = config
+        self._entries = entries
+        self._state: dict[str, Any] | None = None
+
+    def apply(self, op: Op) -> list[Observation]:
+        entry = next(self._entries)
+        assert entry.op == op, "the run and the log went out of step"
+        self._state = entry.state
+        return [dict(observation) for observation in entry.observed]
+
+    def observe(self) -> dict[str, Any]:
+        if self._state is None:
+            raise RuntimeError("the log has no state for this operation")
+        return self._state
+
+    def state_logged(self) -> bool:
+        return self._state is not None
+
+
+def open_log(
+    path: str | os.PathLike[str], progress: Callable[[int], None] | None = None
+) -> LogSource:
+    """Validate a whole log in one streaming pass; TraceError at its first problem."""
+    name = os.fspath(path)
+    reader = _LogReader(name)
+    count = states = 0
+    for entry in reader.entries(file_lines(name)):
+        count += 1
+        states += entry.state is not None
+        if progress is not None and count % PROGRESS_EVERY == 0:
+            progress(count)
+    assert reader.config is not None
+    return LogSource(name, reader.config, count, states)
+
+
+def is_log(path: str | os.PathLike[str]) -> bool:
+    """Does this (valid) trace-or-log file's first operation line carry `observed`?"""
+    reader = Reader(os.fspath(path))
+    for number, line in enumerate(file_lines(os.fspath(path)), start=1):
+        decoded = reader.decode(number, line)
+        if decoded is None:
+            continue
+        if number > 1 or not (isinstance(decoded[1], dict) and "config" in decoded[1]):
+            return isinstance(decoded[1], dict) and "observed" in decoded[1]
+    return False
