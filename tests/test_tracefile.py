@@ -71,7 +71,7 @@ def test_a_million_operations_stream_in_bounded_memory(
     count = write_pattern_trace(path, 142_858)
     assert count == 1_000_006
     growth: list[int] = []
-    file_lines = traces.tracefile._file_lines
+    file_lines = traces.tracefile.file_lines
 
     def counted_lines(name: str) -> Iterator[bytes]:
         start = sys.getallocatedblocks()
@@ -80,7 +80,7 @@ def test_a_million_operations_stream_in_bounded_memory(
                 growth.append(sys.getallocatedblocks() - start)
             yield line
 
-    monkeypatch.setattr(traces.tracefile, "_file_lines", counted_lines)
+    monkeypatch.setattr(traces.tracefile, "file_lines", counted_lines)
     source = open_trace(path)
     seen = ticks = 0
     last: tuple[int, Op] = (0, Settle())

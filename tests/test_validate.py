@@ -1,0 +1,190 @@
+"""`wanconform validate` (issue 16): a system's own log checked against the model.
+
+Expected values come from SPEC §3, §10 and R9-R18 worked by hand, never from a run."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import jsonschema  # type: ignore[import-untyped]
+import pytest
+
+from impl import Engine
+from traces.observations import KINDS
+from traces.ops import FIELD_KINDS, OP_NAMES, op_to_json
+from traces.tracefile import read_trace
+from wanconform.cli import main
+
+ROOT = Path(__file__).resolve().parent.parent
+SCHEMA = json.loads((ROOT / "docs" / "log.schema.json").read_text())
+JAVA = ROOT / "examples" / "java" / "SerialSender.java"
+RESEND = ROOT / "tests" / "data" / "report" / "resend.jsonl"
+
+
+def schema_errors(path: Path) -> list[str]:
+    validator = jsonschema.Draft202012Validator(SCHEMA)
+    return [
+        f"{number}: {error.message}"
+        for number, line in enumerate(path.read_text().splitlines(), start=1)
+        for error in validator.iter_errors(json.loads(line))
+    ]
+
+
+def log_of(trace: Path, out: Path, state_every: int = 0) -> list[dict[str, Any]]:
+    """The log the impl would write for a trace: what a correct system logs."""
+    source = read_trace(trace)
+    engine = Engine(source.config)
+    lines: list[dict[str, Any]] = [{"config": source.config.to_json()}]
+    for index, op in enumerate(source.ops):
+        line = op_to_json(op) | {"observed": engine.apply(op)}
+        if state_every and index % state_every == 0:
+            line["state"] = engine.observe()
+        lines.append(line)
+    write(out, lines)
+    return lines
+
+
+def write(path: Path, lines: list[dict[str, Any]]) -> None:
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+
+
+@pytest.fixture(scope="module")
+def java_logs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    if shutil.which("java") is None:
+        pytest.skip("no java on this machine (Java 17 runs the example's source directly)")
+    folder = tmp_path_factory.mktemp("java")
+    buggy, fixed = folder / "gw.log.jsonl", folder / "gw-fixed.log.jsonl"
+    for out, flags in ((buggy, []), (fixed, ["--fixed"])):
+        subprocess.run(["java", str(JAVA), str(out), *flags], check=True, timeout=120)
+    return buggy, fixed
+
+
+def test_r15_the_java_senders_missing_flush_after_an_ack_is_found_at_line_8(
+    java_logs: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Lines 2-6: five puts (batch_size 2): the 2nd sends batch 1 [1:1, 1:2] (R15), the
+    # 3rd-5th queue behind it (R13). Line 7: deliver. Line 8: deliver_ack removes 1:1 and
+    # 1:2 (R18); the queue holds 1:3, 1:4, 1:5 >= batch_size, so the flush after the
+    # operation (§3, R15) sends batch 2 [1:3, 1:4] of values {"n":2}, {"n":3}: 7 + 7
+    # bytes (R4). The Java sender does not flush after an ack.
+    buggy, _ = java_logs
+    assert main(["validate", str(buggy)]) == 1
+    out = capsys.readouterr().out
+    assert (
+        f"P1: FAILED: model and the log diverge at {buggy}:8: divergence at "
+        '{"op":"deliver_ack","sender":"ny"}\n'
+        '    observations[1]: model={"batch_id":2,"bytes_delta":0,"bytes_full":14,'
+        '"events":["1:3","1:4"],"events_resent":0,"kind":"sent","sender":"ny"} '
+        'impl="<absent>"\n'
+    ) in out
+    assert schema_errors(buggy) == []
+
+
+def test_the_fixed_java_senders_log_agrees_with_the_model(
+    java_logs: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, fixed = java_logs
+    assert main(["validate", str(fixed), "--json"]) == 0
+    [line] = capsys.readouterr().out.splitlines()
+    result = json.loads(line)
+    assert result["operations"] == 160  # 20 rounds of 5 puts, deliver, deliver_ack, tick
+    assert result["p1"]["status"] == "held"
+    assert result["divergence"] is None
+    assert schema_errors(fixed) == []
+
+
+def test_logged_states_are_compared_where_they_are_logged(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    good = tmp_path / "good.log.jsonl"
+    lines = log_of(RESEND, good, state_every=3)  # states on lines 2, 5, 8, 11
+    assert main(["validate", str(good), "--check-properties"]) == 0
+    assert "P1: held (model and the log agree at every step)" in capsys.readouterr().out
+    assert schema_errors(good) == []
+    # The state logged on line 8 (after the 2,000 ms tick) says site 2 applied 7 events;
+    # by then it applied a and b (the delivered batch of 2, R16): 2.
+    lines[7]["state"]["sites"]["2"]["stats"]["applied"] = 7
+    bad = tmp_path / "bad.log.jsonl"
+    write(bad, lines)
+    assert main(["validate", str(bad)]) == 1
+    out = capsys.readouterr().out
+    assert f"diverge at {bad}:8: divergence at " + '{"ms":2000,"op":"tick"}' in out
+    assert "    state.sites.2.stats.applied: model=2 impl=7\n" in out
+
+
+def test_a_logged_observation_that_differs_is_the_divergence(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    lines = log_of(RESEND, tmp_path / "x.jsonl")
+    # Line 9, tick 500 after the 2,000 ms timeout: the batch [a, b] is re-sent with both
+    # events flagged possible_duplicate (R20): events_resent 2. The log says 0.
+    assert lines[8]["observed"][0]["kind"] == "sent"
+    lines[8]["observed"][0]["events_resent"] = 0
+    log = tmp_path / "resend.log.jsonl"
+    write(log, lines)
+    assert main(["validate", str(log)]) == 1
+    out = capsys.readouterr().out
+    assert f"diverge at {log}:9: divergence at " + '{"ms":500,"op":"tick"}' in out
+    assert "    observations[0].events_resent: model=2 impl=0\n" in out
+    # shrink on a log: the trace of its operations up to the disagreement
+    cut = tmp_path / "cut.jsonl"
+    assert main(["shrink", str(log), "-o", str(cut)]) == 0
+    assert "a log cannot be shrunk without the system that wrote it" in capsys.readouterr().out
+    assert read_trace(cut).ops == read_trace(RESEND).ops[:8]
+    # --report: the group, and why it has no shrunk example
+    html = tmp_path / "r.html"
+    assert main(["validate", str(log), "--report", str(html)]) == 1
+    page = html.read_text()
+    assert "P1 observations: sent.events_resent" in page
+    assert "a log cannot be shrunk without the system that wrote it" in page
+
+
+CONFIG = {"config": {"sites": [1, 2], "senders": [{"id": "ny", "site": 1, "remote": 2}]}}
+TICK = {"op": "tick", "ms": 1}
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        (TICK, "observed: missing: a log line is an operation and the list of what the "
+               "system observed after it (docs/LOG.md)"),
+        (TICK | {"observed": {}}, "observed: must be a list, got an object"),
+        (TICK | {"observed": [7]}, "observed[0]: must be an object, got an integer"),
+        (TICK | {"observed": [{"kind": "sended"}]},
+         "observed[0]: kind: must be one of " + ", ".join(KINDS) + " (SPEC §10), got 'sended'"),
+        (TICK | {"observed": [], "state": {"time": 1}},
+         "state: must be the observable state of SPEC §10, an object with exactly the "
+         "fields senders, sites, time"),
+        ({"op": "deliver", "sender": "xx", "observed": []}, "sender: unknown sender 'xx'"),
+        ({"op": "tick", "ms": 0, "observed": []}, "ms: must be"),
+    ],
+)  # fmt: skip
+def test_a_bad_log_line_is_one_line_naming_file_line_and_field(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], line: dict[str, Any], message: str
+) -> None:
+    log = tmp_path / "bad.log.jsonl"
+    write(log, [CONFIG, TICK | {"observed": []}, line])
+    assert main(["validate", str(log)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.startswith(f"wanconform: error: {log}:3: ")
+    assert message in captured.err
+    assert captured.err.count("\n") == 1
+    # the documented schema refuses the same line (which senders exist it cannot know)
+    if "unknown sender" not in message:
+        assert schema_errors(log) and all(e.startswith("3: ") for e in schema_errors(log))
+
+
+def test_the_schema_says_what_the_reader_accepts() -> None:
+    lines = SCHEMA["$defs"]["operation_line"]["oneOf"]
+    assert [branch["properties"]["op"]["const"] for branch in lines] == list(OP_NAMES)
+    for branch in lines:
+        fields = FIELD_KINDS[branch["properties"]["op"]["const"]]
+        required = {name for name, kind in fields.items() if not kind.endswith("?")}
+        assert set(branch["required"]) == {"op", "observed", *required}
+        assert set(branch["properties"]) == {"op", "observed", "state", *fields}
+    assert SCHEMA["$defs"]["observation"]["properties"]["kind"]["enum"] == list(KINDS)
