@@ -23,6 +23,7 @@ SENDER_OUTCOMES = (
     "invalid_delta",
     "forwarded",
 )
+REDELIVERY_OUTCOMES = ("requeued", "superseded", "unrecoverable")  # R26 (v1.2)
 
 
 class Coverage:
@@ -39,6 +40,8 @@ class Coverage:
                 self.counts[f"status.{obs['status']}"] += 1
             elif obs["kind"] in SENDER_OUTCOMES:
                 self.counts[f"outcome.{obs['kind']}"] += 1
+            elif obs["kind"] == "redelivery":
+                self.counts[f"redelivery.{obs['outcome']}"] += 1
 
     def record_state(self, state: dict[str, Any]) -> None:
         """What the widened strategies must reach: a queue deeper than a batch of 64."""
@@ -57,6 +60,7 @@ class Coverage:
             ),
             *(f"status.{status}" for status in RECEIVER_STATUSES),
             *(f"outcome.{outcome}" for outcome in SENDER_OUTCOMES),
+            *(f"redelivery.{outcome}" for outcome in REDELIVERY_OUTCOMES),
         ]
 
     def missing(self) -> list[str]:

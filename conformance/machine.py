@@ -37,7 +37,7 @@ from conformance.coverage import Coverage
 from conformance.run import TraceRun
 from conformance.strategies import EXCEPTIONS, KEYS, bulk_entries, configs, values
 from traces.canonical import canonical_json
-from traces.config import Config
+from traces.config import Config, SenderConfig
 from traces.engine import DEFAULT_IMPL, EngineFactory, make_engine
 from traces.files import write_text_atomically
 from traces.ops import (
@@ -51,6 +51,7 @@ from traces.ops import (
     Op,
     Put,
     PutAll,
+    Redeliver,
     Settle,
     SiteDown,
     SiteUp,
@@ -249,6 +250,52 @@ class WanConformance(RuleBasedStateMachine):
     @rule()
     def settle(self) -> None:
         self.apply(Settle())
+
+    @precondition(configured)
+    @rule(data=st.data())
+    def redeliver(self, data: st.DataObject) -> None:
+        """R26: most often a sender that holds dead letters; all of them or a few."""
+        assert self.config is not None
+        senders = self.state["senders"]
+        ids = [s.id for s in self.config.senders]
+        holding = [i for i in ids if senders[i]["dlq"]]
+        if holding and data.draw(st.integers(0, 9), label="prefer holding") < 8:
+            ids = holding
+        sender: str = data.draw(st.sampled_from(ids), label="sender")
+        records: list[str] = [record["event_id"] for record in senders[sender]["dlq"]]
+        events: tuple[str, ...] | None = None
+        some: bool = data.draw(st.booleans(), label="some records")
+        if records and some:  # a few of them, or only an id that is not there
+            chosen: list[str] = data.draw(
+                st.lists(st.sampled_from(records), max_size=3), label="events"
+            )
+            events = tuple(chosen) if chosen else ("9:999",)
+        self.apply(Redeliver(sender, events))
+
+    def holding(self) -> list[SenderConfig]:
+        """The senders whose dead-letter queue holds records (R24)."""
+        assert self.config is not None
+        return [s for s in self.config.senders if self.state["senders"][s.id]["dlq"]]
+
+    # R26's branches need a dead letter and then a wipe or a newer write of its key before
+    # the redelivery: sequences that random rules reach too rarely in a small run.
+    @precondition(lambda self: configured(self) and bool(self.holding()))
+    @rule(data=st.data())
+    def wipe_then_redeliver(self, data: st.DataObject) -> None:
+        """R21 then R26: the records' own values requeued, or a secure one unrecoverable."""
+        sender = data.draw(st.sampled_from(self.holding()), label="sender")
+        self.apply(SiteDown(sender.site))
+        self.apply(SiteUp(sender.site, True))
+        self.apply(Redeliver(sender.id))
+
+    @precondition(lambda self: configured(self) and bool(self.holding()))
+    @rule(data=st.data(), value=values)
+    def rewrite_then_redeliver(self, data: st.DataObject, value: dict[str, Any]) -> None:
+        """A newer write of a dead letter's key, then R26: superseded (R16.3's order)."""
+        sender = data.draw(st.sampled_from(self.holding()), label="sender")
+        record = self.state["senders"][sender.id]["dlq"][0]
+        self.apply(Put(sender.site, record["key"], value))
+        self.apply(Redeliver(sender.id))
 
     # -- end of a run ----------------------------------------------------------------------
 

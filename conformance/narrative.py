@@ -105,6 +105,13 @@ def describe(obs: Observation) -> str:
         return f"{obs['sender']} dead-lettered {obs['event']} ({obs['exception']})"
     if kind == "invalid_delta":
         return f"{obs['sender']} keeps {obs['event']} to resend as its full value (invalid delta)"
+    if kind == "redelivery":
+        return {
+            "requeued": f"dead letter {obs['event']} redelivered: back in {obs['sender']}'s queue",
+            "superseded": f"dead letter {obs['event']} superseded by a newer write: not sent",
+            "unrecoverable": f"dead letter {obs['event']} unrecoverable: a secure record "
+            "has no value and its write is gone",
+        }[obs["outcome"]] + " (R26)"
     if kind == "timeout":
         return (
             f"{obs['sender']} timed out on batch {obs['batch_id']} "

@@ -23,7 +23,8 @@ Profiles (what each exercises):
 - `multisite`: 3-6 sites in a mesh, one-way ring, star or chain, and sometimes the
   unsupported diamond (R23; P4 is then reported not applicable); forwarding (R22).
 - `dlq`: injected receiver failures (`fail`, R16), receiver retries including -1 (R7),
-  the dead-letter listener, secure or not (R24, P7), drops without a listener (R18).
+  the dead-letter listener, secure or not (R24, P7), drops without a listener (R18),
+  redelivery of dead letters, all or some of them (R26).
 - `chaos`: all of it: any shape, any options, every operation of SPEC §3.
 
 Except `steady`, a generator drives the impl (`impl.Engine`) alongside and reads its
@@ -59,6 +60,7 @@ from traces.ops import (
     Op,
     Put,
     PutAll,
+    Redeliver,
     Scalar,
     Settle,
     SiteDown,
@@ -137,6 +139,7 @@ class _Shadow:
         self.batch: set[str] = set()  # senders whose batch is in the network
         self.ack: set[str] = set()  # senders whose ack is in the network
         self.live: dict[int, set[str]] = {site: set() for site in config.sites}
+        self.dead: dict[str, list[str]] = {s.id: [] for s in config.senders}  # R24 records
         self.skipped = 0
 
     def apply(self, op: Op) -> None:
@@ -172,6 +175,10 @@ class _Shadow:
                     keys.add(obs["key"])
             elif kind == "applied" and obs["status"] == "ok":
                 self.live[obs["site"]].add(obs["key"])
+            elif kind == "dlq":
+                self.dead[obs["sender"]].append(obs["event"])
+            elif kind == "redelivery":
+                self.dead[obs["sender"]].remove(obs["event"])
 
     def _refute(self, op: Op) -> None:
         if isinstance(op, Deliver | Drop):
@@ -272,6 +279,15 @@ def _choose(
         return Fail(rng.choice(sites), rng.choice(keys), rng.choice(EXCEPTIONS), rng.randint(1, 3))
     if kind == "settle":
         return Settle()
+    if kind == "redeliver":  # R26: a sender holding dead letters; all, or some of them
+        holding = [sender for sender in senders if shadow.dead[sender]]
+        if not holding:
+            return None
+        sender = rng.choice(holding)
+        if rng.random() < 0.5:
+            return Redeliver(sender)
+        records = shadow.dead[sender]
+        return Redeliver(sender, tuple(rng.sample(records, rng.randint(1, len(records)))))
     raise AssertionError(kind)
 
 
@@ -341,13 +357,13 @@ PROFILES: dict[str, Profile] = {
             "dlq",
             "injected failures, retries (including -1), dead letters, secure mode",
             lambda r: _config(r, ("pair", "chain"), _mostly_dlq, (-1, 0, 1, 2, 3)),
-            Mix({**_WRITES, **_TRAFFIC, "fail": 8, "settle": 1}),
+            Mix({**_WRITES, **_TRAFFIC, "fail": 8, "settle": 1, "redeliver": 2}),
         ),
         Profile(
             "chaos",
             "all of it: any shape, any options, every operation",
             lambda r: _config(r, ALL_SHAPES, _any_listener, (-1, 0, 1, 2)),
-            Mix({**_WRITES, **_TRAFFIC, **_FAULTS, "fail": 4}),
+            Mix({**_WRITES, **_TRAFFIC, **_FAULTS, "fail": 4, "redeliver": 1}),
         ),
     )
 }

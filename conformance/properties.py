@@ -19,8 +19,15 @@ Readings where §11 is silent (also in the README):
 - A wiped site is a brand-new distributed system (R21): P3 forgets what it applied.
 - P6 holds through wipes (SPEC v1.1): tags are unique (R9's timestamp floor), so "the
   origin's value for the same tag" is the value the origin wrote for the event.
-- P2 is checked only on runs without a wipe: a wipe loses the wiped site's queues by
-  design (R21), so events in them can neither arrive nor be recorded as dropped.
+- P2 (v1.2) is checked on the events written after the last wipe: a wipe loses the
+  wiped site's queues by design (R21), so events written before it may be lost.
+- P5 (v1.2) is checked key by key, on the keys that no dropped event, no dead-letter
+  record still in a queue and no write before the last wipe concerns. "Concerns": the
+  event's or record's key; the keys written before a wipe are every key written until
+  then, at any site.
+- R26: a redelivered (requeued) event is the same event again: the checker keeps what
+  it knew of a dead-lettered event (sites that applied it, its shipping tree, P3, P4)
+  and takes it up again when it is requeued.
 - "Reachable" (P2, P5) is reachability in the digraph of senders; "on the way" to a
   site means on an R22 delivery path from the origin to it (`delivery_paths`): a stop
   at a sender of that path (dropped or dead-lettered) or a lost conflict at a site of
@@ -103,6 +110,7 @@ class _Event:
     conflicts: set[int] = field(default_factory=set)  # sites where it lost R16.3
     stops: set[tuple[int, int]] = field(default_factory=set)  # dropped/dlq hops
     shipped: dict[int, int] = field(default_factory=dict)  # P4: receiving -> sending site
+    before_wipe: bool = False  # written before the last wipe: P2 does not apply (v1.2)
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,10 +137,15 @@ class PropertyChecker:
         self._events: dict[str, _Event] = {}
         self._unaccounted: list[_Unaccounted] = []
         self._violations: dict[str, list[Violation]] = {name: [] for name in PROPERTIES}
-        self._wiped_at = ""  # which site was wiped first, and where ("" = none)
-        self._lost_at = ""  # where the first event was dropped or dead-lettered
-        self._quiescent_checks = 0  # settles with every site up (P2, P5)
-        self._p5_checks = 0
+        self._wiped_at = ""  # which site was wiped last, and where ("" = none)
+        self._quiescent_checks = 0  # settles with every site up that checked events (P2)
+        self._p5_checks = 0  # settles that compared at least one key (P5)
+        self._settles = 0  # settles with every site up
+        self._written_since_wipe = 0  # events written after the last wipe (P2)
+        self._keys_written: set[str] = set()  # every key written so far (P5)
+        self._keys_before_wipe: set[str] = set()  # written before the last wipe (P5)
+        self._keys_dropped: set[str] = set()  # of a dropped event (P5)
+        self._dead_lettered: dict[tuple[str, str], _Event] = {}  # (sender, event): R26
         self._applied_any = False
         self._built_any = False
         self._secure_dead_letters = 0
@@ -167,6 +180,8 @@ class PropertyChecker:
                     obs["value"],
                     set(obs["senders"]),
                 )
+                self._written_since_wipe += 1
+                self._keys_written.add(obs["key"])
                 if not obs["senders"]:
                     self._leaving.append(obs["event"])
             elif kind == "applied":
@@ -177,8 +192,12 @@ class PropertyChecker:
                 found.extend(self._sent(obs, where))
             elif kind in ("dropped", "dlq"):
                 sender = self.config.sender(obs["sender"])
-                self._events[obs["event"]].stops.add((sender.site, sender.remote))
-                self._lost_at = self._lost_at or where
+                event = self._events[obs["event"]]
+                event.stops.add((sender.site, sender.remote))
+                if kind == "dropped":
+                    self._keys_dropped.add(event.key)
+                else:
+                    self._dead_lettered[(sender.id, obs["event"])] = event
                 if kind == "dlq" and sender.dlq_secure:
                     self._secure_dead_letters += 1
                 if kind == "dropped" and sender.failure_listener == "dlq":
@@ -188,11 +207,15 @@ class PropertyChecker:
                         )
                     )
             elif kind == "acked":
-                for event in obs["removed"]:
-                    self._leave_queue(event, obs["sender"])
+                for event_id in obs["removed"]:
+                    self._leave_queue(event_id, obs["sender"])
+            elif kind == "redelivery":  # R26: the record left the dead-letter queue
+                known = self._dead_lettered.pop((obs["sender"], obs["event"]))
+                if obs["outcome"] == "requeued":  # the same event, queued again
+                    self._events.setdefault(obs["event"], known).queues.add(obs["sender"])
         for event_id in self._leaving:  # after the step: its drops and conflicts are known
-            event = self._events.get(event_id)
-            if event is not None and not event.queues:
+            leaving = self._events.get(event_id)
+            if leaving is not None and not leaving.queues:
                 self._forget(event_id)
         self._leaving.clear()
         if isinstance(op, Settle):  # never skipped
@@ -227,12 +250,18 @@ class PropertyChecker:
     # -- the events' lives ---------------------------------------------------------------
 
     def _wipe(self, site: int, where: str) -> None:
-        """R21: the site's senders' queues are gone; it forgets what it applied (P3)."""
-        self._wiped_at = self._wiped_at or f"site {site} was wiped at {where}"
-        self._unaccounted.clear()  # P2 no longer applies
+        """R21: the site's senders' queues are gone; it forgets what it applied (P3).
+        P2 is checked on the events written after it, P5 on the keys not written before."""
+        self._wiped_at = f"site {site} was wiped at {where}"
+        self._unaccounted.clear()
+        self._written_since_wipe = 0
+        self._keys_before_wipe |= self._keys_written
         wiped = {s.id for s in self.config.senders_at(site)}
+        for events in (self._events.values(), self._dead_lettered.values()):
+            for event in events:
+                event.before_wipe = True
+                event.applied.discard(site)
         for event_id, event in self._events.items():
-            event.applied.discard(site)
             for sender in wiped & event.queues:
                 self._leave_queue(event_id, sender)
 
@@ -248,7 +277,7 @@ class PropertyChecker:
         """No queue holds the event any more: it can never be delivered again. Decide
         P2 for it now (at each reachable site: applied, or stopped on the way)."""
         event = self._events.pop(event_id)
-        if self._wiped_at:
+        if event.before_wipe:
             return
         paths = self._paths.get(event.origin)
         if paths is None:
@@ -339,11 +368,13 @@ class PropertyChecker:
         """P2 and P5, after `settle` with every site up."""
         violations: list[Violation] = []
         sites = state["sites"]
-        if not self._wiped_at:
+        if self._written_since_wipe:
             self._quiescent_checks += 1
             pending = list(self._unaccounted)
             self._unaccounted.clear()
             for event_id, event in self._events.items():  # still queued (settle's cap)
+                if event.before_wipe:
+                    continue
                 paths = self._paths.get(event.origin) or delivery_paths(self._graph, event.origin)
                 self._paths[event.origin] = paths
                 pending.extend(
@@ -364,15 +395,36 @@ class PropertyChecker:
                         where,
                     )
                 )
-        if not self._wiped_at and not self._lost_at and self._connected:
-            self._p5_checks += 1
-            first, *others = self.config.sites
-            for site in others:
-                if sites[str(site)]["entries"] != sites[str(first)]["entries"]:
-                    violations.append(
-                        Violation("P5", f"sites {first} and {site} hold different entries", where)
-                    )
+        self._settles += 1
+        if self._connected:
+            violations.extend(self._p5(state, where))
         return violations
+
+    def _p5(self, state: dict[str, Any], where: str) -> list[Violation]:
+        """P5 (v1.2): the same entries at every site, key by key, for the keys that no
+        drop, remaining dead letter or write before the last wipe concerns."""
+        excluded = self._keys_dropped | self._keys_before_wipe
+        for sender in state["senders"].values():
+            excluded.update(record["key"] for record in sender["dlq"])
+        entries = [(site, state["sites"][str(site)]["entries"]) for site in self.config.sites]
+        keys = sorted({key for _, held in entries for key in held} - excluded)
+        if not keys:
+            return []  # checked on nothing
+        self._p5_checks += 1
+        (first, held), *others = entries
+        for site, other in others:
+            differing = [key for key in keys if held.get(key) != other.get(key)]
+            if differing:
+                shown = ", ".join(repr(key) for key in differing[:3])
+                more = f" and {len(differing) - 3} more" if len(differing) > 3 else ""
+                return [
+                    Violation(
+                        "P5",
+                        f"sites {first} and {site} hold different entries for {shown}{more}",
+                        where,
+                    )
+                ]
+        return []
 
     # -- verdicts ------------------------------------------------------------------------
 
@@ -383,7 +435,10 @@ class PropertyChecker:
             if self._quiescent_checks:
                 return ""
             if self._wiped_at:
-                return f"{self._wiped_at} (R21 discards its queues)"
+                return (
+                    "no event written after the last wipe was checked at a settle with "
+                    f"every site up ({self._wiped_at})"
+                )
             return no_settle
         if name == "P3":
             return "" if self._applied_any else "no event was applied"
@@ -400,11 +455,14 @@ class PropertyChecker:
                 return ""
             if not self._connected:
                 return "not every site reaches every other one"
-            if self._wiped_at:
-                return self._wiped_at
-            if self._lost_at:
-                return f"an event was dropped or dead-lettered at {self._lost_at}"
-            return no_settle
+            if not self._settles:
+                return no_settle
+            if not self._keys_written:
+                return "no key was written"
+            return (
+                "no key left to compare at a settle with every site up: each was "
+                "dropped, dead-lettered or written before a wipe"
+            )
         if name == "P6":
             return "" if self._built_any else "no value was built from a delta"
         if name == "P7":
@@ -421,8 +479,5 @@ class PropertyChecker:
         if reason:
             return Verdict(name, "not applicable", reason)
         if name == "P2" and self._wiped_at:
-            return Verdict(name, "held", f"checked until {self._wiped_at}")
-        stopped = self._wiped_at or (self._lost_at and f"an event was lost at {self._lost_at}")
-        if name == "P5" and stopped:  # checked at settles before, not after
-            return Verdict(name, "held", f"checked until {stopped}")
+            return Verdict(name, "held", "on the events written after the last wipe")
         return Verdict(name, "held")

@@ -30,6 +30,7 @@ from traces.ops import (
     Op,
     Put,
     PutAll,
+    Redeliver,
     Settle,
     SiteDown,
     SiteUp,
@@ -147,4 +148,7 @@ def operations(config: Config, *, faults: bool = True, wipes: bool = True) -> st
             st.builds(Fail, sites, keys, st.sampled_from(EXCEPTIONS), st.integers(1, 3)),
             st.just(Settle()),
         ]
+        if config.senders:
+            ids = st.lists(st.from_regex(r"[1-9]:[1-9]", fullmatch=True), max_size=2)
+            choices.append(st.builds(Redeliver, senders, st.none() | ids.map(tuple)))
     return st.one_of(choices)

@@ -64,6 +64,7 @@ from traces.ops import (
     Op,
     Put,
     PutAll,
+    Redeliver,
     Settle,
     SiteDown,
     SiteUp,
@@ -87,6 +88,8 @@ _SITE_DOWN: Final = SiteDown
 _SITE_UP: Final = SiteUp
 _FAIL: Final = Fail
 _SETTLE: Final = Settle
+_REDELIVER: Final = Redeliver
+INT64_MAX: Final = 2**63 - 1
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)
@@ -203,6 +206,8 @@ class Engine:
             return self._fail(op, out)
         if type(op) is _SETTLE:
             return self._settle(op, out)
+        if type(op) is _REDELIVER:
+            return self._redeliver(op, out)
         raise KeyError(type(op))
 
     def _tick(self, op: Tick, out: list[Observation]) -> bool:
@@ -622,7 +627,71 @@ class Engine:
         }
         if not sender.dlq_secure:
             record["value"] = None if event.value is None else dict(event.value)
+        record["recipients"] = sorted(event.recipients)  # v1.2, for R26
         return record
+
+    # ------------------------------------------------------------------ redelivery
+
+    def _redeliver(self, op: Redeliver, out: list[Observation]) -> bool:
+        """R26: the selected dead-letter records back to the queue, or not (see SPEC)."""
+        sender = self._senders[op.sender]
+        selected = None if op.events is None else frozenset(op.events)
+        records = sender.dlq
+        if not sender.home.up or not any(
+            selected is None or record["event_id"] in selected for record in records
+        ):
+            return False
+        entries = sender.home.entries
+        left: list[dict[str, object]] = []
+        for record in records:
+            event_id = str(record["event_id"])
+            if selected is not None and event_id not in selected:
+                left.append(record)
+                continue
+            key = str(record["key"])
+            version = record["version"]
+            assert isinstance(version, list)
+            tag = (int(version[0]), int(version[1]), int(version[2]))
+            current = entries.get(key)
+            entry: Entry | None = None
+            outcome = "unrecoverable"
+            if current is not None and _newer(current.tag(), tag):
+                outcome = "superseded"
+            elif current is not None and current.tag() == tag:
+                entry = current  # the record's own write: its value (or tombstone)
+            elif "value" in record or record["op"] == "destroy":
+                value = record.get("value") if record["op"] != "destroy" else None
+                entry = Entry(_record_value(value), tag[0], tag[1], tag[2])
+            if entry is not None:
+                outcome = "requeued"
+                origin, _, seq = event_id.partition(":")
+                recipients = record["recipients"]
+                assert isinstance(recipients, list)
+                event = Event(
+                    event_id,
+                    int(origin),
+                    int(seq),
+                    key,
+                    str(record["op"]),
+                    entry,
+                    None,
+                    None,  # always a full value
+                    False,
+                    frozenset(int(site) for site in recipients),
+                    self._now,
+                )
+                event.possible_duplicate = True
+                sender.queue.append(event)
+                sender.stats["redelivered"] += 1
+            elif outcome == "superseded":
+                sender.stats["redelivery_superseded"] += 1
+            else:
+                sender.stats["redelivery_unrecoverable"] += 1
+            out.append(
+                {"kind": "redelivery", "sender": sender.id, "event": event_id, "outcome": outcome}
+            )
+        sender.dlq = left
+        return True
 
     # ------------------------------------------------------------------ network faults
 
@@ -754,7 +823,9 @@ class Engine:
                 continue
             if due is None or at < due:
                 due = at
-        return None if due is None else max(1, due - now)
+        if due is None or due > INT64_MAX:  # v1.2: settle never ticks past 2^63-1
+            return None
+        return max(1, due - now)
 
 
 def _stored(value: Mapping[str, Scalar]) -> Value:
@@ -784,6 +855,25 @@ def _copy_record(record: dict[str, object]) -> dict[str, object]:
     value = copy.get("value")
     if isinstance(value, dict):
         copy["value"] = dict(value)
-    if isinstance(copy["version"], list):
-        copy["version"] = list(copy["version"])
+    for name in ("version", "recipients"):
+        listed = copy[name]
+        if isinstance(listed, list):
+            copy[name] = list(listed)
     return copy
+
+
+def _newer(a: tuple[int, int, int], b: tuple[int, int, int]) -> bool:
+    """R16.3's order of tags: is `a` newer than `b`?"""
+    if a[1] != b[1]:
+        return a[1] > b[1]
+    if a[2] == b[2]:
+        return a[0] > b[0]
+    return a[2] > b[2]
+
+
+def _record_value(value: object) -> Value | None:
+    """A dead-letter record's value as an entry's (a fresh dict: records stay apart)."""
+    if value is None:
+        return None
+    assert isinstance(value, dict)
+    return dict(value)

@@ -398,6 +398,9 @@ SENDER_STATS: Final = (
     "events_dropped",
     "invalid_deltas",
     "dlq_records",
+    "redelivered",  # R26 (v1.2)
+    "redelivery_superseded",
+    "redelivery_unrecoverable",
 )
 
 

@@ -39,6 +39,7 @@ def _dead_letter(record: DeadLetter) -> dict[str, Any]:
         "op": record.op,
         "exception": record.exception,
         "version": list(record.version),
+        "recipients": list(record.recipients),
     }
     if record.has_value:  # R24 / P7: omitted with dlq_secure
         out["value"] = record.value

@@ -1,5 +1,6 @@
 """The gateway sender: R12-R15 (queue, one batch in flight, payload, flush), R18-R20
-(acknowledgements, full-value fallback, timeouts) and R24 (dead-letter listener).
+(acknowledgements, full-value fallback, timeouts), R24 (dead-letter listener) and R26
+(redelivery from the dead-letter queue, v1.2).
 
 Events leave a queue only on an ack (R12, "peek does not remove"): a batch is always the
 queue's prefix, so a sent, timed-out or acknowledged batch is addressed by its length.
@@ -7,10 +8,12 @@ queue's prefix, so a sent, timed-out or acknowledged batch is addressed by its l
 
 from __future__ import annotations
 
-from model.state import BatchMessage, DeadLetter, GatewayEvent, InFlight, Sender, State
+from model.receiver import wins
+from model.state import BatchMessage, DeadLetter, GatewayEvent, InFlight, Sender, Seq, State
 from traces.canonical import size
 from traces.config import Config, SenderConfig
 from traces.observations import Observation
+from traces.ops import Redeliver, Value
 
 
 def ships_as_delta(sender: SenderConfig, event: GatewayEvent) -> bool:
@@ -92,7 +95,74 @@ def dead_letter(sender: SenderConfig, event: GatewayEvent, exception: str) -> De
         version=event.version,
         value=None if sender.dlq_secure else event.value,
         has_value=not sender.dlq_secure,
+        recipients=tuple(sorted(event.recipients)),
     )
+
+
+def redeliver(config: Config, state: State, op: Redeliver) -> tuple[State, list[Observation]]:
+    """R26: the selected dead-letter records leave the queue, in queue order; each is
+    superseded (a newer entry exists at the sender's site), requeued (with the entry's
+    value when the entry is the record's own write, else the record's value or a
+    tombstone for a destroy) or unrecoverable (a secure record of a create or update
+    whose write is gone)."""
+    sender = config.sender(op.sender)
+    current = state.senders[op.sender]
+    entries = state.sites[sender.site].entries
+    selected = None if op.events is None else set(op.events)
+    left: list[DeadLetter] = []
+    queue, stats = current.queue, current.stats
+    observations: list[Observation] = []
+    for record in current.dead_letters:
+        if selected is not None and record.event_id not in selected:
+            left.append(record)
+            continue
+        entry = entries.get(record.key)
+        value: Value | None
+        if entry is not None and wins(entry.version, record.version):
+            outcome = "superseded"
+        elif entry is not None and entry.version == record.version:
+            outcome, value = "requeued", entry.value
+        elif record.has_value or record.op == "destroy":
+            outcome, value = "requeued", record.value if record.op != "destroy" else None
+        else:
+            outcome = "unrecoverable"
+        if outcome == "requeued":
+            origin, seq = record.event_id.split(":")
+            queue = queue.append(
+                GatewayEvent(
+                    event_id=record.event_id,
+                    origin=int(origin),
+                    seq=int(seq),
+                    key=record.key,
+                    op=record.op,
+                    value=value,
+                    version=record.version,
+                    base_version=None,
+                    delta=None,  # always a full value
+                    converted=False,
+                    recipients=frozenset(record.recipients),
+                    possible_duplicate=True,
+                    enqueued_at=state.time,
+                )
+            )
+            stats = stats._replace(redelivered=stats.redelivered + 1)
+        elif outcome == "superseded":
+            stats = stats._replace(redelivery_superseded=stats.redelivery_superseded + 1)
+        else:
+            stats = stats._replace(redelivery_unrecoverable=stats.redelivery_unrecoverable + 1)
+        observations.append(
+            {
+                "kind": "redelivery",
+                "sender": op.sender,
+                "event": record.event_id,
+                "outcome": outcome,
+            }
+        )
+    dead_letters: Seq[DeadLetter] = Seq()
+    for record in left:
+        dead_letters = dead_letters.append(record)
+    updated = current._replace(queue=queue, stats=stats, dead_letters=dead_letters)
+    return state._replace(senders=state.senders.set(op.sender, updated)), observations
 
 
 def deliver_ack(config: Config, state: State, sender_id: str) -> tuple[State, list[Observation]]:

@@ -2,7 +2,8 @@
 
 Each round: deliver the lowest-id sender whose batch can be delivered; else deliver the
 lowest-id pending ack; else tick to the earliest due time of a sender whose site and
-remote are both up; else stop. Down sites stay down. At most 1,000,000 inner operations.
+remote are both up, unless it lies past 2^63-1 (v1.2: settle never ticks past it); else
+stop. Down sites stay down. At most 1,000,000 inner operations.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from model.state import State
-from traces.config import Config, SenderConfig
+from traces.config import INT64_MAX, Config, SenderConfig
 from traces.observations import Observation
 from traces.ops import Deliver, DeliverAck, Op, Tick
 
@@ -48,7 +49,7 @@ def next_operation(config: Config, state: State, enabled: Enabled) -> Op | None:
         if state.sites[sender.site].up and state.sites[sender.remote].up
         if (due := due_time(sender, state)) is not None
     ]
-    if not dues:
+    if not dues or min(dues) > INT64_MAX:  # v1.2: settle never ticks past 2^63-1
         return None
     return Tick(max(1, min(dues) - state.time))
 

@@ -143,6 +143,7 @@ class DeadLetter(NamedTuple):
     version: Tag
     value: Value | None
     has_value: bool
+    recipients: tuple[int, ...]  # v1.2: the event's recipients, sorted (for R26)
 
 
 class SiteStats(NamedTuple):
@@ -165,6 +166,9 @@ class SenderStats(NamedTuple):
     events_dropped: int = 0
     invalid_deltas: int = 0
     dlq_records: int = 0
+    redelivered: int = 0  # R26 (v1.2)
+    redelivery_superseded: int = 0
+    redelivery_unrecoverable: int = 0
 
 
 class Site(NamedTuple):

@@ -31,6 +31,7 @@ from traces.ops import (
     Op,
     Put,
     PutAll,
+    Redeliver,
     Settle,
     SiteDown,
     SiteUp,
@@ -69,6 +70,9 @@ class _View:
     def ack_in_network(self, sender: str) -> bool:
         return self.state.senders[sender].ack_message is not None
 
+    def dead_letters(self, sender: str) -> list[str]:
+        return [record.event_id for record in self.state.senders[sender].dead_letters]
+
 
 def enabled(config: Config, state: State, op: Op) -> bool:
     """SPEC §3's 'enabled when' column, read from its one table (`traces.enabled`)."""
@@ -98,6 +102,7 @@ _EFFECTS: dict[type[Any], Callable[[Config, State, Any], tuple[State, list[Obser
     SiteUp: faults.site_up,
     Fail: faults.fail,
     Settle: _settle,
+    Redeliver: sender.redeliver,
 }
 
 

@@ -90,7 +90,7 @@ def sender_stats(**counts: int) -> Obs:
         (
             "batches_sent", "events_sent", "events_resent", "bytes_full", "bytes_delta",
             "batches_timed_out", "connection_failures", "events_dropped", "invalid_deltas",
-            "dlq_records",
+            "dlq_records", "redelivered", "redelivery_superseded", "redelivery_unrecoverable",
         ),
         0,
     )  # fmt: skip

@@ -21,7 +21,7 @@ from wanconform.cli import main
 CONFIG = '{"config": {"sites": [1, 2], "senders": [{"id": "ny", "site": 1, "remote": 2}]}}\n'
 OPS = (
     "put, delta, destroy, putall, tick, deliver, deliver_ack, drop, drop_ack, site_down, "
-    "site_up, fail, settle"
+    "site_up, fail, settle, redeliver"
 )
 SCALAR = "must be a scalar (integer, string, boolean or null)"
 SENDER_FIELDS = (

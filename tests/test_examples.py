@@ -107,7 +107,8 @@ def test_failed_event_dead_lettered(run_example: Any, name: str, value: Obs) -> 
     ny = r.state["senders"]["ny"]
     assert ny["dlq"] == [
         {"event_id": "1:2", "sender": "ny", "key": "b", "op": "create",
-         "exception": "IOException", "version": [1, 0, 1], **value},
+         "exception": "IOException", "version": [1, 0, 1], **value,
+         "recipients": [1, 2]},  # R11: {origin 1} and ny's remote 2 (v1.2 keeps them)
     ]  # fmt: skip
     assert ny["stats"] == sender_stats(batches_sent=1, events_sent=3, bytes_full=21, dlq_records=1)
     assert sorted(r.state["sites"]["2"]["entries"]) == ["a", "c"]

@@ -72,6 +72,9 @@ SENDER_STATS_ZERO = {
     "events_dropped": 0,
     "invalid_deltas": 0,
     "dlq_records": 0,
+    "redelivered": 0,  # R26 (v1.2)
+    "redelivery_superseded": 0,
+    "redelivery_unrecoverable": 0,
 }
 
 
@@ -182,6 +185,7 @@ def test_observe_copies_dead_letter_records_too() -> None:
             "exception": "Poison",
             "version": [1, 0, 1],  # R9: a create at time 0 by site 1
             "value": {"a": 1},
+            "recipients": [1, 2],  # R11: origin 1 and ny's remote 2 (v1.2)
         }
     ]
 
@@ -714,6 +718,7 @@ def test_r24_dead_letter_record_and_p7_secure_omits_the_value(secure: bool) -> N
         "op": "create",
         "exception": "Poison",
         "version": [1, 0, 1],
+        "recipients": [1, 2],  # R11: origin 1 and ny's remote 2 (v1.2)
     }
     if not secure:
         record["value"] = {"a": 1}
@@ -737,6 +742,7 @@ def test_r24_dead_letter_of_a_destroy_has_a_null_value() -> None:
             "exception": "E",
             "version": [2, 1, 1],  # R9: now 0 <= 0 -> ts 1
             "value": None,
+            "recipients": [1, 2],
         }
     ]
 
@@ -795,6 +801,7 @@ def test_r21_wipe_starts_a_new_system_but_keeps_counters_seq_and_batch_ids() -> 
                 "exception": "E",
                 "version": [1, 0, 1],
                 "value": {"a": 1},
+                "recipients": [1, 2],
             }
         ],
     }

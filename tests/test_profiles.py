@@ -181,9 +181,9 @@ MIXES = {
     "multisite": {"put", "delta", "destroy", "putall", "tick", "deliver", "deliver_ack", "drop",
                   "drop_ack", "settle"},
     "dlq": {"put", "delta", "destroy", "putall", "tick", "deliver", "deliver_ack", "fail",
-            "settle"},
+            "settle", "redeliver"},
     "chaos": {"put", "delta", "destroy", "putall", "tick", "deliver", "deliver_ack", "drop",
-              "drop_ack", "site_down", "site_up", "settle", "fail"},
+              "drop_ack", "site_down", "site_up", "settle", "fail", "redeliver"},
 }  # fmt: skip
 
 

@@ -85,7 +85,7 @@ def verdict_lines(out: str) -> list[str]:
     ]
 
 
-def test_P2_not_applicable_after_a_wipe_names_the_line(
+def test_P2_v12_checks_only_events_after_the_last_wipe_and_names_the_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path = write(
@@ -98,16 +98,20 @@ def test_P2_not_applicable_after_a_wipe_names_the_line(
     )
     assert main(["replay", path, "--check-properties"]) == 0
     assert verdict_lines(capsys.readouterr().out) == [
-        f"P2: not applicable: site 2 was wiped at {path}:4 (R21 discards its queues)",
+        # v1.2: P2 is checked on the events written after the last wipe: none here.
+        "P2: not applicable: no event written after the last wipe was checked at a settle "
+        f"with every site up (site 2 was wiped at {path}:4)",
         "P3: held",  # 1:1 applied once at site 2 (sent after the wipe, at the settle)
         "P4: held",
-        f"P5: not applicable: site 2 was wiped at {path}:4",
+        # v1.2: P5 key by key; k was written before the wipe, so no key is left.
+        "P5: not applicable: no key left to compare at a settle with every site up: each "
+        "was dropped, dead-lettered or written before a wipe",
         "P6: not applicable: no value was built from a delta",
         "P7: not applicable: no sender has dlq_secure",
     ]
 
 
-def test_P5_not_applicable_after_a_dropped_event_and_the_sites_differ(
+def test_P5_v12_not_applicable_when_its_only_key_had_a_drop_and_the_sites_differ(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Site 2 fails the only attempt (retry_attempts 0) on k: ny drops 1:1 (R18, no
@@ -125,7 +129,9 @@ def test_P5_not_applicable_after_a_dropped_event_and_the_sites_differ(
         "P2: held",
         "P3: not applicable: no event was applied",
         "P4: held",
-        f"P5: not applicable: an event was dropped or dead-lettered at {path}:4",
+        # v1.2: P5 key by key; the only key, k, had an event dropped.
+        "P5: not applicable: no key left to compare at a settle with every site up: each "
+        "was dropped, dead-lettered or written before a wipe",
         "P6: not applicable: no value was built from a delta",
         "P7: not applicable: no sender has dlq_secure",
     ]

@@ -1350,9 +1350,9 @@ def test_R21_wipe_keeps_stats_dlq_seq_batch_ids_and_failures(run_each: Any) -> N
         "stats": sender_stats(batches_sent=4, events_sent=4, bytes_full=28, dlq_records=2),
         "dlq": [
             {"event_id": "1:2", "sender": "ny", "key": "k", "op": "create", "exception": "E",
-             "version": [1, 0, 1], "value": {"v": 2}},
+             "version": [1, 0, 1], "value": {"v": 2}, "recipients": [1, 2]},
             {"event_id": "1:5", "sender": "ny", "key": "k", "op": "create", "exception": "E",
-             "version": [1, 2, 1], "value": {"v": 5}},
+             "version": [1, 2, 1], "value": {"v": 5}, "recipients": [1, 2]},
         ],
     }  # fmt: skip
 
@@ -1680,13 +1680,14 @@ def test_R24_dead_letter_records_with_and_without_values(run_each: Any) -> None:
     ny, ldn = r.state["senders"]["ny"], r.state["senders"]["ldn"]
     assert ny["dlq"] == [
         {"event_id": e, "sender": "ny", "key": "k", "op": op, "exception": cwe, "version": v,
-         "value": value}
+         "value": value, "recipients": [1, 2, 3]}  # R11: origin 1, remotes 2 and 3
         for e, op, v, value in records
     ]  # fmt: skip
     assert ldn["dlq"] == [  # dlq_secure: no "value" at all
-        {"event_id": e, "sender": "ldn", "key": "k", "op": op, "exception": cwe, "version": v}
+        {"event_id": e, "sender": "ldn", "key": "k", "op": op, "exception": cwe, "version": v,
+         "recipients": [1, 2, 3]}
         for e, op, v, _ in records
-    ]
+    ]  # fmt: skip
     for sender in (ny, ldn):  # bytes 7 + 7 + 0
         assert sender["stats"] == sender_stats(
             batches_sent=3, events_sent=3, bytes_full=14, dlq_records=3

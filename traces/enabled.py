@@ -26,6 +26,7 @@ from traces.ops import (
     Op,
     Put,
     PutAll,
+    Redeliver,
     Settle,
     SiteDown,
     SiteUp,
@@ -43,6 +44,10 @@ class StateView(Protocol):
     def batch_in_network(self, sender: str) -> bool: ...
 
     def ack_in_network(self, sender: str) -> bool: ...
+
+    def dead_letters(self, sender: str) -> list[str]:
+        """The event ids of the sender's dead-letter records, in queue order (R24)."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +87,20 @@ NOT_YET_UP = Condition(
     lambda c, v, op: not v.site_up(op.site), lambda c, op: f"site {op.site} is already up"
 )
 
+
+def _selected(view: StateView, op: Redeliver) -> bool:
+    held = view.dead_letters(op.sender)
+    return bool(held) if op.events is None else any(e in held for e in op.events)
+
+
+A_SELECTED_RECORD = Condition(
+    lambda c, v, op: _selected(v, op),
+    lambda c, op: (
+        f"no dead-letter record of {op.sender}"
+        + ("" if op.events is None else " among " + ", ".join(op.events))
+    ),
+)
+
 ENABLED_WHEN: dict[type[Any], tuple[Condition, ...]] = {
     Put: (SITE_UP,),
     Delta: (SITE_UP, LIVE_ENTRY),
@@ -96,6 +115,7 @@ ENABLED_WHEN: dict[type[Any], tuple[Condition, ...]] = {
     SiteUp: (NOT_YET_UP,),
     Fail: (),
     Settle: (),
+    Redeliver: (SENDER_SITE_UP, A_SELECTED_RECORD),
 }
 """SPEC §3's table: operation -> the conditions under which it is enabled."""
 
@@ -132,3 +152,6 @@ class ObservedState:
 
     def ack_in_network(self, sender: str) -> bool:
         return bool(self._state["senders"][sender]["network"]["ack"])
+
+    def dead_letters(self, sender: str) -> list[str]:
+        return [record["event_id"] for record in self._state["senders"][sender]["dlq"]]

@@ -28,6 +28,9 @@ present unless marked "only when". Tags are `[entry_version, timestamp, dsid]` l
     invalid_delta     {"kind", "sender", "event"}        R19, kept and converted to full
                       (dropped / dlq / invalid_delta follow `acked`, in batch order)
     timeout           {"kind", "sender", "batch_id", "events"}   R20
+    redelivery        {"kind", "sender", "event", "outcome"}      R26 (v1.2), one per
+                      selected record in queue order; outcome requeued|superseded|
+                      unrecoverable
 
 Order within one step (§3): the operation's own observations; then, for `tick`, the
 timeouts of R20 in sorted sender id order; then the flushes of R15 (`sent` or
@@ -53,6 +56,7 @@ KINDS = (
     "dlq",
     "invalid_delta",
     "timeout",
+    "redelivery",
 )
 
 RECEIVER_STATUSES = ("ok", "duplicate", "conflict", "failed", "invalid_delta")

@@ -9,6 +9,7 @@ Values are `Mapping`s: engines never mutate them (mypy holds them to it).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -16,6 +17,8 @@ from typing import Any
 from traces.config import Config, int64_error, json_kind, show
 from traces.errors import WanconformError
 
+EVENT_ID = re.compile(r"[0-9]+:[0-9]+")
+"""R3: an event id, "origin:seq" (ASCII digits)."""
 Scalar = int | str | bool | None
 Value = Mapping[str, Scalar]
 
@@ -115,6 +118,15 @@ class Settle:
     op = "settle"
 
 
+@dataclass(frozen=True, slots=True)
+class Redeliver:
+    """R26: dead-letter records of `sender` back to its queue (all, or those of `events`)."""
+
+    sender: str
+    events: tuple[str, ...] | None = None
+    op = "redeliver"
+
+
 Op = (
     Put
     | Delta
@@ -129,6 +141,7 @@ Op = (
     | SiteUp
     | Fail
     | Settle
+    | Redeliver
 )
 
 OP_TYPES: dict[str, type[Op]] = {
@@ -147,6 +160,7 @@ OP_TYPES: dict[str, type[Op]] = {
         SiteUp,
         Fail,
         Settle,
+        Redeliver,
     )
 }
 OP_NAMES: tuple[str, ...] = tuple(OP_TYPES)
@@ -157,8 +171,12 @@ def op_to_json(op: Op) -> dict[str, Any]:
     out: dict[str, Any] = {"op": op.op}
     for name in op.__dataclass_fields__:
         value = getattr(op, name)
+        if value is None:
+            continue  # an optional field left out (R26's `events`: every record)
         if isinstance(value, Mapping):
             value = {k: dict(v) if isinstance(v, Mapping) else v for k, v in value.items()}
+        elif isinstance(value, tuple):
+            value = list(value)
         out[name] = value
     return out
 
@@ -179,6 +197,7 @@ FIELD_KINDS: dict[str, dict[str, str]] = {
     "site_up": {"site": "site", "wipe": "bool?"},
     "fail": {"site": "site", "key": "key", "exception": "name", "times": "positive"},
     "settle": {},
+    "redeliver": {"sender": "sender", "events": "event_ids?"},
 }
 
 
@@ -236,6 +255,14 @@ def _check(kind: str, raw: Any, field: str, config: Config) -> Any:
         if not isinstance(raw, bool):
             raise OpError(field, f"must be true or false, got {json_kind(raw)}")
         return raw
+    if kind == "event_ids?":
+        if not isinstance(raw, list):
+            raise OpError(field, f"must be a list of event ids, got {json_kind(raw)}")
+        for index, item in enumerate(raw):
+            if not isinstance(item, str) or not EVENT_ID.fullmatch(item):
+                shown = repr(item) if isinstance(item, str) else json_kind(item)
+                raise OpError(f"{field}[{index}]", f'must be an event id "origin:seq", got {shown}')
+        return tuple(raw)
     if kind == "value":
         return _value(raw, field)
     if kind == "entries":

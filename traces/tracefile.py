@@ -273,6 +273,7 @@ class Reader:
 _ENCODER = msgspec.json.Encoder(order="sorted")
 _INT64 = Annotated[int, msgspec.Meta(ge=INT64_MIN, le=INT64_MAX)]
 _VALUE = dict[str, Union[_INT64, str, bool, None]]  # noqa: UP007 (a runtime type for msgspec)
+_EVENT_IDS = Union[tuple[Annotated[str, msgspec.Meta(pattern="^[0-9]+:[0-9]+$")], ...], None]  # noqa: UP007
 
 
 def fast_path(config: Config) -> Callable[[bytes | str], Op | None]:
@@ -308,14 +309,16 @@ def _fast_decoder(sites: tuple[int, ...], senders: tuple[str, ...]) -> tuple[Any
         "bool?": bool,
         "value": _VALUE,
         "entries": dict[str, _VALUE],
+        "event_ids?": _EVENT_IDS,
     }
+    defaults = {"bool?": False, "event_ids?": None}
     op_types: dict[Any, Any] = {}
     for name, fields in FIELD_KINDS.items():
         if kinds["sender"] is None and "sender" in fields.values():
             continue  # no senders: such an operation is an error the precise path explains
         op_type = OP_TYPES[name]
         struct_fields = [
-            (field, kinds[kind], False) if kind.endswith("?") else (field, kinds[kind])
+            (field, kinds[kind], defaults[kind]) if kind.endswith("?") else (field, kinds[kind])
             for field, kind in fields.items()
         ]
         assert [f[0] for f in struct_fields] == list(op_type.__dataclass_fields__)
@@ -346,7 +349,9 @@ def op_line(op: Op) -> str:
     checks that both agree on every profile's traces."""
     out: dict[str, Any] = {"op": op.op}
     for name in _FIELD_NAMES[type(op)]:
-        out[name] = getattr(op, name)
+        value = getattr(op, name)
+        if value is not None:  # an optional field left out, as `op_to_json` does
+            out[name] = value
     try:
         data = _ENCODER.encode(out)
     except (TypeError, OverflowError, msgspec.EncodeError):  # a Mapping that is no dict, ...
