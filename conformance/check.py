@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -21,6 +22,7 @@ import pyarrow as pa
 from conformance.examples import Example, explain_groups
 from conformance.results import RESULTS_SCHEMA, result_row
 from conformance.run import TraceRun, run_trace
+from conformance.stores import StoreEngines, store_engine_class
 from traces.config import Config
 from traces.engine import DEFAULT_IMPL, EngineFactory, load_impl
 from traces.errors import TraceError, WanconformError
@@ -142,12 +144,15 @@ def check_batches(
     batches: Iterable[pa.RecordBatch],
     impl_spec: str | None = None,
     replay_from: Callable[[str, Config], Callable[[], Iterable[Op]]] | None = None,
+    dlq_dir: str | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """Rows of `CHECK_INPUT_SCHEMA`, sorted by (trace id, seq), the configuration row of
     each trace first -> one `ROW_SCHEMA` batch per trace. `replay_from(trace_id, config)`
-    gives the lockstep its way to re-read a trace from the start (see `Lockstep`)."""
+    gives the lockstep its way to re-read a trace from the start (see `Lockstep`).
+    `dlq_dir`: the impl keeps each trace's dead letters in a store DLQ_DIR/TRACE_ID/."""
     spec = impl_spec or DEFAULT_IMPL
     impl_factory = load_impl(spec)
+    store_class = store_engine_class(spec) if dlq_dir is not None else None
     current: _Current | None = None
     failed: str | None = None  # a trace whose rest is skipped after an error
     previous: tuple[str, int] | None = None
@@ -172,9 +177,10 @@ def check_batches(
                 if kind == "config":
                     config = parse_config_cell(trace_id, text)
                     replay = replay_from(trace_id, config) if replay_from else None
-                    run = TraceRun(
-                        trace_id, config, impl=impl_factory, impl_spec=spec, replay=replay
-                    )
+                    impl = impl_factory
+                    if dlq_dir is not None:  # this trace's store: DLQ_DIR/TRACE_ID/
+                        impl = StoreEngines(store_class, Path(dlq_dir) / trace_id, fresh=True)
+                    run = TraceRun(trace_id, config, impl=impl, impl_spec=spec, replay=replay)
                     current = _Current(trace_id, run, config, operations, profile, seed)
                     continue
                 if current is None:

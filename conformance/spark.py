@@ -352,6 +352,7 @@ def check(
     impl_spec: str | None = None,
     on_progress: StageProgress | None = None,
     say: Callable[[str], None] | None = None,
+    dlq_dir: str | os.PathLike[str] | None = None,
 ) -> list[dict[str, Any]]:
     """Check every trace of a trace set and write the results directory `out`
     (`conformance.results`: the rows, the impl, the largest groups' examples and the
@@ -394,9 +395,11 @@ def check(
     )
     replay_from = _replay_from(path)
 
+    stores = None if dlq_dir is None else str(Path(dlq_dir).resolve())
+
     def check_fn(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         return check_batches(
-            (b.select(CHECK_INPUT_SCHEMA.names) for b in batches), spec, replay_from
+            (b.select(CHECK_INPUT_SCHEMA.names) for b in batches), spec, replay_from, stores
         )
 
     with progress(spark, "check", on_progress):

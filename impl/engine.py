@@ -32,12 +32,14 @@ Observations share the (never mutated) value dicts of the state; treat them as r
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from typing import Any, Final
 
 from mypy_extensions import mypyc_attr
 
 from impl.applied import AppliedRanges
+from impl.dlq_store import SenderLog, open_store
 from impl.state import (
     AckMessage,
     BatchMessage,
@@ -96,7 +98,7 @@ INT64_MAX: Final = 2**63 - 1
 class Engine:
     """The production-shaped engine: `Engine(config)`, `apply(op)`, `observe()`."""
 
-    def __init__(self, config: Config) -> None:
+    def __init__(self, config: Config, dlq_dir: str | None = None) -> None:
         self._now = 0  # R5
         self._sites: dict[int, SiteState] = {
             site: SiteState(site, config.receiver(site)) for site in sorted(config.sites)
@@ -112,6 +114,13 @@ class Engine:
             site.sender_ids = [s.id for s in site.senders]
             site.remotes = frozenset(s.remote for s in site.senders)
             site.origin_recipients = frozenset({site.id}) | site.remotes
+        # The durable dead-letter store (impl/dlq_store.py), when given a directory: the
+        # records it recovers are the senders' dead letters (a restart).
+        self._store: dict[str, SenderLog] | None = None
+        if dlq_dir is not None:
+            self._store = open_store(dlq_dir, [s.id for s in self._sender_list], _notice)
+            for sender in self._sender_list:
+                sender.dlq = list(self._store[sender.id].records)
 
     # ------------------------------------------------------------------ surface
 
@@ -158,9 +167,15 @@ class Engine:
                     "ack": sender.ack_message is not None,
                 },
                 "stats": dict(sender.stats),
-                "dlq": [_copy_record(record) for record in sender.dlq],
+                "dlq": [_copy_record(record) for record in self._dead_letters(sender)],
             }
         return {"time": self._now, "sites": sites, "senders": senders}
+
+    def _dead_letters(self, sender: SenderState) -> list[dict[str, object]]:
+        """The sender's records: read back from the store when there is one."""
+        if self._store is None:
+            return sender.dlq
+        return self._store[sender.id].read_back()
 
     # ------------------------------------------------------------------ one step
 
@@ -605,7 +620,10 @@ class Engine:
     ) -> None:
         """R18, R24: a failed event is dead-lettered by the listener, or dropped."""
         if sender.dlq_enabled:
-            sender.dlq.append(self._dead_letter_record(sender, event, exception))
+            record = self._dead_letter_record(sender, event, exception)
+            if self._store is not None:  # durable before the step ends (R24)
+                self._store[sender.id].append(record)
+            sender.dlq.append(record)
             sender.stats["dlq_records"] += 1
             kind = "dlq"
         else:
@@ -689,6 +707,11 @@ class Engine:
                 sender.stats["redelivery_unrecoverable"] += 1
             out.append(
                 {"kind": "redelivery", "sender": sender.id, "event": event_id, "outcome": outcome}
+            )
+        if self._store is not None:
+            gone = {str(record["event_id"]) for record in left}
+            self._store[sender.id].remove(
+                [str(r["event_id"]) for r in records if str(r["event_id"]) not in gone]
             )
         sender.dlq = left
         return True
@@ -847,6 +870,11 @@ def _applied(site: int, sender: str, event: Event, status: str) -> Observation:
         "key": event.key,
         "status": status,
     }
+
+
+def _notice(line: str) -> None:
+    """What the store says once on opening (a torn tail cut)."""
+    print(f"wanconform: notice: {line}", file=sys.stderr)
 
 
 def _copy_record(record: dict[str, object]) -> dict[str, object]:

@@ -158,11 +158,19 @@ def test_campaign_writes_traces_results_and_summary(
         "steady,dlq",
         "--out",
         str(out),
+        "--dlq-dir",
+        str(tmp_path / "stores"),
     ]
+    (tmp_path / "stores").mkdir()
     assert main(args) == 0
     summary = (out / "summary.txt").read_text()
     assert "traces: 5   operations: 500" in summary
-    assert "divergences (P1): none" in summary
+    assert "divergences (P1): none" in summary  # the records read back from the stores too
+    stores = sorted(p.name for p in (tmp_path / "stores").iterdir())
+    assert stores == ["dlq-000001", "dlq-000003", "steady-000000", "steady-000002",
+                      "steady-000004"]  # fmt: skip
+    for name in stores:  # each a store the inspector reads
+        assert main(["dlq", str(tmp_path / "stores" / name), "--counts"]) == 0
     assert summary in capsys.readouterr().out + "\n"
     assert pq.read_table(out / "results" / "results.parquet").num_rows == 5
     assert len(open_trace_set(out / "traces").traces) == 5

@@ -21,6 +21,7 @@ from traces.errors import WanconformError
 COMMAND_MODULES = (
     "wanconform.cmd_replay",
     "wanconform.cmd_validate",
+    "wanconform.cmd_dlq",
     "wanconform.cmd_bench",
     "wanconform.cmd_topology",
     "wanconform.cmd_import",

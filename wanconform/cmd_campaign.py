@@ -19,7 +19,7 @@ from conformance.topology import analyse_topology
 from reports.render import write_report
 from traces.engine import DEFAULT_IMPL, load_impl
 from traces.files import write_text_atomically
-from wanconform.cmd_check import add_check_arguments, say, stage_progress
+from wanconform.cmd_check import add_check_arguments, check_dlq_dir, say, stage_progress
 from wanconform.cmd_generate import add_generation_arguments, check_generation_arguments
 from wanconform.cmd_topology import format_table
 
@@ -45,6 +45,7 @@ def run(args: argparse.Namespace) -> int:
     generation = check_generation_arguments(args)
     if args.impl:
         load_impl(args.impl)
+    check_dlq_dir(args)
     from conformance import spark as glue
 
     out = Path(args.out)
@@ -65,7 +66,9 @@ def run(args: argparse.Namespace) -> int:
     generated = time.perf_counter() - started
     started = time.perf_counter()
     bar = stage_progress("check")
-    rows = glue.check(spark, out / "traces", out / "results", args.impl, bar.update, say)
+    rows = glue.check(
+        spark, out / "traces", out / "results", args.impl, bar.update, say, args.dlq_dir
+    )
     bar.close(f"check     done in {bar.elapsed():.1f} s")
     summary = summarize(rows, time.perf_counter() - started)
     operations = args.traces * args.ops

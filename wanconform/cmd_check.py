@@ -11,6 +11,8 @@ from typing import Any
 
 from conformance.campaign import render, summarize
 from conformance.results import FAILURES
+from conformance.stores import store_engine_class
+from impl.dlq_store import check_directory
 from traces.engine import DEFAULT_IMPL, load_impl
 from wanconform.progress import Progress
 
@@ -25,6 +27,20 @@ def add_check_arguments(parser: argparse.ArgumentParser) -> None:
             "the impl's surface, e.g. tools.planted_bugs:HighWaterMark"
         ),
     )
+    parser.add_argument(
+        "--dlq-dir",
+        metavar="DIR",
+        help="keep the impl's dead letters in a durable store per trace, DIR/TRACE_ID/ "
+        "(docs/DLQ_STORE.md; DIR must exist and be seen by every executor); "
+        "inspect one with `wanconform dlq DIR/TRACE_ID`",
+    )
+
+
+def check_dlq_dir(args: argparse.Namespace) -> None:
+    """`--dlq-dir`, checked before Spark starts."""
+    if args.dlq_dir is not None:
+        check_directory(args.dlq_dir)
+        store_engine_class(args.impl)
 
 
 def register(subparsers: Any) -> None:
@@ -65,10 +81,11 @@ def run(args: argparse.Namespace) -> int:
     from traces.parquet import open_trace_set
 
     open_trace_set(args.traces)
+    check_dlq_dir(args)
     spark = glue.session(args.master)
     started = time.perf_counter()
     bar = stage_progress("check")
-    rows = glue.check(spark, args.traces, args.out, args.impl, bar.update, say)
+    rows = glue.check(spark, args.traces, args.out, args.impl, bar.update, say, args.dlq_dir)
     bar.close(f"check     done in {bar.elapsed():.1f} s")
     summary = summarize(rows, time.perf_counter() - started)
     print(render(summary, str(Path(args.out) / FAILURES), args.impl or DEFAULT_IMPL))

@@ -20,6 +20,8 @@ from conformance.examples import Example, explain_groups
 from conformance.properties import Verdict
 from conformance.results import result_row
 from conformance.run import RunResult, Step, TraceRun, stopped_line
+from conformance.stores import StoreEngines, store_engine_class
+from impl.dlq_store import check_directory
 from reports.render import write_report
 from traces.canonical import canonical_json
 from traces.config import Config
@@ -74,6 +76,13 @@ def register(subparsers: Any) -> None:
             "also write the HTML report of the traces (as `wanconform report`): verdicts, "
             "failures grouped, each explained with a shrunk example"
         ),
+    )
+    parser.add_argument(
+        "--dlq-dir",
+        metavar="DIR",
+        help="keep the impl's dead letters in a durable store (docs/DLQ_STORE.md) under "
+        "DIR/TRACE_NAME/ (with --engine impl or both; DIR must exist, TRACE_NAME/ must not "
+        "hold a store yet): the lockstep compares the records read back from it",
     )
     parser.add_argument(
         "--steps",
@@ -218,12 +227,36 @@ def run(args: argparse.Namespace) -> int:
     impl_spec = args.impl or DEFAULT_IMPL
     if impl_factory is not None and args.engine == "model":
         raise WanconformError("--impl: needs --engine impl or --engine both")
+    stores = dlq_stores(args.dlq_dir, args.traces, args.engine, args.impl, search)
     sources = []
     for path in args.traces:  # validate every trace before any output
         progress = Progress(f"validating {path}")
         sources.append(open_trace(path, progress.update))
         progress.close()
+    if stores:
+        return replay_sources(args, sources, args.engine, lambda s: stores[s.name], impl_spec)
     return replay_sources(args, sources, args.engine, lambda source: impl_factory, impl_spec)
+
+
+def dlq_stores(
+    dlq_dir: str | None, traces: list[str], engine: str, spec: str | None, search: list[str]
+) -> dict[str, StoreEngines]:
+    """Per trace, the engines of `--dlq-dir` (checked before any work); {} without it."""
+    if dlq_dir is None:
+        return {}
+    if engine == "model":
+        raise WanconformError("--dlq-dir: the model keeps no store; use --engine impl or both")
+    check_directory(dlq_dir)
+    engine_class = store_engine_class(spec, search)
+    stores = {}
+    for path in traces:
+        folder = Path(dlq_dir) / Path(path).stem
+        if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
+            raise WanconformError(
+                f"--dlq-dir: {folder} exists and is not empty; choose another DIR"
+            )
+        stores[path] = StoreEngines(engine_class, folder)
+    return stores
 
 
 def replay_sources(

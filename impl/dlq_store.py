@@ -1,0 +1,215 @@
+"""A durable dead-letter store (R24, R26; docs/DLQ_STORE.md): one file per sender.
+
+Each sender's file is an append-only log of frames. A frame is
+
+    magic b"WDLQ" | length (4 bytes, big-endian) | CRC-32 of the payload (4 bytes) | payload
+
+and its payload is canonical JSON: `{"add": RECORD}` (a dead letter, R24, written before
+the batch's events leave the queue) or `{"remove": [EVENT_ID, ...]}` (records redelivered,
+R26). Every append is flushed and `fsync`ed; a new file's directory is `fsync`ed too, so
+a record the store has returned from `append` survives a crash or a power loss.
+
+Opening a store reads every file back: the records are the adds not removed since, in
+order. A frame cut short at the end of a file (a crash in the middle of an append) is a
+torn tail: it is cut off (the file truncated to its last whole frame, once, with a
+notice). A frame that is whole but whose checksum or payload is wrong, or a file that
+does not start with the magic, is damage: an error naming the file and the byte offset,
+never skipped. When removed records make up more than half of a file, it is compacted:
+the live records are written to a temporary file, `fsync`ed and renamed over the old one
+(atomic on POSIX), then the directory is `fsync`ed.
+
+Why a log rather than SQLite: records are only appended and removed in bulk, never
+updated; a log has exactly one write per record and one fsync per batch, its recovery is
+a dozen lines that the tests can drive byte by byte (torn tails, flipped bits), and its
+format is documented in one page.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import zlib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from traces.canonical import canonical_json
+from traces.errors import WanconformError
+
+MAGIC = b"WDLQ"
+HEADER = 12  # magic, length, CRC-32
+SUFFIX = ".dlq"
+
+
+class StoreError(WanconformError):
+    """A store that cannot be used: missing, not a directory, unreadable or damaged."""
+
+
+def sender_file(sender: str) -> str:
+    """The file name of a sender's log: its id with anything but [A-Za-z0-9_-] escaped."""
+    escaped = "".join(c if c.isalnum() or c in "_-" else f"%{ord(c):02X}" for c in sender)
+    return escaped + SUFFIX
+
+
+def frame(payload: dict[str, Any]) -> bytes:
+    data = canonical_json(payload).encode()
+    return MAGIC + len(data).to_bytes(4, "big") + zlib.crc32(data).to_bytes(4, "big") + data
+
+
+def read_frames(path: Path) -> tuple[list[dict[str, Any]], int, int]:
+    """The payloads of a log's whole frames, the offset where they end, and the file's
+    size (more than that offset when the tail is torn). StoreError on damage."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise StoreError(f"{path}: cannot read: {exc.strerror}") from None
+    payloads: list[dict[str, Any]] = []
+    offset = 0
+    while offset < len(data):
+        if len(data) - offset < HEADER:
+            break  # torn: a header cut short
+        if data[offset : offset + 4] != MAGIC:
+            raise StoreError(
+                f"{path}: byte {offset}: not a dead-letter frame (damaged or not a store file)"
+            )
+        length = int.from_bytes(data[offset + 4 : offset + 8], "big")
+        end = offset + HEADER + length
+        if end > len(data):
+            break  # torn: a payload cut short
+        payload = data[offset + HEADER : end]
+        if zlib.crc32(payload) != int.from_bytes(data[offset + 8 : offset + 12], "big"):
+            raise StoreError(f"{path}: byte {offset}: damaged frame (checksum mismatch)")
+        try:
+            decoded = json.loads(payload)
+        except ValueError:
+            raise StoreError(f"{path}: byte {offset}: damaged frame (not JSON)") from None
+        if (
+            not isinstance(decoded, dict)
+            or not (set(decoded) <= {"add", "remove"})
+            or len(decoded) != 1
+        ):
+            raise StoreError(f"{path}: byte {offset}: damaged frame (not an add or a remove)")
+        payloads.append(decoded)
+        offset = end
+    return payloads, offset, len(data)
+
+
+def live_records(payloads: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The records of a log: its adds, less the removes that followed them."""
+    records: list[dict[str, Any]] = []
+    for payload in payloads:
+        if "add" in payload:
+            records.append(payload["add"])
+        else:
+            gone = set(payload["remove"])
+            records = [r for r in records if r["event_id"] not in gone]
+    return records
+
+
+def _fsync_directory(folder: Path) -> None:
+    descriptor = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
+
+
+class SenderLog:
+    """One sender's log, open for appends."""
+
+    def __init__(self, path: Path, notice: Callable[[str], None], durable: bool = True) -> None:
+        self.path = path
+        self.durable = durable
+        created = not path.exists()
+        payloads, end, size = ([], 0, 0) if created else read_frames(path)
+        if end < size:
+            notice(
+                f"{path}: cut a torn tail of {size - end} bytes at byte {end} (a crash mid-write)"
+            )
+            with path.open("r+b") as handle:
+                handle.truncate(end)
+                os.fsync(handle.fileno())
+        self.records = live_records(payloads)
+        self.frames = len(payloads)
+        self._file = path.open("ab")
+        if created and durable:
+            _fsync_directory(path.parent)
+
+    def _write(self, payload: dict[str, Any]) -> None:
+        self._file.write(frame(payload))
+        self._file.flush()
+        if self.durable:
+            os.fsync(self._file.fileno())
+        self.frames += 1
+
+    def append(self, record: dict[str, Any]) -> None:
+        self._write({"add": record})
+        self.records.append(record)
+
+    def remove(self, event_ids: list[str]) -> None:
+        self._write({"remove": event_ids})
+        gone = set(event_ids)
+        self.records = [r for r in self.records if r["event_id"] not in gone]
+        if self.frames > 2 * max(1, len(self.records)):
+            self.compact()
+
+    def compact(self) -> None:
+        """Rewrite the live records only: a temporary file, fsync, rename, fsync dir."""
+        temporary = self.path.with_name(self.path.name + ".compacting")
+        with temporary.open("wb") as handle:
+            for record in self.records:
+                handle.write(frame({"add": record}))
+            handle.flush()
+            if self.durable:
+                os.fsync(handle.fileno())
+        self._file.close()
+        os.replace(temporary, self.path)
+        if self.durable:
+            _fsync_directory(self.path.parent)
+        self.frames = len(self.records)
+        self._file = self.path.open("ab")
+
+    def read_back(self) -> list[dict[str, Any]]:
+        """The records as the file holds them now (what the lockstep compares)."""
+        payloads, end, size = read_frames(self.path)
+        assert end == size, f"{self.path}: torn while open"
+        return live_records(payloads)
+
+    def close(self) -> None:
+        self._file.close()
+
+
+def check_directory(folder: str | os.PathLike[str]) -> Path:
+    """A store directory that exists and is a writable directory, or StoreError."""
+    path = Path(folder)
+    if not path.exists():
+        raise StoreError(f"{path}: no such directory (a dead-letter store is a directory)")
+    if not path.is_dir():
+        raise StoreError(f"{path}: not a directory (a dead-letter store is a directory)")
+    if not os.access(path, os.R_OK | os.W_OK | os.X_OK):
+        raise StoreError(f"{path}: cannot read and write it")
+    return path
+
+
+def open_store(
+    folder: str | os.PathLike[str],
+    senders: list[str],
+    notice: Callable[[str], None],
+    durable: bool = True,
+) -> dict[str, SenderLog]:
+    """Every sender's log in `folder` (created as needed), recovered (module docstring)."""
+    path = check_directory(folder)
+    return {sender: SenderLog(path / sender_file(sender), notice, durable) for sender in senders}
+
+
+def read_store(folder: str | os.PathLike[str]) -> dict[str, list[dict[str, Any]]]:
+    """Every sender's records in a store, read only (the inspector): sender file -> records.
+    A torn tail is left as it is (and not read); damage is a StoreError."""
+    path = check_directory(folder)
+    files = sorted(p for p in path.iterdir() if p.suffix == SUFFIX)
+    others = [
+        p.name for p in path.iterdir() if p.suffix != SUFFIX and not p.name.endswith(".compacting")
+    ]
+    if not files and others:
+        raise StoreError(f"{path}: not a dead-letter store (no *{SUFFIX} files; found {others[0]})")
+    return {p.name: live_records(read_frames(p)[0]) for p in files}

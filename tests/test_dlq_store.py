@@ -1,0 +1,180 @@
+"""The impl's durable dead-letter store (impl/dlq_store.py, docs/DLQ_STORE.md), `replay
+--dlq-dir` and `wanconform dlq`: records survive, a torn tail is cut, damage is named,
+secure mode writes no value, and the lockstep compares what the store reads back."""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+import pytest
+
+from impl import Engine
+from impl.dlq_store import HEADER, MAGIC, StoreError, frame, open_store, read_store
+from traces.config import parse_config
+from traces.ops import Deliver, DeliverAck, Fail, Put, Redeliver
+from wanconform.cli import main
+
+
+def config(secure: bool = False) -> Any:
+    sender = {"id": "ny", "site": 1, "remote": 2, "batch_size": 1, "failure_listener": "dlq",
+              "dlq_secure": secure}  # fmt: skip
+    return parse_config({"sites": [1, 2], "senders": [sender]})
+
+
+def dead_letters(engine: Engine, *keys: str) -> None:
+    """Each key written at site 1 fails at site 2 and is dead-lettered (R16.2, R24)."""
+    for key in keys:
+        for op in (Fail(2, key, "E", 1), Put(1, key, {"v": f"SECRET-{key}"}), Deliver("ny"),
+                   DeliverAck("ny")):  # fmt: skip
+            engine.apply(op)
+
+
+def record(event: str, key: str) -> dict[str, Any]:
+    value = {"v": f"SECRET-{key}"}
+    return {"event_id": event, "sender": "ny", "key": key, "op": "create", "exception": "E",
+            "version": [1, 0, 1], "value": value, "recipients": [1, 2]}  # fmt: skip
+
+
+def test_r24_records_are_in_the_file_and_a_new_engine_recovers_them(tmp_path: Path) -> None:
+    engine = Engine(config(), dlq_dir=str(tmp_path))
+    dead_letters(engine, "a", "b")
+    assert engine.observe()["senders"]["ny"]["dlq"] == [record("1:1", "a"), record("1:2", "b")]
+    # a restart on the same directory: the records are there, once each, in order
+    again = Engine(config(), dlq_dir=str(tmp_path))
+    assert again.observe()["senders"]["ny"]["dlq"] == [record("1:1", "a"), record("1:2", "b")]
+    assert read_store(tmp_path) == {"ny.dlq": [record("1:1", "a"), record("1:2", "b")]}
+
+
+def test_r26_redelivery_removes_records_durably_and_compacts(tmp_path: Path) -> None:
+    engine = Engine(config(), dlq_dir=str(tmp_path))
+    dead_letters(engine, "a", "b", "c")
+    engine.apply(Redeliver("ny", ("1:2",)))
+    assert read_store(tmp_path)["ny.dlq"] == [record("1:1", "a"), record("1:3", "c")]
+    engine.apply(Redeliver("ny"))
+    assert read_store(tmp_path)["ny.dlq"] == []
+    # 3 adds and 2 removes for no live record: compacted to an empty file
+    assert (tmp_path / "ny.dlq").stat().st_size == 0
+
+
+def test_p7_secure_mode_writes_no_value_byte(tmp_path: Path) -> None:
+    plain, secure = tmp_path / "plain", tmp_path / "secure"
+    plain.mkdir()
+    secure.mkdir()
+    dead_letters(Engine(config(), dlq_dir=str(plain)), "a")
+    dead_letters(Engine(config(secure=True), dlq_dir=str(secure)), "a")
+    assert b"SECRET-a" in (plain / "ny.dlq").read_bytes()
+    assert b"SECRET-a" not in (secure / "ny.dlq").read_bytes()
+    assert b'"event_id":"1:1"' in (secure / "ny.dlq").read_bytes()
+
+
+def test_a_torn_tail_is_cut_once_and_the_whole_records_kept(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    dead_letters(Engine(config(), dlq_dir=str(tmp_path)), "a", "b")
+    path = tmp_path / "ny.dlq"
+    first = len(frame({"add": record("1:1", "a")}))
+    for cut in (first + 3, first + HEADER + 5, path.stat().st_size - 1):  # mid header, mid payload
+        data = path.read_bytes()
+        path.write_bytes(data[:cut] if cut < len(data) else data)
+        logs = open_store(tmp_path, ["ny"], print)
+        assert logs["ny"].records == [record("1:1", "a")]
+        assert path.stat().st_size == first
+        assert f"cut a torn tail of {cut - first} bytes at byte {first}" in capsys.readouterr().out
+        logs["ny"].append(record("1:2", "b"))  # and it writes on after the cut
+        logs["ny"].close()
+
+
+@pytest.mark.parametrize(
+    ("damage", "message"),
+    [
+        (lambda d: d[:HEADER + 3] + bytes([d[HEADER + 3] ^ 1]) + d[HEADER + 4:],
+         "byte 0: damaged frame (checksum mismatch)"),
+        (lambda d: b"XXXX" + d[4:], "byte 0: not a dead-letter frame"),
+    ],
+)  # fmt: skip
+def test_damage_before_the_tail_is_an_error_naming_file_and_offset(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], damage: Any, message: str
+) -> None:
+    dead_letters(Engine(config(), dlq_dir=str(tmp_path)), "a", "b")
+    path = tmp_path / "ny.dlq"
+    path.write_bytes(damage(path.read_bytes()))
+    before = path.read_bytes()
+    with pytest.raises(StoreError, match=re.escape(message)):
+        open_store(tmp_path, ["ny"], print)
+    assert main(["dlq", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err == f"wanconform: error: {path}: {message}" + err.split(message, 1)[1]
+    assert err.count("\n") == 1
+    assert path.read_bytes() == before  # nothing changed on disk
+
+
+def test_replay_with_a_store_compares_what_it_reads_back(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    trace = tmp_path / "t.jsonl"
+    cfg = {"config": config().to_json()}
+    ops = [{"op": "fail", "site": 2, "key": "k", "exception": "E", "times": 1},
+           {"op": "put", "site": 1, "key": "k", "value": {"v": 1}},
+           {"op": "deliver", "sender": "ny"}, {"op": "deliver_ack", "sender": "ny"},
+           {"op": "put", "site": 1, "key": "j", "value": {"v": 2}},
+           {"op": "redeliver", "sender": "ny"}, {"op": "settle"}]  # fmt: skip
+    trace.write_text("".join(json.dumps(x) + "\n" for x in [cfg, *ops]))
+    store = tmp_path / "store"
+    store.mkdir()
+    assert main(["replay", "--engine", "both", "--dlq-dir", str(store), str(trace)]) == 0
+    assert "P1: held" in capsys.readouterr().out
+    assert read_store(store / "t") == {"ny.dlq": []}
+    # the same store again: refused before any work; a store that is not there: 2
+    assert main(["replay", "--engine", "both", "--dlq-dir", str(store), str(trace)]) == 2
+    assert "exists and is not empty; choose another DIR" in capsys.readouterr().err
+    assert main(["replay", "--engine", "both", "--dlq-dir", str(tmp_path / "no"), str(trace)]) == 2
+    assert "no such directory" in capsys.readouterr().err
+
+
+def test_the_inspector_lists_filters_counts_exports_and_writes_redeliveries(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = tmp_path / "store"
+    store.mkdir()
+    dead_letters(Engine(config(), dlq_dir=str(store)), "a", "b")
+    assert main(["dlq", str(store), "--key", "b"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[1].split() == ["ny", "1:2", "b", "create", "E", "[1,0,1]", '{"v":"SECRET-b"}']
+    assert out[-1] == "1 records"
+    assert main(["dlq", str(store), "--counts"]) == 0
+    assert capsys.readouterr().out.split() == ["2", "E", "2", "records"]
+    assert main(["dlq", str(store), "--format", "csv", "-o", str(tmp_path / "r.csv")]) == 0
+    rows = list(csv.DictReader((tmp_path / "r.csv").open()))
+    assert [(r["event_id"], r["value"]) for r in rows] == [
+        ("1:1", '{"v":"SECRET-a"}'), ("1:2", '{"v":"SECRET-b"}')
+    ]  # fmt: skip
+    assert main(["dlq", str(store), "--format", "parquet", "-o", str(tmp_path / "r.parquet")]) == 0
+    assert pq.read_table(tmp_path / "r.parquet").column("event_id").to_pylist() == ["1:1", "1:2"]
+    ops = tmp_path / "ops.jsonl"
+    assert main(["dlq", str(store), "--redeliver", "--event", "1:2", "-o", str(ops)]) == 0
+    assert ops.read_text() == '{"events":["1:2"],"op":"redeliver","sender":"ny"}\n'
+
+
+def test_the_inspector_refuses_what_is_not_a_store(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "file").write_text("x")
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "notes.txt").write_text("x")
+    for path, message in ((tmp_path / "none", "no such directory"),
+                          (tmp_path / "file", "not a directory"),
+                          (other, "not a dead-letter store")):  # fmt: skip
+        assert main(["dlq", str(path)]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"wanconform: error: {path}: ") and message in err
+        assert err.count("\n") == 1
+
+
+def test_frames_start_with_the_magic() -> None:
+    assert frame({"remove": ["1:1"]})[:4] == MAGIC

@@ -1,0 +1,140 @@
+"""`wanconform dlq DIR`: an operator's view of a durable dead-letter store (R24, R26).
+
+    wanconform dlq DIR [--sender S] [--key K] [--exception E]      list the records
+    wanconform dlq DIR --counts                                     count by exception
+    wanconform dlq DIR --format jsonl|csv|parquet -o FILE            export them
+    wanconform dlq DIR --redeliver [--sender S] [--event ID ...] -o OPS.jsonl
+
+The store is read, never changed (a torn tail is left for the writer to cut). The
+`--redeliver` file holds the `redeliver` operations (SPEC §3, R26) an operator would run,
+one per sender with the selected event ids, to append to a trace and continue the run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import os
+import tempfile
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from impl.dlq_store import read_store
+from traces.canonical import canonical_json
+from traces.errors import WanconformError
+from traces.files import write_text_atomically
+
+COLUMNS = ("sender", "event_id", "key", "op", "exception", "version", "value", "recipients")
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "dlq",
+        help="list, count, export or redeliver the records of a dead-letter store",
+        description=(
+            "Read a dead-letter store written with --dlq-dir (docs/DLQ_STORE.md): list its "
+            "records (sender, event, key, op, exception, version, value or 'secure'), "
+            "filtered; count them by exception; export them; or write the redeliver "
+            "operations (R26) that would send them again. The store is never changed."
+        ),
+        epilog="Exit status: 0 done, 2 bad input (a missing, unreadable or damaged store).",
+    )
+    parser.add_argument("store", metavar="DIR", help="a store directory")
+    parser.add_argument("--sender", action="append", default=[], help="only this sender")
+    parser.add_argument("--key", action="append", default=[], help="only this key")
+    parser.add_argument("--exception", action="append", default=[], help="only this exception")
+    parser.add_argument("--event", action="append", default=[], help="only this event id")
+    parser.add_argument("--counts", action="store_true", help="count the records by exception")
+    parser.add_argument(
+        "--format", choices=("text", "jsonl", "csv", "parquet"), default="text",
+        help="text (default), or an export: JSON lines, CSV or Parquet (needs -o)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--redeliver", action="store_true", help="write the redeliver operations (needs -o)"
+    )
+    parser.add_argument("-o", "--output", metavar="FILE", help="where to write")
+    parser.set_defaults(func=run)
+
+
+def _row(record: dict[str, Any]) -> dict[str, str]:
+    return {
+        "sender": str(record["sender"]),
+        "event_id": str(record["event_id"]),
+        "key": str(record["key"]),
+        "op": str(record["op"]),
+        "exception": str(record["exception"]),
+        "version": canonical_json(record["version"]),
+        "value": canonical_json(record["value"]) if "value" in record else "secure",
+        "recipients": canonical_json(record.get("recipients", [])),
+    }
+
+
+def run(args: argparse.Namespace) -> int:
+    if (args.redeliver or args.format in ("csv", "parquet", "jsonl")) and not args.output:
+        raise WanconformError("dlq: --redeliver and --format jsonl|csv|parquet need -o FILE")
+    if args.output and os.path.isdir(args.output):
+        raise WanconformError(f"{args.output}: is a directory; -o needs a file name")
+    records = [
+        record
+        for _, held in sorted(read_store(args.store).items())
+        for record in held
+        if (not args.sender or record["sender"] in args.sender)
+        and (not args.key or record["key"] in args.key)
+        and (not args.exception or record["exception"] in args.exception)
+        and (not args.event or record["event_id"] in args.event)
+    ]
+    if args.redeliver:
+        by_sender: dict[str, list[str]] = {}
+        for record in records:
+            by_sender.setdefault(record["sender"], []).append(record["event_id"])
+        ops = [
+            canonical_json({"op": "redeliver", "sender": sender, "events": ids})
+            for sender, ids in sorted(by_sender.items())
+        ]
+        write_text_atomically(args.output, "".join(line + "\n" for line in ops))
+        print(f"{args.output}: {len(ops)} redeliver operations for {len(records)} records")
+        return 0
+    rows = [_row(record) for record in records]
+    if args.format == "jsonl":
+        write_text_atomically(args.output, "".join(canonical_json(r) + "\n" for r in records))
+    elif args.format == "csv":
+        text = io.StringIO()
+        writer = csv.DictWriter(text, fieldnames=COLUMNS, lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(rows)
+        write_text_atomically(args.output, text.getvalue())
+    elif args.format == "parquet":
+        _write_parquet(rows, Path(args.output))
+    if args.format != "text":
+        print(f"{args.output}: {len(rows)} records")
+        return 0
+    if args.counts:
+        for exception, count in sorted(Counter(r["exception"] for r in rows).items()):
+            print(f"{count:>8}  {exception}")
+        print(f"{len(rows):>8}  records")
+        return 0
+    print("  ".join(f"{c:<12}" for c in COLUMNS[:-1]).rstrip())
+    for row in rows:
+        print("  ".join(f"{row[c]:<12}" for c in COLUMNS[:-1]).rstrip())
+    print(f"{len(rows)} records")
+    return 0
+
+
+def _write_parquet(rows: list[dict[str, str]], target: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa.table({column: [row[column] for row in rows] for column in COLUMNS})
+    try:
+        fd, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")
+    except OSError as exc:
+        raise WanconformError(f"{target}: cannot write: {exc.strerror}") from None
+    os.close(fd)
+    try:
+        pq.write_table(table, temporary)
+        os.replace(temporary, target)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
