@@ -12,9 +12,10 @@ a record the store has returned from `append` survives a crash or a power loss.
 Opening a store reads every file back: the records are the adds not removed since, in
 order. A frame cut short at the end of a file (a crash in the middle of an append) is a
 torn tail: it is cut off (the file truncated to its last whole frame, once, with a
-notice). A frame that is whole but whose checksum or payload is wrong, or a file that
-does not start with the magic, is damage: an error naming the file and the byte offset,
-never skipped. When removed records make up more than half of a file, it is compacted:
+notice); so is a last frame whose checksum fails (its bytes did not all reach the disk
+before a power loss). A frame followed by others whose checksum or payload is wrong, or
+a file that does not start with the magic, is damage: an error naming the file and the
+byte offset, never skipped. When removed records make up more than half of a file, it is compacted:
 the live records are written to a temporary file, `fsync`ed and renamed over the old one
 (atomic on POSIX), then the directory is `fsync`ed.
 
@@ -78,6 +79,8 @@ def read_frames(path: Path) -> tuple[list[dict[str, Any]], int, int]:
             break  # torn: a payload cut short
         payload = data[offset + HEADER : end]
         if zlib.crc32(payload) != int.from_bytes(data[offset + 8 : offset + 12], "big"):
+            if end == len(data):
+                break  # torn: the last frame's bytes did not all reach the disk
             raise StoreError(f"{path}: byte {offset}: damaged frame (checksum mismatch)")
         try:
             decoded = json.loads(payload)
@@ -213,3 +216,41 @@ def read_store(folder: str | os.PathLike[str]) -> dict[str, list[dict[str, Any]]
     if not files and others:
         raise StoreError(f"{path}: not a dead-letter store (no *{SUFFIX} files; found {others[0]})")
     return {p.name: live_records(read_frames(p)[0]) for p in files}
+
+
+# -- the crash writer of `wanconform bench --dlq-crash` (conformance/bench.py) -----------
+
+
+def crash_record(number: int) -> dict[str, Any]:
+    """The record the crash writer writes as number `number` (deterministic, so that a
+    reader can tell an intact record from a torn one)."""
+    return {
+        "event_id": f"1:{number}",
+        "sender": "ny",
+        "key": f"k{number % 97}",
+        "op": "create",
+        "exception": "E",
+        "version": [1, number, 1],
+        "value": {"v": number, "pad": "x" * (number % 50)},
+        "recipients": [1, 2],
+    }
+
+
+def crash_writer(folder: str, start: int) -> None:
+    """Append records `start`, `start + 1`, ... to sender ny's log in `folder` until
+    killed, removing an earlier one now and then; print `add ID` / `remove ID` only once
+    the store has made it durable (that is what the bench holds the store to). Run as
+    `python -m conformance.dlq_writer FOLDER START`."""
+    log = SenderLog(Path(folder) / sender_file("ny"), lambda line: None)
+    print("ready", flush=True)
+    live = [str(record["event_id"]) for record in log.records]
+    number = start
+    while True:
+        log.append(crash_record(number))
+        live.append(f"1:{number}")
+        print(f"add 1:{number}", flush=True)
+        if number % 3 == 0 and len(live) > 1:
+            gone = live.pop((number * 7919) % (len(live) - 1))
+            log.remove([gone])
+            print(f"remove {gone}", flush=True)
+        number += 1

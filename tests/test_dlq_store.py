@@ -178,3 +178,15 @@ def test_the_inspector_refuses_what_is_not_a_store(
 
 def test_frames_start_with_the_magic() -> None:
     assert frame({"remove": ["1:1"]})[:4] == MAGIC
+
+
+def test_bench_dlq_crash_kills_a_real_writer_and_loses_nothing(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # A small N (make test); the README records N = 1,000.
+    assert main(["bench", "--dlq-crash", "5", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["kills"] == 5 and result["power_loss_trials"] >= 1
+    assert result["records_durable"] > 0
+    for name in ("lost", "duplicated", "torn_accepted", "unopenable", "resurrected"):
+        assert result[name] == 0, name

@@ -52,6 +52,14 @@ def register(subparsers: Any) -> None:
         help="with --spark: how many traces the plain lockstep checks too (default all; 0: none)",
     )
     parser.add_argument(
+        "--dlq-crash",
+        type=int,
+        metavar="N",
+        help="instead: kill a dead-letter store's writer with SIGKILL N times (and simulate "
+        "power losses): records lost, duplicated or torn must be 0; and the store's write "
+        "cost with and without fsync",
+    )
+    parser.add_argument(
         "--json",
         action="store_true",
         help=(
@@ -69,6 +77,8 @@ def say(line: str) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.spark:
         return run_spark(args)
+    if args.dlq_crash is not None:
+        return run_dlq_crash(args)
     for flag in ("ops", "keys", "repeat"):
         if getattr(args, flag) < 1:
             raise WanconformError(f"--{flag}: must be at least 1, got {getattr(args, flag)}")
@@ -131,3 +141,27 @@ def run_spark(args: argparse.Namespace) -> int:
             f"{result['check_efficiency_cpu']:.0%} CPU"
         )
     return 0
+
+
+def run_dlq_crash(args: argparse.Namespace) -> int:
+    if args.dlq_crash < 1:
+        raise WanconformError(f"--dlq-crash: must be at least 1, got {args.dlq_crash}")
+    result = bench.dlq_crash(args.dlq_crash, args.seed, say)
+    if args.json:
+        print(json.dumps(result, sort_keys=True))
+    else:
+        print(
+            f"dead-letter store: {result['kills']:,} SIGKILLs in {result['seconds']} s, "
+            f"{result['records_durable']:,} records durable, {result['records_removed']:,} "
+            f"removed; lost {result['lost']}, duplicated {result['duplicated']}, torn "
+            f"accepted {result['torn_accepted']}, removed and back {result['resurrected']}, "
+            f"store unopenable {result['unopenable']}; torn tails cut "
+            f"{result['torn_tails_cut']}; power losses simulated "
+            f"{result['power_loss_trials']:,}"
+        )
+        print(
+            f"write cost: {result['records_per_s_fsync']:,} records/s with fsync, "
+            f"{result['records_per_s_no_fsync']:,} without"
+        )
+    bad = ("lost", "duplicated", "torn_accepted", "unopenable", "resurrected")
+    return 1 if any(result[name] for name in bad) else 0
