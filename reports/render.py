@@ -48,9 +48,10 @@ def write_report(
     path: str | os.PathLike[str],
     impl_spec: str,
     progress: Callable[[str], None] | None = None,
+    policies: Sequence[Mapping[str, Any]] = (),
 ) -> Report:
     """Compute the report of result rows and write it to `path` (atomically)."""
-    report = build_report(rows, examples, notes, impl_spec, progress)
+    report = build_report(rows, examples, notes, impl_spec, progress, policies)
     write_text_atomically(path, render_report(report))
     return report
 

@@ -126,6 +126,49 @@ class Report:
     groups: tuple[Group, ...]
     caps: tuple[str, ...]  # what was cut, "showing 50 of 12,345 ..."
     rows: tuple[dict[str, Any], ...] = field(default=())  # the filterable table (as JSON)
+    policies: tuple[PolicyRow, ...] = ()  # `campaign --compare-policies`
+
+
+@dataclass(frozen=True, slots=True)
+class Bar:
+    """One bar of a chart: its label, value, and length in px (0..BAR_PX)."""
+
+    label: str
+    value: int
+    length: int
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyRow:
+    """One failure policy's figures (`conformance.policies`) and its chart bars."""
+
+    title: str
+    figures: dict[str, Any]
+    bars: tuple[Bar, ...]
+
+
+BAR_PX = 300
+POLICY_BARS = (
+    ("events lost", "events_lost"),
+    ("keys that differ", "keys_differing"),
+    ("records left", "records_left"),
+    ("largest backlog", "largest_backlog"),
+)
+
+
+def policy_rows(policies: Sequence[Mapping[str, Any]]) -> tuple[PolicyRow, ...]:
+    """The policy comparison as table rows with bars scaled per measure."""
+    tops = {key: max((p[key] for p in policies), default=0) or 1 for _, key in POLICY_BARS}
+    return tuple(
+        PolicyRow(
+            p["title"],
+            dict(p),
+            tuple(
+                Bar(label, p[key], round(BAR_PX * p[key] / tops[key])) for label, key in POLICY_BARS
+            ),
+        )
+        for p in policies
+    )
 
 
 def _shown(shown: int, total: int, what: str) -> str:
@@ -148,9 +191,10 @@ def build_report(
     notes: Mapping[str, str],
     impl_spec: str,
     progress: Callable[[str], None] | None = None,
+    policies: Sequence[Mapping[str, Any]] = (),
 ) -> Report:
     """The report of result rows, with the examples (by signature) and, for a group
-    without one, why (`notes`)."""
+    without one, why (`notes`); `policies`: a campaign's failure-policy comparison."""
     say = progress or (lambda line: None)
     profiles = tuple(sorted({_profile(r) for r in rows}))
     verdicts = []
@@ -234,6 +278,7 @@ def build_report(
         groups=tuple(groups),
         caps=tuple(caps),
         rows=table,
+        policies=policy_rows(policies),
     )
 
 

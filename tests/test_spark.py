@@ -4,6 +4,7 @@ function, finds every planted bug through `--impl`, and bad input writes nothing
 
 from __future__ import annotations
 
+import json
 import shlex
 import subprocess
 import sys
@@ -160,6 +161,7 @@ def test_campaign_writes_traces_results_and_summary(
         str(out),
         "--dlq-dir",
         str(tmp_path / "stores"),
+        "--compare-policies",
     ]
     (tmp_path / "stores").mkdir()
     assert main(args) == 0
@@ -171,6 +173,13 @@ def test_campaign_writes_traces_results_and_summary(
                       "steady-000004"]  # fmt: skip
     for name in stores:  # each a store the inspector reads
         assert main(["dlq", str(tmp_path / "stores" / name), "--counts"]) == 0
+    # the failure policies, the same 5 traces each (summary table, JSON, report chart)
+    assert "failure policies compared" in summary
+    policies = json.loads((out / "policies.json").read_text())
+    assert [p["policy"] for p in policies] == ["drop", "block", "dlq-kept", "dlq-redelivered"]
+    assert all(p["traces"] == 5 for p in policies)
+    assert policies[1]["events_lost"] == 0  # blocking never drops
+    assert '<section id="policies">' in (out / "report.html").read_text()
     assert summary in capsys.readouterr().out + "\n"
     assert pq.read_table(out / "results" / "results.parquet").num_rows == 5
     assert len(open_trace_set(out / "traces").traces) == 5

@@ -9,11 +9,13 @@ of those results. Each appears whole or not at all.
 from __future__ import annotations
 
 import argparse
+import json
 import time
 from pathlib import Path
 from typing import Any
 
 from conformance.campaign import render, summarize
+from conformance.policies import compare_trace_set, render_table
 from conformance.results import FAILURES, read_results
 from conformance.topology import analyse_topology
 from reports.render import write_report
@@ -37,6 +39,14 @@ def register(subparsers: Any) -> None:
     )
     add_generation_arguments(parser, traces=200, ops=500)
     add_check_arguments(parser)
+    parser.add_argument(
+        "--compare-policies",
+        action="store_true",
+        help="also run every generated trace under each failure policy (Geode's drop, "
+        "blocking retries, dead letters kept, dead letters redelivered) and compare events "
+        "lost, keys that differ, backlog, records left and redelivery outcomes "
+        "(OUT/policies.json, the summary's table, a chart in the report)",
+    )
     parser.add_argument("--out", required=True, help="campaign directory")
     parser.set_defaults(func=run)
 
@@ -71,6 +81,14 @@ def run(args: argparse.Namespace) -> int:
     )
     bar.close(f"check     done in {bar.elapsed():.1f} s")
     summary = summarize(rows, time.perf_counter() - started)
+    policies: list[dict[str, Any]] = []
+    if args.compare_policies:
+        bar = stage_progress("policies")
+        say("comparing the failure policies on every trace")
+        figures = compare_trace_set(str(out / "traces"))
+        bar.close(f"policies  done in {bar.elapsed():.1f} s")
+        policies = [f.to_json() for f in figures]
+        write_text_atomically(out / "policies.json", json.dumps(policies, indent=1) + "\n")
     operations = args.traces * args.ops
     text = (
         f"campaign: seed {args.seed}, {generation.describe()}, impl "
@@ -80,11 +98,14 @@ def run(args: argparse.Namespace) -> int:
     if generation.config is not None:
         text += "\n" + format_table(analyse_topology(generation.config), generation.names) + "\n"
     text += render(summary, str(out / "results" / FAILURES), args.impl or DEFAULT_IMPL)
+    if policies:
+        text += "\n\nfailure policies compared (the same traces; docs: conformance/policies.py):\n"
+        text += render_table(figures)
     write_text_atomically(out / "summary.txt", text + "\n")
     print(text)
     results = read_results(out / "results")
     report = out / "report.html"
-    write_report(results.rows, results.examples, results.notes, report, results.impl, say)
+    write_report(results.rows, results.examples, results.notes, report, results.impl, say, policies)
     print(f"\ncampaign written to {out}/ (traces/, results/results.parquet, summary.txt)")
     print(f"report: {report}")
     return 1 if summary.failed else 0
