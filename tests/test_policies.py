@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from conformance.policies import POLICIES, compare, policy_config, render_table
 from traces.config import parse_config
-from traces.ops import Deliver, DeliverAck, Fail, Put
+from traces.ops import Deliver, DeliverAck, Fail, Op, Put
 
 CONFIG = parse_config({"sites": [1, 2], "senders": [{"id": "ny", "site": 1, "remote": 2,
                                                     "batch_size": 2}]})  # fmt: skip
 # k fails its one attempt at site 2 (retry_attempts 0, R16.2); j is applied. Batch 1 is
 # [1:1 k, 1:2 j] (batch_size 2, R15): the queue's depth reaches 2.
-OPS = [Fail(2, "k", "E", 1), Put(1, "k", {"v": 1}), Put(1, "j", {"v": 2}), Deliver("ny"),
+OPS: list[Op] = [Fail(2, "k", "E", 1), Put(1, "k", {"v": 1}), Put(1, "j", {"v": 2}), Deliver("ny"),
        DeliverAck("ny")]  # fmt: skip
 
 
