@@ -11,8 +11,10 @@ delivery of k (R16.2). Tags are [entry_version, timestamp, dsid].
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
+import pytest
 from expected import (
     Obs,
     acked,
@@ -28,6 +30,7 @@ from expected import (
 
 from conformance.run import run_trace
 from traces.tracefile import parse_trace_lines, where
+from wanconform.cli import main
 
 NY = {"id": "ny", "site": 1, "remote": 2, "batch_size": 1, "failure_listener": "dlq"}
 DLQ = {"sites": [1, 2], "senders": [NY]}
@@ -350,3 +353,27 @@ def test_r25_v12_settle_never_ticks_past_the_largest_64_bit_integer(run_each: An
     assert r.state["senders"]["ny"]["in_flight"] == {
         "batch_id": 1, "events": ["1:1"], "sent_at": forever + 1
     }  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"sender": "xx"}, "sender: unknown sender 'xx'"),
+        ({"sender": "ny", "events": "1:1"}, "events: must be a list of event ids, got a string"),
+        ({"sender": "ny", "events": [1]},
+         'events[0]: must be an event id "origin:seq", got an integer'),
+        ({"sender": "ny", "events": ["1-1"]},
+         """events[0]: must be an event id "origin:seq", got '1-1'"""),
+    ],
+)  # fmt: skip
+def test_r26_a_malformed_redeliver_is_an_error_in_the_trace(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], fields: Obs, message: str
+) -> None:
+    trace = tmp_path / "t.jsonl"
+    trace.write_text(
+        json.dumps({"config": DLQ}) + "\n" + json.dumps(op("redeliver") | fields) + "\n"
+    )
+    assert main(["replay", str(trace)]) == 2
+    err = capsys.readouterr().err
+    assert err == f"wanconform: error: {trace}:2: {message}" + err.split(message, 1)[1]
+    assert err.count("\n") == 1
