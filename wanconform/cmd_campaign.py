@@ -32,12 +32,14 @@ def register(subparsers: Any) -> None:
         help="generate traces and check them on Spark, with a summary",
         description=(
             "`wanconform generate` then `wanconform check`: OUT/traces (the trace set), "
-            "OUT/results/results.parquet, OUT/summary.txt. Prints traces, operations, "
+            "OUT/results/ (results.parquet, the examples, and the failing traces as "
+            "failures/TRACE_ID.jsonl to replay), OUT/summary.txt, OUT/report.html. Prints "
+            "traces, operations, "
             "events checked per second, divergences grouped by signature, verdicts per "
             "property, the coverage table and bandwidth. Exit 1 if anything failed."
         ),
     )
-    add_generation_arguments(parser, traces=200, ops=500)
+    add_generation_arguments(parser, traces=200, ops=1000)
     add_check_arguments(parser)
     parser.add_argument(
         "--compare-policies",
@@ -93,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
     text = (
         f"campaign: seed {args.seed}, {generation.describe()}, impl "
         f"{args.impl or DEFAULT_IMPL}, generated {operations:,} operations in "
-        f"{generated:.1f} s ({operations / generated:,.0f} ops/s)\n"
+        f"{generated:.1f} s ({operations / generated:,.0f} ops/s, Spark's start included)\n"
     )
     if generation.config is not None:
         text += "\n" + format_table(analyse_topology(generation.config), generation.names) + "\n"
