@@ -268,7 +268,14 @@ def dlq_crash(kills: int, seed: int, say: Say) -> dict[str, Any]:
         counts["torn_tails_cut"] += end < size
         records = live_records(payloads)
         ids = [str(r["event_id"]) for r in records]
-        counts["duplicated"] += len(ids) - len(set(ids))
+        adds: dict[str, int] = {}  # each live record's adds since its last remove
+        for payload in payloads:
+            if "add" in payload:
+                adds[payload["add"]["event_id"]] = adds.get(payload["add"]["event_id"], 0) + 1
+            else:
+                for event_id in payload["remove"]:
+                    adds.pop(event_id, None)
+        counts["duplicated"] += sum(count - 1 for count in adds.values())
         missing = durable - set(ids)
         durable -= missing  # each counted once
         if in_flight_remove and len(missing) == 1:

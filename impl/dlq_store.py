@@ -98,15 +98,16 @@ def read_frames(path: Path) -> tuple[list[dict[str, Any]], int, int]:
 
 
 def live_records(payloads: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The records of a log: its adds, less the removes that followed them."""
-    records: list[dict[str, Any]] = []
+    """The records of a log: its adds, less the removes that followed them, in order
+    (linear: a live record's event id is unique, R26 removes it before it can return)."""
+    records: dict[str, dict[str, Any]] = {}
     for payload in payloads:
         if "add" in payload:
-            records.append(payload["add"])
+            records[payload["add"]["event_id"]] = payload["add"]
         else:
-            gone = set(payload["remove"])
-            records = [r for r in records if r["event_id"] not in gone]
-    return records
+            for event_id in payload["remove"]:
+                records.pop(event_id, None)
+    return list(records.values())
 
 
 def _fsync_directory(folder: Path) -> None:
@@ -151,8 +152,7 @@ class SenderLog:
 
     def remove(self, event_ids: list[str]) -> None:
         self._write({"remove": event_ids})
-        gone = set(event_ids)
-        self.records = [r for r in self.records if r["event_id"] not in gone]
+        self.records = live_records([{"add": r} for r in self.records] + [{"remove": event_ids}])
         if self.frames > 2 * max(1, len(self.records)):
             self.compact()
 
