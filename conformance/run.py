@@ -194,9 +194,10 @@ class Failure:
     violation: Violation | None = None
     observations: tuple[Observation, ...] = ()  # the model's, of the failing operation
 
-    def describe(self) -> str:
+    def describe(self, other: str = "impl") -> str:
+        """The failure in words (`other`: what the model ran against, "the log")."""
         if self.divergence is not None:
-            return "P1: model and impl diverge at " + self.divergence.describe()
+            return f"P1: model and {other} diverge at " + self.divergence.describe()
         assert self.violation is not None
         return str(self.violation)
 
@@ -477,13 +478,14 @@ def run_trace(
     return run.finish()
 
 
-def stopped_line(result: RunResult) -> str:
-    """What a summary says when a run, or the impl, did not go to the end ("" if both did)."""
+def stopped_line(result: RunResult, other: str = "the impl") -> str:
+    """What a summary says when a run, or the impl (`other`: what the model ran against,
+    "the log" for `validate`), did not go to the end ("" if both did)."""
     if result.stopped:
         return f"the run {result.stopped}: {plural(result.operations, 'operation')} run"
     if result.impl_stopped:
         return (
-            f"the impl stopped at {result.impl_stopped} (P1); the model ran on alone to the "
+            f"{other} stopped at {result.impl_stopped} (P1); the model ran on alone to the "
             "end, so P2-P7 and the state below are the model's"
         )
     return ""

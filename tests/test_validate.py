@@ -114,6 +114,7 @@ def test_logged_states_are_compared_where_they_are_logged(
     out = capsys.readouterr().out
     assert f"diverge at {bad}:8: divergence at " + '{"ms":2000,"op":"tick"}' in out
     assert "    state.sites.2.stats.applied: model=2 impl=7\n" in out
+    assert f"  the log stopped at {bad}:8 (P1); the model ran on alone to the end" in out
 
 
 def test_a_logged_observation_that_differs_is_the_divergence(
@@ -133,7 +134,10 @@ def test_a_logged_observation_that_differs_is_the_divergence(
     # shrink on a log: the trace of its operations up to the disagreement
     cut = tmp_path / "cut.jsonl"
     assert main(["shrink", str(log), "-o", str(cut)]) == 0
-    assert "a log cannot be shrunk without the system that wrote it" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "a log cannot be shrunk without the system that wrote it" in out
+    assert "wrote the trace of its first 8 operations" in out
+    assert f"  P1: model and the log diverge at {log}:9: divergence at " in out
     assert read_trace(cut).ops == read_trace(RESEND).ops[:8]
     # --report: the group, and why it has no shrunk example
     html = tmp_path / "r.html"
@@ -159,6 +163,12 @@ TICK = {"op": "tick", "ms": 1}
         (TICK | {"observed": [], "state": {"time": 1}},
          "state: must be the observable state of SPEC §10, an object with exactly the "
          "fields senders, sites, time"),
+        (TICK | {"observed": [], "state": {"time": "1", "sites": {}, "senders": {}}},
+         "state.time: must be an integer (ms), got a string"),
+        (TICK | {"observed": [], "state": {"time": 1, "sites": [], "senders": {}}},
+         "state.sites: must be an object, got a list"),
+        (TICK | {"observed": [], "state": {"time": 2**63, "sites": {}, "senders": {}}},
+         "state.time: 9223372036854775808 is outside the signed 64-bit range (SPEC §3)"),
         ({"op": "deliver", "sender": "xx", "observed": []}, "sender: unknown sender 'xx'"),
         ({"op": "tick", "ms": 0, "observed": []}, "ms: must be"),
     ],
@@ -177,6 +187,26 @@ def test_a_bad_log_line_is_one_line_naming_file_line_and_field(
     # the documented schema refuses the same line (which senders exist it cannot know)
     if "unknown sender" not in message:
         assert schema_errors(log) and all(e.startswith("3: ") for e in schema_errors(log))
+
+
+def test_the_example_log_of_docs_log_md_is_valid_and_agrees_with_the_model(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # SPEC §2 batch_size 2: the 1st put queues 1:1 (R9, R13); the 2nd queues 1:2 and the
+    # flush sends batch 1 [1:1, 1:2] of {"n":0}, {"n":1}: 7 + 7 bytes (R4, R15); the tick
+    # of 1 ms is far from any timeout (R19): nothing observed.
+    text = (ROOT / "docs" / "LOG.md").read_text()
+    example = text.split("```json\n", 1)[1].split("```", 1)[0]
+    log = tmp_path / "example.log.jsonl"
+    log.write_text(example)
+    assert len(example.splitlines()) == 4
+    assert schema_errors(log) == []
+    assert main(["validate", str(log), "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert (result["operations"], result["p1"]["status"]) == (3, "held")
+    sender = result["state"]["senders"]["ny"]
+    assert sender["in_flight"]["events"] == ["1:1", "1:2"]
+    assert sender["stats"]["bytes_full"] == 14
 
 
 def test_the_schema_says_what_the_reader_accepts() -> None:

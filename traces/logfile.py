@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from traces.config import Config, json_kind
+from traces.config import Config, int64_error, json_kind
 from traces.errors import TraceError
 from traces.observations import KINDS, Observation
 from traces.ops import Op, Tick
@@ -83,14 +83,30 @@ class _LogReader(Reader):
                     f"{at}: kind: must be one of {', '.join(KINDS)} (SPEC §10), got "
                     + (repr(kind) if isinstance(kind, str) else json_kind(kind))
                 )
-        if state is not None and (
-            not isinstance(state, dict) or sorted(state) != sorted(STATE_FIELDS)
-        ):
-            raise TraceError(
-                f"{here}: state: must be the observable state of SPEC §10, an object with "
-                f"exactly the fields {', '.join(STATE_FIELDS)}"
-            )
+        if state is not None:
+            check_state(here, state)
         return LogEntry(number, op, observed, state)
+
+
+def check_state(here: str, state: Any) -> None:
+    """A logged state's shape, as docs/log.schema.json's `state` says: its values are
+    compared with the model's whole, so anything inside them is a disagreement, not an
+    error."""
+    if not isinstance(state, dict) or sorted(state) != sorted(STATE_FIELDS):
+        raise TraceError(
+            f"{here}: state: must be the observable state of SPEC §10, an object with "
+            f"exactly the fields {', '.join(STATE_FIELDS)}"
+        )
+    time = state["time"]
+    if problem := int64_error(time):
+        raise TraceError(f"{here}: state.time: {problem}")
+    if not isinstance(time, int) or isinstance(time, bool):
+        raise TraceError(f"{here}: state.time: must be an integer (ms), got {json_kind(time)}")
+    for field in ("sites", "senders"):
+        if not isinstance(state[field], dict):
+            raise TraceError(
+                f"{here}: state.{field}: must be an object, got {json_kind(state[field])}"
+            )
 
 
 @dataclass(frozen=True, slots=True)

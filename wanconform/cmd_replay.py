@@ -166,7 +166,7 @@ def summary(result: RunResult, other: str = "impl") -> str:
         lines.append(f"  P1: FAILED: model and {other} diverge at {described}")
     else:
         lines.append(f"  {result.verdicts[0]}")
-    stopped = stopped_line(result)
+    stopped = stopped_line(result, subject(other))
     if stopped:
         lines.append(f"  {stopped}")
     for verdict in result.verdicts[1:]:
@@ -181,7 +181,14 @@ def summary(result: RunResult, other: str = "impl") -> str:
     return "\n".join(lines)
 
 
-def as_json(result: RunResult, steps: list[dict[str, Any]] | None) -> dict[str, Any]:
+def subject(other: str) -> str:
+    """The subject of a sentence: "the impl", or "the log" as it is."""
+    return "the impl" if other == "impl" else other
+
+
+def as_json(
+    result: RunResult, steps: list[dict[str, Any]] | None, other: str = "impl"
+) -> dict[str, Any]:
     """The one JSON line of a trace (`--json`)."""
     converged, _ = convergence(result.state)
 
@@ -200,7 +207,7 @@ def as_json(result: RunResult, steps: list[dict[str, Any]] | None) -> dict[str, 
         "converged": converged,
         "divergence": None if result.divergence is None else result.divergence.to_json(),
         "p1": verdict_json(result.verdicts[0]),
-        "stopped": stopped_line(result),
+        "stopped": stopped_line(result, subject(other)),
     }
     if len(result.verdicts) > 1:
         out["properties"] = {v.property: verdict_json(v) for v in result.verdicts[1:]}
@@ -312,7 +319,7 @@ def replay_sources(
         progress.close()
         result = trace_run.finish(where(source.name, last))
         if args.json:
-            print(canonical_json(as_json(result, steps)))
+            print(canonical_json(as_json(result, steps, other)))
         else:
             print(summary(result, other))
         if result.failed:

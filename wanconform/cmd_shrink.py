@@ -129,5 +129,5 @@ def cut_log(args: argparse.Namespace) -> int:
         f"{plural(len(kept), 'operation')} to {args.output} (run it on the system, log it, "
         "and validate the new log)"
     )
-    print("  " + failure.describe().replace("\n", "\n  "))
+    print("  " + failure.describe("the log").replace("\n", "\n  "))
     return 0
