@@ -2,7 +2,8 @@
 
 `main(argv) -> int` is the only entry point. Every `WanconformError` (bad trace, bad
 config, bad file) becomes one line on stderr and exit status 2, with nothing written to
-stdout; argparse's own usage errors also exit 2.
+stdout; argparse's own usage errors also exit 2. Every output a command declares is
+checked before its work starts (`traces.outputs`). Ctrl-C is one line and exit 130.
 
 Each subcommand lives in its own module `wanconform/cmd_*.py` exposing
 `register(subparsers) -> None`; the parser it adds sets `func(args) -> int`.
@@ -17,6 +18,7 @@ import sys
 from collections.abc import Sequence
 
 from traces.errors import WanconformError
+from traces.outputs import check_outputs
 
 COMMAND_MODULES = (
     "wanconform.cmd_replay",
@@ -61,13 +63,37 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
     try:
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        check_outputs(args)  # before any work: an unwritable output is found first
         code: int = args.func(args)
+    except KeyboardInterrupt:
+        return interrupted()
     except WanconformError as exc:
+        if spark_interrupted():
+            return interrupted()
         print(f"wanconform: error: {exc}", file=sys.stderr)
         return 2
     except BrokenPipeError:
         return 0
+    except Exception:
+        if spark_interrupted():  # Ctrl-C during a Spark job may arrive as a Py4J error
+            return interrupted()
+        raise
     return code
+
+
+def spark_interrupted() -> bool:
+    glue = sys.modules.get("conformance.spark")
+    return glue is not None and bool(glue.interrupted())
+
+
+def interrupted() -> int:
+    """Ctrl-C: every output is written whole or not at all (`traces.outputs`), so an
+    interrupted command wrote nothing; Spark's JVM is stopped with it. Exit 130."""
+    glue = sys.modules.get("conformance.spark")
+    if glue is not None:
+        glue.abandon()
+    print("wanconform: interrupted: nothing written", file=sys.stderr, flush=True)
+    return 130

@@ -98,6 +98,7 @@ def run(args: argparse.Namespace) -> int:
 
 def run_spark(args: argparse.Namespace) -> int:
     from conformance import spark as glue
+    from wanconform.cmd_check import start_spark
     from wanconform.cmd_generate import profile_list
 
     profiles = profile_list(args.profile)
@@ -106,7 +107,7 @@ def run_spark(args: argparse.Namespace) -> int:
             raise WanconformError(f"--{flag}: must be at least 1, got {getattr(args, flag)}")
     if args.plain_traces is not None and args.plain_traces < 0:
         raise WanconformError(f"--plain-traces: must be at least 0, got {args.plain_traces}")
-    spark = glue.session(args.master)
+    spark = start_spark(args.master)
     master = args.master or glue.DEFAULT_MASTER
     result = bench.spark_campaign(
         spark, master, args.traces, args.ops, profiles, args.seed, args.plain_traces, say

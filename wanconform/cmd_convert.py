@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from traces.errors import WanconformError
+from traces.outputs import declare_outputs
 from traces.parquet import jsonl_to_parquet, parquet_to_jsonl
 
 
@@ -22,6 +23,7 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("sources", nargs="+", metavar="SOURCE", help="trace files, or one set")
     parser.add_argument("--out", "-o", required=True, help="output directory")
+    declare_outputs(parser, directories=["out"])
     parser.set_defaults(func=run)
 
 

@@ -28,6 +28,7 @@ from traces.config import Config
 from traces.engine import DEFAULT_IMPL, EngineFactory, load_impl
 from traces.errors import WanconformError
 from traces.ops import Op, op_to_json
+from traces.outputs import declare_outputs
 from traces.text import plural
 from traces.tracefile import open_trace, where
 from wanconform.progress import Progress
@@ -105,6 +106,7 @@ def register(subparsers: Any) -> None:
             "or not applicable and why (e.g. P4 on an unsupported topology, R23)"
         ),
     )
+    declare_outputs(parser, files=["report"])
     parser.set_defaults(func=run)
 
 

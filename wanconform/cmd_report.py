@@ -22,6 +22,7 @@ from conformance.results import read_results
 from reports.render import write_report
 from traces.engine import DEFAULT_IMPL, load_impl
 from traces.errors import WanconformError
+from traces.outputs import declare_outputs
 from traces.tracefile import open_trace
 
 
@@ -53,6 +54,7 @@ def register(subparsers: Any) -> None:
         help=f"with trace files: the engine checked against the model (default {DEFAULT_IMPL}); "
         "a results directory names its own",
     )
+    declare_outputs(parser, files=["output"])
     parser.set_defaults(func=run)
 
 

@@ -25,7 +25,8 @@ from reports.topology_svg import render_topology_svg
 from traces.canonical import canonical_json
 from traces.config import Config, parse_config
 from traces.errors import ConfigError, TraceError, WanconformError
-from traces.files import read_text, write_text_atomically
+from traces.files import read_text
+from traces.outputs import declare_outputs, write_text_atomically
 from traces.text import plural
 from traces.tracefile import decode_line, parse_trace_lines
 from wanconform.cmd_import import add_site_options, load_geode_sites
@@ -57,6 +58,7 @@ def register(subparsers: Any) -> None:
         help="print exactly one line of JSON: supported, duplicates, unreachable",
     )
     parser.add_argument("--svg", metavar="OUT", help="also draw the topology as an SVG file")
+    declare_outputs(parser, files=["svg"])
     parser.set_defaults(func=run)
 
 
