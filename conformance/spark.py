@@ -154,6 +154,7 @@ def _on_interrupt(signum: int, frame: Any) -> None:
     and interrupt; PySpark's own handler calls the JVM from inside the signal handler,
     which breaks the call in progress and prints tracebacks."""
     _interrupted.set()
+    logging.disable(logging.CRITICAL)  # py4j logs the broken call with a traceback
     raise KeyboardInterrupt
 
 
@@ -167,6 +168,11 @@ def abandon() -> None:
     so that nothing outlives the command and nothing more is printed."""
     _interrupted.set()
     logging.disable(logging.CRITICAL)  # py4j's complaints about the broken connection
+    from pyspark import SparkContext
+
+    server = getattr(SparkContext._active_spark_context, "_accumulatorServer", None)
+    if server is not None:  # it prints a traceback when the JVM's connection drops
+        server.handle_error = lambda request, address: None
     for process in _jvm:
         if process.poll() is None:
             process.kill()

@@ -24,10 +24,9 @@ import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
-import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from traces.canonical import canonical_json
@@ -37,6 +36,9 @@ from traces.generate import Row
 from traces.ops import Op, OpError, parse_op
 from traces.outputs import JSONL_MARKER, TRACE_SET_MARKER, building_directory
 from traces.tracefile import decode_line, fast_path, op_line, open_trace, trace_lines, where
+
+if TYPE_CHECKING:
+    import pyarrow.dataset as ds
 
 MARKER = TRACE_SET_MARKER
 MARKER_CONTENT = {"kind": "wanconform trace set", "version": 1}
@@ -199,6 +201,8 @@ def _dataset(path: Path, schema: pa.Schema, table: str) -> ds.Dataset:
     folder = path / table
     if not folder.is_dir():
         raise TraceError(f"{path}: not a wanconform trace set: no {table}/ directory")
+    import pyarrow.dataset as ds  # here: it imports pandas, slow to load
+
     try:
         dataset = ds.dataset(folder, format="parquet")
     except (pa.ArrowInvalid, OSError) as exc:
@@ -236,6 +240,8 @@ class TraceSet:
         """(seq, json) of one trace in order, read again from the files. The trace's rows
         are loaded as Arrow columns (not Python objects); used only to locate a state-only
         divergence (`Lockstep`'s replay)."""
+        import pyarrow.dataset as ds
+
         dataset = self.ops_dataset()
         table = dataset.to_table(columns=["seq", "json"], filter=ds.field("trace_id") == trace_id)
         seqs = table.column("seq")

@@ -13,7 +13,6 @@ import platform
 import sys
 from typing import Any
 
-from conformance import bench
 from traces.errors import WanconformError
 
 
@@ -82,6 +81,8 @@ def run(args: argparse.Namespace) -> int:
     for flag in ("ops", "keys", "repeat"):
         if getattr(args, flag) < 1:
             raise WanconformError(f"--{flag}: must be at least 1, got {getattr(args, flag)}")
+    from conformance import bench
+
     result = bench.engines(args.ops, args.keys, args.seed, args.repeat, say)
     if args.json:
         print(json.dumps(result, sort_keys=True))
@@ -109,6 +110,8 @@ def run_spark(args: argparse.Namespace) -> int:
         raise WanconformError(f"--plain-traces: must be at least 0, got {args.plain_traces}")
     spark = start_spark(args.master)
     master = args.master or glue.DEFAULT_MASTER
+    from conformance import bench
+
     result = bench.spark_campaign(
         spark, master, args.traces, args.ops, profiles, args.seed, args.plain_traces, say
     )
@@ -147,6 +150,8 @@ def run_spark(args: argparse.Namespace) -> int:
 def run_dlq_crash(args: argparse.Namespace) -> int:
     if args.dlq_crash < 1:
         raise WanconformError(f"--dlq-crash: must be at least 1, got {args.dlq_crash}")
+    from conformance import bench
+
     result = bench.dlq_crash(args.dlq_crash, args.seed, say)
     if args.json:
         print(json.dumps(result, sort_keys=True))

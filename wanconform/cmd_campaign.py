@@ -16,11 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from conformance.campaign import render, summarize
-from conformance.policies import compare_trace_set, render_table
-from conformance.results import FAILURES, read_results
 from conformance.topology import analyse_topology
-from reports.render import write_report
 from traces.engine import DEFAULT_IMPL, load_impl
 from traces.outputs import (
     CAMPAIGN_MARKER,
@@ -73,6 +69,10 @@ def run(args: argparse.Namespace) -> int:
         load_impl(args.impl)
     check_dlq_dir(args)
     from conformance import spark as glue
+    from conformance.campaign import render, summarize
+    from conformance.policies import compare_trace_set, render_table
+    from conformance.results import FAILURES, read_results
+    from reports.render import write_report
 
     out = Path(args.out)
     final = Path(os.path.abspath(out))

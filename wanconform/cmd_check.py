@@ -9,8 +9,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-from conformance.campaign import render, summarize
-from conformance.results import FAILURES
 from conformance.stores import store_engine_class
 from impl.dlq_store import check_directory
 from traces.engine import DEFAULT_IMPL, load_impl
@@ -94,6 +92,9 @@ def run(args: argparse.Namespace) -> int:
     check_dlq_dir(args)
     spark = start_spark(args.master)
     started = time.perf_counter()
+    from conformance.campaign import render, summarize
+    from conformance.results import FAILURES
+
     bar = stage_progress("check")
     rows = glue.check(spark, args.traces, args.out, args.impl, bar.stage, say, args.dlq_dir)
     bar.close(f"check     done in {bar.elapsed():.1f} s")

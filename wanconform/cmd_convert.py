@@ -8,7 +8,6 @@ from typing import Any
 
 from traces.errors import WanconformError
 from traces.outputs import declare_outputs
-from traces.parquet import jsonl_to_parquet, parquet_to_jsonl
 
 
 def register(subparsers: Any) -> None:
@@ -28,6 +27,8 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from traces.parquet import jsonl_to_parquet, parquet_to_jsonl
+
     sources = [Path(s) for s in args.sources]
     if len(sources) == 1 and sources[0].is_dir():
         count = parquet_to_jsonl(sources[0], args.out)

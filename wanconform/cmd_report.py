@@ -17,9 +17,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from conformance.check import LocalTrace, check_local
-from conformance.results import read_results
-from reports.render import write_report
 from traces.engine import DEFAULT_IMPL, load_impl
 from traces.errors import WanconformError
 from traces.outputs import declare_outputs
@@ -59,6 +56,10 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from conformance.check import LocalTrace, check_local
+    from conformance.results import read_results
+    from reports.render import write_report
+
     def progress(line: str) -> None:
         print(f"report: {line}", file=sys.stderr)
 

@@ -21,7 +21,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from conformance.topology import TopologyAnalysis, analyse_topology
-from reports.topology_svg import render_topology_svg
 from traces.canonical import canonical_json
 from traces.config import Config, parse_config
 from traces.errors import ConfigError, TraceError, WanconformError
@@ -160,6 +159,8 @@ def run(args: argparse.Namespace) -> int:
     if args.svg:
         if os.path.isdir(args.svg):
             raise WanconformError(f"{args.svg}: is a directory; --svg needs a file name")
+        from reports.topology_svg import render_topology_svg  # Jinja2: only for a drawing
+
         write_text_atomically(args.svg, render_topology_svg(analysis, names))
         print(f"wanconform: wrote {args.svg}", file=sys.stderr)
     if args.json:
