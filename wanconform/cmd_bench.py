@@ -59,6 +59,13 @@ def register(subparsers: Any) -> None:
         "cost with and without fsync",
     )
     parser.add_argument(
+        "--startup",
+        action="store_true",
+        help="instead: how long `wanconform --version`, `--help` and a replay of an "
+        "11-operation trace take from start to exit (best and median of --repeat runs, "
+        "default 3)",
+    )
+    parser.add_argument(
         "--json",
         action="store_true",
         help=(
@@ -78,6 +85,8 @@ def run(args: argparse.Namespace) -> int:
         return run_spark(args)
     if args.dlq_crash is not None:
         return run_dlq_crash(args)
+    if args.startup:
+        return run_startup(args)
     for flag in ("ops", "keys", "repeat"):
         if getattr(args, flag) < 1:
             raise WanconformError(f"--{flag}: must be at least 1, got {getattr(args, flag)}")
@@ -171,3 +180,19 @@ def run_dlq_crash(args: argparse.Namespace) -> int:
         )
     bad = ("lost", "duplicated", "torn_accepted", "unopenable", "resurrected")
     return 1 if any(result[name] for name in bad) else 0
+
+
+def run_startup(args: argparse.Namespace) -> int:
+    if args.repeat < 1:
+        raise WanconformError(f"--repeat: must be at least 1, got {args.repeat}")
+    from conformance import bench
+
+    result = bench.startup(args.repeat, say)
+    if args.json:
+        print(json.dumps(result, sort_keys=True))
+        return 0
+    load = ", ".join(f"{x:.1f}" for x in result["load_average"])
+    print(f"start-up, from start to exit (load average {load}):")
+    for name, figures in result["commands"].items():
+        print(f"  {name:<24} best {figures['best_s']:.3f} s, median {figures['median_s']:.3f} s")
+    return 0
