@@ -143,7 +143,8 @@ def _launch_jvm(settings: dict[str, str]) -> None:
     conf = SparkConf(loadDefaults=False)
     for key, value in settings.items():
         conf.set(key, value)
-    gateway = launch_gateway(conf, popen_kwargs={"stderr": subprocess.PIPE})
+    popen = {"stderr": subprocess.PIPE}
+    gateway = launch_gateway(conf, popen_kwargs=popen)  # type: ignore[no-untyped-call]
     threading.Thread(target=_forward_jvm_stderr, args=(gateway.proc.stderr,), daemon=True).start()
     _jvm.append(gateway.proc)
     SparkContext._ensure_initialized(gateway=gateway, conf=conf)

@@ -26,7 +26,6 @@ from traces.errors import WanconformError
 from traces.outputs import output_kind
 from traces.parquet import open_trace_set
 from traces.tracefile import open_trace
-from wanconform import progress as progress_module
 from wanconform.cli import main
 from wanconform.progress import Progress
 
@@ -305,7 +304,12 @@ def test_the_jvm_start_up_notices_are_filtered(monkeypatch: pytest.MonkeyPatch) 
     """The three lines every JVM start printed before the command's first line."""
     read, write = os.pipe()
     written: list[bytes] = []
-    monkeypatch.setattr(os, "write", lambda fd, data: written.append(data) or len(data))
+
+    def capture(fd: int, data: bytes) -> int:
+        written.append(data)
+        return len(data)
+
+    monkeypatch.setattr(os, "write", capture)
     noise = (
         b"WARNING: Using incubator modules: jdk.incubator.vector\n"
         b"Using Spark's default log4j profile: org/apache/spark/log4j2-defaults.properties\n"
@@ -332,7 +336,7 @@ def test_progress_shows_one_bar_per_stage_and_never_goes_back(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
-    monkeypatch.setattr(progress_module.time, "monotonic", lambda: 100.0)
+    monkeypatch.setattr(time, "monotonic", lambda: 100.0)
     bar = Progress("check", unit="tasks", bar=True)
     for number, done, total in [(1, 3, 8), (1, 2, 8), (2, 1, 16), (1, 8, 8), (2, 6, 16)]:
         bar.next_at = 0
