@@ -24,11 +24,11 @@ $(COMPILED): $(STAMP) $(wildcard impl/*.py) traces/config.py traces/observations
 
 # A small campaign on local Spark (about 25 s on 2 cores once set up): out/campaign/ holds the
 # trace set, results/results.parquet, summary.txt, policies.json (the failure policies
-# compared) and report.html (its path is the last line).
+# compared) and report.html (its path is the last line); --force: a new run replaces it.
 CAMPAIGN := --traces 200 --ops 1000 --profile steady,faults,multisite,dlq,chaos --seed 1 --compare-policies
 
 run: $(COMPILED)
-	$(VENV)/bin/wanconform campaign $(CAMPAIGN) --out out/campaign
+	$(VENV)/bin/wanconform campaign $(CAMPAIGN) --out out/campaign --force
 
 test: $(COMPILED)
 	$(VENV)/bin/pytest -n auto

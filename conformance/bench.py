@@ -348,3 +348,39 @@ def dlq_write_cost(records: int = 2000) -> dict[str, int]:
         shutil.rmtree(folder, ignore_errors=True)
         out["records_per_s_fsync" if durable else "records_per_s_no_fsync"] = int(records / seconds)
     return out
+
+
+STARTUP_COMMANDS = {
+    "--version": ["--version"],
+    "--help": ["--help"],
+    "replay (11 operations)": ["replay", "traces/examples/batching_by_size.jsonl"],
+}
+
+
+def startup(repeat: int, say: Say) -> dict[str, Any]:
+    """Wall seconds from `python -m wanconform ...` to its exit, for the commands of
+    `STARTUP_COMMANDS` (from the repository's root), each run `repeat` times: the best
+    and the median, and the machine's load average."""
+    import statistics
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parent.parent
+    figures: dict[str, Any] = {"load_average": list(os.getloadavg()), "commands": {}}
+    for name, args in STARTUP_COMMANDS.items():
+        say(f"start-up: {name}, {repeat} runs")
+        times = []
+        for _ in range(repeat):
+            started = time.perf_counter()
+            subprocess.run(
+                [sys.executable, "-m", "wanconform", *args],
+                cwd=root,
+                check=True,
+                stdout=subprocess.DEVNULL,
+            )
+            times.append(time.perf_counter() - started)
+        figures["commands"][name] = {
+            "best_s": round(min(times), 3),
+            "median_s": round(statistics.median(times), 3),
+        }
+    return figures

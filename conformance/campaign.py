@@ -103,6 +103,11 @@ def _share(part: int, whole: int) -> str:
     return f"{100 * part / whole:.1f}%" if whole else "-"
 
 
+def delta_share(bytes_delta: int, bytes_full: int) -> str:
+    """The bytes shipped as deltas, as a share of all bytes shipped (summary and report)."""
+    return _share(bytes_delta, bytes_full + bytes_delta)
+
+
 def replay_command(failures: str, trace_id: str, impl: str) -> str:
     """The command that replays a failing trace exported to a results directory's
     failures/ (`conformance.results`), with the impl that failed on it."""
@@ -157,7 +162,7 @@ def render(summary: CampaignSummary, failures: str = "", impl: str = DEFAULT_IMP
         summary.coverage.table(),
         "",
         f"bytes shipped: {summary.bytes_full:,} as full values, {summary.bytes_delta:,} as "
-        f"deltas ({_share(summary.bytes_delta, summary.bytes_full + summary.bytes_delta)} "
+        f"deltas ({delta_share(summary.bytes_delta, summary.bytes_full)} "
         "of all bytes as deltas)",
         f"events dropped: {summary.dropped:,}   dead-lettered: {summary.dead_lettered:,}",
     ]

@@ -39,7 +39,6 @@ from conformance.strategies import EXCEPTIONS, KEYS, bulk_entries, configs, valu
 from traces.canonical import canonical_json
 from traces.config import Config, SenderConfig
 from traces.engine import DEFAULT_IMPL, EngineFactory, make_engine
-from traces.files import write_text_atomically
 from traces.ops import (
     Deliver,
     DeliverAck,
@@ -58,6 +57,7 @@ from traces.ops import (
     Tick,
     op_to_json,
 )
+from traces.outputs import write_text_atomically
 from traces.tracefile import trace_text, where
 
 

@@ -68,7 +68,6 @@ from traces.ops import (
     Tick,
     Value,
 )
-from traces.parquet import op_columns
 
 SITE_POOL = (1, 2, 3, 9, 10, 23, 100, 255)  # string order differs from numeric (R25)
 EXCEPTIONS = ("LowMemoryException", "CacheWriterException", "RegionDestroyedException")
@@ -400,6 +399,8 @@ def generate_rows(
     chosen = check_profile(profile)
     if chosen.mix is not None or config is not None:
         config, stream = generate_trace(seed, trace_id, profile, ops, config)
+        from traces.parquet import op_columns  # pyarrow: only where rows are made
+
         return config, map(op_columns, stream)
     rng = random.Random(trace_seed(seed, trace_id, profile, ops))
     config = chosen.config(rng)

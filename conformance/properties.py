@@ -45,8 +45,6 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-import networkx as nx
-
 from conformance.topology import analyse_topology, delivery_paths, sender_graph
 from traces.config import Config
 from traces.observations import Observation
@@ -94,6 +92,8 @@ def tag_order(tag: Iterable[int]) -> tuple[int, int, int]:
 
 def fully_connected(config: Config) -> bool:
     """Does every site reach every other one along senders (P5's precondition)?"""
+    import networkx as nx  # here: start-up stays quick
+
     return bool(nx.is_strongly_connected(sender_graph(config)))
 
 

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,7 +35,7 @@ from conformance.run import RunResult
 from traces.canonical import canonical_json
 from traces.errors import TraceError, WanconformError
 from traces.ops import op_to_json
-from traces.parquet import RESULTS_FILE, publish_directory, staging_directory
+from traces.outputs import RESULTS_FILE, building_directory
 
 ALL_PROPERTIES = ("P1", *PROPERTIES)
 MAX_DIFFERENCES = 10  # differing paths kept in a result row
@@ -193,9 +192,7 @@ def write_results(
 ) -> None:
     """The whole results directory, atomically (it appears at once or not at all).
     `failures`: (trace id, JSON Lines text) of failing traces to export."""
-    target = Path(out)
-    staging = staging_directory(target)
-    try:
+    with building_directory(out) as staging:
         pq.write_table(table, staging / RESULTS_FILE)
         manifest = {"format": FORMAT, "impl": impl, "traces": traces}
         (staging / MANIFEST).write_text(canonical_json(manifest) + "\n", encoding="utf-8")
@@ -205,10 +202,6 @@ def write_results(
         for trace_id, text in failures:
             exported.mkdir(exist_ok=True)
             (exported / f"{trace_id}.jsonl").write_text(text, encoding="utf-8")
-        publish_directory(staging, target)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
 
 
 def results_directory(directory: str | os.PathLike[str]) -> Path:

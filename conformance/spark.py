@@ -17,7 +17,7 @@ checks a sorted Arrow stream of them. Here Spark only spreads the work:
   to disk when a partition does not fit in memory.
 
 Outputs are built in a staging directory next to the target and moved into place only
-when complete (`traces.parquet.publish_directory`): a failed run leaves nothing. After
+when complete (`traces.outputs.building_directory`): a failed run leaves nothing. After
 the check, the driver shrinks and explains the largest failure groups' examples
 (`conformance.examples`) into the results directory, so that its report needs no run.
 """
@@ -26,14 +26,18 @@ from __future__ import annotations
 
 import heapq
 import json
+import logging
 import os
 import shutil
+import signal
+import socket
+import subprocess
 import sys
 import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +53,7 @@ from traces.config import Config, parse_config
 from traces.engine import DEFAULT_IMPL
 from traces.errors import WanconformError
 from traces.ops import Op
+from traces.outputs import building_directory
 from traces.parquet import (
     CONFIGS_SCHEMA,
     FIRST_OP_SEQ,
@@ -60,8 +65,6 @@ from traces.parquet import (
     configs_batch,
     open_trace_set,
     parse_op_cell,
-    publish_directory,
-    staging_directory,
     trace_set_jsonl,
     write_marker,
 )
@@ -72,29 +75,132 @@ LOG_CONFIG = Path(__file__).with_name("log4j2.properties")  # Spark logs errors 
 ROWS_PER_ARROW_BATCH = 10_000
 
 
+PROBE_SECONDS = 3.0  # how long a spark:// master may take to accept a connection
+JVM_NOISE = (  # what the JVM prints at every start, before wanconform's own first line
+    b"WARNING: Using incubator modules",
+    b"Setting default log level to",
+    b"To adjust logging level use sc.setLogLevel",
+    b"Using Spark's default log4j profile",
+)
+_interrupted = threading.Event()  # Ctrl-C arrived while this process's JVM ran
+_jvm: list[Any] = []  # the JVM process this module started (Popen)
+
+
+def _settings(master: str, app: str) -> dict[str, str]:
+    return {
+        "spark.master": master,
+        "spark.app.name": app,
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.shuffle.partitions": "8",
+        "spark.sql.execution.arrow.maxRecordsPerBatch": str(ROWS_PER_ARROW_BATCH),
+        "spark.executorEnv.PYSPARK_PYTHON": sys.executable,
+        "spark.python.worker.reuse": "true",
+        "spark.driver.extraJavaOptions": f"-Dlog4j.configurationFile={LOG_CONFIG}",
+        "spark.executor.extraJavaOptions": f"-Dlog4j.configurationFile={LOG_CONFIG}",
+    }
+
+
+def probe_master(master: str) -> None:
+    """A `spark://host:port[,host:port]` master must accept a TCP connection within
+    `PROBE_SECONDS`: nothing listening is one line at once, not a minute of retries and
+    a Java stack."""
+    if not master.startswith("spark://"):
+        return
+    reasons = []
+    for address in master.removeprefix("spark://").split(","):
+        host, _, port = address.rpartition(":")
+        if not host or not port.isdigit():
+            raise WanconformError(f"--master {master}: expected spark://HOST:PORT")
+        try:
+            with socket.create_connection((host.strip("[]"), int(port)), PROBE_SECONDS):
+                return
+        except OSError as exc:
+            reasons.append(f"{address}: {exc.strerror or 'no answer'}")
+    raise WanconformError(
+        f"--master {master}: no Spark master answers ({'; '.join(reasons)}); is the master running?"
+    )
+
+
+def _forward_jvm_stderr(stream: Any) -> None:
+    """Pass the JVM's stderr on, without its start-up notices, and nothing at all once
+    Ctrl-C has been pressed (the JVM is being stopped: its complaints are not news)."""
+    for line in iter(stream.readline, b""):
+        if _interrupted.is_set() or any(noise in line for noise in JVM_NOISE):
+            continue
+        with suppress(OSError):
+            os.write(2, line)
+
+
+def _launch_jvm(settings: dict[str, str]) -> None:
+    """Start this process's JVM (py4j gateway) as PySpark would, but with its stderr
+    through `_forward_jvm_stderr`."""
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+
+    if SparkContext._gateway is not None:
+        return
+    conf = SparkConf(loadDefaults=False)
+    for key, value in settings.items():
+        conf.set(key, value)
+    popen = {"stderr": subprocess.PIPE}
+    gateway = launch_gateway(conf, popen_kwargs=popen)  # type: ignore[no-untyped-call]
+    threading.Thread(target=_forward_jvm_stderr, args=(gateway.proc.stderr,), daemon=True).start()
+    _jvm.append(gateway.proc)
+    SparkContext._ensure_initialized(gateway=gateway, conf=conf)
+
+
+def _on_interrupt(signum: int, frame: Any) -> None:
+    """Ctrl-C with Spark: remember it (a job's error may arrive instead of the interrupt)
+    and interrupt; PySpark's own handler calls the JVM from inside the signal handler,
+    which breaks the call in progress and prints tracebacks."""
+    _interrupted.set()
+    logging.disable(logging.CRITICAL)  # py4j logs the broken call with a traceback
+    raise KeyboardInterrupt
+
+
+def interrupted() -> bool:
+    """Whether Ctrl-C was pressed while Spark ran (any error after it is its echo)."""
+    return _interrupted.is_set()
+
+
+def abandon() -> None:
+    """After Ctrl-C: stop this process's JVM at once (its Python workers exit with it),
+    so that nothing outlives the command and nothing more is printed."""
+    _interrupted.set()
+    logging.disable(logging.CRITICAL)  # py4j's complaints about the broken connection
+    from pyspark import SparkContext
+
+    server = getattr(SparkContext._active_spark_context, "_accumulatorServer", None)
+    if server is not None:  # it prints a traceback when the JVM's connection drops
+        server.handle_error = lambda request, address: None
+    for process in _jvm:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+
 def session(master: str | None = None, app: str = "wanconform") -> Any:
     """The Spark session (local on every core by default, or `spark://host:port`)."""
+    master = master or DEFAULT_MASTER
+    probe_master(master)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
-    builder = (
-        SparkSession.builder.master(master or DEFAULT_MASTER)
-        .appName(app)
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "8")
-        .config("spark.sql.execution.arrow.maxRecordsPerBatch", str(ROWS_PER_ARROW_BATCH))
-        .config("spark.executorEnv.PYSPARK_PYTHON", sys.executable)
-        .config("spark.python.worker.reuse", "true")
-        .config("spark.driver.extraJavaOptions", f"-Dlog4j.configurationFile={LOG_CONFIG}")
-        .config("spark.executor.extraJavaOptions", f"-Dlog4j.configurationFile={LOG_CONFIG}")
-    )
+    settings = _settings(master, app)
+    builder = SparkSession.builder
+    for key, value in settings.items():
+        builder = builder.config(key, value)
     try:
+        _launch_jvm(settings)
         spark = builder.getOrCreate()
-    except Exception as exc:  # Java missing, master unreachable: one line
-        raise WanconformError(f"cannot start Spark ({master or DEFAULT_MASTER}): {exc}") from None
+    except Exception as exc:  # Java missing, a master that fails: one line
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise WanconformError(f"cannot start Spark ({master}): {first}") from None
     spark.sparkContext.setLogLevel("ERROR")
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, _on_interrupt)
     return spark
 
 
@@ -133,14 +239,17 @@ def _spark_schema(schema: pa.Schema) -> Any:
 
 # -- progress ----------------------------------------------------------------------------
 
-StageProgress = Callable[[int, int], None]
-"""Called about twice a second during a stage with (tasks finished, tasks in all)."""
+StageProgress = Callable[[int, int, int], None]
+"""Called about twice a second during a command's Spark work with (stage number from 1,
+tasks of that stage finished, tasks of that stage in all): one stage at a time, each with
+its fixed total; the number grows as the work moves on to the next stage."""
 
 
 @contextmanager
 def progress(spark: Any, label: str, on_progress: StageProgress | None) -> Iterator[None]:
-    """Report one stage's Spark tasks to `on_progress` while the body runs (the command
-    line draws the bar)."""
+    """Report the Spark stages of the body's jobs to `on_progress` while the body runs (the
+    command line draws one bar per stage). The current stage is the latest one a task of
+    which has started; stages skipped by Spark (a shuffle reused) never start."""
     context = spark.sparkContext
     group = f"wanconform-{label}-{time.monotonic_ns()}"
     context.setJobGroup(group, label)
@@ -149,16 +258,21 @@ def progress(spark: Any, label: str, on_progress: StageProgress | None) -> Itera
     def poll() -> None:
         assert on_progress is not None
         tracker = context.statusTracker()
+        started: list[int] = []  # stage ids in the order they started
         while not done.wait(0.5):
-            total = finished = 0
+            current = None
             for job_id in tracker.getJobIdsForGroup(group):
                 job = tracker.getJobInfo(job_id)
                 for stage_id in job.stageIds if job else ():
                     stage = tracker.getStageInfo(stage_id)
-                    if stage:
-                        total += stage.numTasks
-                        finished += stage.numCompletedTasks
-            on_progress(finished, total)
+                    if stage and stage.numActiveTasks + stage.numCompletedTasks > 0:
+                        if stage_id not in started:
+                            started.append(stage_id)
+                        if current is None or stage_id > current.stageId:
+                            current = stage
+            if current is not None:
+                number = sorted(started).index(current.stageId) + 1
+                on_progress(number, current.numCompletedTasks, current.numTasks)
 
     thread = threading.Thread(target=poll, daemon=True) if on_progress else None
     if thread:
@@ -266,9 +380,8 @@ def generate(
     `config` when given: `conformance.profiles`)."""
     target = Path(out)
     config_text = None if config is None else canonical_json(config.to_json())
-    staging = staging_directory(target)
     parts = partitions or max(1, min(traces, parallelism(spark) * 4))
-    try:
+    with building_directory(target) as staging:
         indexes = spark.range(0, traces, numPartitions=parts)
 
         def configs_fn(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -292,10 +405,6 @@ def generate(
                 f"operations, not {expected:,}"
             )
         write_marker(staging)
-        publish_directory(staging, target)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
 
 
 # -- check --------------------------------------------------------------------------------
@@ -353,10 +462,13 @@ def check(
     on_progress: StageProgress | None = None,
     say: Callable[[str], None] | None = None,
     dlq_dir: str | os.PathLike[str] | None = None,
+    moved_to: tuple[str, str] | None = None,
 ) -> list[dict[str, Any]]:
     """Check every trace of a trace set and write the results directory `out`
     (`conformance.results`: the rows, the impl, the largest groups' examples and the
-    failing traces; all or nothing). The rows, sorted by trace id."""
+    failing traces; all or nothing). The rows, sorted by trace id. `moved_to`: (the
+    trace set's, the results') paths once the caller moves them into place (a campaign
+    builds both in a temporary directory), for the manifest and reproduce commands."""
     from pyspark.sql import functions as F
 
     spec = impl_spec or DEFAULT_IMPL
@@ -408,6 +520,7 @@ def check(
         )
     results = [plain_row(row) for row in table.to_pylist()]
     target = Path(out)
+    shown_set, shown_out = moved_to or (path, str(target))
     exported = _failing_traces(trace_set, results)
     texts = dict(exported)
 
@@ -417,10 +530,15 @@ def check(
             return None
         trace = parse_trace_lines(text.splitlines(), trace_id)
         lines = list(range(FIRST_OP_SEQ, FIRST_OP_SEQ + len(trace.ops)))
-        return trace.config, list(trace.ops), lines, str(target / FAILURES / f"{trace_id}.jsonl")
+        return (
+            trace.config,
+            list(trace.ops),
+            lines,
+            str(Path(shown_out, FAILURES, f"{trace_id}.jsonl")),
+        )
 
     examples, notes = explain_groups(results, fetch, spec, say)
-    write_results(target, table, spec, path, examples, notes, exported)
+    write_results(target, table, spec, shown_set, examples, notes, exported)
     return results
 
 

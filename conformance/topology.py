@@ -32,12 +32,13 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass
-from typing import Any
-
-import networkx as nx
+from typing import TYPE_CHECKING, Any
 
 from traces.config import Config
 from traces.errors import WanconformError
+
+if TYPE_CHECKING:  # networkx is imported where a graph is made: start-up stays quick
+    import networkx as nx
 
 Path = tuple[int, ...]
 """The sites an event passed through, origin first, receiving site last."""
@@ -165,11 +166,19 @@ def sender_graph(config: Config) -> nx.DiGraph:
     Each edge carries the sender's id as attribute `sender` (R6 allows at most one
     sender per ordered pair of sites, so the graph never needs parallel edges).
     """
+    import networkx as nx
+
     graph = nx.DiGraph()
     graph.add_nodes_from(config.sites)
     for sender in config.senders:
         graph.add_edge(sender.site, sender.remote, sender=sender.id)
     return graph
+
+
+def _descendants(graph: nx.DiGraph, origin: int) -> set[int]:
+    import networkx as nx
+
+    return set(nx.descendants(graph, origin))
 
 
 def _remotes_at(graph: nx.DiGraph, site: int) -> frozenset[int]:
@@ -231,7 +240,7 @@ def analyse_topology(config: Config) -> TopologyAnalysis:
         reached = delivery_paths(graph, origin)
         # Cross-check with plain reachability: R22 suppresses only hops to sites that
         # already have the event, so it must reach exactly the graph's descendants.
-        descendants = nx.descendants(graph, origin)
+        descendants = _descendants(graph, origin)
         if set(reached) != descendants:
             raise AssertionError(
                 f"R22 simulation from {origin} reached {sorted(reached)}, "

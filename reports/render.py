@@ -18,7 +18,7 @@ from markupsafe import Markup
 
 from conformance.examples import Example
 from reports.report_data import Report, build_report
-from traces.files import write_text_atomically
+from traces.outputs import write_text_atomically
 
 _ENVIRONMENT = jinja2.Environment(
     loader=jinja2.PackageLoader("reports", "templates"),

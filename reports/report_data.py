@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from conformance.campaign import delta_share
 from conformance.coverage import Coverage
 from conformance.examples import MAX_EXAMPLES, Example, failure_groups, group_variants
 from conformance.results import ALL_PROPERTIES
@@ -127,6 +128,11 @@ class Report:
     caps: tuple[str, ...]  # what was cut, "showing 50 of 12,345 ..."
     rows: tuple[dict[str, Any], ...] = field(default=())  # the filterable table (as JSON)
     policies: tuple[PolicyRow, ...] = ()  # `campaign --compare-policies`
+
+    @property
+    def delta_share(self) -> str:
+        """Bytes shipped as deltas, of all bytes shipped: the summary's figure."""
+        return delta_share(self.bytes_delta, self.bytes_full)
 
 
 @dataclass(frozen=True, slots=True)

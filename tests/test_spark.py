@@ -5,6 +5,7 @@ function, finds every planted bug through `--impl`, and bad input writes nothing
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import subprocess
 import sys
@@ -183,6 +184,11 @@ def test_campaign_writes_traces_results_and_summary(
     assert summary in capsys.readouterr().out + "\n"
     assert pq.read_table(out / "results" / "results.parquet").num_rows == 5
     assert len(open_trace_set(out / "traces").traces) == 5
+    # built beside OUT and moved into place whole: nothing else left; not replaced
+    # silently by a second campaign (refused before any work), only with --force
+    assert sorted(os.listdir(tmp_path)) == ["campaign", "stores"]
+    assert main(args) == 2
+    assert "holds a campaign written earlier; give --force" in capsys.readouterr().err
 
 
 def test_balance_puts_the_longest_traces_on_different_partitions() -> None:

@@ -18,7 +18,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from traces.files import write_text_atomically
+from traces.outputs import write_text_atomically
 
 EQUIVALENTS = Path(__file__).with_name("mutation-equivalents.txt")
 REPORT = Path("out/mutation/report.txt")

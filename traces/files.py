@@ -1,4 +1,4 @@
-"""Reading a user's input files and writing outputs whole or not at all.
+"""Reading a user's input files (outputs: `traces.outputs`).
 
 Every failure is one line naming the file (the command line exits 2).
 """
@@ -6,9 +6,7 @@ Every failure is one line naming the file (the command line exits 2).
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Iterator
-from pathlib import Path
 
 from traces.errors import TraceError, WanconformError
 
@@ -67,25 +65,3 @@ def read_text(
         raise error(
             f"{os.fspath(path)}: not UTF-8 text ({exc.reason} at byte {exc.start})"
         ) from None
-
-
-def write_text_atomically(path: str | os.PathLike[str], text: str) -> None:
-    """Write a whole file or nothing: a temporary file in the same folder, then rename."""
-    target = Path(path)
-    try:
-        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    except OSError as exc:
-        raise WanconformError(f"{os.fspath(path)}: cannot write: {exc.strerror}") from None
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        umask = os.umask(0)  # mkstemp makes the file 0600; give it the usual mode
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
-        os.replace(tmp, target)
-    except OSError as exc:
-        Path(tmp).unlink(missing_ok=True)
-        raise WanconformError(f"{os.fspath(path)}: cannot write: {exc.strerror}") from None
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise

@@ -14,32 +14,33 @@ users who filter on them; `json`, the operation's canonical JSON, is what is rea
 nothing is lost either way.
 
 Every problem is one line naming the trace id, the sequence number and the field
-(`TraceError`); a trace set is written whole or not at all (`publish_directory`).
+(`TraceError`); a trace set is written whole or not at all (`traces.outputs`).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
-import tempfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
-import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from traces.canonical import canonical_json
 from traces.config import Config, parse_config
-from traces.errors import ConfigError, TraceError, WanconformError
+from traces.errors import ConfigError, TraceError
 from traces.generate import Row
 from traces.ops import Op, OpError, parse_op
+from traces.outputs import JSONL_MARKER, TRACE_SET_MARKER, building_directory
 from traces.tracefile import decode_line, fast_path, op_line, open_trace, trace_lines, where
 
-MARKER = "wanconform-traces.json"
+if TYPE_CHECKING:
+    import pyarrow.dataset as ds
+
+MARKER = TRACE_SET_MARKER
 MARKER_CONTENT = {"kind": "wanconform trace set", "version": 1}
 FIRST_OP_SEQ = 2  # the configuration is line 1 of a trace
 
@@ -65,9 +66,6 @@ OPS_SCHEMA = pa.schema(
     ]
 )
 
-JSONL_MARKER = "wanconform-jsonl.json"  # a directory of traces written by `convert`
-RESULTS_FILE = "results.parquet"  # a check's output directory holds it
-OUTPUT_MARKERS = (MARKER, JSONL_MARKER, RESULTS_FILE)
 BATCH_ROWS = 65_536  # rows per Arrow record batch written
 
 
@@ -203,6 +201,8 @@ def _dataset(path: Path, schema: pa.Schema, table: str) -> ds.Dataset:
     folder = path / table
     if not folder.is_dir():
         raise TraceError(f"{path}: not a wanconform trace set: no {table}/ directory")
+    import pyarrow.dataset as ds  # here: it imports pandas, slow to load
+
     try:
         dataset = ds.dataset(folder, format="parquet")
     except (pa.ArrowInvalid, OSError) as exc:
@@ -240,6 +240,8 @@ class TraceSet:
         """(seq, json) of one trace in order, read again from the files. The trace's rows
         are loaded as Arrow columns (not Python objects); used only to locate a state-only
         divergence (`Lockstep`'s replay)."""
+        import pyarrow.dataset as ds
+
         dataset = self.ops_dataset()
         table = dataset.to_table(columns=["seq", "json"], filter=ds.field("trace_id") == trace_id)
         seqs = table.column("seq")
@@ -295,33 +297,6 @@ def open_trace_set(path: str | os.PathLike[str]) -> TraceSet:
     return TraceSet(root, tuple(infos.values()))
 
 
-def publish_directory(staging: Path, target: Path) -> None:
-    """Move a finished output directory into place. A target that exists is replaced
-    only if it is an earlier output of wanconform (it holds one of `OUTPUT_MARKERS`)."""
-    if target.exists():
-        if not any((target / name).exists() for name in OUTPUT_MARKERS):
-            shutil.rmtree(staging, ignore_errors=True)
-            raise WanconformError(
-                f"{target}: exists and is not a wanconform output; choose another directory"
-            )
-        old = target.with_name(f".{target.name}.old-{os.getpid()}")
-        os.replace(target, old)
-        os.replace(staging, target)
-        shutil.rmtree(old, ignore_errors=True)
-    else:
-        os.replace(staging, target)
-
-
-def staging_directory(target: Path) -> Path:
-    """An empty directory next to `target` for building it (same file system)."""
-    target = Path(os.path.abspath(target))
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        return Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp"))
-    except OSError as exc:
-        raise WanconformError(f"{target}: cannot write: {exc.strerror}") from None
-
-
 def write_marker(folder: Path) -> None:
     (folder / MARKER).write_text(canonical_json(MARKER_CONTENT) + "\n", encoding="utf-8")
 
@@ -339,10 +314,8 @@ def jsonl_to_parquet(paths: Iterable[str | os.PathLike[str]], out: str | os.Path
         if trace_id in ids:
             raise TraceError(f"{source}: trace id {trace_id!r} also names {ids[trace_id]}")
         ids[trace_id] = source
-    target = Path(out)
-    staging = staging_directory(target)
     total = 0
-    try:
+    with building_directory(out) as staging:
         (staging / "configs").mkdir()
         (staging / "ops").mkdir()
         rows = []
@@ -366,10 +339,6 @@ def jsonl_to_parquet(paths: Iterable[str | os.PathLike[str]], out: str | os.Path
             staging / "configs" / "part-00000.parquet",
         )
         write_marker(staging)
-        publish_directory(staging, target)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
     return total
 
 
@@ -430,20 +399,14 @@ def parquet_to_jsonl(path: str | os.PathLike[str], out: str | os.PathLike[str]) 
     """Convert a trace set into a directory of canonical `TRACE_ID.jsonl` files (written
     whole or not at all). Returns the number of traces."""
     trace_set = open_trace_set(path)
-    target = Path(out)
-    staging = staging_directory(target)
     count = 0
-    try:
+    with building_directory(out) as staging:
         for trace_id, lines in trace_set_jsonl(trace_set):
             (staging / f"{trace_id}.jsonl").write_text(
                 "".join(line + "\n" for line in lines), encoding="utf-8"
             )
             count += 1
         write_marker_jsonl(staging)
-        publish_directory(staging, target)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
     return count
 
 

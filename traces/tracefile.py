@@ -31,8 +31,9 @@ import msgspec
 from traces.canonical import canonical_json
 from traces.config import INT64_MAX, INT64_MIN, Config, JsonNumber, parse_config
 from traces.errors import ConfigError, TraceError
-from traces.files import read_chunks, write_text_atomically
+from traces.files import read_chunks
 from traces.ops import FIELD_KINDS, OP_TYPES, Op, OpError, Tick, op_to_json, parse_op
+from traces.outputs import write_text_atomically
 
 BOM = "\ufeff"  # accepted at the start of a file, as RFC 8259 §8.1 allows a parser to
 JSON_SPACE = " \t\r\n"  # RFC 8259's whitespace; nothing else makes a line blank

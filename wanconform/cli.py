@@ -2,7 +2,8 @@
 
 `main(argv) -> int` is the only entry point. Every `WanconformError` (bad trace, bad
 config, bad file) becomes one line on stderr and exit status 2, with nothing written to
-stdout; argparse's own usage errors also exit 2.
+stdout; argparse's own usage errors also exit 2. Every output a command declares is
+checked before its work starts (`traces.outputs`). Ctrl-C is one line and exit 130.
 
 Each subcommand lives in its own module `wanconform/cmd_*.py` exposing
 `register(subparsers) -> None`; the parser it adds sets `func(args) -> int`.
@@ -12,11 +13,12 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import importlib.metadata
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from traces.errors import WanconformError
+from traces.outputs import check_outputs
 
 COMMAND_MODULES = (
     "wanconform.cmd_replay",
@@ -40,20 +42,40 @@ SPEC_NOTE = (
 )
 
 
-def build_parser() -> argparse.ArgumentParser:
+class _Version(argparse.Action):
+    """`--version`, looked up only when asked (importlib.metadata is slow to import)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: Any, **kwargs: Any) -> None:
+        import importlib.metadata
+
+        print(f"wanconform {importlib.metadata.version('wanconform')}")
+        parser.exit()
+
+
+def chosen_command(argv: Sequence[str]) -> str | None:
+    """The subcommand named on the command line (the first word that is not an option:
+    the top-level options take no value), or None (`--help`, `--version`, a typo)."""
+    for word in argv:
+        if not word.startswith("-"):
+            return word if f"wanconform.cmd_{word}" in COMMAND_MODULES else None
+    return None
+
+
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The parser; with `argv`, only the named subcommand's module is imported (each
+    command imports what it uses: start-up stays quick), else every command's."""
     parser = argparse.ArgumentParser(
         prog="wanconform",
         description="Executable model and conformance harness for WAN gateway replication.",
         epilog=SPEC_NOTE,
     )
-    parser.add_argument(
-        "--version",
-        action="version",
-        version=f"wanconform {importlib.metadata.version('wanconform')}",
-    )
+    parser.add_argument("--version", action=_Version, nargs=0, help="show the version and exit")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    chosen = None if argv is None else chosen_command(argv)
+    only_version = argv is not None and chosen is None and "--version" in argv
     for name in COMMAND_MODULES:
-        importlib.import_module(name).register(subparsers)
+        if (chosen is None and not only_version) or name == f"wanconform.cmd_{chosen}":
+            importlib.import_module(name).register(subparsers)
     for subparser in subparsers.choices.values():  # every help text says where § and R are
         epilog = subparser.epilog
         subparser.epilog = SPEC_NOTE if not epilog else f"{epilog} {SPEC_NOTE}"
@@ -61,13 +83,37 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
     try:
+        words = sys.argv[1:] if argv is None else list(argv)
+        args = build_parser(words).parse_args(words)
+        check_outputs(args)  # before any work: an unwritable output is found first
         code: int = args.func(args)
+    except KeyboardInterrupt:
+        return interrupted()
     except WanconformError as exc:
+        if spark_interrupted():
+            return interrupted()
         print(f"wanconform: error: {exc}", file=sys.stderr)
         return 2
     except BrokenPipeError:
         return 0
+    except Exception:
+        if spark_interrupted():  # Ctrl-C during a Spark job may arrive as a Py4J error
+            return interrupted()
+        raise
     return code
+
+
+def spark_interrupted() -> bool:
+    glue = sys.modules.get("conformance.spark")
+    return glue is not None and bool(glue.interrupted())
+
+
+def interrupted() -> int:
+    """Ctrl-C: every output is written whole or not at all (`traces.outputs`), so an
+    interrupted command wrote nothing; Spark's JVM is stopped with it. Exit 130."""
+    glue = sys.modules.get("conformance.spark")
+    if glue is not None:
+        glue.abandon()
+    print("wanconform: interrupted: nothing written", file=sys.stderr, flush=True)
+    return 130

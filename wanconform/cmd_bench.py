@@ -13,7 +13,6 @@ import platform
 import sys
 from typing import Any
 
-from conformance import bench
 from traces.errors import WanconformError
 
 
@@ -60,6 +59,13 @@ def register(subparsers: Any) -> None:
         "cost with and without fsync",
     )
     parser.add_argument(
+        "--startup",
+        action="store_true",
+        help="instead: how long `wanconform --version`, `--help` and a replay of an "
+        "11-operation trace take from start to exit (best and median of --repeat runs, "
+        "default 3)",
+    )
+    parser.add_argument(
         "--json",
         action="store_true",
         help=(
@@ -79,9 +85,13 @@ def run(args: argparse.Namespace) -> int:
         return run_spark(args)
     if args.dlq_crash is not None:
         return run_dlq_crash(args)
+    if args.startup:
+        return run_startup(args)
     for flag in ("ops", "keys", "repeat"):
         if getattr(args, flag) < 1:
             raise WanconformError(f"--{flag}: must be at least 1, got {getattr(args, flag)}")
+    from conformance import bench
+
     result = bench.engines(args.ops, args.keys, args.seed, args.repeat, say)
     if args.json:
         print(json.dumps(result, sort_keys=True))
@@ -98,6 +108,7 @@ def run(args: argparse.Namespace) -> int:
 
 def run_spark(args: argparse.Namespace) -> int:
     from conformance import spark as glue
+    from wanconform.cmd_check import start_spark
     from wanconform.cmd_generate import profile_list
 
     profiles = profile_list(args.profile)
@@ -106,8 +117,10 @@ def run_spark(args: argparse.Namespace) -> int:
             raise WanconformError(f"--{flag}: must be at least 1, got {getattr(args, flag)}")
     if args.plain_traces is not None and args.plain_traces < 0:
         raise WanconformError(f"--plain-traces: must be at least 0, got {args.plain_traces}")
-    spark = glue.session(args.master)
+    spark = start_spark(args.master)
     master = args.master or glue.DEFAULT_MASTER
+    from conformance import bench
+
     result = bench.spark_campaign(
         spark, master, args.traces, args.ops, profiles, args.seed, args.plain_traces, say
     )
@@ -146,6 +159,8 @@ def run_spark(args: argparse.Namespace) -> int:
 def run_dlq_crash(args: argparse.Namespace) -> int:
     if args.dlq_crash < 1:
         raise WanconformError(f"--dlq-crash: must be at least 1, got {args.dlq_crash}")
+    from conformance import bench
+
     result = bench.dlq_crash(args.dlq_crash, args.seed, say)
     if args.json:
         print(json.dumps(result, sort_keys=True))
@@ -165,3 +180,19 @@ def run_dlq_crash(args: argparse.Namespace) -> int:
         )
     bad = ("lost", "duplicated", "torn_accepted", "unopenable", "resurrected")
     return 1 if any(result[name] for name in bad) else 0
+
+
+def run_startup(args: argparse.Namespace) -> int:
+    if args.repeat < 1:
+        raise WanconformError(f"--repeat: must be at least 1, got {args.repeat}")
+    from conformance import bench
+
+    result = bench.startup(args.repeat, say)
+    if args.json:
+        print(json.dumps(result, sort_keys=True))
+        return 0
+    load = ", ".join(f"{x:.1f}" for x in result["load_average"])
+    print(f"start-up, from start to exit (load average {load}):")
+    for name, figures in result["commands"].items():
+        print(f"  {name:<24} best {figures['best_s']:.3f} s, median {figures['median_s']:.3f} s")
+    return 0

@@ -3,25 +3,34 @@
 OUT/traces is the trace set, OUT/results/ the results directory (`conformance.results`:
 the rows, the impl, the examples of the largest failure groups and the failing traces as
 failures/TRACE_ID.jsonl), OUT/summary.txt what was printed and OUT/report.html the report
-of those results. Each appears whole or not at all.
+of those results, OUT/campaign.json what was asked (and the mark of a campaign directory).
+The whole directory is built beside OUT and appears whole or not at all.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import time
 from pathlib import Path
 from typing import Any
 
-from conformance.campaign import render, summarize
-from conformance.policies import compare_trace_set, render_table
-from conformance.results import FAILURES, read_results
 from conformance.topology import analyse_topology
-from reports.render import write_report
 from traces.engine import DEFAULT_IMPL, load_impl
-from traces.files import write_text_atomically
-from wanconform.cmd_check import add_check_arguments, check_dlq_dir, say, stage_progress
+from traces.outputs import (
+    CAMPAIGN_MARKER,
+    building_directory,
+    declare_outputs,
+    write_text_atomically,
+)
+from wanconform.cmd_check import (
+    add_check_arguments,
+    check_dlq_dir,
+    say,
+    stage_progress,
+    start_spark,
+)
 from wanconform.cmd_generate import add_generation_arguments, check_generation_arguments
 from wanconform.cmd_topology import format_table
 
@@ -50,6 +59,7 @@ def register(subparsers: Any) -> None:
         "(OUT/policies.json, the summary's table, a chart in the report)",
     )
     parser.add_argument("--out", required=True, help="campaign directory")
+    declare_outputs(parser, directories=["out"])
     parser.set_defaults(func=run)
 
 
@@ -59,55 +69,81 @@ def run(args: argparse.Namespace) -> int:
         load_impl(args.impl)
     check_dlq_dir(args)
     from conformance import spark as glue
+    from conformance.campaign import render, summarize
+    from conformance.policies import compare_trace_set, render_table
+    from conformance.results import FAILURES, read_results
+    from reports.render import write_report
 
     out = Path(args.out)
-    spark = glue.session(args.master)
-    started = time.perf_counter()
-    bar = stage_progress("generate")
-    glue.generate(
-        spark,
-        out / "traces",
-        args.traces,
-        args.ops,
-        generation.profiles,
-        args.seed,
-        on_progress=bar.update,
-        config=generation.config,
-    )
-    bar.close(f"generate  done in {bar.elapsed():.1f} s")
-    generated = time.perf_counter() - started
-    started = time.perf_counter()
-    bar = stage_progress("check")
-    rows = glue.check(
-        spark, out / "traces", out / "results", args.impl, bar.update, say, args.dlq_dir
-    )
-    bar.close(f"check     done in {bar.elapsed():.1f} s")
-    summary = summarize(rows, time.perf_counter() - started)
-    policies: list[dict[str, Any]] = []
-    if args.compare_policies:
-        bar = stage_progress("policies")
-        say("comparing the failure policies on every trace")
-        figures = compare_trace_set(str(out / "traces"))
-        bar.close(f"policies  done in {bar.elapsed():.1f} s")
-        policies = [f.to_json() for f in figures]
-        write_text_atomically(out / "policies.json", json.dumps(policies, indent=1) + "\n")
-    operations = args.traces * args.ops
-    text = (
-        f"campaign: seed {args.seed}, {generation.describe()}, impl "
-        f"{args.impl or DEFAULT_IMPL}, generated {operations:,} operations in "
-        f"{generated:.1f} s ({operations / generated:,.0f} ops/s, Spark's start included)\n"
-    )
-    if generation.config is not None:
-        text += "\n" + format_table(analyse_topology(generation.config), generation.names) + "\n"
-    text += render(summary, str(out / "results" / FAILURES), args.impl or DEFAULT_IMPL)
-    if policies:
-        text += "\n\nfailure policies compared (the same traces; docs: conformance/policies.py):\n"
-        text += render_table(figures)
-    write_text_atomically(out / "summary.txt", text + "\n")
+    final = Path(os.path.abspath(out))
+    spark = start_spark(args.master)
+    with building_directory(out) as staging:  # the campaign appears whole or not at all
+        started = time.perf_counter()
+        bar = stage_progress("generate")
+        glue.generate(
+            spark,
+            staging / "traces",
+            args.traces,
+            args.ops,
+            generation.profiles,
+            args.seed,
+            on_progress=bar.stage,
+            config=generation.config,
+        )
+        bar.close(f"generate  done in {bar.elapsed():.1f} s")
+        generated = time.perf_counter() - started
+        started = time.perf_counter()
+        bar = stage_progress("check")
+        rows = glue.check(
+            spark,
+            staging / "traces",
+            staging / "results",
+            args.impl,
+            bar.stage,
+            say,
+            args.dlq_dir,
+            moved_to=(str(final / "traces"), str(final / "results")),
+        )
+        bar.close(f"check     done in {bar.elapsed():.1f} s")
+        summary = summarize(rows, time.perf_counter() - started)
+        policies: list[dict[str, Any]] = []
+        if args.compare_policies:
+            bar = stage_progress("policies")
+            say("comparing the failure policies on every trace")
+            figures = compare_trace_set(str(staging / "traces"))
+            bar.close(f"policies  done in {bar.elapsed():.1f} s")
+            policies = [f.to_json() for f in figures]
+            write_text_atomically(staging / "policies.json", json.dumps(policies, indent=1) + "\n")
+        operations = args.traces * args.ops
+        text = (
+            f"campaign: seed {args.seed}, {generation.describe()}, impl "
+            f"{args.impl or DEFAULT_IMPL}, generated {operations:,} operations in "
+            f"{generated:.1f} s ({operations / generated:,.0f} ops/s wall, Spark's job "
+            "start-up included)\n"
+        )
+        if generation.config is not None:
+            text += "\n" + format_table(analyse_topology(generation.config), generation.names)
+            text += "\n"
+        text += render(summary, str(out / "results" / FAILURES), args.impl or DEFAULT_IMPL)
+        if policies:
+            text += (
+                "\n\nfailure policies compared (the same traces; docs: conformance/policies.py):\n"
+            )
+            text += render_table(figures)
+        write_text_atomically(staging / "summary.txt", text + "\n")
+        results = read_results(staging / "results")
+        write_report(
+            results.rows,
+            results.examples,
+            results.notes,
+            staging / "report.html",
+            results.impl,
+            say,
+            policies,
+        )
+        marker = {"kind": "wanconform campaign", "seed": args.seed, "traces": args.traces}
+        write_text_atomically(staging / CAMPAIGN_MARKER, json.dumps(marker, sort_keys=True) + "\n")
     print(text)
-    results = read_results(out / "results")
-    report = out / "report.html"
-    write_report(results.rows, results.examples, results.notes, report, results.impl, say, policies)
     print(f"\ncampaign written to {out}/ (traces/, results/results.parquet, summary.txt)")
-    print(f"report: {report}")
+    print(f"report: {out / 'report.html'}")
     return 1 if summary.failed else 0

@@ -9,12 +9,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from conformance.campaign import render, summarize
-from conformance.results import FAILURES
 from conformance.stores import store_engine_class
 from impl.dlq_store import check_directory
 from traces.engine import DEFAULT_IMPL, load_impl
-from wanconform.progress import Progress
+from traces.outputs import declare_outputs
+from wanconform.progress import Progress, status
 
 
 def add_check_arguments(parser: argparse.ArgumentParser) -> None:
@@ -58,12 +57,21 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--out", required=True, metavar="RESULTS", help="results directory")
     add_check_arguments(parser)
     parser.add_argument("--master", default=None, help="Spark master (default: local)")
+    declare_outputs(parser, directories=["out"])
     parser.set_defaults(func=run)
 
 
 def stage_progress(label: str) -> Progress:
     """A bar of one Spark stage's tasks (on a terminal)."""
     return Progress(label, unit="tasks", bar=True)
+
+
+def start_spark(master: str | None) -> Any:
+    """The Spark session, saying "starting Spark" on a terminal while it starts."""
+    from conformance import spark as glue
+
+    with status(f"starting Spark ({master or glue.DEFAULT_MASTER})"):
+        return glue.session(master)
 
 
 def say(line: str) -> None:
@@ -82,10 +90,13 @@ def run(args: argparse.Namespace) -> int:
 
     open_trace_set(args.traces)
     check_dlq_dir(args)
-    spark = glue.session(args.master)
+    spark = start_spark(args.master)
     started = time.perf_counter()
+    from conformance.campaign import render, summarize
+    from conformance.results import FAILURES
+
     bar = stage_progress("check")
-    rows = glue.check(spark, args.traces, args.out, args.impl, bar.update, say, args.dlq_dir)
+    rows = glue.check(spark, args.traces, args.out, args.impl, bar.stage, say, args.dlq_dir)
     bar.close(f"check     done in {bar.elapsed():.1f} s")
     summary = summarize(rows, time.perf_counter() - started)
     print(render(summary, str(Path(args.out) / FAILURES), args.impl or DEFAULT_IMPL))

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from traces.errors import WanconformError
-from traces.parquet import jsonl_to_parquet, parquet_to_jsonl
+from traces.outputs import declare_outputs
 
 
 def register(subparsers: Any) -> None:
@@ -22,10 +22,13 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("sources", nargs="+", metavar="SOURCE", help="trace files, or one set")
     parser.add_argument("--out", "-o", required=True, help="output directory")
+    declare_outputs(parser, directories=["out"])
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    from traces.parquet import jsonl_to_parquet, parquet_to_jsonl
+
     sources = [Path(s) for s in args.sources]
     if len(sources) == 1 and sources[0].is_dir():
         count = parquet_to_jsonl(sources[0], args.out)

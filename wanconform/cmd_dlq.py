@@ -24,7 +24,7 @@ from typing import Any
 from impl.dlq_store import read_store
 from traces.canonical import canonical_json
 from traces.errors import WanconformError
-from traces.files import write_text_atomically
+from traces.outputs import declare_outputs, write_text_atomically
 
 COLUMNS = ("sender", "event_id", "key", "op", "exception", "version", "value", "recipients")
 
@@ -55,6 +55,7 @@ def register(subparsers: Any) -> None:
         "--redeliver", action="store_true", help="write the redeliver operations (needs -o)"
     )
     parser.add_argument("-o", "--output", metavar="FILE", help="where to write")
+    declare_outputs(parser, files=["output"])
     parser.set_defaults(func=run)
 
 

@@ -10,6 +10,7 @@ from typing import Any
 from conformance.profiles import PROFILES, check_profile
 from traces.config import Config
 from traces.errors import WanconformError
+from traces.outputs import declare_outputs
 from wanconform.cmd_import import add_site_options, load_geode_sites
 
 MAX_OPS = 10_000_000
@@ -105,15 +106,16 @@ def register(subparsers: Any) -> None:
     )
     add_generation_arguments(parser, traces=100, ops=1000)
     parser.add_argument("--out", required=True, help="output directory (the trace set)")
+    declare_outputs(parser, directories=["out"])
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     generation = check_generation_arguments(args)
     from conformance import spark as glue
-    from wanconform.cmd_check import stage_progress
+    from wanconform.cmd_check import stage_progress, start_spark
 
-    spark = glue.session(args.master)
+    spark = start_spark(args.master)
     bar = stage_progress("generate")
     glue.generate(
         spark,
@@ -122,7 +124,7 @@ def run(args: argparse.Namespace) -> int:
         args.ops,
         generation.profiles,
         args.seed,
-        on_progress=bar.update,
+        on_progress=bar.stage,
         config=generation.config,
     )
     bar.close(f"generate  done in {bar.elapsed():.1f} s")

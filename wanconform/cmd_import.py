@@ -18,8 +18,8 @@ from typing import Any
 
 from traces.canonical import canonical_json
 from traces.config import Config
-from traces.files import write_text_atomically
 from traces.geode import import_geode_config, parse_define, parse_site_argument
+from traces.outputs import declare_outputs, write_text_atomically
 
 SITE_HELP = (
     "one site's Geode files, separated by commas and read in the order given (a gfsh "
@@ -96,6 +96,7 @@ def register(subparsers: Any) -> None:
         default="-",
         help="where to write the configuration (default: standard output)",
     )
+    declare_outputs(parser, files=["output"])
     parser.set_defaults(func=run)
 
 

@@ -14,23 +14,24 @@ import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from conformance.examples import Example, explain_groups
 from conformance.properties import Verdict
-from conformance.results import result_row
 from conformance.run import RunResult, Step, TraceRun, stopped_line
 from conformance.stores import StoreEngines, store_engine_class
 from impl.dlq_store import check_directory
-from reports.render import write_report
 from traces.canonical import canonical_json
 from traces.config import Config
 from traces.engine import DEFAULT_IMPL, EngineFactory, load_impl
 from traces.errors import WanconformError
 from traces.ops import Op, op_to_json
+from traces.outputs import declare_outputs
 from traces.text import plural
 from traces.tracefile import open_trace, where
 from wanconform.progress import Progress
+
+if TYPE_CHECKING:
+    from conformance.examples import Example
 
 SPEC = "docs/SPEC.md"
 MAX_LISTED_KEYS = 10  # differing keys listed by the convergence verdict
@@ -105,6 +106,7 @@ def register(subparsers: Any) -> None:
             "or not applicable and why (e.g. P4 on an unsupported topology, R23)"
         ),
     )
+    declare_outputs(parser, files=["report"])
     parser.set_defaults(func=run)
 
 
@@ -325,6 +327,8 @@ def replay_sources(
         if result.failed:
             status = 1
         if args.report:
+            from conformance.results import result_row  # pyarrow: only for a report
+
             profile = Path(source.name).parent.name or "traces"
             rows.append(result_row(result, profile=profile))
             if result.failures() and ops is not None:
@@ -335,6 +339,9 @@ def replay_sources(
                     source.name,
                 )
     if args.report:
+        from conformance.examples import explain_groups
+        from reports.render import write_report
+
         examples: list[Example]
         if no_example:
             examples = []

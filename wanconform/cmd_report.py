@@ -17,11 +17,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from conformance.check import LocalTrace, check_local
-from conformance.results import read_results
-from reports.render import write_report
 from traces.engine import DEFAULT_IMPL, load_impl
 from traces.errors import WanconformError
+from traces.outputs import declare_outputs
 from traces.tracefile import open_trace
 
 
@@ -53,10 +51,15 @@ def register(subparsers: Any) -> None:
         help=f"with trace files: the engine checked against the model (default {DEFAULT_IMPL}); "
         "a results directory names its own",
     )
+    declare_outputs(parser, files=["output"])
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    from conformance.check import LocalTrace, check_local
+    from conformance.results import read_results
+    from reports.render import write_report
+
     def progress(line: str) -> None:
         print(f"report: {line}", file=sys.stderr)
 

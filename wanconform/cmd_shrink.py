@@ -21,8 +21,8 @@ from conformance.run import TraceRun
 from conformance.shrink import pytest_text, shrink
 from traces.engine import DEFAULT_IMPL, load_impl
 from traces.errors import WanconformError
-from traces.files import write_text_atomically
 from traces.logfile import is_log, open_log
+from traces.outputs import declare_outputs, write_text_atomically
 from traces.text import plural
 from traces.tracefile import open_trace, trace_text, where
 
@@ -60,6 +60,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--pytest", metavar="FILE", help="also write a regression test that fails on it"
     )
+    declare_outputs(parser, files=["output", "pytest"])
     parser.set_defaults(func=run)
 
 

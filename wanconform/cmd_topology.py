@@ -21,11 +21,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from conformance.topology import TopologyAnalysis, analyse_topology
-from reports.topology_svg import render_topology_svg
 from traces.canonical import canonical_json
 from traces.config import Config, parse_config
 from traces.errors import ConfigError, TraceError, WanconformError
-from traces.files import read_text, write_text_atomically
+from traces.files import read_text
+from traces.outputs import declare_outputs, write_text_atomically
 from traces.text import plural
 from traces.tracefile import decode_line, parse_trace_lines
 from wanconform.cmd_import import add_site_options, load_geode_sites
@@ -57,6 +57,7 @@ def register(subparsers: Any) -> None:
         help="print exactly one line of JSON: supported, duplicates, unreachable",
     )
     parser.add_argument("--svg", metavar="OUT", help="also draw the topology as an SVG file")
+    declare_outputs(parser, files=["svg"])
     parser.set_defaults(func=run)
 
 
@@ -158,6 +159,8 @@ def run(args: argparse.Namespace) -> int:
     if args.svg:
         if os.path.isdir(args.svg):
             raise WanconformError(f"{args.svg}: is a directory; --svg needs a file name")
+        from reports.topology_svg import render_topology_svg  # Jinja2: only for a drawing
+
         write_text_atomically(args.svg, render_topology_svg(analysis, names))
         print(f"wanconform: wrote {args.svg}", file=sys.stderr)
     if args.json:

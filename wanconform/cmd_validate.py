@@ -14,6 +14,7 @@ import argparse
 from typing import Any
 
 from traces.logfile import LogSource, open_log
+from traces.outputs import declare_outputs
 from wanconform.cmd_replay import replay_sources
 from wanconform.progress import Progress
 
@@ -47,6 +48,7 @@ def register(subparsers: Any) -> None:
         "--check-properties", action="store_true", help="also check P2-P7 on the run"
     )
     parser.add_argument("--report", metavar="HTML", help="also write the HTML report")
+    declare_outputs(parser, files=["report"])
     parser.set_defaults(func=run)
 
 

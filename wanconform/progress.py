@@ -3,13 +3,17 @@
 One line on stderr, rewritten at most twice a second from the first half second on, and
 only when stderr is a terminal (a pipe or a file gets nothing); erased when the work is
 done, or replaced by a closing line. `Progress("replaying t.jsonl", total)` counts
-operations; a Spark stage counts tasks with a bar (`unit="tasks"`).
+operations; Spark work shows one bar per stage, each with its stage's fixed number of
+tasks (`Progress.stage`). A count never goes backwards. `status("starting Spark")` says
+what happens while there is nothing to count.
 """
 
 from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 BAR = 30  # characters of a bar
 
@@ -26,22 +30,38 @@ class Progress:
         self.started = time.monotonic()
         self.next_at = self.started + 0.5
         self.shown = False
+        self.done = 0
+        self.part = 0  # the Spark stage shown (0: none yet)
+
+    def text(self, done: int, total: int | None = None) -> str:
+        """The line for `done` (of `total`), never below what was shown before."""
+        self.done = max(self.done, done)
+        total = self.total if total is None else total
+        of = "" if total is None else f"/{total:,}"
+        if not self.bar:
+            return f"{self.what}: {self.done:,}{of} {self.unit}"
+        filled = min(BAR, int(BAR * self.done / total)) if total else 0
+        drawn = "#" * filled + "." * (BAR - filled)
+        what = f"{self.what} stage {self.part}" if self.part else self.what
+        elapsed = time.monotonic() - self.started
+        return f"{what:<9} [{drawn}] {self.done:,}{of} {self.unit} {elapsed:5.0f} s"
 
     def update(self, done: int, total: int | None = None) -> None:
         if not self.active or time.monotonic() < self.next_at:
+            self.done = max(self.done, done)
             return
         self.next_at = time.monotonic() + 0.5
-        total = self.total if total is None else total
-        of = "" if total is None else f"/{total:,}"
-        elapsed = time.monotonic() - self.started
-        if self.bar:
-            filled = int(BAR * done / total) if total else 0
-            drawn = "#" * filled + "." * (BAR - filled)
-            text = f"{self.what:<9} [{drawn}] {done:,}{of} {self.unit} {elapsed:5.0f} s"
-        else:
-            text = f"{self.what}: {done:,}{of} {self.unit}"
-        print(f"\r\033[K{text}", end="", file=sys.stderr, flush=True)
+        print(f"\r\033[K{self.text(done, total)}", end="", file=sys.stderr, flush=True)
         self.shown = True
+
+    def stage(self, number: int, done: int, total: int) -> None:
+        """One Spark stage's tasks (`conformance.spark.progress`): a later stage starts a
+        new bar with its own fixed total; an earlier one is never shown again."""
+        if number < self.part:
+            return
+        if number > self.part:
+            self.part, self.done, self.total = number, 0, total
+        self.update(done, self.total)
 
     def close(self, final: str = "") -> None:
         """Erase the line; on a terminal, print `final` instead (e.g. "check done in 3 s")."""
@@ -52,3 +72,16 @@ class Progress:
 
     def elapsed(self) -> float:
         return time.monotonic() - self.started
+
+
+@contextmanager
+def status(what: str) -> Iterator[None]:
+    """`what ...` on a terminal while the body runs (e.g. "starting Spark"), erased after."""
+    active = sys.stderr.isatty()
+    if active:
+        print(f"{what} ...", end="", file=sys.stderr, flush=True)
+    try:
+        yield
+    finally:
+        if active:
+            print("\r\033[K", end="", file=sys.stderr, flush=True)

@@ -1,0 +1,491 @@
+"""A tool that behaves (issue 20): outputs checked before the work and written whole or not
+at all (also when the command is SIGKILLed), earlier results never replaced silently,
+Ctrl-C one line and exit 130, a Spark master that is not there found at once, progress
+that never goes backwards, and a start-up that imports only what the command uses."""
+
+from __future__ import annotations
+
+import os
+import random
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+
+import conformance.spark as glue
+from conformance.campaign import delta_share, render, summarize
+from conformance.check import LocalTrace, check_local
+from reports.render import write_report
+from traces.errors import WanconformError
+from traces.outputs import output_kind
+from traces.parquet import open_trace_set
+from traces.tracefile import open_trace
+from wanconform.cli import main
+from wanconform.progress import Progress
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = sorted((ROOT / "traces" / "examples").glob("*.jsonl"))
+TRACE = str(ROOT / "traces" / "examples" / "batching_by_size.jsonl")  # 11 operations
+WANCONFORM = [sys.executable, "-m", "wanconform"]
+
+
+@pytest.fixture
+def no_spark(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Spark must not start: the command has to fail before its work."""
+
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("Spark was started")
+
+    monkeypatch.setattr(glue, "session", refuse)
+
+
+def one_error(capsys: pytest.CaptureFixture[str]) -> str:
+    captured = capsys.readouterr()
+    assert captured.out == ""  # nothing on stdout: no summary before the error
+    [line] = captured.err.splitlines()
+    return line
+
+
+# -- found before the work (issue 20, item 1) ----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["generate", "--traces", "1", "--ops", "1", "--out", "/proc/x"],
+        ["campaign", "--traces", "1", "--ops", "1", "--out", "/proc/x"],
+    ],
+    ids=["generate", "campaign"],
+)
+def test_an_output_in_proc_is_refused_before_spark_starts(
+    command: list[str], no_spark: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(command) == 2
+    assert one_error(capsys) == "wanconform: error: /proc/x: cannot write: /proc takes no new files"
+
+
+def test_check_into_proc_is_refused_before_spark_starts(
+    tmp_path: Path, no_spark: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["convert", TRACE, "--out", str(tmp_path / "set")]) == 0
+    capsys.readouterr()
+    assert main(["check", str(tmp_path / "set"), "--out", "/proc/x"]) == 2
+    assert one_error(capsys) == "wanconform: error: /proc/x: cannot write: /proc takes no new files"
+
+
+def test_replay_report_in_a_missing_folder_prints_no_summary(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["replay", "--report", "/nosuchdir/r.html", TRACE]) == 2
+    assert one_error(capsys) == (
+        "wanconform: error: /nosuchdir/r.html: cannot write: no such folder /nosuchdir"
+    )
+
+
+def test_an_output_inside_a_file_names_the_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "empty.jsonl").write_text("")
+    out = tmp_path / "empty.jsonl" / "sub"
+    assert main(["convert", TRACE, "--out", str(out)]) == 2
+    assert one_error(capsys) == (
+        f"wanconform: error: {out}: cannot write: {tmp_path / 'empty.jsonl'} is a file, "
+        "not a folder"
+    )
+    assert main(["replay", "--report", str(out / "r.html"), TRACE]) == 2
+    assert "empty.jsonl is a file, not a folder" in one_error(capsys)
+
+
+def test_an_output_that_is_not_a_regular_file_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    assert main(["topology", TRACE, "--svg", str(fifo)]) == 2
+    assert one_error(capsys) == f"wanconform: error: {fifo}: cannot write: not a regular file"
+    assert fifo.is_fifo()  # not replaced by a file
+    assert main(["shrink", TRACE, "-o", str(tmp_path)]) == 2
+    assert one_error(capsys) == f"wanconform: error: {tmp_path}: is a directory; give a file name"
+
+
+# -- earlier results are not replaced silently (item 2) ------------------------------------
+
+
+def test_an_earlier_trace_set_is_replaced_only_with_force(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "set1"
+    assert main(["convert", *map(str, EXAMPLES[:10]), "--out", str(out)]) == 0
+    capsys.readouterr()
+    assert main(["convert", TRACE, "--out", str(out)]) == 2
+    assert one_error(capsys) == (
+        f"wanconform: error: {out}: holds a trace set written earlier; give --force to "
+        "replace it, or choose another directory"
+    )
+    assert len(open_trace_set(out).traces) == 10  # untouched
+    assert main(["convert", TRACE, "--out", str(out), "--force"]) == 0
+    assert [t.trace_id for t in open_trace_set(out).traces] == ["batching_by_size"]
+    assert sorted(os.listdir(tmp_path)) == ["set1"]  # nothing left beside it
+
+
+def test_force_never_replaces_a_directory_wanconform_did_not_write(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "notes.txt").write_text("keep")
+    assert main(["convert", TRACE, "--out", str(tmp_path / "mine"), "--force"]) == 2
+    assert "exists and is not a wanconform output" in one_error(capsys)
+    assert (tmp_path / "mine" / "notes.txt").read_text() == "keep"
+    (tmp_path / "empty").mkdir()  # an empty directory holds nothing to lose
+    assert main(["convert", TRACE, "--out", str(tmp_path / "empty")]) == 0
+
+
+@pytest.mark.parametrize(
+    ("marker", "kind"),
+    [
+        ("campaign.json", "a campaign"),
+        ("wanconform-traces.json", "a trace set"),
+        ("wanconform-jsonl.json", "a directory of JSON Lines traces"),
+        ("results.parquet", "a results directory"),
+        ("notes.txt", None),
+    ],
+)
+def test_output_kinds(tmp_path: Path, marker: str, kind: str | None) -> None:
+    (tmp_path / marker).write_text("")
+    assert output_kind(tmp_path) == kind
+
+
+# -- Ctrl-C (item 3) -----------------------------------------------------------------------
+
+
+def test_ctrl_c_is_one_line_exit_130_and_nothing_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import traces.parquet
+
+    opened: list[str] = []
+
+    def interrupted_on_the_third(path: Any, *args: Any) -> Any:
+        opened.append(str(path))
+        if len(opened) == 3:  # two traces are in the staging directory by now
+            raise KeyboardInterrupt
+        return open_trace(path, *args)
+
+    monkeypatch.setattr(traces.parquet, "open_trace", interrupted_on_the_third)
+    assert main(["convert", *map(str, EXAMPLES[:5]), "--out", str(tmp_path / "set")]) == 130
+    captured = capsys.readouterr()
+    assert captured.err == "wanconform: interrupted: nothing written\n"
+    assert captured.out == ""
+    assert os.listdir(tmp_path) == []  # neither the set nor its staging directory
+
+
+def test_an_error_after_ctrl_c_during_spark_is_the_interrupt(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Ctrl-C in the middle of a Spark job often reaches the command as a Py4J error
+    (the JVM call it broke): after Ctrl-C any error is the interrupt."""
+    import wanconform.cmd_replay
+
+    def broken_call(args: Any) -> int:
+        glue._interrupted.set()
+        raise RuntimeError("An error occurred while calling o29.sc")
+
+    abandoned: list[bool] = []
+    monkeypatch.setattr(glue, "abandon", lambda: abandoned.append(True))
+    monkeypatch.setattr(wanconform.cmd_replay, "run", broken_call)
+    try:
+        assert main(["replay", TRACE]) == 130
+    finally:
+        glue._interrupted.clear()
+    assert capsys.readouterr().err == "wanconform: interrupted: nothing written\n"
+    assert abandoned == [True]  # the JVM is stopped with the command
+
+
+SLOW_ENGINE = """
+import os, sys, time
+from pathlib import Path
+import impl
+
+class Engine(impl.Engine):
+    def __init__(self, *args, **kwargs):
+        if "pyspark.worker" in sys.modules:  # on a Spark worker, not the driver
+            Path(os.environ["MARKS"], str(os.getpid())).touch()
+            time.sleep(0.5)
+        super().__init__(*args, **kwargs)
+"""
+
+
+def test_ctrl_c_in_the_middle_of_a_spark_check(tmp_path: Path) -> None:
+    """A real Ctrl-C (SIGINT to the command's process group, as a terminal sends it)
+    while a Spark worker checks a trace: one line, exit 130, no results directory, no
+    JVM or Python worker left, and no JVM start-up notices before it."""
+    traces = [str(p) for p in EXAMPLES[:6]]
+    assert main(["convert", *traces, "--out", str(tmp_path / "set")]) == 0
+    (tmp_path / "slow.py").write_text(SLOW_ENGINE)
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    env = {**os.environ, "MARKS": str(marks)}
+    command = [*WANCONFORM, "check", "set", "--out", "res", "--impl", "slow:Engine"]
+    command += ["--master", "local[1]"]
+    process = subprocess.Popen(
+        command,
+        cwd=tmp_path,
+        env=env,
+        start_new_session=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 300
+        while not any(marks.iterdir()):
+            assert process.poll() is None, process.communicate()
+            assert time.monotonic() < deadline, "no Spark worker started a trace in 300 s"
+            time.sleep(0.1)
+        os.killpg(process.pid, signal.SIGINT)
+        out, err = process.communicate(timeout=120)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+    assert (process.returncode, err, out) == (130, "wanconform: interrupted: nothing written\n", "")
+    assert sorted(os.listdir(tmp_path)) == ["marks", "set", "slow.py"]
+    time.sleep(1)
+    assert living_processes_of_session(process.pid) == []
+
+
+def living_processes_of_session(session: int) -> list[str]:
+    found = subprocess.run(
+        ["ps", "-o", "pid=,stat=,args=", "-s", str(session)], capture_output=True, text=True
+    ).stdout.splitlines()
+    return [line for line in found if line.split()[1][0] != "Z"]  # zombies are dead
+
+
+# -- Spark master not there (item 4) -------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+    return port  # closed: nothing listens there
+
+
+def test_an_unreachable_master_is_one_line_before_any_jvm(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def no_jvm(settings: Any) -> None:
+        raise AssertionError("a JVM was started")
+
+    monkeypatch.setattr(glue, "_launch_jvm", no_jvm)
+    port = free_port()
+    master = f"spark://127.0.0.1:{port}"
+    out = tmp_path / "g"
+    assert main(["generate", "--traces", "1", "--ops", "1", "--master", master, "--out", str(out)])
+    assert one_error(capsys) == (
+        f"wanconform: error: --master {master}: no Spark master answers (127.0.0.1:{port}: "
+        "Connection refused); is the master running?"
+    )
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("master", ["spark://nohost", "spark://:7077", "spark://h:port"])
+def test_a_malformed_master_is_one_line(master: str) -> None:
+    with pytest.raises(WanconformError, match=re.escape(f"--master {master}: expected spark://")):
+        glue.probe_master(master)
+
+
+def test_the_jvm_start_up_notices_are_filtered(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The three lines every JVM start printed before the command's first line."""
+    read, write = os.pipe()
+    written: list[bytes] = []
+
+    def capture(fd: int, data: bytes) -> int:
+        written.append(data)
+        return len(data)
+
+    monkeypatch.setattr(os, "write", capture)
+    noise = (
+        b"WARNING: Using incubator modules: jdk.incubator.vector\n"
+        b"Using Spark's default log4j profile: org/apache/spark/log4j2-defaults.properties\n"
+        b'Setting default log level to "WARN".\n'
+        b"To adjust logging level use sc.setLogLevel(newLevel). For SparkR, use "
+        b"setLogLevel(newLevel).\n"
+        b"spark: ERROR Executor: a real error\n"
+    )
+    with os.fdopen(write, "wb") as sink:
+        sink.write(noise)
+    with os.fdopen(read, "rb") as source:
+        glue._forward_jvm_stderr(source)
+    assert written == [b"spark: ERROR Executor: a real error\n"]
+
+
+# -- progress (item 6) ---------------------------------------------------------------------
+
+
+def shown(bar: Progress, capsys: pytest.CaptureFixture[str]) -> list[str]:
+    return [t for t in capsys.readouterr().err.replace("\033[K", "").split("\r") if t]
+
+
+def test_progress_shows_one_bar_per_stage_and_never_goes_back(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    monkeypatch.setattr(time, "monotonic", lambda: 100.0)
+    bar = Progress("check", unit="tasks", bar=True)
+    for number, done, total in [(1, 3, 8), (1, 2, 8), (2, 1, 16), (1, 8, 8), (2, 6, 16)]:
+        bar.next_at = 0
+        bar.stage(number, done, total)
+    dots = "." * 30
+    assert (
+        shown(bar, capsys)
+        == [
+            f"check stage 1 [###########{dots[:19]}] 3/8 tasks     0 s",
+            f"check stage 1 [###########{dots[:19]}] 3/8 tasks     0 s",  # a late poll: not 2
+            f"check stage 2 [#{dots[:29]}] 1/16 tasks     0 s",  # the next stage, its own total
+            f"check stage 2 [###########{dots[:19]}] 6/16 tasks     0 s",  # stage 1 never again
+        ]
+    )
+
+
+class FakeStage:
+    def __init__(self, stage_id: int, tasks: int, active: int, done: int) -> None:
+        self.stageId, self.numTasks = stage_id, tasks
+        self.numActiveTasks, self.numCompletedTasks = active, done
+
+
+class FakeTracker:
+    """Two jobs of a group: job 1's stages 3 (done) and 4 (running); job 2 not started."""
+
+    stages: ClassVar[dict[int, FakeStage]] = {
+        3: FakeStage(3, 8, 0, 8),
+        4: FakeStage(4, 16, 2, 5),
+        7: FakeStage(7, 4, 0, 0),
+    }
+
+    def getJobIdsForGroup(self, group: str) -> list[int]:
+        return [1, 2]
+
+    def getJobInfo(self, job: int) -> Any:
+        return type("Job", (), {"stageIds": [3, 4] if job == 1 else [7]})
+
+    def getStageInfo(self, stage: int) -> FakeStage:
+        return self.stages[stage]
+
+
+def test_spark_progress_reports_the_latest_started_stage_with_its_own_total(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    calls: list[tuple[int, int, int]] = []
+
+    class Context:
+        def setJobGroup(self, group: str, label: str) -> None: ...
+
+        def setLocalProperty(self, key: str, value: Any) -> None: ...
+
+        def statusTracker(self) -> FakeTracker:
+            return FakeTracker()
+
+    spark = type("Spark", (), {"sparkContext": Context()})
+    with glue.progress(spark, "check", lambda *a: calls.append(a)):
+        time.sleep(1.2)
+    assert calls and set(calls) == {(2, 5, 16)}  # stage 4 is the second that started
+
+
+def test_starting_spark_is_said_while_the_session_starts(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from wanconform.cmd_check import start_spark
+
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    said: list[str] = []
+    monkeypatch.setattr(glue, "session", lambda master: said.append(capsys.readouterr().err))
+    start_spark(None)
+    assert said == ["starting Spark (local[*]) ..."]
+    assert capsys.readouterr().err == "\r\033[K"  # erased once started
+
+
+# -- the report's figures agree with the summary's (item 7) --------------------------------
+
+
+def test_the_report_and_the_summary_give_one_delta_share(tmp_path: Path) -> None:
+    assert delta_share(100, 300) == "25.0%"  # 100 of the 400 bytes shipped
+    assert delta_share(0, 0) == "-"
+    path = ROOT / "traces" / "examples" / "delta_and_full_fallback_after_wipe.jsonl"
+    trace = open_trace(path)
+    rows, examples, notes = check_local([LocalTrace(trace.name, trace.config, list(trace.ops()))])
+    text = render(summarize(rows, 1.0))
+    [share] = re.findall(r"\((\S+) of all bytes as deltas\)", text)
+    assert share != "-"
+    write_report(rows, examples, notes, tmp_path / "r.html", "impl:Engine")
+    html = (tmp_path / "r.html").read_text()
+    assert f'<th>bytes sent as deltas, of all bytes</th><td class="num">{share}</td>' in html
+    assert "delta vs full" not in html
+
+
+# -- start-up (item 9) ---------------------------------------------------------------------
+
+HEAVY = ("pyspark", "pandas", "hypothesis", "jinja2", "pyarrow", "networkx")
+
+
+def test_the_command_line_imports_no_heavy_library_to_parse_or_replay() -> None:
+    """`--help` builds every command's parser and `replay` of a small trace runs: neither
+    needs Spark, pandas, Hypothesis, Jinja2, pyarrow or networkx (speed: `bench --startup`)."""
+    script = (
+        "import sys, contextlib, io\n"
+        "from wanconform.cli import build_parser, main\n"
+        "build_parser()\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        f"    assert main(['replay', {TRACE!r}]) == 0\n"
+        f"print(sorted(m for m in {HEAVY!r} if m in sys.modules))\n"
+    )
+    found = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert (found.stdout, found.stderr) == ("[]\n", "")
+
+
+# -- whole or nothing, even after SIGKILL ("atomic outputs everywhere") --------------------
+
+
+def test_an_output_killed_at_random_moments_is_absent_or_whole(tmp_path: Path) -> None:
+    """`convert` (a directory) and `replay --report` (a file), each SIGKILLed at random
+    moments of its run: afterwards the output is absent or complete and valid, and the
+    next run removes what the killed one left beside it."""
+    sources = tmp_path / "in"
+    sources.mkdir()
+    for copy in range(4):  # 4 x 19 traces: long enough to be killed while writing
+        for example in EXAMPLES:
+            (sources / f"{example.stem}-{copy}.jsonl").write_text(example.read_text())
+    traces = sorted(str(p) for p in sources.iterdir())
+    commands = {
+        "set": [*WANCONFORM, "convert", *traces, "--force", "--out"],
+        "r.html": [*WANCONFORM, "replay", *traces[:20], "--report"],
+    }
+    rng = random.Random(20)
+    for name, command in commands.items():
+        target = tmp_path / name
+        started = time.monotonic()
+        subprocess.run([*command, str(target)], check=True, capture_output=True)
+        whole = time.monotonic() - started
+        complete = valid(target)
+        for _ in range(3):
+            process = subprocess.Popen([*command, str(target)], stdout=subprocess.DEVNULL)
+            time.sleep(rng.uniform(0.2, 1.0) * whole)
+            process.kill()
+            process.wait()
+            assert not target.exists() or valid(target) == complete
+        subprocess.run([*command, str(target)], check=True, capture_output=True)
+        assert valid(target) == complete
+    assert sorted(os.listdir(tmp_path)) == ["in", "r.html", "set"]  # no leftovers
+
+
+def valid(target: Path) -> Any:
+    if target.is_dir():
+        return len(open_trace_set(target).traces)
+    text = target.read_text()
+    assert text.rstrip().endswith("</html>")
+    return len(text)

@@ -1,0 +1,252 @@
+"""Outputs: checked before the work starts, then written whole or not at all.
+
+Every file or directory a command writes goes through here:
+
+- `check_outputs(args)` runs before a command's work (`wanconform.cli.main`): each output
+  the command declares (`declare_outputs`) must be writable -- its folder exists and takes
+  a new file (a probe file is made and removed, which also refuses /proc, a read-only
+  disk, and a "folder" that is a file), an output file is a regular file or absent, an
+  output directory is absent, empty, or one wanconform wrote (`output_kind`), and one
+  wanconform wrote is replaced only with `--force`: a result is never lost silently.
+- `atomic_file(path)` / `write_text_atomically`: a temporary file in the same folder,
+  renamed over the target when complete.
+- `building_directory(path)`: a temporary directory next to the target, renamed into place
+  when complete; any failure or interruption (Ctrl-C, an error) removes it.
+
+A process killed outright (SIGKILL) leaves at most a hidden `.NAME.*.tmp` beside the
+target, never a partial target; the next write of that target removes such leftovers of
+dead processes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import tempfile
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+from traces.errors import WanconformError
+
+# What marks a directory wanconform wrote, and what it is called in messages.
+TRACE_SET_MARKER = "wanconform-traces.json"
+JSONL_MARKER = "wanconform-jsonl.json"
+RESULTS_FILE = "results.parquet"
+CAMPAIGN_MARKER = "campaign.json"
+KINDS = (
+    (CAMPAIGN_MARKER, "a campaign"),
+    (TRACE_SET_MARKER, "a trace set"),
+    (JSONL_MARKER, "a directory of JSON Lines traces"),
+    (RESULTS_FILE, "a results directory"),
+)
+_PROBE = ".wanconform-probe-"
+_LEFTOVER = re.compile(r"\.(?P<name>.+)\.(?P<pid>\d+)\.[^.]*\.tmp")
+
+
+def output_kind(directory: Path) -> str | None:
+    """What wanconform output `directory` is ("a trace set"), or None."""
+    for marker, kind in KINDS:
+        if (directory / marker).exists():
+            return kind
+    return None
+
+
+def _fail(path: str | os.PathLike[str], why: str) -> WanconformError:
+    return WanconformError(f"{os.fspath(path)}: cannot write: {why}")
+
+
+def _probe(folder: Path, target: str | os.PathLike[str]) -> None:
+    """Make and remove a file in `folder`: the one sure test that it takes new files."""
+    try:
+        fd, name = tempfile.mkstemp(dir=folder, prefix=_PROBE)
+    except FileNotFoundError:  # /proc, /sys: folders that take no new files
+        raise _fail(target, f"{folder} takes no new files") from None
+    except OSError as exc:
+        raise _fail(target, exc.strerror or str(exc)) from None
+    os.close(fd)
+    os.unlink(name)
+
+
+def _existing_folder(path: Path, create: bool, shown: str | os.PathLike[str]) -> Path:
+    """The folder an output goes into, checked: it must exist, or, for a directory
+    output (`create`), its nearest existing ancestor must be a folder (the rest is made
+    when the output is written)."""
+    for candidate in path.parents:
+        if not candidate.exists():
+            continue
+        if not candidate.is_dir():
+            raise _fail(shown, f"{candidate} is a file, not a folder")
+        if candidate != path.parent and not create:
+            raise _fail(shown, f"no such folder {path.parent}")
+        return candidate
+    raise _fail(shown, f"no such folder {path.parent}")
+
+
+def check_output_file(path: str | os.PathLike[str]) -> None:
+    """An output file can be written (before any work); one line if not."""
+    target = Path(os.path.abspath(path))
+    if target.is_dir():
+        raise WanconformError(f"{os.fspath(path)}: is a directory; give a file name")
+    if target.exists() and not target.is_file():
+        raise _fail(path, "not a regular file")
+    _probe(_existing_folder(target, create=False, shown=path), path)
+
+
+def check_output_directory(path: str | os.PathLike[str], force: bool = False) -> None:
+    """An output directory can be written (before any work): absent, empty, or an
+    earlier wanconform output that `force` allows to replace; one line if not."""
+    target = Path(os.path.abspath(path))
+    if target.exists():
+        if not target.is_dir():
+            raise WanconformError(f"{os.fspath(path)}: exists and is not a directory")
+        kind = output_kind(target)
+        if kind is None and any(target.iterdir()):
+            raise WanconformError(
+                f"{os.fspath(path)}: exists and is not a wanconform output; choose another "
+                "directory"
+            )
+        if kind is not None and not force:
+            raise WanconformError(
+                f"{os.fspath(path)}: holds {kind} written earlier; give --force to replace "
+                "it, or choose another directory"
+            )
+    _probe(_existing_folder(target, create=True, shown=path), path)
+
+
+# -- declaring a command's outputs ---------------------------------------------------------
+
+
+def declare_outputs(
+    parser: argparse.ArgumentParser, files: Sequence[str] = (), directories: Sequence[str] = ()
+) -> None:
+    """Name the arguments (their `dest`) that are output files or directories, so that
+    `check_outputs` checks them before the command runs; directories get `--force`."""
+    parser.set_defaults(output_files=tuple(files), output_directories=tuple(directories))
+    if directories:
+        parser.add_argument(
+            "--force",
+            action="store_true",
+            help="replace an output directory that wanconform wrote earlier (never one it "
+            "did not write)",
+        )
+
+
+def check_outputs(args: argparse.Namespace) -> None:
+    """Check every declared output of a parsed command line (skips absent ones and "-")."""
+    for dest in getattr(args, "output_files", ()):
+        value = getattr(args, dest, None)
+        if value is not None and value != "-":
+            check_output_file(value)
+    for dest in getattr(args, "output_directories", ()):
+        value = getattr(args, dest, None)
+        if value is not None:
+            check_output_directory(value, getattr(args, "force", False))
+
+
+# -- writing -------------------------------------------------------------------------------
+
+
+def _remove_leftovers(folder: Path, name: str) -> None:
+    """Remove `.NAME.PID.*.tmp` files or folders of processes that no longer run (a
+    SIGKILLed earlier write of the same target)."""
+    try:
+        entries = list(folder.iterdir())
+    except OSError:
+        return
+    for entry in entries:
+        match = _LEFTOVER.fullmatch(entry.name)
+        if match is None or match["name"] != name or _alive(int(match["pid"])):
+            continue
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry, ignore_errors=True)
+        else:
+            entry.unlink(missing_ok=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
+
+
+def _prefix(target: Path) -> str:
+    return f".{target.name}.{os.getpid()}."
+
+
+@contextmanager
+def atomic_file(path: str | os.PathLike[str]) -> Iterator[Path]:
+    """A temporary path to write the file at; renamed to `path` if the body completes,
+    removed otherwise."""
+    target = Path(path)
+    folder = target.parent
+    _remove_leftovers(folder, target.name)
+    try:
+        fd, name = tempfile.mkstemp(dir=folder, prefix=_prefix(target), suffix=".tmp")
+    except OSError as exc:
+        raise _fail(path, exc.strerror or str(exc)) from None
+    os.close(fd)
+    temporary = Path(name)
+    try:
+        yield temporary
+        umask = os.umask(0)  # mkstemp makes the file 0600; give it the usual mode
+        os.umask(umask)
+        os.chmod(temporary, 0o666 & ~umask)
+        os.replace(temporary, target)
+    except OSError as exc:
+        temporary.unlink(missing_ok=True)
+        raise _fail(path, exc.strerror or str(exc)) from None
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
+
+
+def write_text_atomically(path: str | os.PathLike[str], text: str) -> None:
+    """Write a whole file or nothing: a temporary file in the same folder, then rename."""
+    with atomic_file(path) as temporary:
+        temporary.write_text(text, encoding="utf-8")
+
+
+@contextmanager
+def building_directory(path: str | os.PathLike[str]) -> Iterator[Path]:
+    """An empty directory next to `path` to build the output in; moved into place when
+    the body completes (`publish_directory`), removed on any failure or interruption."""
+    target = Path(os.path.abspath(path))
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise _fail(path, exc.strerror or str(exc)) from None
+    _remove_leftovers(target.parent, target.name)
+    try:
+        staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=_prefix(target), suffix=".tmp"))
+    except OSError as exc:
+        raise _fail(path, exc.strerror or str(exc)) from None
+    try:
+        yield staging
+        publish_directory(staging, target)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+
+
+def publish_directory(staging: Path, target: Path) -> None:
+    """Move a finished output directory into place. A target that exists is replaced
+    only if it is empty or an earlier output of wanconform (`check_output_directory`
+    decided before the work whether the user allows that)."""
+    if target.exists():
+        if not target.is_dir() or (output_kind(target) is None and any(target.iterdir())):
+            raise WanconformError(
+                f"{target}: exists and is not a wanconform output; choose another directory"
+            )
+        old = target.with_name(f"{_prefix(target)}old.tmp")
+        os.replace(target, old)
+        os.replace(staging, target)
+        shutil.rmtree(old, ignore_errors=True)
+    else:
+        os.replace(staging, target)
