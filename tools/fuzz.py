@@ -303,7 +303,9 @@ def build_corpus(scratch: Path) -> Corpus:
         for s in GEODE_SITES
     ]
     target = scratch / "corpus-set"
-    jsonl_to_parquet([EXAMPLES / "lost_ack_resend.jsonl", EXAMPLES / "forwarding_ring.jsonl"], target)
+    jsonl_to_parquet(
+        [EXAMPLES / "lost_ack_resend.jsonl", EXAMPLES / "forwarding_ring.jsonl"], target
+    )
     trace_set = {t: pq.read_table(next((target / t).glob("*.parquet"))) for t in ("configs", "ops")}
     store = scratch / "corpus-dlq"
     store.mkdir()
@@ -334,7 +336,9 @@ def trace_replay(rng: random.Random, corpus: Corpus) -> Case:
 def trace_convert(rng: random.Random, corpus: Corpus) -> Case:
     """A mutated trace converted to a Parquet set: nothing may be left behind on error."""
     data = mutate_jsonl(rng.choice(corpus.traces), rng, corpus.lines)
-    return Case("trace-convert", {"t.jsonl": data}, ["convert", "t.jsonl", "--out", "set"], ("set",))
+    return Case(
+        "trace-convert", {"t.jsonl": data}, ["convert", "t.jsonl", "--out", "set"], ("set",)
+    )
 
 
 def config_topology(rng: random.Random, corpus: Corpus) -> Case:
@@ -377,7 +381,9 @@ def mutate_xml(data: bytes, rng: random.Random) -> bytes:
         match = rng.choice(attributes)
         name = match.group(1)
         new = name[:-1] if rng.random() < 0.5 else name
-        return data[: match.end()] + b" " + new + b'="' + match.group(2) + b'"' + data[match.end() :]
+        return (
+            data[: match.end()] + b" " + new + b'="' + match.group(2) + b'"' + data[match.end() :]
+        )
     if choice < 0.85 and elements:
         match = rng.choice(elements)
         if rng.random() < 0.4:
@@ -477,9 +483,7 @@ def mutate_frames(files: list[tuple[str, bytes]], rng: random.Random) -> list[tu
         name = rng.choice(("x%.dlq", "%ZZ.dlq", "é.dlq", ".dlq", "ny.dlq.compacting", "a.txt"))
     else:
         return [(n, mutate_bytes(d, rng) if n == name else d) for n, d in files]
-    framed = b"".join(
-        b"WDLQ" + struct.pack(">II", len(f), zlib.crc32(f)) + f for f in frames
-    )
+    framed = b"".join(b"WDLQ" + struct.pack(">II", len(f), zlib.crc32(f)) + f for f in frames)
     return [(n, d) for n, d in files if n != name] + [(name, framed)]
 
 
@@ -642,7 +646,10 @@ def run_case(case: Case, folder: Path, entry: Callable[[list[str]], int] | None 
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(data)
     before = set(os.listdir(folder))
-    out, err = io.StringIO(), io.StringIO()
+    # as a terminal's streams are: UTF-8, stdout strict, stderr escaping what it cannot encode
+    out_bytes, err_bytes = io.BytesIO(), io.BytesIO()
+    out = io.TextIOWrapper(out_bytes, encoding="utf-8", errors="strict")
+    err = io.TextIOWrapper(err_bytes, encoding="utf-8", errors="backslashreplace")
     cwd = os.getcwd()
     os.chdir(folder)
     try:
@@ -652,12 +659,23 @@ def run_case(case: Case, folder: Path, entry: Callable[[list[str]], int] | None 
             except SystemExit as exc:
                 code = exc.code
     except Exception:
-        return Outcome("traceback", None, out.getvalue(), err.getvalue() + traceback.format_exc())
+        code = None
+        print(traceback.format_exc(), file=err)
     finally:
         os.chdir(cwd)
+    stdout, stderr = written(out, out_bytes), written(err, err_bytes)
+    if code is None:
+        return Outcome("traceback", None, stdout, stderr)
     left = sorted(set(os.listdir(folder)) - before) if code == 2 else []
-    stdout, stderr = out.getvalue(), err.getvalue()
     return Outcome(judge(code, stdout, stderr, left), code, stdout, stderr)
+
+
+def written(stream: io.TextIOWrapper, data: io.BytesIO) -> str:
+    try:
+        stream.flush()
+    except UnicodeEncodeError as exc:  # what a print left in the buffer: a traceback
+        return f"Traceback: {exc}"
+    return data.getvalue().decode("utf-8", "replace")
 
 
 def save_failure(out: Path, index: int, case: Case, outcome: Outcome, seed: int) -> Path:
@@ -862,7 +880,9 @@ def summary(totals: Totals, seconds: float, kinds: Sequence[str]) -> str:
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m tools.fuzz", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m tools.fuzz", description=__doc__.split("\n")[0]
+    )
     parser.add_argument("--inputs", type=int, default=1_000_000)
     parser.add_argument("--start", type=int, default=0, help="the first input's index")
     parser.add_argument("--seed", type=int, default=1)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -149,16 +150,40 @@ def _parse_int(text: str) -> int | JsonNumber:
     return int(text) if len(text) <= 20 else JsonNumber(text)
 
 
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def _lone_surrogate(value: Any) -> str | None:
+    """The first string (or key) of a decoded value that is not Unicode text."""
+    if isinstance(value, str):
+        return None if value.isascii() or not _SURROGATE.search(value) else value
+    items = [*value, *value.values()] if isinstance(value, dict) else value
+    for item in items if isinstance(value, (dict, list)) else ():
+        found = _lone_surrogate(item)
+        if found is not None:
+            return found
+    return None
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def decode_line(text: str) -> Any:
-    """Strict JSON: no duplicate keys, no NaN/Infinity; a number that is not a short integer
-    is kept as its text (`JsonNumber`), so validation can say exactly what it is."""
-    return json.loads(
+    """Strict JSON: no duplicate keys, no NaN/Infinity, no string holding half of a UTF-16
+    surrogate pair (`"\\ud800"`: not a character, so not printable or writable as UTF-8;
+    RFC 8259 §8.2); a number that is not a short integer is kept as its text
+    (`JsonNumber`), so validation can say exactly what it is."""
+    value = json.loads(
         text,
         object_pairs_hook=_no_duplicate_keys,
         parse_constant=_reject_constant,
         parse_int=_parse_int,
         parse_float=JsonNumber,
     )
+    if _SURROGATE_ESCAPE.search(text) and (found := _lone_surrogate(value)) is not None:
+        code = ord(_SURROGATE.findall(found)[0])
+        raise ValueError(f"\\u{code:04x} is half of a UTF-16 surrogate pair, not a character")
+    return value
 
 
 class Reader:
