@@ -173,13 +173,16 @@ def decode_line(text: str) -> Any:
     surrogate pair (`"\\ud800"`: not a character, so not printable or writable as UTF-8;
     RFC 8259 §8.2); a number that is not a short integer is kept as its text
     (`JsonNumber`), so validation can say exactly what it is."""
-    value = json.loads(
-        text,
-        object_pairs_hook=_no_duplicate_keys,
-        parse_constant=_reject_constant,
-        parse_int=_parse_int,
-        parse_float=JsonNumber,
-    )
+    try:
+        value = json.loads(
+            text,
+            object_pairs_hook=_no_duplicate_keys,
+            parse_constant=_reject_constant,
+            parse_int=_parse_int,
+            parse_float=JsonNumber,
+        )
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
     if _SURROGATE_ESCAPE.search(text) and (found := _lone_surrogate(value)) is not None:
         code = ord(_SURROGATE.findall(found)[0])
         raise ValueError(f"\\u{code:04x} is half of a UTF-16 surrogate pair, not a character")
@@ -273,8 +276,6 @@ class Reader:
             raise TraceError(f"{here}: not valid JSON: {exc.msg} {at}") from None
         except ValueError as exc:
             raise TraceError(f"{here}: not valid JSON: {exc}") from None
-        except RecursionError:
-            raise TraceError(f"{here}: not valid JSON: nested too deeply") from None
         return here, raw
 
     @staticmethod
@@ -311,8 +312,8 @@ def fast_path(config: Config) -> Callable[[bytes | str], Op | None]:
     def fast(line: bytes | str) -> Op | None:
         try:
             struct = decode(line)
-        except (msgspec.MsgspecError, UnicodeDecodeError):
-            return None
+        except (msgspec.MsgspecError, UnicodeDecodeError, RecursionError):
+            return None  # the precise validator says what is wrong
         if encode(struct) != line:  # a duplicate key, a float, an escape, a space, ...
             return None
         op: Op = op_types[type(struct)](*astuple(struct))

@@ -17,6 +17,7 @@ import sys
 from collections.abc import Sequence
 
 from traces.errors import WanconformError
+from traces.text import printable
 
 COMMAND_MODULES = (
     "wanconform.cmd_replay",
@@ -66,7 +67,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         code: int = args.func(args)
     except WanconformError as exc:
-        print(f"wanconform: error: {exc}", file=sys.stderr)
+        print(f"wanconform: error: {printable(str(exc))}", file=sys.stderr)
         return 2
     except BrokenPipeError:
         return 0
