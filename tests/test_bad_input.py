@@ -547,7 +547,7 @@ def test_a_lone_surrogate_escape_is_not_a_character(
 def test_deep_nesting_on_the_fast_path(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     # was: RecursionError from msgspec on a line in canonical key order
     path = tmp_path / "t.jsonl"
-    path.write_text(CONFIG + '{"key":"k","op":"put","site":1,"value":' + "[" * 3000 + "\n")
+    path.write_text(CONFIG + '{"op": ' + "[" * 3000 + "]" * 3000 + "}\n")
     check_cli(capsys, [str(path)], f"{path}:2: not valid JSON: nested too deeply")
 
 
