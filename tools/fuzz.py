@@ -62,6 +62,7 @@ EXAMPLES = ROOT / "traces" / "examples"
 GEODE = ROOT / "tests" / "data" / "geode"
 
 ACCEPTED, REJECTED = "accepted", "rejected"
+OUTCOMES_OK = (ACCEPTED, REJECTED)
 FAILURES = (
     "traceback",
     "hang",
@@ -405,7 +406,7 @@ def mutate_gfsh(data: bytes, rng: random.Random) -> bytes:
     options = list(GFSH_OPTION.finditer(data))
     if choice < 0.4 and options:
         match = rng.choice(options)
-        value = rng.choice(XML_VALUES + (b'"', b"'", b"\\", b"--x", b"a b"))
+        value = rng.choice((*XML_VALUES, b'"', b"'", b"\\", b"--x", b"a b"))
         if match.group(3) is not None:
             start, end = match.span(3)
             return data[:start] + value + data[end:]
@@ -638,7 +639,9 @@ def judge(code: object, stdout: str, stderr: str, left_behind: Sequence[str]) ->
 def run_case(case: Case, folder: Path, entry: Callable[[list[str]], int] | None = None) -> Outcome:
     """Run `case` in `folder` (emptied first) as `wanconform ARGV` would, in process."""
     if entry is None:
-        from wanconform.cli import main as entry
+        from wanconform.cli import main
+
+        entry = main
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
     for name, data in case.files.items():
@@ -756,7 +759,7 @@ def fast_parser() -> None:
     parsing and error handling are the command line's own."""
     from wanconform import cli
 
-    cli.build_parser = functools.cache(cli.build_parser)  # type: ignore[method-assign]
+    cli.build_parser = functools.cache(cli.build_parser)
 
 
 def scratch_root() -> str | None:

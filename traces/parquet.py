@@ -396,10 +396,10 @@ def trace_set_jsonl(trace_set: TraceSet) -> Iterator[tuple[str, list[str]]]:
     """(trace id, canonical JSONL lines) of every trace, validated, in trace id order.
     The `ops` table is read into Arrow memory (columns, not Python objects) and sorted;
     one trace's lines at a time are held as text."""
-    ops = _to_table(
+    rows = _to_table(
         trace_set.ops_dataset(), trace_set.path / "ops", columns=["trace_id", "seq", "json"]
     )
-    table = ops.sort_by([("trace_id", "ascending"), ("seq", "ascending")])
+    table = rows.sort_by([("trace_id", "ascending"), ("seq", "ascending")])
     pending = list(reversed(trace_set.traces))  # configurations not yet yielded
     known = {t.trace_id: t for t in trace_set.traces}
     current: TraceInfo | None = None
