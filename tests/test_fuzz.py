@@ -41,7 +41,7 @@ def prints_a_surrogate(argv: list[str]) -> int:
 @pytest.mark.parametrize(
     ("run", "outcome"),
     [(entry("wanconform: error: t.jsonl:2: ms: must be an integer\n"), "rejected"),
-     (entry("wanconform: warning: x\nwanconform: error: y\n"), "rejected"),
+     (entry("wanconform: warning: x\nwanconform: error: y\n"), "not-one-line"),
      (entry("", code=0, stdout="fine\n"), "accepted"),
      (entry("", code=1), "accepted"),
      (raises, "traceback"),

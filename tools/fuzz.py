@@ -14,7 +14,7 @@ captured), and judged (`judge`):
     traceback    an exception escaped main, or stderr holds "Traceback"
     hang         the input ran longer than --timeout seconds (its worker is killed)
     crash        the worker process died (a segfault, an abort)
-    not-one-line exit 2 with other than one error line on stderr (warnings aside)
+    not-one-line exit 2 with anything but one line "wanconform: error: ..." on stderr
     output-on-error, left-behind, bad-exit   exit 2 with stdout, exit 2 leaving a file
                  the input did not hold, an exit status other than 0, 1, 2
 
@@ -626,8 +626,8 @@ def judge(code: object, stdout: str, stderr: str, left_behind: Sequence[str]) ->
         return ACCEPTED
     if code != 2:
         return "bad-exit"
-    errors = [line for line in stderr.splitlines() if not line.startswith("wanconform: warning")]
-    if len(errors) != 1 or not errors[0].startswith("wanconform: error: "):
+    lines = stderr.splitlines()  # any line break: \r, \x0b, \u2028 ... as a terminal might
+    if len(lines) != 1 or not lines[0].startswith("wanconform: error: "):
         return "not-one-line"
     if stdout:
         return "output-on-error"
