@@ -255,7 +255,7 @@ class Corpus:
     traces: list[bytes]
     configs: list[bytes]
     logs: list[bytes]
-    geode: list[list[tuple[str, list[tuple[str, bytes]]]]]  # sites: (dsid, [(name, bytes)])
+    geode: list[tuple[list[tuple[str, list[tuple[str, bytes]]]], list[str]]]  # sites, defines
     trace_set: dict[str, Any]  # table name -> pyarrow Table, of a valid set of two traces
     dlq: list[tuple[str, bytes]]  # (file name, bytes) of a valid store's files
     lines: list[bytes] = field(default_factory=list)  # every line of every trace and log
@@ -279,12 +279,32 @@ def make_log(trace: Path) -> bytes:
     return "".join(json.dumps(line) + "\n" for line in lines).encode()
 
 
-GEODE_SITES = (  # sets of sites that import cleanly: (dsid, [files])
-    (("1", ["ln-cache.xml"]), ("2", ["ny-cache.xml"])),
-    (("", ["ln.gfsh"]), ("", ["ny.gfsh"])),
-    tuple((str(n), [f"diamond-{n}-cache.xml"]) for n in (1, 2, 3, 4)),
-    tuple((str(n), [f"diamond-{n}.gfsh"]) for n in (1, 2, 3, 4)),
-    (("", ["real/mesh-1.gfsh"]), ("", ["real/mesh-2.gfsh", "real/mesh-2.properties"])),
+GEODE_SITES: tuple[tuple[tuple[tuple[str, list[str]], ...], list[str]], ...] = (
+    # sites that import cleanly: ((dsid, [files]) per site, --define arguments)
+    ((("1", ["ln-cache.xml"]), ("2", ["ny-cache.xml"])), []),
+    ((("", ["ln.gfsh"]), ("2", ["ny.gfsh"])), []),
+    (tuple((str(n), [f"diamond-{n}-cache.xml"]) for n in (1, 2, 3, 4)), []),
+    (tuple((str(n), [f"diamond-{n}.gfsh"]) for n in (1, 2, 3, 4)), []),
+    (
+        (
+            ("", ["real/mesh-1.gfsh"]),
+            ("", ["real/mesh-2.gfsh", "real/mesh-2.properties"]),
+            ("3", ["real/mesh-3.gfsh"]),
+        ),
+        ["OLD_REMOTE=1"],
+    ),
+    (
+        (
+            ("", ["real/start-ln.gfsh", "real/ln-region.gfsh"]),
+            ("", ["real/start-ny.gfsh", "real/ny-region.gfsh"]),
+        ),
+        [],
+    ),
+    (
+        (("2", ["real/gemfire7-dtd-cache.xml"]), ("1", ["real/gemfire8-dtd-cache.xml"])),
+        ["REMOTE_DS_ID_1=2"],
+    ),
+    ((("1", ["real/docs-transcript.gfsh"]), ("2", ["real/gemfire7-dtd-cache.xml"])), []),
 )
 
 
@@ -300,8 +320,11 @@ def build_corpus(scratch: Path) -> Corpus:
     configs += [t.split(b"\n", 1)[0] for t in traces]
     logs = [make_log(p) for p in trace_paths]
     geode = [
-        [(dsid, [(name, (GEODE / name).read_bytes()) for name in names]) for dsid, names in s]
-        for s in GEODE_SITES
+        (
+            [(dsid, [(name, (GEODE / name).read_bytes()) for name in names]) for dsid, names in s],
+            defines,
+        )
+        for s, defines in GEODE_SITES
     ]
     target = scratch / "corpus-set"
     jsonl_to_parquet(
@@ -438,9 +461,9 @@ def mutate_properties(data: bytes, rng: random.Random) -> bytes:
 def geode_import(rng: random.Random, corpus: Corpus) -> Case:
     """Geode sites (cache.xml, gfsh, gemfire.properties), one file mutated, through
     `import` (or `topology --site`, which reads them the same way)."""
-    sites = rng.choice(corpus.geode)
+    sites, defines = rng.choice(corpus.geode)
     files: dict[str, bytes] = {}
-    arguments = []
+    arguments = [argument for define in defines for argument in ("--define", define)]
     for number, (dsid, named) in enumerate(sites):
         names = []
         for name, data in named:
@@ -458,6 +481,8 @@ def geode_import(rng: random.Random, corpus: Corpus) -> Case:
             files[target] = mutate_gfsh(files[target], rng)
     if rng.random() < 0.1:
         arguments.append("--allow-partial")
+    if rng.random() < 0.1:  # the value of a ${X} a mutation may have put in a file
+        arguments += ["--define", "X=" + rng.choice(("1", "2", "", "ny", "${X}", "1e3", "é"))]
     if rng.random() < 0.5:
         return Case("geode", files, ["import", *arguments, "-o", "c.json"], ("c.json",))
     return Case("geode", files, ["topology", *arguments, "--json"])
