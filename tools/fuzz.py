@@ -371,6 +371,10 @@ def config_topology(rng: random.Random, corpus: Corpus) -> Case:
     if rng.random() < 0.85:
         data = mutate_jsonl(data, rng, corpus.configs)
     flags = ["--json"] if rng.random() < 0.5 else []
+    if rng.random() < 0.2:  # the drawing too: ids and sites as the user wrote them
+        return Case(
+            "config", {"c.json": data}, ["topology", "c.json", "--svg", "t.svg"], ("t.svg",)
+        )
     return Case("config", {"c.json": data}, ["topology", "c.json", *flags])
 
 
@@ -483,7 +487,9 @@ def geode_import(rng: random.Random, corpus: Corpus) -> Case:
         arguments.append("--allow-partial")
     if rng.random() < 0.1:  # the value of a ${X} a mutation may have put in a file
         arguments += ["--define", "X=" + rng.choice(("1", "2", "", "ny", "${X}", "1e3", "é"))]
-    if rng.random() < 0.5:
+    if rng.random() < 0.25:
+        return Case("geode", files, ["import", *arguments])  # to stdout
+    if rng.random() < 0.35:
         return Case("geode", files, ["import", *arguments, "-o", "c.json"], ("c.json",))
     return Case("geode", files, ["topology", *arguments, "--json"])
 
