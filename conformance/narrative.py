@@ -31,6 +31,7 @@ from traces.ops import (
     Op,
     Put,
     PutAll,
+    Redeliver,
     Settle,
     SiteDown,
     SiteUp,
@@ -62,6 +63,8 @@ def op_text(op: Op) -> str:
             return f"fail {site} {key} {exception} x{times}"
         case Settle():
             return "settle"
+        case Redeliver(sender=s, events=events):
+            return f"redeliver {s}" + ("" if events is None else f" {canonical_json(events)}")
     raise TypeError(op)
 
 

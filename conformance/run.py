@@ -138,7 +138,13 @@ def _detail(path: str, model: Any, impl: Any, unmatched: Unmatched, uneven: tupl
             status = (ours.get("status"), theirs.get("status"))
             if status[0] != status[1] and status[0] in statuses and status[1] in statuses:
                 return _r16(status[0], status[1])
-            field = min(k for k in set(ours) | set(theirs) if ours.get(k) != theirs.get(k))
+            field = min(  # a field only one has (if null), 1 against true: differ too
+                k
+                for k in set(ours) | set(theirs)
+                if k not in ours
+                or k not in theirs
+                or canonical_json(ours[k]) != canonical_json(theirs[k])
+            )
             return f"observations: {ours['kind']}.{field}"  # the same one, made differently
     if found:
         earliest = min(index for index, _ in found)

@@ -84,7 +84,9 @@ def read_frames(path: Path) -> tuple[list[dict[str, Any]], int, int]:
             raise StoreError(f"{path}: byte {offset}: damaged frame (checksum mismatch)")
         try:
             decoded = json.loads(payload)
-        except ValueError:
+            if b"\\u" in payload:  # an escaped half of a surrogate pair is not text
+                json.dumps(decoded, ensure_ascii=False).encode()
+        except (ValueError, RecursionError):
             raise StoreError(f"{path}: byte {offset}: damaged frame (not JSON)") from None
         if (
             not isinstance(decoded, dict)
@@ -92,9 +94,35 @@ def read_frames(path: Path) -> tuple[list[dict[str, Any]], int, int]:
             or len(decoded) != 1
         ):
             raise StoreError(f"{path}: byte {offset}: damaged frame (not an add or a remove)")
+        if (problem := _payload_problem(decoded)) is not None:
+            raise StoreError(f"{path}: byte {offset}: damaged frame ({problem})")
         payloads.append(decoded)
         offset = end
     return payloads, offset, len(data)
+
+
+RECORD_STRINGS = ("event_id", "sender", "key", "op", "exception")
+RECORD_LISTS = ("version", "recipients")
+"""The fields of a dead-letter record (SPEC §10), and `value` unless the sender is secure."""
+
+
+def _payload_problem(payload: dict[str, Any]) -> str | None:
+    """What is wrong with an add's record or a remove's event ids; None if nothing."""
+    if "remove" in payload:
+        ids = payload["remove"]
+        if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+            return "a remove that is not a list of event ids"
+        return None
+    record = payload["add"]
+    if not isinstance(record, dict):
+        return "an add whose record is not an object"
+    for name in RECORD_STRINGS:
+        if not isinstance(record.get(name), str):
+            return f"an add whose record has no string {name}"
+    for name in RECORD_LISTS:
+        if not isinstance(record.get(name), list):
+            return f"an add whose record has no list {name}"
+    return None
 
 
 def live_records(payloads: list[dict[str, Any]]) -> list[dict[str, Any]]:

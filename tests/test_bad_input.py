@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from traces.errors import TraceError
-from traces.ops import Tick
+from traces.ops import Put, Tick
 from traces.tracefile import open_trace, read_trace
 from wanconform.cli import main
 
@@ -510,4 +510,127 @@ def test_a_bad_given_configuration_is_one_line_before_any_work(
     assert captured.err.startswith("wanconform: error: ")
     assert message.format(tmp=tmp_path) in captured.err
     assert captured.err.count("\n") == 1
+    assert not (tmp_path / "out").exists()
+
+
+# --- found by `make fuzz` (tools/fuzz.py): each failed with a traceback or two lines ---
+
+
+def run_cli(capsys: pytest.CaptureFixture[str], argv: list[str]) -> str:
+    """The one stderr line of a rejected command (exit 2, nothing on stdout)."""
+    code = main(argv)
+    out, err = capsys.readouterr()
+    assert (code, out) == (2, "")
+    assert err.count("\n") == 1 and "Traceback" not in err
+    return err
+
+
+@pytest.mark.parametrize(
+    ("line", "code"),
+    [('{"op": "put", "site": 1, "key": "\\ud800", "value": {}}', "\\ud800"),
+     ('{"key":"k","op":"put","site":1,"value":{"\\udfff\\ud800":1}}', "\\udfff")],
+)  # fmt: skip
+def test_a_lone_surrogate_escape_is_not_a_character(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], line: str, code: str
+) -> None:
+    # was: UnicodeEncodeError when the state was encoded; a pair ("\ud83d\ude42") is fine
+    path = tmp_path / "t.jsonl"
+    path.write_text(CONFIG + line + "\n")
+    message = (
+        f"{path}:2: not valid JSON: {code} is half of a UTF-16 surrogate pair, not a character"
+    )
+    check_cli(capsys, [str(path)], message)
+    path.write_text(CONFIG + '{"op": "put", "site": 1, "key": "\\ud83d\\ude42", "value": {}}\n')
+    assert read_trace(path).ops == (Put(1, "\U0001f642", {}),)
+
+
+def test_deep_nesting_on_the_fast_path(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # was: RecursionError from msgspec on a line in canonical key order
+    path = tmp_path / "t.jsonl"
+    path.write_text(CONFIG + '{"op": ' + "[" * 3000 + "]" * 3000 + "}\n")
+    check_cli(capsys, [str(path)], f"{path}:2: not valid JSON: nested too deeply")
+
+
+def test_deep_nesting_in_a_configuration_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # was: RecursionError out of `wanconform topology`
+    path = tmp_path / "c.json"
+    path.write_text('{"sites": ' + "[" * 3000 + "]" * 3000 + "}\n")
+    err = run_cli(capsys, ["topology", str(path)])
+    assert err == f"wanconform: error: {path}: not valid JSON: nested too deeply\n"
+
+
+def test_a_control_character_quoted_from_the_input_stays_on_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # was: an escaped "\r" in a field name printed as a carriage return (two lines)
+    path = tmp_path / "t.jsonl"
+    path.write_text('{"config": {"sites": [1, 2], "senders": [{"id": "ny", "site": 1, '
+                    '"remote": 2, "retry_inte\\rval_ms\\u202e": 1}]}}\n')  # fmt: skip
+    err = run_cli(capsys, ["replay", str(path)])
+    assert err.startswith(
+        f"wanconform: error: {path}:1: config.senders[0].retry_inte\\rval_ms\\u202e: "
+        "unknown field (allowed: "
+    )
+
+
+def test_an_unknown_xml_encoding(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # was: LookupError out of the SAX parser
+    path = tmp_path / "ln-cache.xml"
+    path.write_text('<?xml version="1.0" encoding="ny"?>\n<cache/>\n')
+    err = run_cli(capsys, ["import", "--site", f"1={path}"])
+    assert err == f"wanconform: error: {path}:1: not well-formed XML: unknown encoding: ny\n"
+
+
+def test_a_log_observation_with_a_fraction(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # was: TypeError (JsonNumber not serializable) when the disagreement was printed.
+    # SPEC §10: an observation's values are integers, strings, booleans or null.
+    path = tmp_path / "l.jsonl"
+    observed = [{"kind": "enqueued", "site": 1, "event": "1:1", "key": "k", "op": "create",
+                 "version": [1, 0, 1], "value": {"n": 1.5}, "senders": ["ny"]}]  # fmt: skip
+    op = {"op": "put", "site": 1, "key": "k", "value": {"n": 1}, "observed": observed}
+    path.write_text(CONFIG + op_line(op))
+    err = run_cli(capsys, ["validate", str(path)])
+    assert err == (
+        f"wanconform: error: {path}:2: observed[0].value.n: must be an integer, a string, a "
+        "boolean or null (SPEC §10), got a number with a fraction (1.5)\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("payload", "problem"),
+    [({"add": {"sender": "ny"}}, "an add whose record has no string event_id"),
+     ({"add": []}, "an add whose record is not an object"),
+     ({"remove": [1]}, "a remove that is not a list of event ids"),
+     ({"add": {"event_id": "1:1", "sender": "ny", "key": "k", "op": "create",
+               "exception": "E", "version": [1, 0, 1], "recipients": 2}},
+      "an add whose record has no list recipients")],
+)  # fmt: skip
+def test_a_dead_letter_frame_with_a_valid_checksum_around_a_bad_record(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], payload: dict[str, Any], problem: str
+) -> None:
+    # was: KeyError / TypeError out of `wanconform dlq` (docs/DLQ_STORE.md: damage is an error)
+    from impl.dlq_store import frame
+
+    (tmp_path / "ny.dlq").write_bytes(frame(payload))
+    err = run_cli(capsys, ["dlq", str(tmp_path)])
+    assert err == f"wanconform: error: {tmp_path / 'ny.dlq'}: byte 0: damaged frame ({problem})\n"
+
+
+def test_a_trace_set_whose_second_ops_file_is_empty(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # was: ArrowInvalid out of `convert` (a dataset's schema comes from its first file only)
+    from traces.parquet import jsonl_to_parquet
+
+    trace = tmp_path / "t.jsonl"
+    trace.write_text(CONFIG + op_line({"op": "settle"}))
+    jsonl_to_parquet([trace], tmp_path / "set")
+    (tmp_path / "set" / "ops" / "part-00001.parquet").write_bytes(b"")
+    err = run_cli(capsys, ["convert", str(tmp_path / "set"), "--out", str(tmp_path / "out")])
+    assert err.startswith(f"wanconform: error: {tmp_path / 'set' / 'ops'}: not readable Parquet: ")
+    assert "part-00001.parquet" in err
     assert not (tmp_path / "out").exists()

@@ -377,3 +377,28 @@ def test_r26_a_malformed_redeliver_is_an_error_in_the_trace(
     err = capsys.readouterr().err
     assert err == f"wanconform: error: {trace}:2: {message}" + err.split(message, 1)[1]
     assert err.count("\n") == 1
+
+
+def test_r26_replay_steps_names_a_redeliver(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Found by `make fuzz`: `replay --steps` raised TypeError on any redeliver operation.
+    # By hand: fail(2, k, E, 1) fails the one attempt (R7, R16.2); the ack dead-letters 1:1
+    # (R24); redeliver puts it back in ny's queue and, batch_size 1, ny sends it as batch 2
+    # marked as a possible duplicate (R26; "{}" is 2 bytes, R4); the record is gone, so a
+    # second redeliver of 1:1 is skipped (§3).
+    path = tmp_path / "t.jsonl"
+    lines = [{"config": DLQ}, op("fail", site=2, key="k", exception="E", times=1),
+             op("put", site=1, key="k", value={}), op("deliver", sender="ny"),
+             op("deliver_ack", sender="ny"), redeliver(), redeliver(["1:1"])]  # fmt: skip
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    assert main(["replay", str(path), "--steps"]) == 0
+    steps = capsys.readouterr().out.splitlines()
+    assert steps[4] == (
+        f"{path}:6 redeliver ny → dead letter 1:1 redelivered: back in ny's queue (R26); ny "
+        "sent batch 2 [1:1] (2 bytes full, 0 delta, 1 resent as possible duplicates)"
+    )
+    assert (
+        steps[5]
+        == f'{path}:7 redeliver ny ["1:1"] → skipped: no dead-letter record of ny among 1:1'
+    )

@@ -218,3 +218,26 @@ def test_the_schema_says_what_the_reader_accepts() -> None:
         assert set(branch["required"]) == {"op", "observed", *required}
         assert set(branch["properties"]) == {"op", "observed", "state", *fields}
     assert SCHEMA["$defs"]["observation"]["properties"]["kind"]["enum"] == list(KINDS)
+
+
+def test_p1_a_logged_observation_with_an_extra_null_field_is_a_disagreement(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Found by `make fuzz`: the failure signature compared the two observations with
+    # dict.get, found no field that differs (absent == null) and raised ValueError.
+    # By hand: a put at site 1 with sender ny 1 -> 2 (batch_size 100) only enqueues 1:1
+    # (R9, R12); the log adds "extra": null to that observation.
+    config = {"sites": [1, 2], "senders": [{"id": "ny", "site": 1, "remote": 2}]}
+    enqueued = {"kind": "enqueued", "site": 1, "event": "1:1", "key": "k", "op": "create",
+                "version": [1, 0, 1], "value": {}, "senders": ["ny"]}  # fmt: skip
+    put = {"op": "put", "site": 1, "key": "k", "value": {}}
+    log = tmp_path / "l.jsonl"
+    write(log, [{"config": config}, put | {"observed": [enqueued]}])
+    assert main(["validate", str(log)]) == 0  # the observation as SPEC §10 makes it
+    capsys.readouterr()
+    write(log, [{"config": config}, put | {"observed": [enqueued | {"extra": None}]}])
+    assert main(["validate", str(log), "--json", "--check-properties"]) == 1
+    document = json.loads(capsys.readouterr().out)
+    assert document["divergence"]["differences"] == [
+        {"impl": None, "model": "<absent>", "path": "observations[0].extra"}
+    ]

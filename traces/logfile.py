@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from traces.config import Config, int64_error, json_kind
+from traces.config import Config, JsonNumber, int64_error, json_kind
 from traces.errors import TraceError
 from traces.observations import KINDS, Observation
 from traces.ops import Op, Tick
@@ -83,6 +83,12 @@ class _LogReader(Reader):
                     f"{at}: kind: must be one of {', '.join(KINDS)} (SPEC §10), got "
                     + (repr(kind) if isinstance(kind, str) else json_kind(kind))
                 )
+        for field, value in (("observed", observed), ("state", state)):
+            if (found := _number_not_int(value, field)) is not None:
+                raise TraceError(
+                    f"{here}: {found[0]}: must be an integer, a string, a boolean or null "
+                    f"(SPEC §10), got {json_kind(found[1])}"
+                )
         if state is not None:
             check_state(here, state)
         return LogEntry(number, op, observed, state)
@@ -107,6 +113,25 @@ def check_state(here: str, state: Any) -> None:
             raise TraceError(
                 f"{here}: state.{field}: must be an object, got {json_kind(state[field])}"
             )
+
+
+def _number_not_int(value: Any, path: str) -> tuple[str, JsonNumber] | None:
+    """The place and value of the first number in `value` that is not a short integer
+    (a fraction, an exponent, or too long: SPEC §10 has none), or None."""
+    if isinstance(value, JsonNumber):
+        return path, value
+    if isinstance(value, dict):
+        items: Any = ((f"{path}.{key}", item) for key, item in value.items())
+    elif isinstance(value, list):
+        items = ((f"{path}[{index}]", item) for index, item in enumerate(value))
+    else:
+        return None
+    for place, item in items:
+        if isinstance(item, (dict, list, JsonNumber)):
+            found = _number_not_int(item, place)
+            if found is not None:
+                return found
+    return None
 
 
 @dataclass(frozen=True, slots=True)

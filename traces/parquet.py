@@ -206,9 +206,22 @@ def _dataset(path: Path, schema: pa.Schema, table: str) -> ds.Dataset:
     try:
         dataset = ds.dataset(folder, format="parquet")
     except (pa.ArrowInvalid, OSError) as exc:
-        raise TraceError(f"{folder}: not readable Parquet: {exc}") from None
+        raise _unreadable(folder, exc) from None
     _check_schema(dataset.schema, schema, f"{folder}")
     return dataset
+
+
+def _unreadable(folder: Path, exc: Exception) -> TraceError:
+    return TraceError(f"{folder}: not readable Parquet: {' '.join(str(exc).split())}")
+
+
+def _to_table(dataset: ds.Dataset, folder: Path, **options: Any) -> pa.Table:
+    """`dataset.to_table(**options)`; a file that cannot be read (the dataset's schema
+    comes from its first file only) is a TraceError naming the folder."""
+    try:
+        return dataset.to_table(**options)
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise _unreadable(folder, exc) from None
 
 
 @dataclass(frozen=True, slots=True)
@@ -243,7 +256,12 @@ class TraceSet:
         import pyarrow.dataset as ds
 
         dataset = self.ops_dataset()
-        table = dataset.to_table(columns=["seq", "json"], filter=ds.field("trace_id") == trace_id)
+        table = _to_table(
+            dataset,
+            self.path / "ops",
+            columns=["seq", "json"],
+            filter=ds.field("trace_id") == trace_id,
+        )
         seqs = table.column("seq")
         if len(seqs) > 1 and not _increasing(seqs):
             table = table.sort_by("seq")
@@ -274,7 +292,8 @@ def open_trace_set(path: str | os.PathLike[str]) -> TraceSet:
             f"{root}: not a wanconform trace set (no valid {MARKER}; make one with "
             "`wanconform generate` or `wanconform convert`)"
         )
-    table = _dataset(root, CONFIGS_SCHEMA, "configs").to_table(columns=CONFIGS_SCHEMA.names)
+    configs = _dataset(root, CONFIGS_SCHEMA, "configs")
+    table = _to_table(configs, root / "configs", columns=CONFIGS_SCHEMA.names)
     _dataset(root, OPS_SCHEMA, "ops")
     infos: dict[str, TraceInfo] = {}
     for row in table.sort_by("trace_id").to_pylist():
@@ -346,11 +365,10 @@ def trace_set_jsonl(trace_set: TraceSet) -> Iterator[tuple[str, list[str]]]:
     """(trace id, canonical JSONL lines) of every trace, validated, in trace id order.
     The `ops` table is read into Arrow memory (columns, not Python objects) and sorted;
     one trace's lines at a time are held as text."""
-    table = (
-        trace_set.ops_dataset()
-        .to_table(columns=["trace_id", "seq", "json"])
-        .sort_by([("trace_id", "ascending"), ("seq", "ascending")])
+    rows = _to_table(
+        trace_set.ops_dataset(), trace_set.path / "ops", columns=["trace_id", "seq", "json"]
     )
+    table = rows.sort_by([("trace_id", "ascending"), ("seq", "ascending")])
     pending = list(reversed(trace_set.traces))  # configurations not yet yielded
     known = {t.trace_id: t for t in trace_set.traces}
     current: TraceInfo | None = None

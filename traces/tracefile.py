@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -150,16 +151,43 @@ def _parse_int(text: str) -> int | JsonNumber:
     return int(text) if len(text) <= 20 else JsonNumber(text)
 
 
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def _lone_surrogate(value: Any) -> str | None:
+    """The first string (or key) of a decoded value that is not Unicode text."""
+    if isinstance(value, str):
+        return None if value.isascii() or not _SURROGATE.search(value) else value
+    items = [*value, *value.values()] if isinstance(value, dict) else value
+    for item in items if isinstance(value, (dict, list)) else ():
+        found = _lone_surrogate(item)
+        if found is not None:
+            return found
+    return None
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def decode_line(text: str) -> Any:
-    """Strict JSON: no duplicate keys, no NaN/Infinity; a number that is not a short integer
-    is kept as its text (`JsonNumber`), so validation can say exactly what it is."""
-    return json.loads(
-        text,
-        object_pairs_hook=_no_duplicate_keys,
-        parse_constant=_reject_constant,
-        parse_int=_parse_int,
-        parse_float=JsonNumber,
-    )
+    """Strict JSON: no duplicate keys, no NaN/Infinity, no string holding half of a UTF-16
+    surrogate pair (`"\\ud800"`: not a character, so not printable or writable as UTF-8;
+    RFC 8259 §8.2); a number that is not a short integer is kept as its text
+    (`JsonNumber`), so validation can say exactly what it is."""
+    try:
+        value = json.loads(
+            text,
+            object_pairs_hook=_no_duplicate_keys,
+            parse_constant=_reject_constant,
+            parse_int=_parse_int,
+            parse_float=JsonNumber,
+        )
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
+    if _SURROGATE_ESCAPE.search(text) and (found := _lone_surrogate(value)) is not None:
+        code = ord(_SURROGATE.findall(found)[0])
+        raise ValueError(f"\\u{code:04x} is half of a UTF-16 surrogate pair, not a character")
+    return value
 
 
 class Reader:
@@ -249,8 +277,6 @@ class Reader:
             raise TraceError(f"{here}: not valid JSON: {exc.msg} {at}") from None
         except ValueError as exc:
             raise TraceError(f"{here}: not valid JSON: {exc}") from None
-        except RecursionError:
-            raise TraceError(f"{here}: not valid JSON: nested too deeply") from None
         return here, raw
 
     @staticmethod
@@ -287,8 +313,8 @@ def fast_path(config: Config) -> Callable[[bytes | str], Op | None]:
     def fast(line: bytes | str) -> Op | None:
         try:
             struct = decode(line)
-        except (msgspec.MsgspecError, UnicodeDecodeError):
-            return None
+        except (msgspec.MsgspecError, UnicodeDecodeError, RecursionError):
+            return None  # the precise validator says what is wrong
         if encode(struct) != line:  # a duplicate key, a float, an escape, a space, ...
             return None
         op: Op = op_types[type(struct)](*astuple(struct))

@@ -19,6 +19,7 @@ from typing import Any
 
 from traces.errors import WanconformError
 from traces.outputs import check_outputs
+from traces.text import printable
 
 COMMAND_MODULES = (
     "wanconform.cmd_replay",
@@ -93,7 +94,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except WanconformError as exc:
         if spark_interrupted():
             return interrupted()
-        print(f"wanconform: error: {exc}", file=sys.stderr)
+        print(f"wanconform: error: {printable(str(exc))}", file=sys.stderr)
         return 2
     except BrokenPipeError:
         return 0

@@ -246,6 +246,8 @@ def _parse_xml(data: bytes, path: str) -> _Element:
         ) from None
     except DefusedXmlException as exc:
         raise GeodeImportError(f"{path}:{builder.line()}: refused unsafe XML: {exc}") from None
+    except LookupError as exc:  # <?xml ... encoding="NAME"?> that Python does not know
+        raise GeodeImportError(f"{path}:1: not well-formed XML: {exc}") from None
     if builder.root is None:  # pragma: no cover - expat reports a missing root itself
         raise GeodeImportError(f"{path}: no XML element found")
     if builder.unread_dtd:
