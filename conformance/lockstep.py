@@ -163,6 +163,10 @@ class Lockstep:
     `replay()` must yield the operations stepped so far again, from the first (it is
     called only to locate a state-only difference); `state_every` fixes the number of
     operations between state comparisons (default: the cost-based schedule).
+    `model_factory` builds the model (default: the initial state); with it and the impl's
+    factory building both from one checkpoint, the lockstep starts in the middle of a
+    trace: `offset` is then the index of its first operation (`replay()` yields the
+    operations from there).
     """
 
     def __init__(
@@ -171,21 +175,24 @@ class Lockstep:
         impl_factory: EngineFactory | None = None,
         replay: Callable[[], Iterable[Op]] | None = None,
         state_every: int | None = None,
+        model_factory: EngineFactory | None = None,
+        offset: int = 0,
     ) -> None:
         self.config = config
         self._impl_factory: EngineFactory = impl_factory or (lambda cfg: make_engine("impl", cfg))
         self._replay = replay
         self._recorded: list[Op] | None = [] if replay is None else None  # to replay
         self._state_every = state_every
-        self.model = make_engine("model", config)
+        self._offset = offset
+        self.model = (model_factory or (lambda cfg: make_engine("model", cfg)))(config)
         self.impl = self._impl_factory(config)
         # An impl that has a state only now and then (a log, `traces.logfile`) says so:
         # the states are compared exactly where it has one, and nowhere else.
         self._state_logged: Callable[[], bool] | None = getattr(self.impl, "state_logged", None)
         self.divergence: Divergence | None = None
         self.impl_observations: list[Observation] = []  # the impl's, of the last step
-        self.operations = 0  # operations stepped
-        self._agreed_index = -1  # the last operation after which the states agreed
+        self.operations = offset  # operations stepped (from the trace's first)
+        self._agreed_index = offset - 1  # the last operation after which the states agreed
         self._agreed_model = copy.copy(self.model)  # the model then (its state is immutable)
         # The names of the operations since then (the operations themselves are read
         # again from `replay` when needed: memory follows the state, not the segment).
@@ -253,7 +260,7 @@ class Lockstep:
         """The trace's operations start..stop-1, read again."""
         ops = self._recorded if self._replay is None else self._replay()
         assert ops is not None
-        return itertools.islice(ops, start, stop)
+        return itertools.islice(ops, start - self._offset, stop - self._offset)
 
     def _model_at(self, index: int) -> Engine:
         """The model after the operations 0..index (index >= the last agreement)."""
@@ -265,7 +272,7 @@ class Lockstep:
     def _impl_at(self, index: int) -> Engine:
         """A fresh impl that has applied the trace's operations 0..index."""
         impl = self._impl_factory(self.config)
-        for op in self._ops(0, index + 1):
+        for op in self._ops(self._offset, index + 1):
             impl.apply(op)
         return impl
 

@@ -303,6 +303,9 @@ class TraceRun:
     them). stop_at_failure: end at the first failure. replay: reads the operations run so
     far again, from the first (the lockstep locates a state-only divergence with it; by
     default the run keeps the operations in memory). state_every: see `Lockstep`.
+    A run may start in the middle of a trace (`conformance.segments`): `model` and `impl`
+    then build the engines from one checkpoint, `offset` is the index of the first
+    operation, and `checker` the property checker as it was there.
     """
 
     def __init__(
@@ -319,6 +322,9 @@ class TraceRun:
         stop_at_failure: bool = False,
         replay: Callable[[], Iterable[Op]] | None = None,
         state_every: int | None = None,
+        model: EngineFactory | None = None,
+        offset: int = 0,
+        checker: PropertyChecker | None = None,
     ) -> None:
         if engine not in ENGINES:
             raise ValueError(f"unknown engine {engine!r}")
@@ -331,19 +337,21 @@ class TraceRun:
         self.lockstep: Lockstep | None = None
         self.engine: Engine
         if engine == "both":
-            self.lockstep = Lockstep(config, factory, replay=replay, state_every=state_every)
+            self.lockstep = Lockstep(
+                config, factory, replay, state_every, model_factory=model, offset=offset
+            )
             self.engine = self.lockstep.model
         elif engine == "impl":
             self.engine = factory(config)
         else:
-            self.engine = make_engine("model", config)
-        self.checker = PropertyChecker(config) if properties else None
+            self.engine = (model or (lambda cfg: make_engine("model", cfg)))(config)
+        self.checker = checker or (PropertyChecker(config) if properties else None)
         self.narrator = Narrator(config) if explain else None
         self.on_step = on_step
         self.steps: list[Step] | None = [] if explain and on_step is None else None
         self.stop_at_failure = stop_at_failure
         self.coverage = Coverage()
-        self.operations = 0
+        self.operations = offset
         self.skipped = 0
         self.events = 0
         self.failure: Failure | None = None

@@ -52,6 +52,18 @@ class AppliedRanges:
         self._last_end = 0
         self._nonempty = False
 
+    @staticmethod
+    def from_ranges(ranges: list[list[int]]) -> AppliedRanges:
+        """The memory holding exactly `ranges` (ascending, disjoint, not adjacent, as
+        `ranges()` gives them): a checkpoint restored."""
+        memory = AppliedRanges()
+        if ranges:
+            memory._starts = [start for start, _ in ranges[:-1]]
+            memory._ends = [end for _, end in ranges[:-1]]
+            memory._last_start, memory._last_end = ranges[-1][0], ranges[-1][1]
+            memory._nonempty = True
+        return memory
+
     def __contains__(self, seq: int) -> bool:
         if seq > self._last_end or not self._nonempty:
             return False  # the common case: a new, higher sequence number

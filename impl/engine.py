@@ -39,6 +39,7 @@ from typing import Any, Final
 from mypy_extensions import mypyc_attr
 
 from impl.applied import AppliedRanges
+from impl.checkpoint import export, restore
 from impl.dlq_store import SenderLog, open_store
 from impl.state import (
     AckMessage,
@@ -53,6 +54,7 @@ from impl.state import (
     Value,
     total_size,
 )
+from traces.checkpoint import check_fits, document
 from traces.config import Config
 from traces.observations import Observation
 from traces.ops import (
@@ -99,6 +101,7 @@ class Engine:
     """The production-shaped engine: `Engine(config)`, `apply(op)`, `observe()`."""
 
     def __init__(self, config: Config, dlq_dir: str | None = None) -> None:
+        self._config = config
         self._now = 0  # R5
         self._sites: dict[int, SiteState] = {
             site: SiteState(site, config.receiver(site)) for site in sorted(config.sites)
@@ -170,6 +173,20 @@ class Engine:
                 "dlq": [_copy_record(record) for record in self._dead_letters(sender)],
             }
         return {"time": self._now, "sites": sites, "senders": senders}
+
+    def checkpoint(self) -> dict[str, Any]:
+        """The full state as a checkpoint document (docs/CHECKPOINT.md)."""
+        return document(self._config, export(self))
+
+    @classmethod
+    def from_checkpoint(
+        cls, config: Config, doc: dict[str, Any], where: str = "checkpoint"
+    ) -> Engine:
+        """An engine in the state of checkpoint `doc` (a `CheckpointError` if it does not
+        fit `config`: `where` names the document in the message)."""
+        engine = cls(config)
+        restore(engine, check_fits(config, doc, where))
+        return engine
 
     def _dead_letters(self, sender: SenderState) -> list[dict[str, object]]:
         """The sender's records: read back from the store when there is one."""

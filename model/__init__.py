@@ -15,9 +15,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from model.checkpoint import from_state_doc, to_state_doc
 from model.observe import observe
 from model.state import State
 from model.step import enabled, initial_state, step
+from traces.checkpoint import check_fits, document
 from traces.config import Config
 from traces.observations import Observation
 from traces.ops import Op
@@ -38,3 +40,17 @@ class Engine:
 
     def observe(self) -> dict[str, Any]:
         return observe(self.state)
+
+    def checkpoint(self) -> dict[str, Any]:
+        """The full state as a checkpoint document (docs/CHECKPOINT.md)."""
+        return document(self.config, to_state_doc(self.state))
+
+    @classmethod
+    def from_checkpoint(
+        cls, config: Config, doc: dict[str, Any], where: str = "checkpoint"
+    ) -> Engine:
+        """An engine in the state of checkpoint `doc` (a `CheckpointError` if it does not
+        fit `config`: `where` names the document in the message)."""
+        engine = cls(config)
+        engine.state = from_state_doc(check_fits(config, doc, where))
+        return engine

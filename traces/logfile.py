@@ -25,7 +25,7 @@ from traces.config import Config, JsonNumber, int64_error, json_kind
 from traces.errors import TraceError
 from traces.observations import KINDS, Observation
 from traces.ops import Op, Tick
-from traces.tracefile import PROGRESS_EVERY, Reader, file_lines, where
+from traces.tracefile import PROGRESS_EVERY, Reader, file_lines, numbered_lines, where
 
 STATE_FIELDS = ("senders", "sites", "time")
 """The top-level fields of an observable state (SPEC §10)."""
@@ -151,6 +151,16 @@ class LogSource:
             yield entry
         if count != self.op_count or reader.config != self.config:
             raise TraceError(f"{self.name}: the file changed since it was read")
+
+    def entries_from(self, offset: int, first: int) -> Iterator[tuple[int, LogEntry]]:
+        """(byte offset, entry) of the log from byte `offset`, the start of line `first`
+        (a segment of a validated log, `conformance.segments`)."""
+        reader = _LogReader(self.name)
+        reader.config = self.config
+        for number, position, line in numbered_lines(self.name, offset, first):
+            decoded = None if number == 1 else reader.decode(number, line)
+            if decoded is not None:
+                yield position, reader.entry(number, *decoded)
 
     def ops(self) -> Iterator[tuple[int, Op]]:
         """(file line, operation) for every operation, as `TraceSource.ops`."""

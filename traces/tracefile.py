@@ -130,6 +130,26 @@ def file_lines(name: str) -> Iterator[bytes]:
         yield tail
 
 
+def numbered_lines(path: str, offset: int, first: int) -> Iterator[tuple[int, int, bytes]]:
+    """(line number, byte offset, line without b"\\n") from `offset`, which starts line
+    `first`."""
+    number, position = first, offset
+    pending = b""
+    with open(path, "rb") as file:
+        file.seek(offset)
+        while chunk := file.read(CHUNK_SIZE):
+            data = pending + chunk
+            start = 0
+            while (end := data.find(b"\n", start)) >= 0:
+                yield number, position, data[start:end]
+                position += end - start + 1
+                number += 1
+                start = end + 1
+            pending = data[start:]
+    if pending:
+        yield number, position, pending
+
+
 # --- the precise validator -------------------------------------------------------------
 
 

@@ -1,0 +1,312 @@
+"""One long trace (or log) checked in parallel segments, with the result of a sequential run.
+
+1. **Fast pass.** One engine runs the whole trace once, as `replay --engine impl` would
+   (the impl; for a log, `validate`, the model), with the property checker P2-P7 on its
+   observations. Every S operations it writes a *cut*: the engine's checkpoint
+   (docs/CHECKPOINT.md), the checker's state, the counts so far and where the next
+   operation's line starts in the file.
+2. **Segments, in parallel** (Spark: local by default, `--master spark://...`). Segment i
+   builds the model and the impl from checkpoint i (a log: the log read from the cut's
+   byte offset) and steps them in lockstep (P1, `conformance.lockstep`) over its S
+   operations, exactly as the sequential check does: observations after every operation,
+   the observable state on the lockstep's schedule and at the end. Then both engines'
+   *full* state must be checkpoint i+1, byte for byte.
+3. **Merge.** If every segment agrees, the chain of checkpoints is the sequential run's:
+   by induction the model's state at cut i is checkpoint i (the model restored from a
+   checkpoint behaves as the model that wrote it, tests/test_checkpoint.py), so every
+   segment saw the observations of the sequential lockstep, and the result is the fast
+   pass's (P2-P7 were checked on observations equal to the model's at every step) with
+   P1 held. If segment j is the first with a divergence or an end state that is not the
+   next checkpoint, the run goes on *sequentially* from cut j, where both sides are still
+   the sequential run's, with the checker as it was there: the same lockstep, the same
+   divergence (operation, file line, both sides), then the model alone to the end for
+   P2-P7, as `replay --engine both` does. That costs one sequential run from cut j, and
+   only for a trace that fails.
+
+Only traces in files are split (the segments read their lines from byte offsets); a
+user's `--impl` needs `from_checkpoint` and `checkpoint` (else the check is sequential).
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from conformance.lockstep import Divergence
+from conformance.run import RunResult, TraceRun, p1_verdict
+from traces.checkpoint import checkpoint_text
+from traces.config import Config
+from traces.engine import DEFAULT_IMPL, Engine, EngineFactory, load_impl
+from traces.ops import Op
+from traces.tracefile import Reader, fast_path, numbered_lines, where
+
+SEGMENT_OPS = 1_000_000
+"""Operations per segment by default; a trace is split when it has at least two."""
+
+
+@dataclass(frozen=True, slots=True)
+class Cut:
+    """Where a segment starts: operation `index` (0-based) is on file line `line`, at
+    byte `offset`; the checkpoint, checker and counts are in files of the run's folder."""
+
+    index: int
+    line: int
+    offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """What every segment needs (sent to the executors)."""
+
+    name: str  # the trace file, as given (messages: "t.jsonl:9")
+    path: str  # its absolute path, read by the executors
+    config: Config
+    folder: str  # the cuts' files
+    impl_spec: str | None  # None: the project's impl; "log": the file is a log
+    cuts: tuple[Cut, ...]  # cut i starts segment i; the last one is the end
+    operations: int
+
+
+@dataclass(frozen=True, slots=True)
+class SegmentResult:
+    index: int
+    divergence: Divergence | None
+    end_matches: bool  # both engines' full state is the next checkpoint
+    problem: str  # "" or why the end does not match
+
+
+def trace_ops(
+    name: str, path: str, config: Config, offset: int, first: int
+) -> Iterator[tuple[int, int, Op]]:
+    """(line, offset, operation) of a validated trace from a cut, parsed as `open_trace`
+    parses them (the fast validator, else the precise one); blank lines are skipped."""
+    reader = Reader(name)
+    reader.config = config
+    fast = fast_path(config)
+    for number, position, line in numbered_lines(path, offset, first):
+        if number == 1:
+            continue  # the configuration
+        op = fast(line)
+        if op is None:
+            op = reader.precise(number, line)
+            if op is None:
+                continue
+        yield number, position, op
+
+
+def _checkpoint_file(folder: str, index: int) -> Path:
+    return Path(folder) / f"cut-{index}.json"
+
+
+def _impl_class(spec: str | None) -> Any:
+    """The impl's class (it must offer `from_checkpoint`)."""
+    if spec is None or spec == DEFAULT_IMPL:
+        import impl
+
+        return impl.Engine
+    return load_impl(spec)
+
+
+def can_split(impl_spec: str | None) -> bool:
+    """Whether this impl can start from a checkpoint (a user's engine may not)."""
+    engine = _impl_class(impl_spec)
+    return callable(getattr(engine, "from_checkpoint", None)) and callable(
+        getattr(engine, "checkpoint", None)
+    )
+
+
+def _from(engine_class: Any, config: Config, doc: dict[str, Any], name: str) -> EngineFactory:
+    return lambda cfg: engine_class.from_checkpoint(config, doc, name)
+
+
+def _engines(plan: Plan, cut: Cut) -> tuple[EngineFactory, EngineFactory]:
+    """The model's and the impl's factories at a cut."""
+    import model
+
+    path = _checkpoint_file(plan.folder, cut.index)
+    doc = _read_json(path)
+    model_factory = _from(model.Engine, plan.config, doc, str(path))
+    if plan.impl_spec == "log":
+        from traces.logfile import LoggedEngine, LogSource
+
+        source = LogSource(plan.path, plan.config, plan.operations, 0)
+
+        def logged(cfg: Config) -> Engine:
+            return LoggedEngine(cfg, (e for _, e in source.entries_from(cut.offset, cut.line)))
+
+        return model_factory, logged
+    return model_factory, _from(_impl_class(plan.impl_spec), plan.config, doc, str(path))
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    import json
+
+    doc: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return doc
+
+
+def _ops_from(plan: Plan, cut: Cut, stop: int) -> Iterator[tuple[str, Op]]:
+    """The operations of segment `cut` up to operation `stop` (exclusive), named."""
+    count = stop - cut.index
+    if count <= 0:
+        return
+    for number, _, op in trace_ops(plan.name, plan.path, plan.config, cut.offset, cut.line):
+        yield where(plan.name, number), op
+        count -= 1
+        if count == 0:
+            return
+
+
+def run_segment(plan: Plan, index: int) -> SegmentResult:
+    """Segment `index` in lockstep from its checkpoint; does its end match the next?"""
+    start, end = plan.cuts[index], plan.cuts[index + 1]
+    model_factory, impl_factory = _engines(plan, start)
+    run = TraceRun(
+        plan.name,
+        plan.config,
+        engine="both",
+        impl=impl_factory,
+        impl_spec=plan.impl_spec or DEFAULT_IMPL,
+        properties=False,
+        replay=lambda: (op for _, op in _ops_from(plan, start, end.index)),
+        model=model_factory,
+        offset=start.index,
+        stop_at_failure=True,
+    )
+    for name, op in _ops_from(plan, start, end.index):
+        run.step(name, op)
+        if run.stopped:
+            break
+    result = run.finish()
+    if result.divergence is not None:
+        return SegmentResult(index, result.divergence, False, "")
+    assert run.lockstep is not None
+    saved = _read_json(_checkpoint_file(plan.folder, end.index))
+    del saved["position"]  # where in the trace: not state
+    expected = checkpoint_text(saved)
+    model_text = checkpoint_text(run.lockstep.model.checkpoint())  # type: ignore[attr-defined]
+    if model_text != expected:
+        return SegmentResult(index, None, False, "the model's full state differs")
+    if plan.impl_spec != "log":
+        impl_text = checkpoint_text(run.lockstep.impl.checkpoint())  # type: ignore[attr-defined]
+        if impl_text != expected:
+            return SegmentResult(
+                index, None, False, "the impl restored from a checkpoint did not repeat its run"
+            )
+    return SegmentResult(index, None, True, "")
+
+
+def fast_pass(
+    name: str,
+    config: Config,
+    impl_spec: str | None,
+    every: int,
+    folder: str,
+    properties: bool,
+    progress: Callable[[int], None] | None = None,
+) -> tuple[RunResult, tuple[Cut, ...]]:
+    """Run the whole trace once on the fast engine (the model for a log), writing a cut
+    every `every` operations; its result and the cuts (the last is the trace's end)."""
+    path = os.path.abspath(name)
+    is_log = impl_spec == "log"
+    engine = "model" if is_log else "impl"
+    factory = None if is_log else load_impl(impl_spec) if impl_spec else None
+    run = TraceRun(name, config, engine=engine, impl=factory, properties=properties)
+    cuts: list[Cut] = []
+
+    def cut(index: int, line: int, offset: int) -> None:
+        doc = run.engine.checkpoint()  # type: ignore[attr-defined]
+        doc["position"] = {"operations": index, "line": line, "offset": offset}
+        _checkpoint_file(folder, index).write_text(checkpoint_text(doc), encoding="utf-8")
+        state = (run.checker, run.skipped, run.events, dict(run.coverage.counts))
+        (Path(folder) / f"cut-{index}.run").write_bytes(pickle.dumps(state))
+        cuts.append(Cut(index, line, offset))
+
+    ops: Iterator[tuple[int, int, Any]]
+    if is_log:
+        from traces.logfile import LogSource
+
+        log = LogSource(path, config, 0, 0)
+        ops = ((entry.line, offset, entry.op) for offset, entry in log.entries_from(0, 1))
+    else:
+        ops = trace_ops(name, path, config, 0, 1)
+    index = 0
+    last, end_offset = 1, 0
+    for number, offset, op in ops:
+        if index % every == 0:
+            cut(index, number, offset)
+        run.step(where(name, number), op)
+        index += 1
+        last, end_offset = number, offset
+        if progress is not None and index % 65_536 == 0:
+            progress(index)
+    cut(index, last + 1, end_offset)  # the end: no line follows
+    return run.finish(where(name, last)), tuple(cuts)
+
+
+def check_in_segments(
+    name: str,
+    config: Config,
+    impl_spec: str | None,
+    every: int,
+    properties: bool,
+    run_all: Callable[[Plan, int], list[SegmentResult]],
+    progress: Callable[[int], None] | None = None,
+    say: Callable[[str], None] = lambda line: None,
+) -> RunResult:
+    """The check of one trace in segments (see module); `run_all(plan, n)` runs segments
+    0..n-1 (on Spark) and returns their results in any order."""
+    folder = tempfile.mkdtemp(prefix="wanconform-segments-")
+    try:
+        fast, cuts = fast_pass(name, config, impl_spec, every, folder, properties, progress)
+        plan = Plan(name, os.path.abspath(name), config, folder, impl_spec, cuts, fast.operations)
+        say(f"fast pass done: {len(cuts) - 1} segments of up to {every:,} operations")
+        results = sorted(run_all(plan, len(cuts) - 1), key=lambda r: r.index)
+        first = next((r for r in results if r.divergence is not None or not r.end_matches), None)
+        other = impl_spec if impl_spec not in (None, "log") else DEFAULT_IMPL
+        if first is None:
+            verdicts = (p1_verdict("both", None, other), *fast.verdicts[1:])
+            return replace(fast, engine="both", impl=other, verdicts=verdicts)
+        if first.problem:
+            say(f"segment {first.index + 1}: {first.problem}; checking on from its start")
+        return _sequential_from(plan, first.index, properties, fast.seconds)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _sequential_from(plan: Plan, index: int, properties: bool, seconds: float) -> RunResult:
+    """The sequential check from cut `index` to the end (see module, 3.)."""
+    start = plan.cuts[index]
+    model_factory, impl_factory = _engines(plan, start)
+    with open(Path(plan.folder) / f"cut-{start.index}.run", "rb") as file:
+        checker, skipped, events, coverage = pickle.load(file)
+    run = TraceRun(
+        plan.name,
+        plan.config,
+        engine="both",
+        impl=impl_factory,
+        impl_spec=plan.impl_spec if plan.impl_spec not in (None, "log") else DEFAULT_IMPL,
+        properties=properties,
+        replay=lambda: (op for _, op in _ops_from(plan, start, plan.operations)),
+        model=model_factory,
+        offset=start.index,
+        checker=checker if properties else None,
+    )
+    run.skipped, run.events = skipped, events
+    run.coverage.merge(coverage)
+    last = start.line
+    for name, op in _ops_from(plan, start, plan.operations):
+        run.step(name, op)
+        last = int(name.rsplit(":", 1)[1])
+    return run.finish(where(plan.name, last))
+
+
+def local_runner(plan: Plan, count: int) -> list[SegmentResult]:
+    """Every segment in this process, one after the other (tests, small runs)."""
+    return [run_segment(plan, index) for index in range(count)]

@@ -1,0 +1,161 @@
+"""The impl's state as a checkpoint document and back (traces/checkpoint.py, docs/CHECKPOINT.md).
+
+`export(engine)` writes the document's `state` part from the engine's mutable state;
+`restore(engine, state_doc)` sets a fresh engine's state to the one it describes.
+Conversions only; what the fields mean is impl/state.py's. A restored event's `base`
+(R10) carries the base tag only: the engine compares tags, never the base's value.
+Injected failures with no attempts left are left out (they change nothing, R16.2).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from impl.applied import AppliedRanges
+from impl.state import AckMessage, BatchMessage, Entry, Event, FailEntry, InFlight
+
+if TYPE_CHECKING:
+    from impl.engine import Engine
+
+
+def _event(event: Event) -> dict[str, Any]:
+    base = event.base
+    return {
+        "event": event.id,
+        "origin": event.origin,
+        "seq": event.seq,
+        "key": event.key,
+        "op": event.op,
+        "value": event.value,
+        "version": event.entry.version_list(),
+        "base_version": None if base is None else base.version_list(),
+        "delta": event.delta,
+        "converted": event.converted,
+        "recipients": sorted(event.recipients),
+        "possible_duplicate": event.possible_duplicate,
+        "enqueued_at": event.enqueued_at,
+    }
+
+
+def export(engine: Engine) -> dict[str, Any]:
+    """The `state` part of a checkpoint of `engine`."""
+    seen = engine.observe()
+    for site in engine._sites.values():
+        doc = seen["sites"][str(site.id)]
+        doc["last_issued"] = site.last_issued
+        doc["applied"] = {
+            str(origin): [list(pair) for pair in memory.ranges()]
+            for origin, memory in sorted(site.applied.items())
+            if memory.range_count()
+        }
+        doc["failures"] = {
+            key: {"exception": fail.exception, "remaining": fail.remaining}
+            for key, fail in site.fails.items()
+            if fail.remaining > 0
+        }
+    for sender in engine._sender_list:
+        doc = seen["senders"][sender.id]
+        del doc["network"]
+        doc["queue"] = [_event(event) for event in sender.queue.events()]
+        doc["last_batch_id"] = sender.last_batch_id
+        batch, ack = sender.batch_message, sender.ack_message
+        doc["batch"] = (
+            None
+            if batch is None
+            else {
+                "batch_id": batch.batch_id,
+                "events": [
+                    _event(event) | {"as_delta": ships}
+                    for event, ships in zip(batch.events, batch.as_delta, strict=True)
+                ],
+            }
+        )
+        doc["ack"] = (
+            None
+            if ack is None
+            else {
+                "batch_id": ack.batch_id,
+                "statuses": [
+                    [status, ack.exceptions.get(index)] for index, status in enumerate(ack.statuses)
+                ],
+            }
+        )
+    return seen
+
+
+def _entry(value: dict[str, Any] | None, tag: list[int]) -> Entry:
+    return Entry(value, tag[0], tag[1], tag[2])
+
+
+def _restored_event(doc: dict[str, Any]) -> Event:
+    base = doc["base_version"]
+    event = Event(
+        doc["event"],
+        doc["origin"],
+        doc["seq"],
+        doc["key"],
+        doc["op"],
+        _entry(doc["value"], doc["version"]),
+        None if base is None else _entry(None, base),
+        doc["delta"],
+        doc["converted"],
+        frozenset(doc["recipients"]),
+        doc["enqueued_at"],
+    )
+    event.possible_duplicate = doc["possible_duplicate"]
+    return event
+
+
+def restore(engine: Engine, doc: dict[str, Any]) -> None:
+    """Set a fresh `engine` (built on the checkpoint's configuration) to the state of a
+    checkpoint's `state` part (checked by `traces.checkpoint.check_fits`)."""
+    engine._now = doc["time"]
+    for site in engine._sites.values():
+        saved = doc["sites"][str(site.id)]
+        site.up = saved["up"]
+        site.seq = saved["seq"]
+        site.timestamp_floor = saved["timestamp_floor"]
+        site.last_issued = saved["last_issued"]
+        site.entries = {
+            key: _entry(entry["value"], entry["version"]) for key, entry in saved["entries"].items()
+        }
+        site.stats = dict(saved["stats"])
+        site.applied = {
+            int(origin): AppliedRanges.from_ranges(ranges)
+            for origin, ranges in saved["applied"].items()
+        }
+        site.fails = {
+            key: FailEntry(fail["exception"], fail["remaining"])
+            for key, fail in saved["failures"].items()
+        }
+    for sender in engine._sender_list:
+        saved = doc["senders"][sender.id]
+        for event_doc in saved["queue"]:
+            sender.queue.append(_restored_event(event_doc))
+        sender.next_retry_at = saved["next_retry_at"]
+        sender.last_batch_id = saved["last_batch_id"]
+        sender.stats = dict(saved["stats"])
+        sender.dlq = [dict(record) for record in saved["dlq"]]
+        in_flight = saved["in_flight"]
+        if in_flight is not None:
+            ids = list(in_flight["events"])
+            events = sender.queue.prefix(len(ids))
+            sender.in_flight = InFlight(in_flight["batch_id"], events, ids, in_flight["sent_at"])
+        batch = saved["batch"]
+        if batch is not None:
+            sender.batch_message = BatchMessage(
+                batch["batch_id"],
+                [_restored_event(event) for event in batch["events"]],
+                [event["as_delta"] for event in batch["events"]],
+            )
+        ack = saved["ack"]
+        if ack is not None:
+            statuses = [status for status, _ in ack["statuses"]]
+            exceptions = {
+                index: exception
+                for index, (_, exception) in enumerate(ack["statuses"])
+                if exception is not None
+            }
+            sender.ack_message = AckMessage(
+                ack["batch_id"], statuses, exceptions, statuses.count("invalid_delta")
+            )

@@ -1,0 +1,160 @@
+"""Checkpoints: an engine's full state as one canonical JSON document (docs/CHECKPOINT.md).
+
+    doc = engine.checkpoint()                      # model.Engine or impl.Engine
+    engine = Engine.from_checkpoint(config, doc)   # behaves exactly as the engine did
+
+The document holds everything that decides future behaviour, not only the observable
+state of SPEC §10: each site's applied-event memory (R16.1) as ranges of sequence
+numbers, the last timestamp issued (R21), every queued event's contents (R11), the batch
+and ack in the network (R15, R17), the injected failures (R16.2), the batch counters and
+the dead letters (R24). It is the same for the model and the impl: each engine converts
+its own representation to and from it, and two engines in the same state give the same
+text (`checkpoint_text`).
+
+This module is the format's one place: the version, the JSON Schema (shipped as
+`checkpoint.schema.json` beside it), reading a file (`read_checkpoint`) and the checks
+that a document fits the configuration it is restored on (`check_fits`). Every problem is
+a `CheckpointError` naming the file and the field.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from traces.canonical import canonical_json
+from traces.config import Config
+from traces.errors import TraceError
+from traces.files import read_text
+
+FORMAT = "wanconform-checkpoint"
+VERSION = 1
+SCHEMA_FILE = Path(__file__).with_name("checkpoint.schema.json")
+
+
+class CheckpointError(TraceError):
+    """A checkpoint that cannot be used: unreadable, damaged, newer, or not this config's."""
+
+
+@functools.cache
+def _validator() -> Any:
+    import jsonschema  # type: ignore[import-untyped]  # only where checkpoints are read: start-up stays quick
+
+    schema = json.loads(SCHEMA_FILE.read_text(encoding="utf-8"))
+    return jsonschema.Draft202012Validator(schema)
+
+
+def _path(parts: Iterable[Any]) -> str:
+    return ".".join(str(part) for part in parts) or "(the document)"
+
+
+def validate(doc: Any, where: str) -> None:
+    """The document's shape, against the schema: the first problem as one line."""
+    if not isinstance(doc, dict):
+        raise CheckpointError(f"{where}: not a checkpoint: expected a JSON object")
+    if doc.get("format") != FORMAT:
+        raise CheckpointError(f"{where}: format: not a checkpoint (expected {FORMAT!r})")
+    version = doc.get("version")
+    if isinstance(version, int) and not isinstance(version, bool) and version > VERSION:
+        raise CheckpointError(
+            f"{where}: version: {version} is newer than this wanconform reads ({VERSION}); "
+            "upgrade wanconform"
+        )
+    import jsonschema
+
+    error = jsonschema.exceptions.best_match(_validator().iter_errors(doc))
+    if error is not None:
+        message = error.message if len(error.message) <= 200 else error.message[:200] + "..."
+        raise CheckpointError(f"{where}: {_path(error.absolute_path)}: {message}")
+
+
+def check_fits(config: Config, doc: dict[str, Any], where: str) -> dict[str, Any]:
+    """The document's `state`, once its configuration and its parts agree (a document
+    that passes the schema may still be inconsistent): its sites and senders are the
+    configuration's, every in-flight batch is its queue's prefix (R13), an ack answers the
+    batch in flight (R17), and an applied-memory range is ordered."""
+    if doc["config"] != config.to_json():
+        raise CheckpointError(f"{where}: config: not the configuration it is restored on")
+    state: dict[str, Any] = doc["state"]
+    sites = sorted(state["sites"], key=int)
+    if sites != [str(site) for site in sorted(config.sites)]:
+        raise CheckpointError(f"{where}: state.sites: {sites} are not the configuration's sites")
+    senders = sorted(state["senders"])
+    if senders != sorted(s.id for s in config.senders):
+        raise CheckpointError(
+            f"{where}: state.senders: {senders} are not the configuration's senders"
+        )
+    for site_id, site in state["sites"].items():
+        for origin, ranges in site["applied"].items():
+            last = 0
+            for index, (start, end) in enumerate(ranges):
+                if not last < start <= end:
+                    raise CheckpointError(
+                        f"{where}: state.sites.{site_id}.applied.{origin}[{index}]: ranges "
+                        "must be ascending, disjoint and not adjacent, with start <= end"
+                    )
+                last = end + 1
+    for sender_id, sender in state["senders"].items():
+        at = f"{where}: state.senders.{sender_id}"
+        queue_ids = [event["event"] for event in sender["queue"]]
+        in_flight, batch, ack = sender["in_flight"], sender["batch"], sender["ack"]
+        if in_flight is not None:
+            ids = in_flight["events"]
+            if queue_ids[: len(ids)] != ids:
+                raise CheckpointError(f"{at}.in_flight.events: not the queue's first events (R13)")
+        if batch is not None and (
+            in_flight is None
+            or batch["batch_id"] != in_flight["batch_id"]
+            or [event["event"] for event in batch["events"]] != in_flight["events"]
+        ):
+            raise CheckpointError(f"{at}.batch: not the batch in flight (R13, R15)")
+        if ack is not None and (
+            in_flight is None
+            or ack["batch_id"] != in_flight["batch_id"]
+            or len(ack["statuses"]) != len(in_flight["events"])
+        ):
+            raise CheckpointError(f"{at}.ack: does not answer the batch in flight (R17)")
+        if in_flight is not None and in_flight["batch_id"] > sender["last_batch_id"]:
+            raise CheckpointError(f"{at}.in_flight.batch_id: after last_batch_id (R15)")
+    return state
+
+
+def document(config: Config, state: dict[str, Any]) -> dict[str, Any]:
+    """The whole checkpoint document of an engine's `state` part."""
+    return {"format": FORMAT, "version": VERSION, "config": config.to_json(), "state": state}
+
+
+def checkpoint_text(doc: dict[str, Any]) -> str:
+    """The one canonical text of a checkpoint (sorted keys, no spaces): two engines in
+    the same state write the same bytes."""
+    return canonical_json(doc)
+
+
+def read_checkpoint(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """A checkpoint file, parsed and checked against the schema (not yet the config)."""
+    name = os.fspath(path)
+    text = read_text(name, "checkpoint", CheckpointError)
+    try:
+        doc = json.loads(text)
+    except ValueError as exc:
+        raise CheckpointError(f"{name}: not JSON: {exc}") from None
+    validate(doc, name)
+    return dict(doc)
+
+
+def ranges(seqs: Iterable[int]) -> Iterator[list[int]]:
+    """Ascending sequence numbers as inclusive ranges [start, end], merged when adjacent."""
+    start = end = -2
+    for seq in seqs:
+        if seq == end + 1:
+            end = seq
+            continue
+        if end >= 0:
+            yield [start, end]
+        start = end = seq
+    if end >= 0:
+        yield [start, end]
