@@ -24,6 +24,7 @@ the check, the driver shrinks and explains the largest failure groups' examples
 
 from __future__ import annotations
 
+import functools
 import heapq
 import json
 import logging
@@ -48,6 +49,8 @@ from conformance.check import CHECK_INPUT_SCHEMA, ROW_SCHEMA, check_batches, res
 from conformance.examples import MAX_EXAMPLES, explain_groups, failure_groups
 from conformance.profiles import generate_rows, generate_trace, trace_ids
 from conformance.results import FAILURES, MAX_EXPORTED_FAILURES, plain_row, write_results
+from conformance.segments import Plan as SegmentPlan
+from conformance.segments import SegmentResult
 from traces.canonical import canonical_json
 from traces.config import Config, parse_config
 from traces.engine import DEFAULT_IMPL
@@ -556,3 +559,13 @@ def _failing_traces(trace_set: TraceSet, rows: list[dict[str, Any]]) -> list[tup
         for trace_id, lines in trace_set_jsonl(trace_set)
         if trace_id in chosen
     ]
+
+
+def run_segments(spark: Any, plan: SegmentPlan, count: int) -> list[SegmentResult]:
+    """Segments 0..count-1 of one trace, one Spark task each (`conformance.segments`)."""
+    from conformance.segments import run_segment
+
+    ship_impl(spark, plan.impl_spec if plan.impl_spec != "log" else None)
+    rdd = spark.sparkContext.parallelize(range(count), count)
+    results: list[SegmentResult] = rdd.map(functools.partial(run_segment, plan)).collect()
+    return results

@@ -24,11 +24,13 @@ from traces.canonical import canonical_json
 from traces.config import Config
 from traces.engine import DEFAULT_IMPL, EngineFactory, load_impl
 from traces.errors import WanconformError
+from traces.logfile import LogSource
 from traces.ops import Op, op_to_json
 from traces.outputs import declare_outputs
 from traces.text import plural
 from traces.tracefile import open_trace, where
 from wanconform.progress import Progress
+from wanconform.progress import status as showing
 
 if TYPE_CHECKING:
     from conformance.examples import Example
@@ -106,8 +108,85 @@ def register(subparsers: Any) -> None:
             "or not applicable and why (e.g. P4 on an unsupported topology, R23)"
         ),
     )
+    add_segment_arguments(parser, "trace")
     declare_outputs(parser, files=["report"])
     parser.set_defaults(func=run)
+
+
+def add_segment_arguments(parser: argparse.ArgumentParser, what: str) -> None:
+    """`--segment-ops` and `--master`: a long run in parallel segments on Spark."""
+    from conformance.segments import SEGMENT_OPS
+
+    checkpoints = "the model's" if what == "log" else "the impl's"
+    parser.add_argument(
+        "--segment-ops",
+        type=positive_int,
+        default=SEGMENT_OPS,
+        metavar="N",
+        help=(
+            f"a {what} of at least 2N operations compared in lockstep is checked in "
+            f"segments of N operations in parallel on Spark, from {checkpoints} "
+            "checkpoints (docs/CHECKPOINT.md), with the result of a sequential run "
+            f"(default {SEGMENT_OPS:,}; not with --steps or --report)"
+        ),
+    )
+    parser.add_argument(
+        "--master", default=None, help="Spark master for the segments (default: local)"
+    )
+
+
+def positive_int(text: str) -> int:
+    """An argparse type: an integer >= 1."""
+    try:
+        number = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {number}")
+    return number
+
+
+def segmented(
+    args: argparse.Namespace, source: Source, impl_spec: str | None, properties: bool
+) -> RunResult | None:
+    """The run of a long trace or log in segments (`conformance.segments`), or None when
+    it is run whole: too short, --steps or --report, or an impl that cannot start from a
+    checkpoint."""
+    from conformance.segments import can_split, check_in_segments
+
+    if (
+        args.steps
+        or args.report
+        or source.op_count < 2 * args.segment_ops
+        or (impl_spec != "log" and not can_split(impl_spec))
+    ):
+        return None
+
+    def say(line: str) -> None:
+        print(f"{source.name}: {line}", file=sys.stderr)
+
+    progress = Progress(f"fast pass {source.name}", source.op_count)
+
+    def run_all(plan: Any, count: int) -> list[Any]:
+        progress.close()
+        from conformance import spark as glue
+        from wanconform.cmd_check import start_spark
+
+        spark = start_spark(args.master)
+        with showing(f"{count} segments on Spark"):
+            results: list[Any] = glue.run_segments(spark, plan, count)
+            return results
+
+    return check_in_segments(
+        source.name,
+        source.config,
+        impl_spec,
+        args.segment_ops,
+        properties,
+        run_all,
+        progress.update,
+        say,
+    )
 
 
 def convergence(state: dict[str, Any]) -> tuple[bool, list[str]]:
@@ -268,6 +347,17 @@ def dlq_stores(
     return stores
 
 
+def show(
+    args: argparse.Namespace, result: RunResult, steps: list[dict[str, Any]] | None, other: str
+) -> int:
+    """Print one run's summary (or JSON line); its exit status."""
+    if args.json:
+        print(canonical_json(as_json(result, steps, other)))
+    else:
+        print(summary(result, other))
+    return 1 if result.failed else 0
+
+
 def replay_sources(
     args: argparse.Namespace,
     sources: Sequence[Source],
@@ -292,6 +382,12 @@ def replay_sources(
             else:
                 print(step.text)
 
+        properties = args.check_properties or bool(args.report)
+        split = "log" if isinstance(source, LogSource) else args.impl
+        result = segmented(args, source, split, properties) if engine == "both" else None
+        if result is not None:
+            status = max(status, show(args, result, steps, other))
+            continue
         # With --report the operations are kept (the examples shrink them), and the
         # lockstep re-reads them from memory: the file is read twice, validation and run.
         ops: list[tuple[int, Op]] | None = [] if args.report and not no_example else None
@@ -306,7 +402,7 @@ def replay_sources(
             engine=engine,
             impl=impl_of(source),
             impl_spec=impl_spec,
-            properties=args.check_properties or bool(args.report),
+            properties=properties,
             explain=args.steps,
             on_step=on_step if args.steps else None,
             replay=replay,
@@ -320,12 +416,7 @@ def replay_sources(
             progress.update(trace_run.operations)
         progress.close()
         result = trace_run.finish(where(source.name, last))
-        if args.json:
-            print(canonical_json(as_json(result, steps, other)))
-        else:
-            print(summary(result, other))
-        if result.failed:
-            status = 1
+        status = max(status, show(args, result, steps, other))
         if args.report:
             from conformance.results import result_row  # pyarrow: only for a report
 

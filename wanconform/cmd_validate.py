@@ -15,7 +15,7 @@ from typing import Any
 
 from traces.logfile import LogSource, open_log
 from traces.outputs import declare_outputs
-from wanconform.cmd_replay import replay_sources
+from wanconform.cmd_replay import add_segment_arguments, replay_sources
 from wanconform.progress import Progress
 
 NO_EXAMPLE = (
@@ -48,6 +48,7 @@ def register(subparsers: Any) -> None:
         "--check-properties", action="store_true", help="also check P2-P7 on the run"
     )
     parser.add_argument("--report", metavar="HTML", help="also write the HTML report")
+    add_segment_arguments(parser, "log")
     declare_outputs(parser, files=["report"])
     parser.set_defaults(func=run)
 
