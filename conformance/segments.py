@@ -104,7 +104,7 @@ def _checkpoint_file(folder: str, index: int) -> Path:
     return Path(folder) / f"cut-{index}.json"
 
 
-def _impl_class(spec: str | None) -> Any:
+def impl_class(spec: str | None) -> Any:
     """The impl's class (it must offer `from_checkpoint`)."""
     if spec is None or spec == DEFAULT_IMPL:
         import impl
@@ -115,7 +115,7 @@ def _impl_class(spec: str | None) -> Any:
 
 def can_split(impl_spec: str | None) -> bool:
     """Whether this impl can start from a checkpoint (a user's engine may not)."""
-    engine = _impl_class(impl_spec)
+    engine = impl_class(impl_spec)
     return callable(getattr(engine, "from_checkpoint", None)) and callable(
         getattr(engine, "checkpoint", None)
     )
@@ -141,7 +141,7 @@ def _engines(plan: Plan, cut: Cut) -> tuple[EngineFactory, EngineFactory]:
             return LoggedEngine(cfg, (e for _, e in source.entries_from(cut.offset, cut.line)))
 
         return model_factory, logged
-    return model_factory, _from(_impl_class(plan.impl_spec), plan.config, doc, str(path))
+    return model_factory, _from(impl_class(plan.impl_spec), plan.config, doc, str(path))
 
 
 def _read_json(path: Path) -> dict[str, Any]:
@@ -156,11 +156,21 @@ def _ops_from(plan: Plan, cut: Cut, stop: int) -> Iterator[tuple[str, Op]]:
     count = stop - cut.index
     if count <= 0:
         return
-    for number, _, op in trace_ops(plan.name, plan.path, plan.config, cut.offset, cut.line):
+    for number, _, op in _lines(plan, cut):
         yield where(plan.name, number), op
         count -= 1
         if count == 0:
             return
+
+
+def _lines(plan: Plan, cut: Cut) -> Iterator[tuple[int, int, Op]]:
+    """(line, offset, operation) of the trace or log from a cut."""
+    if plan.impl_spec != "log":
+        return trace_ops(plan.name, plan.path, plan.config, cut.offset, cut.line)
+    from traces.logfile import LogSource
+
+    log = LogSource(plan.path, plan.config, plan.operations, 0)
+    return ((e.line, offset, e.op) for offset, e in log.entries_from(cut.offset, cut.line))
 
 
 def run_segment(plan: Plan, index: int) -> SegmentResult:
@@ -230,10 +240,7 @@ def fast_pass(
 
     ops: Iterator[tuple[int, int, Any]]
     if is_log:
-        from traces.logfile import LogSource
-
-        log = LogSource(path, config, 0, 0)
-        ops = ((entry.line, offset, entry.op) for offset, entry in log.entries_from(0, 1))
+        ops = _lines(Plan(name, path, config, folder, "log", (), 0), Cut(0, 1, 0))
     else:
         ops = trace_ops(name, path, config, 0, 1)
     index = 0

@@ -108,8 +108,22 @@ def register(subparsers: Any) -> None:
             "or not applicable and why (e.g. P4 on an unsupported topology, R23)"
         ),
     )
+    parser.add_argument(
+        "--from",
+        dest="start",
+        metavar="CHECKPOINT",
+        help=(
+            "start from a checkpoint (docs/CHECKPOINT.md) instead of the initial state: "
+            "the trace's first operations, as many as its position says, are skipped"
+        ),
+    )
+    parser.add_argument(
+        "--checkpoint",
+        metavar="OUT",
+        help="write the engine's full state after the run as a checkpoint (one trace)",
+    )
     add_segment_arguments(parser, "trace")
-    declare_outputs(parser, files=["report"])
+    declare_outputs(parser, files=["report", "checkpoint"])
     parser.set_defaults(func=run)
 
 
@@ -316,6 +330,16 @@ def run(args: argparse.Namespace) -> int:
     if impl_factory is not None and args.engine == "model":
         raise WanconformError("--impl: needs --engine impl or --engine both")
     stores = dlq_stores(args.dlq_dir, args.traces, args.engine, args.impl, search)
+    if args.checkpoint and len(args.traces) > 1:
+        raise WanconformError("--checkpoint: give one trace")
+    if args.start and (args.check_properties or args.report):
+        raise WanconformError(
+            "--from: P2-P7 are checked on a run from its start; drop --check-properties/--report"
+        )
+    if args.start:
+        from traces.checkpoint import read_checkpoint
+
+        args.start_doc = read_checkpoint(args.start)
     sources = []
     for path in args.traces:  # validate every trace before any output
         progress = Progress(f"validating {path}")
@@ -345,6 +369,30 @@ def dlq_stores(
             )
         stores[path] = StoreEngines(engine_class, folder)
     return stores
+
+
+def from_checkpoint(args: argparse.Namespace, source: Source, engine: str) -> dict[str, Any]:
+    """`--from`: TraceRun's engines built from the checkpoint, and its offset."""
+    import model
+    from conformance.segments import impl_class
+    from traces.checkpoint import CheckpointError, check_fits
+
+    doc, name = args.start_doc, args.start
+    check_fits(source.config, doc, name)
+    operations = doc.get("position", {}).get("operations", 0)
+    if not isinstance(operations, int) or not 0 <= operations <= source.op_count:
+        raise CheckpointError(
+            f"{name}: position.operations: {operations!r} is not an operation count of "
+            f"{source.name} (0..{source.op_count})"
+        )
+    built = impl_class(args.impl)
+    if engine != "model" and not callable(getattr(built, "from_checkpoint", None)):
+        raise WanconformError(f"--from: {args.impl} cannot start from a checkpoint")
+    return {
+        "model": lambda cfg: model.Engine.from_checkpoint(cfg, doc, name),
+        "impl": lambda cfg: built.from_checkpoint(cfg, doc, name),
+        "offset": operations,
+    }
 
 
 def show(
@@ -384,7 +432,12 @@ def replay_sources(
 
         properties = args.check_properties or bool(args.report)
         split = "log" if isinstance(source, LogSource) else args.impl
-        result = segmented(args, source, split, properties) if engine == "both" else None
+        start = getattr(args, "start_doc", None)
+        result = (
+            segmented(args, source, split, properties)
+            if engine == "both" and start is None
+            else None
+        )
         if result is not None:
             status = max(status, show(args, result, steps, other))
             continue
@@ -406,16 +459,28 @@ def replay_sources(
             explain=args.steps,
             on_step=on_step if args.steps else None,
             replay=replay,
+            **(from_checkpoint(args, source, engine) if start is not None else {}),
         )
         progress = Progress(f"replaying {source.name}", source.op_count)
         last = 1
+        skip = trace_run.operations
         for last, op in source.ops():
+            if skip:
+                skip -= 1
+                continue
             if ops is not None:
                 ops.append((last, op))
             trace_run.step(where(source.name, last), op)
             progress.update(trace_run.operations)
         progress.close()
         result = trace_run.finish(where(source.name, last))
+        if getattr(args, "checkpoint", None):
+            from traces.checkpoint import checkpoint_text
+            from traces.outputs import write_text_atomically
+
+            doc = trace_run.engine.checkpoint()  # type: ignore[attr-defined]
+            doc["position"] = {"operations": trace_run.operations}
+            write_text_atomically(args.checkpoint, checkpoint_text(doc) + "\n")
         status = max(status, show(args, result, steps, other))
         if args.report:
             from conformance.results import result_row  # pyarrow: only for a report

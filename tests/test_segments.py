@@ -1,0 +1,114 @@
+"""A long trace checked in segments gives the sequential check's result (conformance/segments.py).
+
+The segments run here one after the other (`local_runner`): what is compared is the
+result, whatever runs the segments; one test runs them on Spark through the command line.
+A planted bug is found at the same operation as the sequential check, whether the
+divergence falls in the middle of a segment or exactly at a cut; a log is validated in
+segments too.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from conformance.profiles import generate_trace
+from conformance.run import RunResult, TraceRun
+from conformance.segments import check_in_segments, local_runner
+from traces.canonical import canonical_json
+from traces.engine import load_impl
+from traces.tracefile import open_trace, where, write_trace
+from wanconform.cli import main
+from wanconform.cmd_replay import as_json
+
+BUG = "tools.planted_bugs:LateBatchTime"
+
+
+def sequential(path: Path, impl: str | None) -> RunResult:
+    source = open_trace(path)
+    run = TraceRun(
+        source.name,
+        source.config,
+        engine="both",
+        impl=load_impl(impl) if impl else None,
+        impl_spec=impl or "impl:Engine",
+        replay=lambda: (op for _, op in source.ops()),
+    )
+    last = 1
+    for last, op in source.ops():
+        run.step(where(source.name, last), op)
+    return run.finish(where(source.name, last))
+
+
+def segmented(path: Path, impl: str | None, every: int) -> RunResult:
+    source = open_trace(path)
+    return check_in_segments(source.name, source.config, impl, every, True, local_runner)
+
+
+def same(a: RunResult, b: RunResult) -> None:
+    assert canonical_json(as_json(a, None, "impl")) == canonical_json(as_json(b, None, "impl"))
+
+
+@pytest.fixture(scope="module")
+def trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("segments") / "chaos.jsonl"
+    config, ops = generate_trace(5, "seg", "chaos", 1500)
+    write_trace(path, config, list(ops))
+    return path
+
+
+@pytest.mark.parametrize("every", [200, 700])
+def test_a_clean_trace_in_segments_is_the_sequential_result(trace: Path, every: int) -> None:
+    expected = sequential(trace, None)
+    assert expected.failure is None or expected.failure.divergence is None
+    same(segmented(trace, None, every), expected)
+
+
+def test_a_planted_bug_is_found_at_the_same_operation_mid_segment_and_at_a_cut(
+    trace: Path,
+) -> None:
+    expected = sequential(trace, BUG)
+    assert expected.divergence is not None
+    index = expected.divergence.index  # 0-based: the operation after which they differ
+    # mid-segment; the first operation of a segment (a cut just before it); the last one
+    for every in (max(2, index // 2 + 3), index, index + 1):
+        if every < 2 or (index % every == every // 2 and every > 3):
+            continue
+        result = segmented(trace, BUG, every)
+        assert result.divergence is not None
+        assert result.divergence.where == expected.divergence.where
+        same(result, expected)
+
+
+def test_a_long_log_is_validated_in_segments(tmp_path: Path) -> None:
+    import impl
+
+    config, ops = generate_trace(2, "log", "chaos", 1200)
+    engine = impl.Engine(config)
+    lines = [{"config": config.to_json()}]
+    for op in ops:
+        from traces.ops import op_to_json
+
+        lines.append(op_to_json(op) | {"observed": engine.apply(op)})
+    lines[700]["observed"] = lines[700]["observed"] + [{"kind": "skipped", "op": "tick"}]
+    log = tmp_path / "system.log.jsonl"
+    log.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    from traces.logfile import open_log
+
+    source = open_log(log)
+    result = check_in_segments(source.name, config, "log", 250, True, local_runner)
+    assert result.divergence is not None
+    assert result.divergence.where == f"{log}:701"  # line 701: the 700th operation
+
+
+def test_replay_in_segments_on_spark_prints_what_a_sequential_replay_prints(
+    trace: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["replay", str(trace), "--engine", "both", "--check-properties", "--impl", BUG]
+    assert main([*argv, "--segment-ops", "400"]) == 1
+    split = capsys.readouterr()
+    assert "fast pass done: 4 segments of up to 400 operations" in split.err
+    assert main(argv) == 1
+    assert split.out == capsys.readouterr().out
