@@ -40,7 +40,7 @@ MAX_ROWS = 5_000  # traces in the filterable table
 MAX_TOPOLOGIES = 12  # configurations drawn
 MAX_SIDE_ROWS = 120  # rows of the model / impl comparison
 MAX_NARRATIVE = 60  # lines of the account of the events
-MAX_REASONS = 3  # reasons a property did not apply, per verdict cell
+MAX_REASONS = 2  # reasons a property did not apply, per verdict cell
 
 
 @dataclass(frozen=True, slots=True)
