@@ -24,10 +24,12 @@ SENDER_OUTCOMES = (
     "forwarded",
 )
 REDELIVERY_OUTCOMES = ("requeued", "superseded", "unrecoverable")  # R26 (v1.2)
+SITE_EVENTS = "events.site."  # + a site: client events written there (`enqueued`), not required
 
 
 class Coverage:
-    """How often each operation ran or was skipped, each receiver status, each outcome."""
+    """How often each operation ran or was skipped, each receiver status, each outcome,
+    and how many client events each site wrote."""
 
     def __init__(self) -> None:
         self.counts: Counter[str] = Counter()
@@ -42,6 +44,8 @@ class Coverage:
                 self.counts[f"outcome.{obs['kind']}"] += 1
             elif obs["kind"] == "redelivery":
                 self.counts[f"redelivery.{obs['outcome']}"] += 1
+            elif obs["kind"] == "enqueued":
+                self.counts[f"{SITE_EVENTS}{obs['site']}"] += 1
 
     def record_state(self, state: dict[str, Any]) -> None:
         """What the widened strategies must reach: a queue deeper than a batch of 64."""

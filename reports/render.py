@@ -17,6 +17,7 @@ import jinja2
 from markupsafe import Markup
 
 from conformance.examples import Example
+from reports.chart_svg import Chart, render_chart_svg
 from reports.report_data import Report, build_report
 from traces.outputs import write_text_atomically
 
@@ -28,6 +29,10 @@ _ENVIRONMENT = jinja2.Environment(
 )
 
 
+def _chart(chart: Chart | None) -> Markup | str:
+    return Markup(render_chart_svg(chart)) if chart is not None else ""
+
+
 def render_report(report: Report) -> str:
     data: dict[str, Any] = {
         "rows": list(report.rows),
@@ -37,6 +42,9 @@ def render_report(report: Report) -> str:
     svg = {  # our own SVG, rendered with autoescaping by its module
         "topologies": [Markup(t.svg) for t in report.topologies],
         "sequences": [Markup(g.example.sequence_svg) if g.example else "" for g in report.groups],
+        "coverage": [Markup(render_chart_svg(c)) for c in report.coverage_charts],
+        "bandwidth": _chart(report.bandwidth_chart),
+        "policies": _chart(report.policy_chart),
     }
     return template.render(r=report, data=data, svg=svg)
 

@@ -22,10 +22,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from conformance.campaign import delta_share
-from conformance.coverage import Coverage
+from conformance.coverage import SITE_EVENTS, Coverage
 from conformance.examples import MAX_EXAMPLES, Example, failure_groups, group_variants
 from conformance.results import ALL_PROPERTIES
 from conformance.topology import analyse_topology
+from reports.chart_svg import Chart, bar_chart
 from reports.sequence_svg import render_sequence_svg, sequence_diagram
 from reports.topology_svg import render_topology_svg
 from traces.canonical import canonical_json
@@ -39,6 +40,7 @@ MAX_ROWS = 5_000  # traces in the filterable table
 MAX_TOPOLOGIES = 12  # configurations drawn
 MAX_SIDE_ROWS = 120  # rows of the model / impl comparison
 MAX_NARRATIVE = 60  # lines of the account of the events
+MAX_REASONS = 2  # reasons a property did not apply, per verdict cell
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +48,7 @@ class Counts:
     held: int = 0
     failed: int = 0
     not_applicable: int = 0
+    reasons: tuple[tuple[str, int], ...] = ()  # why it did not apply, most traces first
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,6 +131,9 @@ class Report:
     caps: tuple[str, ...]  # what was cut, "showing 50 of 12,345 ..."
     rows: tuple[dict[str, Any], ...] = field(default=())  # the filterable table (as JSON)
     policies: tuple[PolicyRow, ...] = ()  # `campaign --compare-policies`
+    policy_chart: Chart | None = None
+    coverage_charts: tuple[Chart, ...] = ()  # statuses, outcomes, events per site
+    bandwidth_chart: Chart | None = None
 
     @property
     def delta_share(self) -> str:
@@ -136,24 +142,13 @@ class Report:
 
 
 @dataclass(frozen=True, slots=True)
-class Bar:
-    """One bar of a chart: its label, value, and length in px (0..BAR_PX)."""
-
-    label: str
-    value: int
-    length: int
-
-
-@dataclass(frozen=True, slots=True)
 class PolicyRow:
-    """One failure policy's figures (`conformance.policies`) and its chart bars."""
+    """One failure policy's figures (`conformance.policies`), a row of its table."""
 
     title: str
     figures: dict[str, Any]
-    bars: tuple[Bar, ...]
 
 
-BAR_PX = 300
 POLICY_BARS = (
     ("events lost", "events_lost"),
     ("keys that differ", "keys_differing"),
@@ -162,23 +157,60 @@ POLICY_BARS = (
 )
 
 
-def policy_rows(policies: Sequence[Mapping[str, Any]]) -> tuple[PolicyRow, ...]:
-    """The policy comparison as table rows with bars scaled per measure."""
-    tops = {key: max((p[key] for p in policies), default=0) or 1 for _, key in POLICY_BARS}
-    return tuple(
-        PolicyRow(
-            p["title"],
-            dict(p),
-            tuple(
-                Bar(label, p[key], round(BAR_PX * p[key] / tops[key])) for label, key in POLICY_BARS
-            ),
-        )
-        for p in policies
+def policy_chart(policies: Sequence[Mapping[str, Any]]) -> Chart | None:
+    """The policy comparison as bars: a section per measure, a bar per policy."""
+    if not policies:
+        return None
+    sections = [(label, [(p["title"], p[key]) for p in policies]) for label, key in POLICY_BARS]
+    return bar_chart("policies", "failure policies compared", sections)
+
+
+def coverage_charts(coverage: Mapping[str, int]) -> tuple[Chart, ...]:
+    """Receiver statuses (R16) and sender outcomes seen, and the client events written
+    at each site (`events.site.N`, counted from `enqueued`), as bars."""
+    charts = []
+    for prefix, name, label in (
+        ("status.", "statuses", "receiver statuses (R16)"),
+        ("outcome.", "outcomes", "sender outcomes"),
+    ):
+        values = [(k[len(prefix) :], n) for k, n in coverage.items() if k.startswith(prefix)]
+        charts.append(bar_chart(name, label, [(label, values)]))
+    sites = sorted(
+        (int(k.rsplit(".", 1)[1]), n) for k, n in coverage.items() if k.startswith(SITE_EVENTS)
     )
+    label = "client events written per site"
+    charts.append(bar_chart("sites", label, [(label, [(f"site {s}", n) for s, n in sites])]))
+    return tuple(charts)
+
+
+def bandwidth_chart(rows: Sequence[Mapping[str, Any]], profiles: Sequence[str]) -> Chart:
+    """Bytes shipped as full values and as deltas (R14; each row sums its senders'),
+    a section per profile."""
+    sections = [
+        (
+            profile,
+            [
+                (what, sum(r[key] for r in rows if _profile(r) == profile))
+                for what, key in (("full values", "bytes_full"), ("deltas", "bytes_delta"))
+            ],
+        )
+        for profile in profiles
+    ]
+    return bar_chart("bandwidth", "bytes sent as full values and as deltas", sections)
 
 
 def _shown(shown: int, total: int, what: str) -> str:
     return f"showing {shown:,} of {plural(total, what)}"
+
+
+def _reasons(reasons: Counter[str]) -> tuple[tuple[str, int], ...]:
+    """The most common reasons, the rest counted as one line."""
+    ordered = sorted(reasons.items(), key=lambda item: (-item[1], item[0]))
+    shown = ordered[:MAX_REASONS]
+    if len(ordered) > MAX_REASONS:
+        rest = ordered[MAX_REASONS:]
+        shown.append((f"{plural(len(rest), 'other reason')}", sum(n for _, n in rest)))
+    return tuple(shown)
 
 
 def _generated() -> str:
@@ -207,10 +239,17 @@ def build_report(
     for name in ALL_PROPERTIES:
         cells = []
         for profile in profiles:
-            statuses = Counter(
-                r["verdicts"][name.lower()]["status"] for r in rows if _profile(r) == profile
+            mine = [r["verdicts"][name.lower()] for r in rows if _profile(r) == profile]
+            statuses = Counter(v["status"] for v in mine)
+            reasons = Counter(v["reason"] for v in mine if v["status"] == "not applicable")
+            cells.append(
+                Counts(
+                    statuses["held"],
+                    statuses["failed"],
+                    statuses["not applicable"],
+                    _reasons(reasons),
+                )
             )
-            cells.append(Counts(statuses["held"], statuses["failed"], statuses["not applicable"]))
         verdicts.append(VerdictRow(name, tuple(cells)))
     coverage = Coverage()
     for row in rows:
@@ -284,7 +323,10 @@ def build_report(
         groups=tuple(groups),
         caps=tuple(caps),
         rows=table,
-        policies=policy_rows(policies),
+        policies=tuple(PolicyRow(p["title"], dict(p)) for p in policies),
+        policy_chart=policy_chart(policies),
+        coverage_charts=coverage_charts(dict(coverage_rows)),
+        bandwidth_chart=bandwidth_chart(rows, profiles),
     )
 
 

@@ -26,6 +26,16 @@ ROW = 30
 TOP = 40
 LEFT = 300  # room for the operation labels
 LANE = 190
+LABEL_CHARS = 44  # an operation label longer than this ends with "…" (LEFT px at 11 px)
+MARK_CHARS = 30  # a mark's text longer than this ends with "…" (a lane is LANE px)
+
+
+def shorten(text: str, limit: int) -> tuple[str, str]:
+    """(what to draw, the full text when it was cut or "") for a label of `limit` chars;
+    the full text goes into an SVG <title>, a tooltip."""
+    if len(text) <= limit:
+        return text, ""
+    return text[: limit - 1].rstrip() + "…", text
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +49,7 @@ class Row:
     y: int
     label: str
     focus: bool
+    full: str = ""  # the whole label, when `label` is cut
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +67,7 @@ class Mark:
     y: int
     text: str
     bad: bool  # a drop, dead letter or timeout
+    full: str = ""  # the whole text, when `text` is cut
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,7 +118,8 @@ def sequence_diagram(
         if index < first:
             continue
         y += ROW
-        rows.append(Row(y, f"{here.rsplit(':', 1)[-1]}  {op_text(op)}"[:44], index == focus))
+        label, full = shorten(f"{here.rsplit(':', 1)[-1]}  {op_text(op)}", LABEL_CHARS)
+        rows.append(Row(y, label, index == focus, full))
         skipped = len(observations) == 1 and observations[0]["kind"] == "skipped"
         texts: dict[int, list[tuple[str, bool]]] = {}
         match op:
@@ -138,7 +151,8 @@ def sequence_diagram(
         for site, items in texts.items():
             shown = ", ".join(text for text, _ in items[:3])
             more = f" +{len(items) - 3}" if len(items) > 3 else ""
-            marks.append(Mark(x[site], y, shown + more, any(bad for _, bad in items)))
+            text, full = shorten(shown + more, MARK_CHARS)
+            marks.append(Mark(x[site], y, text, any(bad for _, bad in items), full))
     for site, since in down_since.items():
         shades.append(Shade(x[site], since, y + ROW // 2 - since))
     return SequenceDiagram(
@@ -167,7 +181,8 @@ height="{{ s.height }}" fill="#f3c4c4" opacity="0.6"><title>site down</title></r
 {% endfor %}
 {% for r in d.rows %}{% if r.focus %}<rect class="focus" x="0" y="{{ r.y - 15 }}" \
 width="{{ d.width }}" height="{{ 30 }}" fill="#fff3b0"/>{% endif %}
-<text x="8" y="{{ r.y + 4 }}" fill="#333">{{ r.label }}</text>
+<text x="8" y="{{ r.y + 4 }}" fill="#333">{{ r.label }}{% if r.full %}<title>{{ r.full }}\
+</title>{% endif %}</text>
 {% endfor %}
 {% for l in d.lanes %}<line x1="{{ l.x }}" y1="30" x2="{{ l.x }}" y2="{{ d.height - 10 }}" \
 stroke="#999" stroke-width="1.5"/>
@@ -181,7 +196,8 @@ fill="{{ '#c00' if a.lost else '#246' }}">{{ a.label }}</text>
 {% endfor %}
 {% for m in d.marks %}<circle cx="{{ m.x }}" cy="{{ m.y }}" r="3.5" \
 fill="{{ '#c00' if m.bad else '#246' }}"/><text x="{{ m.x + 6 }}" y="{{ m.y + 12 }}" \
-fill="{{ '#c00' if m.bad else '#222' }}">{{ m.text }}</text>
+fill="{{ '#c00' if m.bad else '#222' }}">{{ m.text }}{% if m.full %}<title>{{ m.full }}</title>\
+{% endif %}</text>
 {% endfor %}
 </svg>
 """

@@ -30,10 +30,10 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-def dump_dom(url: str, profile: Path) -> str:
+def dump_dom(url: str, profile: Path, *flags: str) -> str:
     assert CHROMIUM is not None
     run = subprocess.run(
-        [CHROMIUM, *FLAGS, f"--user-data-dir={profile}", "--dump-dom", url],
+        [CHROMIUM, *FLAGS, *flags, f"--user-data-dir={profile}", "--dump-dom", url],
         capture_output=True, text=True, timeout=120, check=True,
     )  # fmt: skip
     return run.stdout
@@ -61,3 +61,51 @@ def test_report_opens_in_chromium_without_errors_and_filters(tmp_path: Path) -> 
     assert selftest["nothing"] == 0
     assert selftest["diagrams"] > 0  # arrows and marks of the sequence diagram drawn
     assert dom.count("<tr>") > 20  # the trace table rows were built by the script
+
+
+GEOMETRY = """<script>
+(function () {
+  function box(el) { var r = el.getBoundingClientRect(); return [r.left, r.right, r.top, r.bottom]; }
+  var checkbox = document.getElementById("failing");
+  var words = Array.prototype.find.call(checkbox.parentElement.childNodes, function (n) {
+    return n.nodeType === 3 && n.textContent.trim();
+  });
+  var range = document.createRange(); range.selectNodeContents(words);
+  var tables = document.querySelectorAll("#coverage table");
+  var out = {
+    checkbox: box(checkbox), words: box(range),
+    tables: Array.prototype.map.call(tables, function (t) {
+      var rows = Array.prototype.reduce.call(t.rows, function (sum, r) { return sum + r.getBoundingClientRect().height; }, 0);
+      return { height: t.getBoundingClientRect().height, rows: rows };
+    }),
+  };
+  var pre = document.createElement("pre"); pre.id = "geometry"; pre.textContent = JSON.stringify(out);
+  document.body.appendChild(pre);
+})();
+</script>
+"""
+
+
+@pytest.mark.parametrize("width", [1400, 800])
+def test_failing_only_checkbox_sits_by_its_label_and_tables_keep_their_height(
+    tmp_path: Path, width: int
+) -> None:
+    """Issue 20: the "failing only" checkbox is next to its words, on their line; each
+    coverage table is as tall as its rows, not as the tallest (the operations')."""
+    report = tmp_path / "report.html"
+    assert main(["report", str(DATA / "resend.jsonl"), "-o", str(report), "--impl", RESEND]) == 1
+    page = tmp_path / "measured.html"
+    page.write_text(report.read_text("utf-8").replace("</body>", GEOMETRY + "</body>"), "utf-8")
+    dom = dump_dom(page.as_uri(), tmp_path / "profile", f"--window-size={width},2400")
+    found = re.search(r'<pre id="geometry">(.*?)</pre>', dom, re.S)
+    assert found is not None, "the measuring script did not run"
+    geometry = json.loads(found.group(1))
+    left, right, top, bottom = geometry["checkbox"]
+    w_left, _, w_top, w_bottom = geometry["words"]
+    assert right - left < 30  # a checkbox, not a 260 px wide input
+    assert 0 <= w_left - right < 12  # the words start just after the box
+    assert top <= (w_top + w_bottom) / 2 <= bottom  # on the same line
+    ops, statuses, outcomes = geometry["tables"]
+    for table in (ops, statuses, outcomes):
+        assert abs(table["height"] - table["rows"]) < 4  # as tall as its rows
+    assert statuses["height"] < ops["height"] / 2  # 6 rows, not the 31 of the operations

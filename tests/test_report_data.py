@@ -6,6 +6,8 @@ from __future__ import annotations
 import copy
 import json
 import os
+import re
+import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
@@ -14,11 +16,15 @@ import pytest
 from conformance.check import LocalTrace, check_local
 from conformance.results import read_results, rows_table, write_results
 from reports.render import report_json, write_report
+from reports.sequence_svg import LABEL_CHARS, render_sequence_svg, sequence_diagram
+from traces.config import parse_config
+from traces.ops import parse_op
 from traces.tracefile import open_trace
 from wanconform.cli import main
 
 DATA = Path(__file__).parent / "data" / "report"
 RESEND = "tools.planted_bugs:ResendWithoutPossibleDuplicate"
+SVG = "{http://www.w3.org/2000/svg}"
 
 
 def local(paths: list[str]) -> list[LocalTrace]:
@@ -38,9 +44,12 @@ def test_report_data_of_planted_r20_bug(tmp_path: Path) -> None:
     assert report["operations"] == 10 + 6
     assert report["profiles"] == ["report"]
     verdicts = {row["property"]: row["cells"][0] for row in report["verdicts"]}
-    assert verdicts["P1"] == {"held": 1, "failed": 1, "not_applicable": 0}
+    assert verdicts["P1"] == {"held": 1, "failed": 1, "not_applicable": 0, "reasons": []}
     # P7: no sender has dlq_secure in either trace.
-    assert verdicts["P7"] == {"held": 0, "failed": 0, "not_applicable": 2}
+    assert verdicts["P7"] == {
+        "held": 0, "failed": 0, "not_applicable": 2,
+        "reasons": [["no sender has dlq_secure", 2]],
+    }  # fmt: skip
     coverage = dict(report["coverage"])
     assert coverage["outcome.dlq"] == 1  # x failed once at site 1, dead-lettered (R24)
     assert coverage["outcome.timeout"] == 1 and coverage["op.drop_ack.ran"] == 1
@@ -139,3 +148,104 @@ def test_report_of_10000_traces_stays_under_5_mb_and_says_what_it_cut(tmp_path: 
     assert report["traces"] == 10_000 and report["failing"] == 10_000
     assert len(report["groups"]) == 50
     assert "showing 50 of 70 failure signatures" in report["caps"]
+
+
+# -- issue 20: reasons, charts, sequence labels --------------------------------------------
+
+CHARTED = [
+    {"config": {"sites": [1, 2], "senders": [
+        {"id": "ny", "site": 1, "remote": 2, "batch_size": 1, "delta": True},
+        {"id": "ld", "site": 2, "remote": 1, "batch_size": 1}]}},
+    {"op": "put", "site": 1, "key": "k", "value": {"q": 1}},
+    {"op": "deliver", "sender": "ny"},
+    {"op": "deliver_ack", "sender": "ny"},
+    {"op": "delta", "site": 1, "key": "k", "changes": {"q": 22}},
+    {"op": "deliver", "sender": "ny"},
+    {"op": "deliver_ack", "sender": "ny"},
+    {"op": "put", "site": 2, "key": "j", "value": {"s": "abc"}},
+    {"op": "deliver", "sender": "ld"},
+]  # fmt: skip
+
+
+def bar_titles(html: str, chart: str) -> list[str]:
+    """The <title> texts of the bars of the chart whose class is `chart`."""
+    svg = html.split(f'class="chart {chart}"', 1)[1].split("</svg>", 1)[0]
+    return re.findall(r"<rect [^>]*><title>(.*?)</title>", svg)
+
+
+def test_charts_of_a_small_trace_carry_its_figures(tmp_path: Path) -> None:
+    """Bandwidth, statuses, outcomes and events per site, counted by hand. Batch size 1
+    (R15): each write ships at once. 1:1 put {"q":1}, 7 bytes full (R4, R14); 1:2 a
+    delta from a delta operation on a delta sender, {"q":22}, 8 bytes as a delta; 2:1 put
+    {"s":"abc"} at site 2, 11 bytes full. Three batches (outcome `sent`), three deliveries
+    each `ok` (R16, no conflicts: one writer per key; the delta's base is 1:1's tag), no
+    forward (R22: each sender's remote is the origin). Site 1 wrote 2 events, site 2 one."""
+    trace = tmp_path / "charted.jsonl"
+    trace.write_text("".join(json.dumps(line) + "\n" for line in CHARTED), encoding="utf-8")
+    rows, examples, notes = check_local(local([str(trace)]))
+    path = tmp_path / "r.html"
+    write_report(rows, examples, notes, path, "impl:Engine")
+    html = path.read_text(encoding="utf-8")
+    assert bar_titles(html, "chart-bandwidth") == ["report: full values: 18", "report: deltas: 8"]
+    statuses = "receiver statuses (R16): "
+    assert bar_titles(html, "chart-statuses") == [
+        f"{statuses}{s}" for s in ("ok: 3", "duplicate: 0", "conflict: 0", "failed: 0",
+                                   "invalid_delta: 0")
+    ]  # fmt: skip
+    outcomes = dict(t.split(": ", 1)[1].split(": ") for t in bar_titles(html, "chart-outcomes"))
+    assert outcomes == {
+        "sent": "3", "timeout": "0", "connection_failed": "0", "dropped": "0", "dlq": "0",
+        "invalid_delta": "0", "forwarded": "0",
+    }  # fmt: skip
+    assert bar_titles(html, "chart-sites") == [
+        "client events written per site: site 1: 2",
+        "client events written per site: site 2: 1",
+    ]
+    # each section scaled alone: its largest bar is BAR_PX (300) long, the others to scale
+    assert re.findall(r'width="(\d+)" height="14"', html.split("chart-sites", 1)[1])[:2] == [
+        "300",
+        "150",
+    ]
+
+
+def test_policies_chart_has_a_section_per_measure_and_a_bar_per_policy(tmp_path: Path) -> None:
+    [row], _, _ = check_local(local([str(DATA / "dead_letter.jsonl")]))
+    redelivery = {"requeued": 0, "superseded": 0, "unrecoverable": 0}
+    policies = [
+        {"title": title, "events_lost": lost, "keys_differing": 1, "records_left": 0,
+         "largest_backlog": 2, "redelivery": redelivery, "redelivery_conflicts": 0}
+        for title, lost in (("drop", 4), ("block", 2))
+    ]  # fmt: skip
+    path = tmp_path / "r.html"
+    write_report([row], {}, {}, path, "impl:Engine", policies=policies)
+    titles = bar_titles(path.read_text(encoding="utf-8"), "chart-policies")
+    assert titles[:2] == ["events lost: drop: 4", "events lost: block: 2"]
+    assert titles[6:] == ["largest backlog: drop: 2", "largest backlog: block: 2"]
+    assert len(titles) == 8
+
+
+def test_not_applicable_verdicts_show_their_reason(tmp_path: Path) -> None:
+    """Neither trace has a sender with dlq_secure: P7 (§11) does not apply to either."""
+    paths = [str(DATA / "resend.jsonl"), str(DATA / "dead_letter.jsonl")]
+    rows, examples, notes = check_local(local(paths), RESEND)
+    path = tmp_path / "r.html"
+    report = report_json(write_report(rows, examples, notes, path, RESEND))
+    p7 = next(row for row in report["verdicts"] if row["property"] == "P7")
+    assert p7["cells"][0]["reasons"] == [["no sender has dlq_secure", 2]]
+    html = path.read_text(encoding="utf-8")
+    row = html.split("<tr><th>P7</th>", 1)[1].split("</tr>", 1)[0]
+    assert '<span class="reason">n/a: no sender has dlq_secure (2)</span>' in row
+
+
+def test_a_long_sequence_label_ends_with_an_ellipsis_and_has_a_title() -> None:
+    config = parse_config({"sites": [1, 2], "senders": [{"id": "ny", "site": 1, "remote": 2}]})
+    value = {"name": "a rather long value", "n": 12345}
+    op = parse_op({"op": "put", "site": 1, "key": "k", "value": value}, config)
+    full = 'put 1 k {"n":12345,"name":"a rather long value"}'  # op_text: canonical JSON
+    svg = render_sequence_svg(sequence_diagram(config, [("t.jsonl:2", op, [])], 0))
+    labels = [t for t in ET.fromstring(svg).iter(f"{SVG}text") if t.find(f"{SVG}title") is not None]
+    [label] = labels
+    title = label.find(f"{SVG}title")
+    assert title is not None and title.text == f"2  {full}"
+    assert label.text is not None and label.text.endswith("…")
+    assert len(label.text) == LABEL_CHARS and f"2  {full}".startswith(label.text[:-1])
