@@ -294,6 +294,14 @@ class WanConformance(RuleBasedStateMachine):
         self.apply(Redeliver(sender.id))
 
     @precondition(lambda self: configured(self) and bool(self.holding()))
+    @rule(data=st.data())
+    def redeliver_held(self, data: st.DataObject) -> None:
+        """R26 on a sender holding records, nothing in between: most are requeued (the
+        entry is still the record's own write, or the record keeps its value)."""
+        sender = data.draw(st.sampled_from(self.holding()), label="sender")
+        self.apply(Redeliver(sender.id))
+
+    @precondition(lambda self: configured(self) and bool(self.holding()))
     @rule(data=st.data(), value=values)
     def rewrite_then_redeliver(self, data: st.DataObject, value: dict[str, Any]) -> None:
         """A newer write of a dead letter's key, then R26: superseded (R16.3's order)."""

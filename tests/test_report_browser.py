@@ -65,7 +65,9 @@ def test_report_opens_in_chromium_without_errors_and_filters(tmp_path: Path) -> 
 
 GEOMETRY = """<script>
 (function () {
-  function box(el) { var r = el.getBoundingClientRect(); return [r.left, r.right, r.top, r.bottom]; }
+  function box(el) {
+    var r = el.getBoundingClientRect(); return [r.left, r.right, r.top, r.bottom];
+  }
   var checkbox = document.getElementById("failing");
   var words = Array.prototype.find.call(checkbox.parentElement.childNodes, function (n) {
     return n.nodeType === 3 && n.textContent.trim();
@@ -75,11 +77,14 @@ GEOMETRY = """<script>
   var out = {
     checkbox: box(checkbox), words: box(range),
     tables: Array.prototype.map.call(tables, function (t) {
-      var rows = Array.prototype.reduce.call(t.rows, function (sum, r) { return sum + r.getBoundingClientRect().height; }, 0);
+      var rows = Array.prototype.reduce.call(t.rows, function (sum, r) {
+        return sum + r.getBoundingClientRect().height;
+      }, 0);
       return { height: t.getBoundingClientRect().height, rows: rows };
     }),
   };
-  var pre = document.createElement("pre"); pre.id = "geometry"; pre.textContent = JSON.stringify(out);
+  var pre = document.createElement("pre"); pre.id = "geometry";
+  pre.textContent = JSON.stringify(out);
   document.body.appendChild(pre);
 })();
 </script>
