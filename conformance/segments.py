@@ -29,6 +29,7 @@ user's `--impl` needs `from_checkpoint` and `checkpoint` (else the check is sequ
 
 from __future__ import annotations
 
+import json
 import os
 import pickle
 import shutil
@@ -145,8 +146,6 @@ def _engines(plan: Plan, cut: Cut) -> tuple[EngineFactory, EngineFactory]:
 
 
 def _read_json(path: Path) -> dict[str, Any]:
-    import json
-
     doc: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
     return doc
 
@@ -165,12 +164,24 @@ def _ops_from(plan: Plan, cut: Cut, stop: int) -> Iterator[tuple[str, Op]]:
 
 def _lines(plan: Plan, cut: Cut) -> Iterator[tuple[int, int, Op]]:
     """(line, offset, operation) of the trace or log from a cut."""
-    if plan.impl_spec != "log":
-        return trace_ops(plan.name, plan.path, plan.config, cut.offset, cut.line)
+    return file_ops(plan.name, plan.path, plan.config, plan.impl_spec == "log", cut)
+
+
+def file_ops(
+    name: str, path: str, config: Config, log: bool, cut: Cut
+) -> Iterator[tuple[int, int, Op]]:
+    """(line, offset, operation) of a validated trace or log (`log`) from a cut."""
+    if not log:
+        return trace_ops(name, path, config, cut.offset, cut.line)
     from traces.logfile import LogSource
 
-    log = LogSource(plan.path, plan.config, plan.operations, 0)
-    return ((e.line, offset, e.op) for offset, e in log.entries_from(cut.offset, cut.line))
+    source = LogSource(path, config, 0, 0)
+    return ((e.line, offset, e.op) for offset, e in source.entries_from(cut.offset, cut.line))
+
+
+def against(impl_spec: str | None) -> str:
+    """What the model ran against, in verdicts and results: the impl's spec or the log."""
+    return "the log" if impl_spec == "log" else impl_spec or DEFAULT_IMPL
 
 
 def run_segment(plan: Plan, index: int) -> SegmentResult:
@@ -182,7 +193,7 @@ def run_segment(plan: Plan, index: int) -> SegmentResult:
         plan.config,
         engine="both",
         impl=impl_factory,
-        impl_spec=plan.impl_spec or DEFAULT_IMPL,
+        impl_spec=against(plan.impl_spec),
         properties=False,
         replay=lambda: (op for _, op in _ops_from(plan, start, end.index)),
         model=model_factory,
@@ -238,22 +249,18 @@ def fast_pass(
         (Path(folder) / f"cut-{index}.run").write_bytes(pickle.dumps(state))
         cuts.append(Cut(index, line, offset))
 
-    ops: Iterator[tuple[int, int, Any]]
-    if is_log:
-        ops = _lines(Plan(name, path, config, folder, "log", (), 0), Cut(0, 1, 0))
-    else:
-        ops = trace_ops(name, path, config, 0, 1)
+    ops = file_ops(name, path, config, is_log, Cut(0, 1, 0))
     index = 0
-    last, end_offset = 1, 0
+    last = 1
     for number, offset, op in ops:
         if index % every == 0:
             cut(index, number, offset)
         run.step(where(name, number), op)
         index += 1
-        last, end_offset = number, offset
+        last = number
         if progress is not None and index % 65_536 == 0:
             progress(index)
-    cut(index, last + 1, end_offset)  # the end: no line follows
+    cut(index, last + 1, os.path.getsize(path))  # the end: no operation follows
     return run.finish(where(name, last)), tuple(cuts)
 
 
@@ -276,7 +283,7 @@ def check_in_segments(
         say(f"fast pass done: {len(cuts) - 1} segments of up to {every:,} operations")
         results = sorted(run_all(plan, len(cuts) - 1), key=lambda r: r.index)
         first = next((r for r in results if r.divergence is not None or not r.end_matches), None)
-        other = impl_spec if impl_spec not in (None, "log") else DEFAULT_IMPL
+        other = against(impl_spec)
         if first is None:
             verdicts = (p1_verdict("both", None, other), *fast.verdicts[1:])
             return replace(fast, engine="both", impl=other, verdicts=verdicts)
@@ -298,7 +305,7 @@ def _sequential_from(plan: Plan, index: int, properties: bool, seconds: float) -
         plan.config,
         engine="both",
         impl=impl_factory,
-        impl_spec=plan.impl_spec if plan.impl_spec not in (None, "log") else DEFAULT_IMPL,
+        impl_spec=against(plan.impl_spec),
         properties=properties,
         replay=lambda: (op for _, op in _ops_from(plan, start, plan.operations)),
         model=model_factory,

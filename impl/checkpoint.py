@@ -2,9 +2,9 @@
 
 `export(engine)` writes the document's `state` part from the engine's mutable state;
 `restore(engine, state_doc)` sets a fresh engine's state to the one it describes.
-Conversions only; what the fields mean is impl/state.py's. A restored event's `base`
-(R10) carries the base tag only: the engine compares tags, never the base's value.
-Injected failures with no attempts left are left out (they change nothing, R16.2).
+Conversions only; what the fields mean is impl/state.py's, the document's shape
+traces/checkpoint.py's. A restored event's `base` (R10) carries the base tag only: the
+engine compares tags, never the base's value.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from impl.applied import AppliedRanges
 from impl.state import AckMessage, BatchMessage, Entry, Event, FailEntry, InFlight
+from traces.checkpoint import event_doc, sender_doc, site_doc
 
 if TYPE_CHECKING:
     from impl.engine import Engine
@@ -20,65 +21,54 @@ if TYPE_CHECKING:
 
 def _event(event: Event) -> dict[str, Any]:
     base = event.base
-    return {
-        "event": event.id,
-        "origin": event.origin,
-        "seq": event.seq,
-        "key": event.key,
-        "op": event.op,
-        "value": event.value,
-        "version": event.entry.version_list(),
-        "base_version": None if base is None else base.version_list(),
-        "delta": event.delta,
-        "converted": event.converted,
-        "recipients": sorted(event.recipients),
-        "possible_duplicate": event.possible_duplicate,
-        "enqueued_at": event.enqueued_at,
-    }
+    return event_doc(
+        event.id,
+        event.origin,
+        event.seq,
+        event.key,
+        event.op,
+        event.value,
+        event.entry.version_list(),
+        None if base is None else base.version_list(),
+        event.delta,
+        event.converted,
+        event.recipients,
+        event.possible_duplicate,
+        event.enqueued_at,
+    )
 
 
 def export(engine: Engine) -> dict[str, Any]:
     """The `state` part of a checkpoint of `engine`."""
     seen = engine.observe()
     for site in engine._sites.values():
-        doc = seen["sites"][str(site.id)]
-        doc["last_issued"] = site.last_issued
-        doc["applied"] = {
-            str(origin): [list(pair) for pair in memory.ranges()]
-            for origin, memory in sorted(site.applied.items())
-            if memory.range_count()
-        }
-        doc["failures"] = {
-            key: {"exception": fail.exception, "remaining": fail.remaining}
-            for key, fail in site.fails.items()
-            if fail.remaining > 0
-        }
+        seen["sites"][str(site.id)] = site_doc(
+            seen["sites"][str(site.id)],
+            site.last_issued,
+            {
+                str(origin): [list(pair) for pair in memory.ranges()]
+                for origin, memory in sorted(site.applied.items())
+            },
+            ((key, fail.exception, fail.remaining) for key, fail in site.fails.items()),
+        )
     for sender in engine._sender_list:
-        doc = seen["senders"][sender.id]
-        del doc["network"]
-        doc["queue"] = [_event(event) for event in sender.queue.events()]
-        doc["last_batch_id"] = sender.last_batch_id
         batch, ack = sender.batch_message, sender.ack_message
-        doc["batch"] = (
+        seen["senders"][sender.id] = sender_doc(
+            seen["senders"][sender.id],
+            [_event(event) for event in sender.queue.events()],
+            sender.last_batch_id,
             None
             if batch is None
-            else {
-                "batch_id": batch.batch_id,
-                "events": [
-                    _event(event) | {"as_delta": ships}
-                    for event, ships in zip(batch.events, batch.as_delta, strict=True)
-                ],
-            }
-        )
-        doc["ack"] = (
+            else (
+                batch.batch_id,
+                zip([_event(e) for e in batch.events], batch.as_delta, strict=True),
+            ),
             None
             if ack is None
-            else {
-                "batch_id": ack.batch_id,
-                "statuses": [
-                    [status, ack.exceptions.get(index)] for index, status in enumerate(ack.statuses)
-                ],
-            }
+            else (
+                ack.batch_id,
+                ((status, ack.exceptions.get(i)) for i, status in enumerate(ack.statuses)),
+            ),
         )
     return seen
 
@@ -130,8 +120,8 @@ def restore(engine: Engine, doc: dict[str, Any]) -> None:
         }
     for sender in engine._sender_list:
         saved = doc["senders"][sender.id]
-        for event_doc in saved["queue"]:
-            sender.queue.append(_restored_event(event_doc))
+        for queued in saved["queue"]:
+            sender.queue.append(_restored_event(queued))
         sender.next_retry_at = saved["next_retry_at"]
         sender.last_batch_id = saved["last_batch_id"]
         sender.stats = dict(saved["stats"])

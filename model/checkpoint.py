@@ -2,8 +2,8 @@
 
 `to_state_doc(state)` writes the document's `state` part; `from_state_doc(state_doc)`
 builds the immutable `State` it describes. Conversions only: what the fields mean is
-model/state.py's. R16.1's bitmaps become ranges of sequence numbers and back; injected
-failures with no attempts left are left out (they no longer change anything, R16.2).
+model/state.py's, the document's shape traces/checkpoint.py's. R16.1's bitmaps become
+ranges of sequence numbers and back.
 """
 
 from __future__ import annotations
@@ -30,24 +30,26 @@ from model.state import (
     SiteStats,
     State,
 )
+from traces.checkpoint import event_doc, sender_doc, site_doc
 
 
 def _event(event: GatewayEvent) -> dict[str, Any]:
-    return {
-        "event": event.event_id,
-        "origin": event.origin,
-        "seq": event.seq,
-        "key": event.key,
-        "op": event.op,
-        "value": event.value,
-        "version": list(event.version),
-        "base_version": None if event.base_version is None else list(event.base_version),
-        "delta": event.delta,
-        "converted": event.converted,
-        "recipients": sorted(event.recipients),
-        "possible_duplicate": event.possible_duplicate,
-        "enqueued_at": event.enqueued_at,
-    }
+    base = event.base_version
+    return event_doc(
+        event.event_id,
+        event.origin,
+        event.seq,
+        event.key,
+        event.op,
+        event.value,
+        list(event.version),
+        None if base is None else list(base),
+        event.delta,
+        event.converted,
+        event.recipients,
+        event.possible_duplicate,
+        event.enqueued_at,
+    )
 
 
 def _tag(listed: list[int]) -> tuple[int, int, int]:
@@ -89,7 +91,7 @@ def _applied_ranges(applied: AppliedIds) -> dict[str, list[list[int]]]:
             else:
                 ranges.append([start, end])
             bits &= ~(((1 << run) - 1) << low)
-    return {origin: ranges for origin, ranges in out.items() if ranges}
+    return out
 
 
 def _applied_ids(doc: dict[str, list[list[int]]]) -> AppliedIds:
@@ -108,38 +110,36 @@ def _applied_ids(doc: dict[str, list[list[int]]]) -> AppliedIds:
 def to_state_doc(state: State) -> dict[str, Any]:
     """The `state` part of a checkpoint of `state`."""
     seen = observe(state)
-    sites: dict[str, Any] = {}
-    for site_id, site in state.sites.items():
-        doc = seen["sites"][str(site_id)]
-        doc["last_issued"] = site.last_issued
-        doc["applied"] = _applied_ranges(site.applied)
-        doc["failures"] = {
-            key: {"exception": failure.exception, "remaining": failure.remaining}
-            for (at, key), failure in state.failures.items()
-            if at == site_id and failure.remaining > 0
-        }
-        sites[str(site_id)] = doc
-    senders: dict[str, Any] = {}
-    for sender_id, sender in state.senders.items():
-        doc = seen["senders"][sender_id]
-        del doc["network"]
-        doc["queue"] = [_event(event) for event in sender.queue]
-        doc["last_batch_id"] = sender.last_batch_id
-        batch, ack = sender.batch_message, sender.ack_message
-        doc["batch"] = (
-            None
-            if batch is None
-            else {
-                "batch_id": batch.batch_id,
-                "events": [_event(event) | {"as_delta": ships} for event, ships in batch.events],
-            }
+    sites = {
+        str(site_id): site_doc(
+            seen["sites"][str(site_id)],
+            site.last_issued,
+            _applied_ranges(site.applied),
+            (
+                (key, failure.exception, failure.remaining)
+                for (at, key), failure in state.failures.items()
+                if at == site_id
+            ),
         )
-        doc["ack"] = (
+        for site_id, site in state.sites.items()
+    }
+    senders = {
+        sender_id: sender_doc(
+            seen["senders"][sender_id],
+            [_event(event) for event in sender.queue],
+            sender.last_batch_id,
             None
-            if ack is None
-            else {"batch_id": ack.batch_id, "statuses": [list(pair) for pair in ack.statuses]}
+            if sender.batch_message is None
+            else (
+                sender.batch_message.batch_id,
+                ((_event(event), ships) for event, ships in sender.batch_message.events),
+            ),
+            None
+            if sender.ack_message is None
+            else (sender.ack_message.batch_id, sender.ack_message.statuses),
         )
-        senders[sender_id] = doc
+        for sender_id, sender in state.senders.items()
+    }
     return {"time": state.time, "sites": sites, "senders": senders}
 
 

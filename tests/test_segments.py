@@ -101,6 +101,22 @@ def test_a_long_log_is_validated_in_segments(tmp_path: Path) -> None:
     result = check_in_segments(source.name, config, "log", 250, True, local_runner)
     assert result.divergence is not None
     assert result.divergence.where == f"{log}:701"  # line 701: the 700th operation
+    run = TraceRun(
+        source.name,
+        config,
+        engine="both",
+        impl=source.engine,
+        impl_spec="the log",
+        replay=lambda: (op for _, op in source.ops()),
+    )
+    last = 1
+    for last, op in source.ops():
+        run.step(where(source.name, last), op)
+    expected = run.finish(where(source.name, last))
+    assert result.verdicts[0] == expected.verdicts[0]  # P1 names "the log"
+    assert canonical_json(as_json(result, None, "the log")) == canonical_json(
+        as_json(expected, None, "the log")
+    )
 
 
 def test_replay_in_segments_on_spark_prints_what_a_sequential_replay_prints(

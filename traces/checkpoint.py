@@ -22,7 +22,7 @@ from __future__ import annotations
 import functools
 import json
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -123,6 +123,86 @@ def check_fits(config: Config, doc: dict[str, Any], where: str) -> dict[str, Any
     return state
 
 
+def event_doc(
+    event_id: str,
+    origin: int,
+    seq: int,
+    key: str,
+    op: str,
+    value: Any,
+    version: list[int],
+    base_version: list[int] | None,
+    delta: Any,
+    converted: bool,
+    recipients: Iterable[int],
+    possible_duplicate: bool,
+    enqueued_at: int,
+) -> dict[str, Any]:
+    """One queued gateway event (R11, R22), every field."""
+    return {
+        "event": event_id,
+        "origin": origin,
+        "seq": seq,
+        "key": key,
+        "op": op,
+        "value": value,
+        "version": version,
+        "base_version": base_version,
+        "delta": delta,
+        "converted": converted,
+        "recipients": sorted(recipients),
+        "possible_duplicate": possible_duplicate,
+        "enqueued_at": enqueued_at,
+    }
+
+
+def site_doc(
+    observed: dict[str, Any],
+    last_issued: int,
+    applied: dict[str, list[list[int]]],
+    failures: Iterable[tuple[str, str, int]],
+) -> dict[str, Any]:
+    """A site: its §10 observable part and what decides its future besides (R16.1's
+    ranges, R16.2's failures as (key, exception, remaining): those with none left are
+    left out, they change nothing, R21's last timestamp)."""
+    return observed | {
+        "last_issued": last_issued,
+        "applied": {origin: ranges for origin, ranges in applied.items() if ranges},
+        "failures": {
+            key: {"exception": exception, "remaining": remaining}
+            for key, exception, remaining in failures
+            if remaining > 0
+        },
+    }
+
+
+def sender_doc(
+    observed: dict[str, Any],
+    queue: list[dict[str, Any]],
+    last_batch_id: int,
+    batch: tuple[int, Iterable[tuple[dict[str, Any], bool]]] | None,
+    ack: tuple[int, Iterable[tuple[str, str | None]]] | None,
+) -> dict[str, Any]:
+    """A sender: its §10 observable part (without `network`, which `batch` and `ack`
+    hold in full) and its queue's events, batch counter (R15), batch as shipped (R14,
+    R15: (batch id, (event, as_delta) ...)) and ack (R17: (batch id, (status,
+    exception) ...))."""
+    doc = {name: item for name, item in observed.items() if name != "network"}
+    return doc | {
+        "queue": queue,
+        "last_batch_id": last_batch_id,
+        "batch": None
+        if batch is None
+        else {
+            "batch_id": batch[0],
+            "events": [event | {"as_delta": ships} for event, ships in batch[1]],
+        },
+        "ack": None
+        if ack is None
+        else {"batch_id": ack[0], "statuses": [[status, exc] for status, exc in ack[1]]},
+    }
+
+
 def document(config: Config, state: dict[str, Any]) -> dict[str, Any]:
     """The whole checkpoint document of an engine's `state` part."""
     return {"format": FORMAT, "version": VERSION, "config": config.to_json(), "state": state}
@@ -144,17 +224,3 @@ def read_checkpoint(path: str | os.PathLike[str]) -> dict[str, Any]:
         raise CheckpointError(f"{name}: not JSON: {exc}") from None
     validate(doc, name)
     return dict(doc)
-
-
-def ranges(seqs: Iterable[int]) -> Iterator[list[int]]:
-    """Ascending sequence numbers as inclusive ranges [start, end], merged when adjacent."""
-    start = end = -2
-    for seq in seqs:
-        if seq == end + 1:
-            end = seq
-            continue
-        if end >= 0:
-            yield [start, end]
-        start = end = seq
-    if end >= 0:
-        yield [start, end]
