@@ -10,6 +10,8 @@ segments too.
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -20,7 +22,6 @@ from conformance.segments import check_in_segments, local_runner
 from traces.canonical import canonical_json
 from traces.engine import load_impl
 from traces.tracefile import open_trace, where, write_trace
-from wanconform.cli import main
 from wanconform.cmd_replay import as_json
 
 BUG = "tools.planted_bugs:LateBatchTime"
@@ -119,12 +120,16 @@ def test_a_long_log_is_validated_in_segments(tmp_path: Path) -> None:
     )
 
 
-def test_replay_in_segments_on_spark_prints_what_a_sequential_replay_prints(
-    trace: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    argv = ["replay", str(trace), "--engine", "both", "--check-properties", "--impl", BUG]
-    assert main([*argv, "--segment-ops", "400"]) == 1
-    split = capsys.readouterr()
-    assert "fast pass done: 4 segments of up to 400 operations" in split.err
-    assert main(argv) == 1
-    assert split.out == capsys.readouterr().out
+def test_replay_in_segments_on_spark_prints_what_a_sequential_replay_prints(trace: Path) -> None:
+    # As a user runs it, in its own process: the Spark session it starts ends with it.
+    root = Path(__file__).resolve().parent.parent  # --impl tools.planted_bugs from here
+    argv = [sys.executable, "-m", "wanconform", "replay", str(trace), "--engine", "both"]
+    argv += ["--check-properties", "--impl", BUG]
+    split = subprocess.run(
+        [*argv, "--segment-ops", "400"], cwd=root, capture_output=True, text=True, timeout=600
+    )
+    assert split.returncode == 1, split.stderr
+    assert "fast pass done: 4 segments of up to 400 operations" in split.stderr
+    whole = subprocess.run(argv, cwd=root, capture_output=True, text=True, timeout=600)
+    assert whole.returncode == 1, whole.stderr
+    assert split.stdout == whole.stdout
