@@ -23,7 +23,10 @@ from traces.config import parse_config
 from traces.ops import parse_op
 from wanconform.cli import main
 
-ENGINES = {"model": model.Engine, "impl": impl.Engine}
+ENGINES: dict[str, type[model.Engine] | type[impl.Engine]] = {
+    "model": model.Engine,
+    "impl": impl.Engine,
+}
 
 
 @pytest.mark.parametrize("profile", sorted(PROFILES))

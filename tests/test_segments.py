@@ -13,6 +13,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -88,7 +89,7 @@ def test_a_long_log_is_validated_in_segments(tmp_path: Path) -> None:
 
     config, ops = generate_trace(2, "log", "chaos", 1200)
     engine = impl.Engine(config)
-    lines = [{"config": config.to_json()}]
+    lines: list[dict[str, Any]] = [{"config": config.to_json()}]
     for op in ops:
         from traces.ops import op_to_json
 
