@@ -26,6 +26,8 @@ from traces.tracefile import trace_text
 TRACES = 4  # one per task: 4 tasks on 2 cores
 OPS = 10_000  # a task checks its trace for several CPU seconds
 BUSY_CPU_SECONDS = 1.5  # a Python worker's start-up costs about 0.6 s of CPU
+KILLED_CHECK_SECONDS = 240  # a check with a kill: measured 30-50 s alone on 2 cores
+GONE_SECONDS = 20  # after the command, its JVM and Python workers are gone within this
 SPARK_FAILED = "wanconform: error: Spark check failed: "
 
 
@@ -115,12 +117,13 @@ def run_killing(
     command: Sequence[str],
     folder: Path,
     victim: Callable[[int], int | None],
-    timeout: float,
     env: dict[str, str] | None = None,
+    timeout: float = KILLED_CHECK_SECONDS,
 ) -> Outcome:
-    """Run `command` (in its own process group) and SIGKILL the process `victim(pid of
-    the command)` names as soon as it names one. A run beyond `timeout` is a hang: its
-    whole process group is killed and the test fails."""
+    """Run `command` (in a session of its own) and SIGKILL the process `victim(pid of the
+    command)` names as soon as it names one. A run beyond `timeout` is a hang, and a
+    process of the command's session still there `GONE_SECONDS` after it (its JVM, a
+    Python worker) is one left behind: either kills the whole session and fails."""
     started = time.monotonic()
     out, err = folder / "stdout.txt", folder / "stderr.txt"
     with open(out, "wb") as stdout, open(err, "wb") as stderr:
@@ -137,22 +140,42 @@ def run_killing(
                     killed, killed_at = target, time.monotonic() - started
             time.sleep(0.1)
         process.wait(timeout=max(0.1, timeout - (time.monotonic() - started)))
+        ended = time.monotonic() - started
+        left = _session(process.pid)
+        while left and time.monotonic() - started - ended < GONE_SECONDS:
+            time.sleep(0.5)
+            left = _session(process.pid)
+        assert left == [], f"left behind by the command: {left}"
     except subprocess.TimeoutExpired:
-        with suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGKILL)
-        process.wait()
         pytest.fail(
-            f"no end within {timeout:.0f} s after the kill of {killed} (a hang); stderr:\n"
+            f"no end within {timeout:.0f} s (the kill of {killed} at {killed_at:.1f} s); "
+            + "stderr:\n"
             + err.read_text(errors="replace")[-3000:]
         )
+    finally:
+        for line in _session(process.pid):
+            with suppress(ProcessLookupError):
+                os.kill(int(line.split()[0]), signal.SIGKILL)
+        process.wait()
     return Outcome(
         process.returncode,
         out.read_text(errors="replace"),
         err.read_text(errors="replace"),
         killed,
         killed_at,
-        time.monotonic() - started,
+        ended,
     )
+
+
+def _session(session: int) -> list[str]:
+    """The living processes of a session (the command's: its pid), zombies aside."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            fields = _stat(int(entry.name))
+            if len(fields) > 4 and int(fields[4]) == session and fields[0] != "Z":
+                found.append(f"{entry.name} {command_line(int(entry.name))[:200]}")
+    return found
 
 
 def results_files(results: Path) -> dict[str, Any]:

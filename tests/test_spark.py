@@ -15,7 +15,6 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from killing import assert_allowed_outcome, busy_python_worker, long_trace_set, run_killing
 from user_engines import write_reversed_tie_break
 
 from conformance import spark as glue
@@ -32,7 +31,6 @@ from traces.tracefile import trace_text
 from wanconform.cli import main
 
 PROFILES = ["steady", "faults", "multisite", "dlq", "chaos"]
-KILLED_CHECK_SECONDS = 240  # a check whose Python worker was killed: measured 30-45 s
 
 
 @pytest.fixture(scope="module")
@@ -262,26 +260,3 @@ def test_campaign_of_a_users_engine_in_the_current_directory_is_one_reproducible
     assert "P1: FAILED: model and impl diverge at c/results/failures/" in run.stdout
     assert '.status: model="' in run.stdout
     capsys.readouterr()
-
-
-def test_a_python_worker_killed_mid_check_is_run_again_or_the_check_is_one_line(
-    spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """SIGKILL a Python worker of `wanconform check --master local[2]` while it checks a
-    trace: the master runs as local[2,2] (`glue.with_task_retries`), so Spark runs the task
-    again and the results are an undisturbed run's, byte for byte but for `seconds` (what
-    happens here); or the check is one line, exit 2, and writes nothing."""
-    traces = long_trace_set(tmp_path / "set")
-    out = tmp_path / "killed" / "results"
-    out.parent.mkdir()
-    command = [sys.executable, "-m", "wanconform", "check", str(traces), "--out", str(out)]
-    outcome = run_killing(
-        [*command, "--master", "local[2]"], tmp_path, busy_python_worker, KILLED_CHECK_SECONDS
-    )
-
-    def undisturbed() -> tuple[int, Path]:
-        code = main(["check", str(traces), "--out", str(tmp_path / "undisturbed")])
-        capsys.readouterr()
-        return code, tmp_path / "undisturbed"
-
-    assert_allowed_outcome(outcome, out, undisturbed)
