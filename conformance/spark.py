@@ -17,7 +17,11 @@ checks a sorted Arrow stream of them. Here Spark only spreads the work:
   to disk when a partition does not fit in memory.
 
 Outputs are built in a staging directory next to the target and moved into place only
-when complete (`traces.outputs.building_directory`): a failed run leaves nothing. After
+when complete (`traces.outputs.building_directory`): a failed run leaves nothing. A local
+master tries each task twice (`with_task_retries`: a Python worker that dies costs a
+retry, not the run); a job that fails anyway is one line (`job`), and on a cluster a job
+left without any executor (its workers died) is cancelled after `LOST_EXECUTORS_SECONDS`
+instead of waiting for one forever. After
 the check, the driver shrinks and explains the largest failure groups' examples
 (`conformance.examples`) into the results directory, so that its report needs no run.
 """
