@@ -17,7 +17,11 @@ checks a sorted Arrow stream of them. Here Spark only spreads the work:
   to disk when a partition does not fit in memory.
 
 Outputs are built in a staging directory next to the target and moved into place only
-when complete (`traces.outputs.building_directory`): a failed run leaves nothing. After
+when complete (`traces.outputs.building_directory`): a failed run leaves nothing. A local
+master tries each task twice (`with_task_retries`: a Python worker that dies costs a
+retry, not the run); a job that fails anyway is one line (`job`), and on a cluster a job
+left without any executor (its workers died) is cancelled after `LOST_EXECUTORS_SECONDS`
+instead of waiting for one forever. After
 the check, the driver shrinks and explains the largest failure groups' examples
 (`conformance.examples`) into the results directory, so that its report needs no run.
 """
@@ -29,6 +33,7 @@ import heapq
 import json
 import logging
 import os
+import re
 import shutil
 import signal
 import socket
@@ -74,6 +79,8 @@ from traces.parquet import (
 from traces.tracefile import parse_trace_lines
 
 DEFAULT_MASTER = "local[*]"
+LOCAL_TASK_ATTEMPTS = 2  # a local master runs each task this often before the job fails
+LOST_EXECUTORS_SECONDS = 30.0  # a cluster job with no executor left fails after this long
 LOG_CONFIG = Path(__file__).with_name("log4j2.properties")  # Spark logs errors only
 ROWS_PER_ARROW_BATCH = 10_000
 
@@ -183,9 +190,25 @@ def abandon() -> None:
             process.wait()
 
 
+_LOCAL_MASTER = re.compile(r"local(?:\[\s*([0-9]+|\*)\s*\])?")
+
+
+def with_task_retries(master: str) -> str:
+    """`local` or `local[N]` as `local[N,2]` (`LOCAL_TASK_ATTEMPTS`): Spark's local mode
+    runs a task once, so one Python worker that dies (killed, out of memory) fails the
+    whole job; a cluster tries a task 4 times (`spark.task.maxFailures`), and the check's
+    tasks may run again (a trace's DLQ store starts afresh, generation rewrites whole
+    files). Any other master, `local[N,F]` included, as given."""
+    match = _LOCAL_MASTER.fullmatch(master.strip())
+    if match is None:
+        return master
+    return f"local[{match.group(1) or 1},{LOCAL_TASK_ATTEMPTS}]"
+
+
 def session(master: str | None = None, app: str = "wanconform") -> Any:
-    """The Spark session (local on every core by default, or `spark://host:port`)."""
-    master = master or DEFAULT_MASTER
+    """The Spark session (local on every core by default, or `spark://host:port`); a
+    local master tries each task twice (`with_task_retries`)."""
+    master = with_task_retries(master or DEFAULT_MASTER)
     probe_master(master)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
@@ -249,10 +272,11 @@ its fixed total; the number grows as the work moves on to the next stage."""
 
 
 @contextmanager
-def progress(spark: Any, label: str, on_progress: StageProgress | None) -> Iterator[None]:
+def progress(spark: Any, label: str, on_progress: StageProgress | None) -> Iterator[str]:
     """Report the Spark stages of the body's jobs to `on_progress` while the body runs (the
     command line draws one bar per stage). The current stage is the latest one a task of
-    which has started; stages skipped by Spark (a shuffle reused) never start."""
+    which has started; stages skipped by Spark (a shuffle reused) never start. Yields the
+    job group of the body's jobs."""
     context = spark.sparkContext
     group = f"wanconform-{label}-{time.monotonic_ns()}"
     context.setJobGroup(group, label)
@@ -281,12 +305,103 @@ def progress(spark: Any, label: str, on_progress: StageProgress | None) -> Itera
     if thread:
         thread.start()
     try:
-        yield
+        yield group
     finally:
         done.set()
         if thread:
             thread.join()
         context.setLocalProperty("spark.jobGroup.id", None)
+
+
+# -- a job that fails: one line, and never a wait for executors that are gone --------------
+
+_had_executors = threading.Event()  # this application has had an executor (not local)
+_STAGE_FAILURE = re.compile(
+    r"Job aborted due to stage failure: (Task \S+ in stage \S+ failed \d+ times?)"
+    r"(?:, most recent failure: Lost task [^()]*(?:\([^()]*\)\s*)*: (?:[\w.$]+: )?([^\n]*))?"
+)
+_JOB_ENDED = re.compile(r"(Job \d+ cancelled[^\n]*|SparkContext was shut down[^\n]*)")
+
+
+def job_failure(exc: BaseException) -> str | None:
+    """The reason a Spark job failed, in one line, when `exc` is the failure of a job
+    (a task failed as often as Spark tries it: a Python worker or an executor died, a
+    machine was lost; the job was cancelled or its context stopped); None otherwise: an
+    exception raised by Python code in a task is a bug, shown with its traceback."""
+    if type(exc).__module__.split(".")[0] not in ("py4j", "pyspark"):
+        return None
+    text = str(exc)
+    if "org.apache.spark.api.python.PythonException" in text or type(exc).__name__ == (
+        "PythonException"
+    ):
+        return None
+    match = _STAGE_FAILURE.search(text)
+    if match:
+        task, cause = match.group(1), (match.group(2) or "").strip()
+        cause = cause.split(". ")[0].rstrip(".")  # its first sentence: not Spark's advice
+        return f"{task[0].lower()}{task[1:]}" + (f": {cause}" if cause else "")
+    ended = _JOB_ENDED.search(text)
+    return ended.group(1).strip() if ended else None
+
+
+def _executors(context: Any) -> int:
+    """How many executors the application has now (the driver not counted)."""
+    return int(context._jsc.sc().getExecutorIds().size())
+
+
+@contextmanager
+def job(spark: Any, label: str, on_progress: StageProgress | None) -> Iterator[None]:
+    """The Spark jobs of a command's step (`label`: "check", "generate"), with their
+    progress (`progress`). On a cluster, a watchdog: once this application has had an
+    executor, no executor at all for `LOST_EXECUTORS_SECONDS` (its workers died) cancels
+    the jobs -- Spark would wait for a new executor forever. A job that fails (`job_failure`)
+    or is cancelled so is one line, a `WanconformError`; outputs are written after the
+    jobs or built aside (`traces.outputs`), so nothing is written."""
+    context = spark.sparkContext
+    stop = threading.Event()
+    lost = threading.Event()
+
+    def watch(group: str) -> None:
+        since = None
+        while not stop.wait(0.5):
+            try:
+                count = _executors(context)
+            except Exception:  # the JVM is going away: its own error says why
+                return
+            if count:
+                _had_executors.set()
+                since = None
+            elif _had_executors.is_set():
+                since = time.monotonic() if since is None else since
+                if time.monotonic() - since >= LOST_EXECUTORS_SECONDS:
+                    lost.set()
+                    with suppress(Exception):
+                        context.cancelJobGroup(group)
+                    return
+
+    watchdog = None
+    try:
+        with progress(spark, label, on_progress) as group:
+            if not str(context.master).startswith("local"):
+                watchdog = threading.Thread(target=watch, args=(group,), daemon=True)
+                watchdog.start()
+            yield
+    except Exception as exc:
+        if interrupted():
+            raise
+        if lost.is_set():
+            raise WanconformError(
+                f"Spark {label} failed: no executor left for {LOST_EXECUTORS_SECONDS:.0f} s "
+                f"(its workers were lost; is a worker of {context.master} running?)"
+            ) from None
+        reason = job_failure(exc)
+        if reason is None:
+            raise
+        raise WanconformError(f"Spark {label} failed: {reason}") from None
+    finally:
+        stop.set()
+        if watchdog is not None:
+            watchdog.join()
 
 
 # -- generate -----------------------------------------------------------------------------
@@ -396,7 +511,7 @@ def generate(
             return _write_ops(batches, seed, profiles, ops, traces, ops_folder, config_text)
 
         (staging / "ops").mkdir(parents=True)
-        with progress(spark, "generate", on_progress):
+        with job(spark, "generate", on_progress):
             indexes.mapInArrow(configs_fn, _spark_schema(CONFIGS_SCHEMA)).write.parquet(
                 str(staging / "configs")
             )
@@ -517,7 +632,7 @@ def check(
             (b.select(CHECK_INPUT_SCHEMA.names) for b in batches), spec, replay_from, stores
         )
 
-    with progress(spark, "check", on_progress):
+    with job(spark, "check", on_progress):
         table = results_table(
             rows.mapInArrow(check_fn, _spark_schema(ROW_SCHEMA)).toArrow().to_batches()
         )

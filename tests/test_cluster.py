@@ -1,6 +1,7 @@
 """A real Spark standalone cluster on 127.0.0.1: a master and a worker started from the
 installed pyspark (`spark-class`, its wheel has no start-master.sh), a small campaign run
-against it by the command line, results identical to local mode (but for `seconds`)."""
+against it by the command line, results identical to local mode (but for `seconds`); the
+worker killed mid-check: one line, exit 2, nothing written, in bounded time."""
 
 from __future__ import annotations
 
@@ -12,16 +13,19 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pyarrow.parquet as pq
 import pytest
+from killing import assert_allowed_outcome, busy_python_worker, long_trace_set, run_killing
 
 from conformance import spark as glue
+from wanconform.cli import main
 
 REGISTRATION_SECONDS = 120  # measured 13-36 s here
 CAMPAIGN_SECONDS = 300
 CAMPAIGN = ["--traces", "6", "--ops", "200", "--profile", "faults,multisite,dlq", "--seed", "3"]
+LOST_SECONDS = 10.0  # the check's bound on "no executor left" in the test (product: 30 s)
 
 pytestmark = pytest.mark.skipif(
     shutil.which("java") is None and not os.environ.get("JAVA_HOME"),
@@ -71,8 +75,13 @@ def stop(process: subprocess.Popen[bytes]) -> None:
             process.wait()
 
 
+class Standalone(NamedTuple):
+    master: str  # spark://127.0.0.1:PORT
+    worker: subprocess.Popen[bytes]  # the Worker JVM (spark-class execs java)
+
+
 @pytest.fixture
-def cluster(tmp_path: Path) -> Iterator[str]:
+def standalone(tmp_path: Path) -> Iterator[Standalone]:
     env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable}
     port = free_port()
     master = spark_class(
@@ -93,11 +102,16 @@ def cluster(tmp_path: Path) -> Iterator[str]:
             tmp_path / "worker.log", "Successfully registered with master", worker,
             REGISTRATION_SECONDS,
         )  # fmt: skip
-        yield f"spark://127.0.0.1:{port}"
+        yield Standalone(f"spark://127.0.0.1:{port}", worker)
     finally:
         if worker is not None:
             stop(worker)
         stop(master)
+
+
+@pytest.fixture
+def cluster(standalone: Standalone) -> str:
+    return standalone.master
 
 
 def rows(path: Path) -> list[dict[str, Any]]:
@@ -121,3 +135,37 @@ def test_a_campaign_on_a_standalone_cluster_equals_local_mode(
     glue.check(spark, local / "traces", local / "results")
     assert rows(tmp_path / "on-cluster") == rows(local)
     assert len(rows(local)) == 6
+
+
+def test_the_worker_killed_mid_check_is_one_line_and_nothing_written(
+    standalone: Standalone,
+    tmp_path: Path,
+    request: pytest.FixtureRequest,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """SIGKILL the one Worker JVM while the check's tasks run on its executor: the
+    executor goes with it and Spark would wait for a new one forever; the check's watchdog
+    (`glue.job`, its bound lowered here) cancels the job: one line, exit 2, no results, soon
+    after the kill. (Identical results, as local mode's, would pass too.)"""
+    traces = long_trace_set(tmp_path / "set")
+    out = tmp_path / "killed" / "results"
+    out.parent.mkdir()
+    check = "import sys; from conformance import spark; from wanconform.cli import main; "
+    check += f"spark.LOST_EXECUTORS_SECONDS = {LOST_SECONDS}; sys.exit(main(sys.argv[1:]))"
+    command = [sys.executable, "-c", check, "check", str(traces), "--out", str(out)]
+    outcome = run_killing(
+        [*command, "--master", standalone.master],
+        tmp_path,
+        lambda _: standalone.worker.pid if busy_python_worker(standalone.worker.pid) else None,
+        env={**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"},
+    )
+
+    def undisturbed() -> tuple[int, Path]:  # in local mode, the same results
+        request.getfixturevalue("spark")  # the session `main` then uses
+        code = main(["check", str(traces), "--out", str(tmp_path / "local")])
+        capsys.readouterr()
+        return code, tmp_path / "local"
+
+    assert outcome.killed == standalone.worker.pid
+    assert_allowed_outcome(outcome, out, undisturbed)
+    assert outcome.seconds - outcome.killed_at < LOST_SECONDS + 30  # never a wait for workers

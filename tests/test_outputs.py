@@ -1,7 +1,9 @@
 """A tool that behaves (issue 20): outputs checked before the work and written whole or not
 at all (also when the command is SIGKILLed), earlier results never replaced silently,
-Ctrl-C one line and exit 130, a Spark master that is not there found at once, progress
-that never goes backwards, and a start-up that imports only what the command uses."""
+Ctrl-C one line and exit 130, a Spark master that is not there found at once, a Spark
+worker killed mid-check (the task run again, or one line and nothing written; the
+standalone Worker JVM killed: tests/test_cluster.py), progress that never goes backwards,
+and a start-up that imports only what the command uses."""
 
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
+from killing import assert_allowed_outcome, busy_python_worker, long_trace_set, run_killing
 
 import conformance.spark as glue
 from conformance.campaign import delta_share, render, summarize
@@ -264,6 +267,94 @@ def living_processes_of_session(session: int) -> list[str]:
         ["ps", "-o", "pid=,stat=,args=", "-s", str(session)], capture_output=True, text=True
     ).stdout.splitlines()
     return [line for line in found if line.split()[1][0] != "Z"]  # zombies are dead
+
+
+# -- a Spark worker killed mid-check --------------------------------------------------------
+def test_a_python_worker_killed_mid_check_is_run_again_or_the_check_is_one_line(
+    tmp_path: Path, request: pytest.FixtureRequest, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """SIGKILL a Python worker of `wanconform check --master local[2]` while it checks a
+    trace: the master runs as local[2,2] (`glue.with_task_retries`), so Spark runs the task
+    again and the results are an undisturbed run's, byte for byte but for `seconds` (what
+    happens here); or the check is one line, exit 2, and writes nothing."""
+    traces = long_trace_set(tmp_path / "set")
+    out = tmp_path / "killed" / "results"
+    out.parent.mkdir()
+    command = [sys.executable, "-m", "wanconform", "check", str(traces), "--out", str(out)]
+    outcome = run_killing([*command, "--master", "local[2]"], tmp_path, busy_python_worker)
+
+    def undisturbed() -> tuple[int, Path]:
+        request.getfixturevalue("spark")  # the session `main` then uses
+        code = main(["check", str(traces), "--out", str(tmp_path / "undisturbed")])
+        capsys.readouterr()
+        return code, tmp_path / "undisturbed"
+
+    assert_allowed_outcome(outcome, out, undisturbed)
+
+
+@pytest.mark.parametrize(
+    ("master", "tried"),
+    [
+        ("local", "local[1,2]"),
+        ("local[2]", "local[2,2]"),
+        ("local[*]", "local[*,2]"),
+        ("local[4,3]", "local[4,3]"),  # the user's own count
+        ("spark://h:7077", "spark://h:7077"),  # a cluster: spark.task.maxFailures, 4
+    ],
+)
+def test_a_local_master_tries_each_task_twice(master: str, tried: str) -> None:
+    assert glue.with_task_retries(master) == tried
+
+
+class Py4JJavaError(Exception):
+    """As py4j's (only its module and text matter)."""
+
+
+Py4JJavaError.__module__ = "py4j.protocol"
+CRASHED = (
+    "An error occurred while calling o183.getResult.\n: org.apache.spark.SparkException: "
+    "Exception thrown in awaitResult: \n\tat org.apache.spark.util.SparkThreadUtils$.awaitResult"
+    "(SparkThreadUtils.scala:56)\nCaused by: org.apache.spark.SparkException: Job aborted due "
+    "to stage failure: Task 0 in stage 8.0 failed 2 times, most recent failure: Lost task 0.1 "
+    "in stage 8.0 (TID 13) (192.0.2.2 executor driver): org.apache.spark.SparkException: Python "
+    "worker exited unexpectedly (crashed). Consider setting 'spark.python.worker.faulthandler."
+    "enabled' configuration to 'true' for the better Python traceback.\n\tat org.apache.spark"
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        (
+            CRASHED,
+            "task 0 in stage 8.0 failed 2 times: Python worker exited unexpectedly (crashed)",
+        ),
+        (
+            "Caused by: org.apache.spark.SparkException: Job aborted due to stage failure: Task 3 "
+            "in stage 2.0 failed 4 times, most recent failure: Lost task 3.3 in stage 2.0 (TID 9) "
+            "(10.0.0.7 executor 2): ExecutorLostFailure (executor 2 exited caused by one of the "
+            "running tasks) Reason: Remote RPC client disassociated\n\tat x",
+            "task 3 in stage 2.0 failed 4 times: ExecutorLostFailure (executor 2 exited caused by "
+            "one of the running tasks) Reason: Remote RPC client disassociated",
+        ),
+        (
+            "org.apache.spark.SparkException: Job 5 cancelled part of cancelled job group g\n\tat",
+            "Job 5 cancelled part of cancelled job group g",
+        ),
+        (  # Python code that raised in a task: a bug, shown with its traceback
+            "Job aborted due to stage failure: Task 0 in stage 1.0 failed 2 times, most recent "
+            "failure: Lost task 0.1 in stage 1.0 (TID 3) (h executor driver): org.apache.spark."
+            "api.python.PythonException: Traceback (most recent call last):",
+            None,
+        ),
+        ("An error occurred while calling o12.parquet: AnalysisException: no such column", None),
+    ],
+)
+def test_a_failed_spark_job_is_one_line_and_a_python_error_is_not(
+    text: str, reason: str | None
+) -> None:
+    assert glue.job_failure(Py4JJavaError(text)) == reason
+    assert glue.job_failure(RuntimeError(text)) is None  # not from Spark: not Spark's failure
 
 
 # -- Spark master not there (item 4) -------------------------------------------------------
