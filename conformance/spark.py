@@ -676,11 +676,14 @@ def _failing_traces(trace_set: TraceSet, rows: list[dict[str, Any]]) -> list[tup
     ]
 
 
-def run_segments(spark: Any, plan: SegmentPlan, count: int) -> list[SegmentResult]:
+def run_segments(
+    spark: Any, plan: SegmentPlan, count: int, on_progress: StageProgress | None = None
+) -> list[SegmentResult]:
     """Segments 0..count-1 of one trace, one Spark task each (`conformance.segments`)."""
     from conformance.segments import run_segment
 
     ship_impl(spark, plan.impl_spec if plan.impl_spec != "log" else None)
     rdd = spark.sparkContext.parallelize(range(count), count)
-    results: list[SegmentResult] = rdd.map(functools.partial(run_segment, plan)).collect()
+    with job(spark, "segments", on_progress):
+        results: list[SegmentResult] = rdd.map(functools.partial(run_segment, plan)).collect()
     return results

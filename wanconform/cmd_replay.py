@@ -30,7 +30,6 @@ from traces.outputs import declare_outputs
 from traces.text import plural
 from traces.tracefile import open_trace, where
 from wanconform.progress import Progress
-from wanconform.progress import status as showing
 
 if TYPE_CHECKING:
     from conformance.examples import Example
@@ -184,12 +183,13 @@ def segmented(
     def run_all(plan: Any, count: int) -> list[Any]:
         progress.close()
         from conformance import spark as glue
-        from wanconform.cmd_check import start_spark
+        from wanconform.cmd_check import stage_progress, start_spark
 
         spark = start_spark(args.master)
-        with showing(f"{count} segments on Spark"):
-            results: list[Any] = glue.run_segments(spark, plan, count)
-            return results
+        bar = stage_progress(f"{count} segments")
+        results: list[Any] = glue.run_segments(spark, plan, count, bar.stage)
+        bar.close(f"{count} segments done in {bar.elapsed():.1f} s")
+        return results
 
     return check_in_segments(
         source.name,
