@@ -40,18 +40,71 @@ def time_engine(name: str, config: Any, ops: list[Op]) -> float:
     return time.perf_counter() - start
 
 
+def time_lockstep(config: Any, ops: list[Op]) -> float:
+    """Seconds model and impl take in lockstep (`replay --engine both`, P1) over every
+    operation, state comparisons included (garbage collected first)."""
+    from conformance.lockstep import Lockstep
+
+    lockstep = Lockstep(config, replay=lambda: ops)
+    gc.collect()
+    start = time.perf_counter()
+    for op in ops:
+        lockstep.step(op)
+    lockstep.finish()
+    seconds = time.perf_counter() - start
+    assert lockstep.divergence is None, lockstep.divergence
+    return seconds
+
+
+def time_reading(config: Any, ops: list[Op]) -> dict[str, float]:
+    """Seconds one validating pass over the workload's trace file takes (`open_trace`, as
+    every command reads a trace before running it), written canonically (`write_trace`)
+    and as anyone else writes JSON Lines (Python's `json.dumps`: spaces, "op" first)."""
+    import json
+
+    from traces.ops import op_to_json
+    from traces.tracefile import open_trace, write_trace
+
+    seconds = {}
+    with tempfile.TemporaryDirectory() as folder:
+        canonical, plain = Path(folder) / "canonical.jsonl", Path(folder) / "plain.jsonl"
+        write_trace(canonical, config, ops)
+        with open(plain, "w", encoding="utf-8") as out:
+            out.write(json.dumps({"config": config.to_json()}) + "\n")
+            out.writelines(json.dumps(op_to_json(op)) + "\n" for op in ops)
+        for name, path in (("canonical", canonical), ("plain", plain)):
+            gc.collect()
+            start = time.perf_counter()
+            source = open_trace(path)
+            seconds[name] = time.perf_counter() - start
+            assert source.op_count == len(ops)
+    return seconds
+
+
 def engines(ops: int, keys: int, seed: int, repeat: int, say: Say) -> dict[str, Any]:
-    """Model and impl, each alone in this process, on the steady workload (its
-    generation excluded); the best of `repeat` runs of each."""
+    """Model and impl, each alone in this process, then both in lockstep, on the steady
+    workload (its generation excluded), and reading its trace file in two forms; the
+    best of `repeat` runs of each."""
     config, workload = steady_workload(ops, keys=keys, seed=seed)
     events = sum(1 for op in workload if op.op in ("put", "delta", "destroy"))
     seconds: dict[str, float] = {}
-    for name in ("model", "impl"):
+    timers: dict[str, Callable[[], float]] = {
+        "model": lambda: time_engine("model", config, workload),
+        "impl": lambda: time_engine("impl", config, workload),
+        "lockstep": lambda: time_lockstep(config, workload),
+    }
+    for name, timer in timers.items():
         runs = []
         for attempt in range(1, repeat + 1):
             say(f"{name} run {attempt}/{repeat} on {len(workload)} ops ...")
-            runs.append(time_engine(name, config, workload))
+            runs.append(timer())
         seconds[name] = min(runs)
+    reading: dict[str, list[float]] = {"canonical": [], "plain": []}
+    for attempt in range(1, repeat + 1):
+        say(f"reading run {attempt}/{repeat}: the trace file in two forms ...")
+        for form, taken in time_reading(config, workload).items():
+            reading[form].append(taken)
+    read = {form: min(runs) for form, runs in reading.items()}
     return {
         "ops": len(workload),
         "events": events,
@@ -61,6 +114,11 @@ def engines(ops: int, keys: int, seed: int, repeat: int, say: Say) -> dict[str, 
         "model_events_per_s": round(events / seconds["model"]),
         "impl_events_per_s": round(events / seconds["impl"]),
         "speedup": round(seconds["model"] / seconds["impl"], 1),
+        "lockstep_seconds": round(seconds["lockstep"], 3),
+        "lockstep_events_per_s": round(events / seconds["lockstep"]),
+        "lockstep_vs_model": round(seconds["lockstep"] / seconds["model"], 2),
+        "read_canonical_ops_per_s": round(len(workload) / read["canonical"]),
+        "read_plain_ops_per_s": round(len(workload) / read["plain"]),
         "impl_compiled": impl.COMPILED,  # mypyc-compiled (tools/build_compiled.py) or Python
     }
 

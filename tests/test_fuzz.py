@@ -7,9 +7,11 @@ check that the watchdog counts them, keeps them and runs the rest of their chunk
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
 import sys
-import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -70,35 +72,58 @@ def test_every_kind_makes_the_same_input_from_the_same_seed(tmp_path: Path) -> N
     assert made != [fuzz.make_case(8, index, kinds, corpus) for index in range(200)]
 
 
+SMOKE = """
+import json, os, sys, time
+from pathlib import Path
+from tools import fuzz
+
+real_make, real_run = fuzz.make_case, fuzz.run_case
+
+def make_case(seed, index, kinds, corpus):
+    if index in (37, 150):
+        return fuzz.Case("trace", {"t.jsonl": b""}, ["hang" if index == 37 else "crash"])
+    return real_make(seed, index, kinds, corpus)
+
+def run_case(case, folder, entry=None):
+    if case.argv == ["hang"]:
+        time.sleep(600)
+    if case.argv == ["crash"]:
+        os._exit(70)
+    return real_run(case, folder, entry)
+
+fuzz.make_case, fuzz.run_case = make_case, run_case  # inherited by the forked workers
+totals = fuzz.run_fuzz(int(sys.argv[2]), 5, 2, 3.0, Path(sys.argv[1]), list(fuzz.KINDS), chunk=50)
+print(json.dumps([[kind, outcome, n] for (kind, outcome), n in totals.by_kind.items()]))
+"""
+
+
 def test_smoke_run_no_traceback_no_hang_and_the_watchdog_counts_a_planted_hang_and_crash(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path,
 ) -> None:
-    real_make, real_run = fuzz.make_case, fuzz.run_case
-
-    def make_case(seed: int, index: int, kinds: Any, corpus: Any) -> fuzz.Case:
-        if index in (37, 150):
-            return fuzz.Case("trace", {"t.jsonl": b""}, ["hang" if index == 37 else "crash"])
-        return real_make(seed, index, kinds, corpus)
-
-    def run_case(case: fuzz.Case, folder: Path, entry: Any = None) -> fuzz.Outcome:
-        if case.argv == ["hang"]:
-            time.sleep(600)
-        if case.argv == ["crash"]:
-            os._exit(70)
-        return real_run(case, folder, entry)
-
-    monkeypatch.setattr(fuzz, "make_case", make_case)  # inherited by the forked workers
-    monkeypatch.setattr(fuzz, "run_case", run_case)
+    # In its own interpreter, as `make fuzz` runs: the workers are forked, and a pytest
+    # worker may hold a Spark session's threads, which a forked child must not inherit.
     inputs = 300  # 3 of them Parquet trace sets
-    totals = fuzz.run_fuzz(inputs, 5, 2, 3.0, tmp_path, list(fuzz.KINDS), chunk=50)
-    assert totals.inputs == inputs
-    assert totals.by_kind["trace", "hang"] == 1
-    assert totals.by_kind["trace", "crash"] == 1
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["trace-crash-150", "trace-hang-37"]
-    assert (tmp_path / "trace-hang-37" / "command").read_text() == "hang\n"
-    failing = {key: n for key, n in totals.by_kind.items() if key[1] not in fuzz.OUTCOMES_OK}
+    out = tmp_path / "out"
+    done = subprocess.run(
+        [sys.executable, "-c", SMOKE, str(out), str(inputs)],
+        cwd=fuzz.ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    by_kind = Counter({(kind, outcome): n for kind, outcome, n in json.loads(done.stdout)})
+    assert sum(by_kind.values()) == inputs
+    assert by_kind["trace", "hang"] == 1
+    assert by_kind["trace", "crash"] == 1
+    assert sorted(p.name for p in out.iterdir()) == ["trace-crash-150", "trace-hang-37"]
+    assert (out / "trace-hang-37" / "command").read_text() == "hang\n"
+    failing = {key: n for key, n in by_kind.items() if key[1] not in fuzz.OUTCOMES_OK}
     assert failing == {("trace", "hang"): 1, ("trace", "crash"): 1}
     for kind in fuzz.KINDS:  # each kind ran, and the mutations are not all rejected
-        assert totals.by_kind[kind, "rejected"] + totals.by_kind[kind, "accepted"] > 0
-    assert totals.count("rejected") > inputs / 2
-    assert totals.count("accepted") > inputs / 10
+        assert by_kind[kind, "rejected"] + by_kind[kind, "accepted"] > 0
+    rejected = sum(n for (_, outcome), n in by_kind.items() if outcome == "rejected")
+    accepted = sum(n for (_, outcome), n in by_kind.items() if outcome == "accepted")
+    assert rejected > inputs / 2
+    assert accepted > inputs / 10

@@ -233,15 +233,19 @@ def op_objects(draw: st.DrawFn) -> dict[str, Any]:
 
 def encodings(obj: dict[str, Any]) -> list[bytes]:
     compact = {"sort_keys": True, "separators": (",", ":")}
+    backwards = dict(reversed(obj.items()))
     return [
         json.dumps(obj, **compact).encode(),  # type: ignore[arg-type]
         json.dumps(obj, ensure_ascii=False, **compact).encode("utf-8", "surrogatepass"),  # type: ignore[arg-type]
-        json.dumps(obj).encode(),
+        json.dumps(obj).encode(),  # Python's default: spaces, the writer's key order
+        json.dumps(backwards, ensure_ascii=False).encode("utf-8", "surrogatepass"),
+        json.dumps(backwards, separators=(",", ":"), indent=None).encode(),
     ]
 
 
 MUTATION_BYTES = [b"{", b"}", b"[", b'"', b",", b":", b"0", b"9", b"-", b"e", b".", b"\\", b" "]
 MUTATION_BYTES += [b"\xff", b"\xc3", b"\xe2\x80\xa8", b"1e400", b"NaN", b'"op":"tick",']
+MUTATION_BYTES += [b"\x00", b"\x7f", b"\t", b"\n", b"\xef\xbb\xbf", b'"k":1,', b'"k": 1, ']
 
 
 @st.composite
@@ -287,27 +291,43 @@ def test_fast_path_never_accepts_what_the_precise_validator_rejects(data: st.Dat
 
 
 def test_fast_and_precise_verdicts_on_chosen_lines() -> None:
-    # Lines the fast decoder itself would take, were it not for the canonical-form check.
+    # Lines msgspec's typed decoding would take; the fast path must not.
     fast = fast_path(CONFIG)
     rejected = {
         b'{"ms":1,"ms":2,"op":"tick"}': "t.jsonl:2: not valid JSON: field 'ms' appears twice "
         "in one object",
         b'{"key":"k","op":"put","site":1,"value":{"a":1,"a":2}}': "t.jsonl:2: not valid JSON: "
         "field 'a' appears twice in one object",
-        b'{"op":"tick","op":"tick","ms":1}': "t.jsonl:2: not valid JSON: field 'op' appears "
-        "twice in one object",
+        b'{"op": "tick", "op": "tick", "ms": 1}': "t.jsonl:2: not valid JSON: field 'op' "
+        "appears twice in one object",
+        b'{"op": "putall", "site": 1, "entries": {"k": {"f": 1, "f": 2}}}': "t.jsonl:2: not "
+        "valid JSON: field 'f' appears twice in one object",
+        b'{"op":"redeliver","sender":"ny","events":null}': "t.jsonl:2: events: must be a list "
+        "of event ids, got null",
+        b'{"op":"redeliver","sender":"ny","events":["1:2\\n"]}': "t.jsonl:2: events[0]: must "
+        "be an event id \"origin:seq\", got '1:2\\n'",
     }
     for line, message in rejected.items():
-        assert fast(line) is None
+        assert fast(line) is None, line
         assert precise_verdict(line) == message
-    accepted = {  # not canonical: the precise path takes them
+    # Not canonical, yet the same operation either way: the fast path takes them.
+    taken = {
         b'{"op": "tick", "ms": 1}': Tick(1),
-        b'{"key":"\\u00e9","op":"destroy","site":1}': precise_verdict(
-            '{"key":"é","op":"destroy","site":1}'.encode()
-        ),
         b'{"op":"site_up","site":2}': SiteUp(2),
-        b'{"key":"k","op":"put","site":1,"value":{"n":-0}}': Put(1, "k", {"n": 0}),
+        b'{"wipe": true, "site": 2, "op": "site_up"}': SiteUp(2, True),
+        b'{"op": "put", "site": 1, "key": "\xc3\xa9", "value": {"f": "a:b", "g": null}}': Put(
+            1, "\u00e9", {"f": "a:b", "g": None}
+        ),
     }
-    for line, op in accepted.items():
-        assert fast(line) is None
+    for line, op in taken.items():
+        assert fast(line) == op, line
         assert precise_verdict(line) == op
+    # An escape, or a number written longer than needed: only the precise path reads it.
+    longer = b'{"op":"put","site":1,"key":"k","value":{"n":-0}}'
+    assert fast(longer) is None
+    assert precise_verdict(longer) == Put(1, "k", {"n": 0})
+    escaped = b'{"key":"\\u00e9","op":"destroy","site":1}'
+    assert fast(escaped) is None
+    assert precise_verdict(escaped) == precise_verdict(
+        '{"key":"\u00e9","op":"destroy","site":1}'.encode()
+    )

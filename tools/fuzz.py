@@ -40,6 +40,7 @@ import io
 import json
 import multiprocessing
 import os
+import queue
 import random
 import re
 import shutil
@@ -763,7 +764,16 @@ def worker(
     fast_parser()
     scratch = Path(tempfile.mkdtemp(prefix="wanconform-fuzz-", dir=scratch_root()))
     corpus = build_corpus(scratch)
-    while (task := tasks.get()) is not None:
+    parent = os.getppid()
+    while True:
+        try:
+            task = tasks.get(timeout=1)
+        except queue.Empty:
+            if os.getppid() != parent:
+                break  # the run was killed: no one is waiting for this worker
+            continue
+        if task is None:
+            break
         start, end = task
         totals = Totals()
         for index in range(start, end):
@@ -823,7 +833,10 @@ def run_fuzz(
     out.mkdir(parents=True, exist_ok=True)
     context = multiprocessing.get_context("fork")
     tasks: Any = context.Queue()
-    results: Any = context.Queue()
+    # Written through at once: a Queue's feeder thread could still hold a finished chunk's
+    # totals when its worker crashes on the next input (os._exit), and that chunk would
+    # wait forever. A worker is killed only inside an input, never while it writes here.
+    results: Any = context.SimpleQueue()
     pending: set[tuple[int, int]] = set()
     for first in range(start, start + inputs, chunk):
         pending.add((first, min(first + chunk, start + inputs)))
@@ -853,12 +866,12 @@ def run_fuzz(
     corpus: Corpus | None = None
     start_up_deaths = 0
     while pending:
-        try:
-            first, end, part = results.get(timeout=0.5)
+        if results.empty():
+            time.sleep(0.2)
+        else:
+            first, end, part = results.get()
             pending.discard((first, end))
             totals.add(part)
-        except Exception:  # queue.Empty
-            pass
         for slot, process in enumerate(processes):
             index = slots[slot].value
             if seen_since[slot][0] != index:

@@ -9,12 +9,16 @@ trace is validated whole before any of it runs. An operation is named by its fil
 `TraceSource.ops()` reads it again, so no trace is ever held whole.
 
 Two validators, one verdict. The fast one (msgspec, typed by `traces.ops.FIELD_KINDS` and
-the configuration's sites and senders) accepts a line only if the line is exactly the
-sorted-key encoding of what it decoded, i.e. the canonical form `write_trace` writes:
-a line with a duplicate key, a float, an escape or extra spaces never matches. Every line
-it does not accept goes to the precise validator (`decode_line` + `parse_op`), which
-accepts it or says what is wrong. So the fast path never accepts what the precise one
-rejects (tests/test_tracefile.py checks this on random and mutated lines).
+the configuration's sites and senders: strict types, 64-bit bounds, no unknown or missing
+field) takes a line in any key order and spacing, as Python's `json.dumps` or a Java
+logger writes it, when two more things hold that msgspec does not check: the line has no
+backslash (so no escape, and no half of a surrogate pair), and, spaces aside, it is as long
+as the canonical encoding of what was decoded (so no key written twice: msgspec would keep
+the last). Every line it
+does not take goes to the precise validator (`decode_line` + `parse_op`), which accepts
+it or says what is wrong. So the fast path never accepts what the precise one rejects,
+and builds the same operation (tests/test_tracefile.py checks this on random and mutated
+lines in several encodings).
 """
 
 from __future__ import annotations
@@ -317,36 +321,61 @@ class Reader:
 
 # --- the fast validator ----------------------------------------------------------------
 
-_ENCODER = msgspec.json.Encoder(order="sorted")
 _INT64 = Annotated[int, msgspec.Meta(ge=INT64_MIN, le=INT64_MAX)]
 _VALUE = dict[str, Union[_INT64, str, bool, None]]  # noqa: UP007 (a runtime type for msgspec)
-_EVENT_IDS = Union[tuple[Annotated[str, msgspec.Meta(pattern="^[0-9]+:[0-9]+$")], ...], None]  # noqa: UP007
+_EVENT_IDS = tuple[Annotated[str, msgspec.Meta(pattern=r"^[0-9]+:[0-9]+\Z")], ...]
+_ENCODER = msgspec.json.Encoder(order="sorted")
+_JSON_SPACE = b" \t\r\n"
 
 
 def fast_path(config: Config) -> Callable[[bytes | str], Op | None]:
-    """The fast validator of a configuration's operation lines: the Op of a line that is
-    exactly the sorted-key encoding of a valid operation (the canonical form), else None."""
-    decode, op_types = _fast_decoder(config.sites, tuple(s.id for s in config.senders))
+    """The fast validator of a configuration's operation lines: the Op of a line that the
+    precise validator would accept as that very Op, or None when it cannot tell (then the
+    precise validator decides and explains)."""
+    decode, build = _fast_decoder(config.sites, tuple(s.id for s in config.senders))
     encode = _ENCODER.encode
     astuple = msgspec.structs.astuple
+    unset = msgspec.UNSET
 
     def fast(line: bytes | str) -> Op | None:
+        if type(line) is not bytes:
+            try:
+                line = line.encode()  # type: ignore[union-attr]
+            except UnicodeEncodeError:
+                return None  # half of a surrogate pair: the precise validator says so
         try:
             struct = decode(line)
         except (msgspec.MsgspecError, UnicodeDecodeError, RecursionError):
             return None  # the precise validator says what is wrong
-        if encode(struct) != line:  # a duplicate key, a float, an escape, a space, ...
+        canonical = encode(struct)
+        if canonical != line and (
+            b"\\" in line  # an escape: the precise validator reads it
+            # Without escapes, every string, number and literal of the line is written as in
+            # the canonical form or longer (-0), so a line longer than that form, spaces
+            # aside, has a key written twice (msgspec keeps the last).
+            # (msgspec escapes tabs and line breaks: its only space is " ", in strings)
+            or len(line.translate(None, _JSON_SPACE)) != len(canonical) - canonical.count(b" ")
+        ):
             return None
-        op: Op = op_types[type(struct)](*astuple(struct))
+        op_type, optional = build[type(struct)]
+        if optional:
+            values = astuple(struct)
+            names = op_type.__dataclass_fields__
+            op: Op = op_type(**{n: v for n, v in zip(names, values, strict=True) if v is not unset})
+            return op
+        op = op_type(*astuple(struct))
         return op
 
     return fast
 
 
 @lru_cache(maxsize=16)
-def _fast_decoder(sites: tuple[int, ...], senders: tuple[str, ...]) -> tuple[Any, dict[Any, Any]]:
-    """A msgspec decoder of the operations valid in a configuration, and the Op type of
-    each of its Structs (fields in the Op's order, so `Op(*astuple(struct))`)."""
+def _fast_decoder(
+    sites: tuple[int, ...], senders: tuple[str, ...]
+) -> tuple[Any, dict[Any, tuple[Any, bool]]]:
+    """A msgspec decoder of the operations valid in a configuration, and for each of its
+    Structs the Op type (fields in the Op's order, so `Op(*astuple(struct))`) and whether
+    it has optional fields (UNSET when absent, left to the Op's default)."""
     kinds: dict[str, Any] = {
         "site": Literal[sites],
         "sender": Literal[senders] if senders else None,
@@ -358,14 +387,15 @@ def _fast_decoder(sites: tuple[int, ...], senders: tuple[str, ...]) -> tuple[Any
         "entries": dict[str, _VALUE],
         "event_ids?": _EVENT_IDS,
     }
-    defaults = {"bool?": False, "event_ids?": None}
-    op_types: dict[Any, Any] = {}
+    build: dict[Any, tuple[Any, bool]] = {}
     for name, fields in FIELD_KINDS.items():
         if kinds["sender"] is None and "sender" in fields.values():
             continue  # no senders: such an operation is an error the precise path explains
         op_type = OP_TYPES[name]
         struct_fields = [
-            (field, kinds[kind], defaults[kind]) if kind.endswith("?") else (field, kinds[kind])
+            (field, Union[kinds[kind], msgspec.UnsetType], msgspec.UNSET)  # noqa: UP007
+            if kind.endswith("?")
+            else (field, kinds[kind])
             for field, kind in fields.items()
         ]
         assert [f[0] for f in struct_fields] == list(op_type.__dataclass_fields__)
@@ -376,9 +406,9 @@ def _fast_decoder(sites: tuple[int, ...], senders: tuple[str, ...]) -> tuple[Any
             tag=name,
             forbid_unknown_fields=True,
         )
-        op_types[struct] = op_type
-    decoder = msgspec.json.Decoder(Union[tuple(op_types)])  # noqa: UP007
-    return decoder.decode, op_types
+        build[struct] = (op_type, any(kind.endswith("?") for kind in fields.values()))
+    decoder = msgspec.json.Decoder(Union[tuple(build)])  # noqa: UP007
+    return decoder.decode, build
 
 
 # --- writing ---------------------------------------------------------------------------

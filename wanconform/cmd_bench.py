@@ -21,9 +21,11 @@ def register(subparsers: Any) -> None:
         "bench",
         help="measure model and impl events per second on a steady workload",
         description=(
-            "Time the model and the impl on a deterministic steady workload: 2 sites, one "
-            "sender with batch_size 100 and delta on, 10-field values, mostly delta updates, "
-            "with the deliver/ack traffic. Progress goes to stderr."
+            "Time the model and the impl, each alone and in lockstep, on a deterministic "
+            "steady workload: 2 sites, one sender with batch_size 100 and delta on, 10-field "
+            "values, mostly delta updates, with the deliver/ack traffic; and one validating "
+            "read of its trace file, written canonically and with Python's json.dumps. "
+            "Progress goes to stderr."
         ),
     )
     parser.add_argument("--ops", type=int, default=100_000, help="operations (default 100000)")
@@ -70,7 +72,8 @@ def register(subparsers: Any) -> None:
         action="store_true",
         help=(
             "print one JSON line: ops, events, model_events_per_s, impl_events_per_s, "
-            "speedup, impl_compiled"
+            "speedup, lockstep_events_per_s, lockstep_vs_model, read_canonical_ops_per_s, "
+            "read_plain_ops_per_s, impl_compiled"
         ),
     )
     parser.set_defaults(func=run)
@@ -99,6 +102,12 @@ def run(args: argparse.Namespace) -> int:
     print(f"workload: {result['ops']} ops, {result['events']} client events, {args.keys} keys")
     print(f"model: {result['model_events_per_s']:>10,} events/s ({result['model_seconds']:.3f} s)")
     print(f"impl:  {result['impl_events_per_s']:>10,} events/s ({result['impl_seconds']:.3f} s)")
+    print(
+        f"lockstep: {result['lockstep_events_per_s']:>7,} events/s "
+        f"({result['lockstep_seconds']:.3f} s, {result['lockstep_vs_model']}x the model alone)"
+    )
+    print(f"reading, canonical lines: {result['read_canonical_ops_per_s']:>9,} ops/s")
+    print(f"reading, json.dumps lines: {result['read_plain_ops_per_s']:>8,} ops/s")
     print(f"impl compiled with mypyc: {'yes' if result['impl_compiled'] else 'no (pure Python)'}")
     print(
         f"speedup: {result['speedup']}x  (python {platform.python_version()}, {platform.machine()})"
