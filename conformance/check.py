@@ -24,7 +24,7 @@ from conformance.results import RESULTS_SCHEMA, result_row
 from conformance.run import TraceRun, run_trace
 from conformance.stores import StoreEngines, store_engine_class
 from traces.config import Config
-from traces.engine import DEFAULT_IMPL, EngineFactory, load_impl
+from traces.engine import DEFAULT_IMPL, EngineFactory, load_impl, tune_gc
 from traces.errors import TraceError, WanconformError
 from traces.ops import Op
 from traces.parquet import FIRST_OP_SEQ, op_parser, parse_config_cell
@@ -150,6 +150,7 @@ def check_batches(
     each trace first -> one `ROW_SCHEMA` batch per trace. `replay_from(trace_id, config)`
     gives the lockstep its way to re-read a trace from the start (see `Lockstep`).
     `dlq_dir`: the impl keeps each trace's dead letters in a store DLQ_DIR/TRACE_ID/."""
+    tune_gc()  # a Spark task's Python worker runs engines for long too
     spec = impl_spec or DEFAULT_IMPL
     impl_factory = load_impl(spec)
     store_class = store_engine_class(spec) if dlq_dir is not None else None

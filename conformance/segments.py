@@ -43,7 +43,7 @@ from conformance.lockstep import Divergence
 from conformance.run import RunResult, TraceRun, p1_verdict
 from traces.checkpoint import checkpoint_text
 from traces.config import Config
-from traces.engine import DEFAULT_IMPL, Engine, EngineFactory, load_impl
+from traces.engine import DEFAULT_IMPL, Engine, EngineFactory, load_impl, tune_gc
 from traces.ops import Op
 from traces.tracefile import Reader, fast_path, numbered_lines, where
 
@@ -186,6 +186,7 @@ def against(impl_spec: str | None) -> str:
 
 def run_segment(plan: Plan, index: int) -> SegmentResult:
     """Segment `index` in lockstep from its checkpoint; does its end match the next?"""
+    tune_gc()  # in a Spark task's Python worker
     start, end = plan.cuts[index], plan.cuts[index + 1]
     model_factory, impl_factory = _engines(plan, start)
     run = TraceRun(

@@ -17,6 +17,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from traces.engine import tune_gc
 from traces.errors import WanconformError
 from traces.outputs import check_outputs
 from traces.text import printable
@@ -88,6 +89,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         words = sys.argv[1:] if argv is None else list(argv)
         args = build_parser(words).parse_args(words)
         check_outputs(args)  # before any work: an unwritable output is found first
+        tune_gc()
         code: int = args.func(args)
     except KeyboardInterrupt:
         return interrupted()
