@@ -333,6 +333,12 @@ def fast_path(config: Config) -> Callable[[bytes | str], Op | None]:
     precise validator would accept as that very Op, or None when it cannot tell (then the
     precise validator decides and explains)."""
     decode, build = _fast_decoder(config.sites, tuple(s.id for s in config.senders))
+    plain = {
+        struct: op_type for struct, (op_type, has_optional) in build.items() if not has_optional
+    }
+    optional = {
+        struct: op_type for struct, (op_type, has_optional) in build.items() if has_optional
+    }
     encode = _ENCODER.encode
     astuple = msgspec.structs.astuple
     unset = msgspec.UNSET
@@ -357,13 +363,14 @@ def fast_path(config: Config) -> Callable[[bytes | str], Op | None]:
             or len(line.translate(None, _JSON_SPACE)) != len(canonical) - canonical.count(b" ")
         ):
             return None
-        op_type, optional = build[type(struct)]
-        if optional:
-            values = astuple(struct)
-            names = op_type.__dataclass_fields__
-            op: Op = op_type(**{n: v for n, v in zip(names, values, strict=True) if v is not unset})
+        op_type = plain.get(type(struct))
+        if op_type is not None:
+            op: Op = op_type(*astuple(struct))
             return op
-        op = op_type(*astuple(struct))
+        op_type = optional[type(struct)]  # an absent optional field: the Op's default
+        names = op_type.__dataclass_fields__
+        values = astuple(struct)
+        op = op_type(**{n: v for n, v in zip(names, values, strict=True) if v is not unset})
         return op
 
     return fast
