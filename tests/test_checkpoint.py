@@ -107,6 +107,11 @@ def write(path: Path, doc: Any) -> Path:
         (lambda d: d | {"format": "x"}, "format: not a checkpoint"),
         (lambda d: d | {"state": {**d["state"], "time": -1}}, "state.time: -1 is less than"),
         (lambda d: "{", "not JSON"),
+        (lambda d: '{"a":' * 5000 + "1" + "}" * 5000, "not a checkpoint: nested too deeply"),
+        (
+            lambda d: json.dumps(d).replace('"time": 0', '"time": 0.0'),
+            "not a checkpoint: 0.0: every number of a checkpoint is an integer",
+        ),
     ],
 )
 def test_a_bad_checkpoint_file_is_one_line(tmp_path: Path, change: Any, message: str) -> None:
@@ -142,3 +147,36 @@ def test_replay_from_a_bad_checkpoint_is_exit_2(
     err = capsys.readouterr().err
     expected = f"{path}: version: 3 is newer than this wanconform reads (1); upgrade wanconform"
     assert err == f"wanconform: error: {expected}\n"
+
+
+def test_replay_checkpoint_then_from_it_goes_on_where_it_stopped(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Three puts at site 1 (sender ny, batch_size 1). Checkpointed after two, then run
+    # from that checkpoint over the whole trace: only the third put runs, and it must
+    # find what the first two left. By hand: R3 gives it seq 3, event 1:3; R13 sent
+    # batch 1 (event 1:1, batch_size 1) at the first put, and with that batch still in
+    # flight (no ack) nothing more is sent: queue 1:1, 1:2, 1:3; one batch sent.
+    lines = [json.dumps({"config": CONFIG.to_json()})]
+    lines += [
+        json.dumps({"op": "put", "site": 1, "key": f"k{i}", "value": {"v": i}}) for i in (1, 2, 3)
+    ]
+    half, full = tmp_path / "half.jsonl", tmp_path / "full.jsonl"
+    half.write_text("\n".join(lines[:3]) + "\n")
+    full.write_text("\n".join(lines) + "\n")
+    checkpoint = tmp_path / "c.json"
+    assert main(["replay", str(half), "--engine", "both", "--checkpoint", str(checkpoint)]) == 0
+    assert read_checkpoint(checkpoint)["position"]["operations"] == 2
+    capsys.readouterr()
+    for engine in ("model", "impl", "both"):
+        argv = ["replay", "--from", str(checkpoint), str(full), "--engine", engine, "--json"]
+        assert main(argv) == 0
+        result = json.loads(capsys.readouterr().out)
+        sender = result["state"]["senders"]["ny"]
+        assert sender["queue"] == ["1:1", "1:2", "1:3"]
+        assert sender["in_flight"]["events"] == ["1:1"]
+        assert sender["stats"]["batches_sent"] == 1
+        site = result["state"]["sites"]["1"]
+        assert sorted(site["entries"]) == ["k1", "k2", "k3"]
+        assert site["entries"]["k3"]["value"] == {"v": 3}
+        assert result["divergence"] is None

@@ -24,7 +24,8 @@ repository (`Corpus`: the example traces, topologies, Geode files) mutated by by
 (flips, truncations, insertions) and by structure (JSON values of the wrong type, huge
 numbers, unicode, deep nesting, missing or extra fields, lines duplicated, removed or
 swapped; XML attributes and elements; gfsh options; Parquet columns missing, extra or
-of the wrong type; dead-letter frames with a valid checksum around a bad payload).
+of the wrong type; dead-letter frames with a valid checksum around a bad payload;
+checkpoints, mutated by structure and by bytes, through `replay --from`).
 
 An input kind is one function `(Random, Corpus) -> Case` registered in `KINDS` with its
 share of the inputs; a new input (a checkpoint file, say) is one more such function.
@@ -259,6 +260,7 @@ class Corpus:
     trace_set: dict[str, Any]  # table name -> pyarrow Table, of a valid set of two traces
     dlq: list[tuple[str, bytes]]  # (file name, bytes) of a valid store's files
     lines: list[bytes] = field(default_factory=list)  # every line of every trace and log
+    checkpoints: list[tuple[bytes, bytes]] = field(default_factory=list)  # (trace, its state)
 
 
 def make_log(trace: Path) -> bytes:
@@ -338,7 +340,15 @@ def build_corpus(scratch: Path) -> Corpus:
         main(["replay", trace, "--engine", "impl", "--dlq-dir", str(store)])
     dlq = [(p.name, p.read_bytes()) for p in sorted(store.rglob("*.dlq"))]
     lines = [line for text in traces + logs for line in text.split(b"\n") if line]
-    return Corpus(traces, configs, logs, geode, trace_set, dlq, lines)
+    checkpoints = []
+    for path in trace_paths:  # each example's state halfway, as `replay --checkpoint` writes
+        half = scratch / f"half-{path.name}"
+        text = path.read_bytes().split(b"\n")
+        half.write_bytes(b"\n".join(text[: max(2, len(text) // 2)]) + b"\n")
+        with contextlib.redirect_stdout(io.StringIO()):
+            main(["replay", str(half), "--engine", "both", "--checkpoint", f"{half}.json"])
+        checkpoints.append((path.read_bytes(), Path(f"{half}.json").read_bytes()))
+    return Corpus(traces, configs, logs, geode, trace_set, dlq, lines, checkpoints)
 
 
 # -- the input kinds: (Random, Corpus) -> Case --------------------------------------------
@@ -383,6 +393,29 @@ def log_validate(rng: random.Random, corpus: Corpus) -> Case:
     data = mutate_jsonl(rng.choice(corpus.logs), rng, corpus.lines)
     flags = [f for f in ("--json", "--check-properties", "--steps") if rng.random() < 0.3]
     return Case("log", {"l.jsonl": data}, ["validate", "l.jsonl", *flags])
+
+
+def checkpoint_replay(rng: random.Random, corpus: Corpus) -> Case:
+    """A mutated checkpoint (docs/CHECKPOINT.md) through `replay --from`, or a valid one
+    with a mutated trace; sometimes writing a checkpoint of the end too."""
+    trace, checkpoint = rng.choice(corpus.checkpoints)
+    if rng.random() < 0.8:
+        if rng.random() < 0.6:
+            document = mutate_document(json.loads(checkpoint), rng)
+            checkpoint = dump_json(document, rng).encode("utf-8", "surrogatepass")
+        else:
+            checkpoint = mutate_bytes(checkpoint, rng)
+    else:
+        trace = mutate_jsonl(trace, rng, corpus.lines)
+    engine = rng.choice(("model", "impl", "both"))
+    argv = ["replay", "--from", "c.json", "t.jsonl", "--engine", engine]
+    outputs: tuple[str, ...] = ()
+    if rng.random() < 0.3:
+        argv += ["--checkpoint", "end.json"]
+        outputs = ("end.json",)
+    if rng.random() < 0.2:
+        argv.append("--json")
+    return Case("checkpoint", {"t.jsonl": trace, "c.json": checkpoint}, argv, outputs)
 
 
 XML_ATTRIBUTE = re.compile(rb'([\w:-]+)="([^"]*)"')
@@ -623,6 +656,7 @@ KINDS: dict[str, tuple[int, Callable[[random.Random, Corpus], Case]]] = {
     "geode": (22, geode_import),
     "dlq": (7, dlq_store),
     "parquet": (1, parquet_convert),
+    "checkpoint": (8, checkpoint_replay),
 }
 
 

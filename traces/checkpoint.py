@@ -214,13 +214,26 @@ def checkpoint_text(doc: dict[str, Any]) -> str:
     return canonical_json(doc)
 
 
+class _NotAnInteger(ValueError):
+    pass
+
+
+def _integers_only(token: str) -> Any:
+    """A checkpoint's numbers are integers (JSON Schema would take 1.0 for one)."""
+    raise _NotAnInteger(f"{token}: every number of a checkpoint is an integer")
+
+
 def read_checkpoint(path: str | os.PathLike[str]) -> dict[str, Any]:
     """A checkpoint file, parsed and checked against the schema (not yet the config)."""
     name = os.fspath(path)
     text = read_text(name, "checkpoint", CheckpointError)
     try:
-        doc = json.loads(text)
+        doc = json.loads(text, parse_float=_integers_only, parse_constant=_integers_only)
+    except _NotAnInteger as exc:
+        raise CheckpointError(f"{name}: not a checkpoint: {exc}") from None
     except ValueError as exc:
         raise CheckpointError(f"{name}: not JSON: {exc}") from None
+    except RecursionError:
+        raise CheckpointError(f"{name}: not a checkpoint: nested too deeply") from None
     validate(doc, name)
     return dict(doc)

@@ -449,17 +449,19 @@ def replay_sources(
             if ops is not None
             else (lambda source=source: (op for _, op in source.ops()))
         )
+        engines: dict[str, Any] = {"impl": impl_of(source)}
+        if start is not None:  # --from: both engines built from the checkpoint
+            engines |= from_checkpoint(args, source, engine)
         trace_run = TraceRun(
             source.name,
             source.config,
             engine=engine,
-            impl=impl_of(source),
             impl_spec=impl_spec,
             properties=properties,
             explain=args.steps,
             on_step=on_step if args.steps else None,
             replay=replay,
-            **(from_checkpoint(args, source, engine) if start is not None else {}),
+            **engines,
         )
         progress = Progress(f"replaying {source.name}", source.op_count)
         last = 1
