@@ -20,6 +20,8 @@ import pytest
 from killing import assert_allowed_outcome, busy_python_worker, long_trace_set, run_killing
 
 from conformance import spark as glue
+from conformance.profiles import generate_trace
+from traces.tracefile import write_trace
 from wanconform.cli import main
 
 REGISTRATION_SECONDS = 120  # measured 13-36 s here
@@ -135,6 +137,24 @@ def test_a_campaign_on_a_standalone_cluster_equals_local_mode(
     glue.check(spark, local / "traces", local / "results")
     assert rows(tmp_path / "on-cluster") == rows(local)
     assert len(rows(local)) == 6
+    # One long trace in segments on the same cluster (README "Segments"): what a
+    # sequential replay prints, here with a planted bug that diverges mid-trace.
+    trace = tmp_path / "chaos.jsonl"
+    config, ops = generate_trace(5, "seg", "chaos", 1500)
+    write_trace(trace, config, list(ops))
+    argv = [sys.executable, "-m", "wanconform", "replay", str(trace), "--engine", "both"]
+    argv += ["--check-properties", "--impl", "tools.planted_bugs:LateBatchTime"]
+    root = Path(__file__).resolve().parent.parent
+    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"}
+    split = subprocess.run(
+        [*argv, "--segment-ops", "400", "--master", cluster],
+        cwd=root, capture_output=True, text=True, timeout=CAMPAIGN_SECONDS, env=env,
+    )  # fmt: skip
+    assert split.returncode == 1, split.stderr[-3000:]
+    assert "fast pass done: 4 segments of up to 400 operations" in split.stderr
+    whole = subprocess.run(argv, cwd=root, capture_output=True, text=True, timeout=600)
+    assert whole.returncode == 1, whole.stderr[-3000:]
+    assert split.stdout == whole.stdout
 
 
 def test_the_worker_killed_mid_check_is_one_line_and_nothing_written(
