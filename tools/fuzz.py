@@ -566,8 +566,8 @@ def mutate_table(table: Any, rng: random.Random) -> Any:
 
     names = table.column_names
     choice = rng.random()
-    if choice < 0.15:
-        return table.drop_columns([rng.choice(names)])
+    if choice < 0.15:  # by position: an earlier mutation may have doubled a name
+        return table.remove_column(rng.randrange(len(names)))
     if choice < 0.25:
         extra = pa.array([rng.random() for _ in range(table.num_rows)])
         return table.append_column(rng.choice(("extra", *names)), extra)
@@ -750,6 +750,7 @@ def save_failure(out: Path, index: int, case: Case, outcome: Outcome, seed: int)
     """OUT/KIND-OUTCOME-INDEX/: the input's files, its command, what it printed."""
     folder = out / f"{case.kind}-{outcome.outcome}-{index}"
     shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
     for name, data in case.files.items():
         path = folder / name
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -794,7 +795,8 @@ def worker(
     current: Synchronized,  # type: ignore[type-arg]
 ) -> None:
     """Run the chunks of `tasks` ((start, end) or None to stop); put a Totals per chunk.
-    `current` holds the index being run (-1 between inputs), for the parent's watchdog."""
+    `current` holds the index being run (-1 once it is judged and kept), for the
+    parent's watchdog: a worker that dies with an index set has crashed on that input."""
     fast_parser()
     scratch = Path(tempfile.mkdtemp(prefix="wanconform-fuzz-", dir=scratch_root()))
     corpus = build_corpus(scratch)
@@ -819,10 +821,10 @@ def worker(
                 outcome = Outcome("generator", None, "", traceback.format_exc())
             else:
                 outcome = run_case(case, scratch / "input")
-            current.value = -1
             totals.by_kind[case.kind, outcome.outcome] += 1
             if outcome.outcome not in (ACCEPTED, REJECTED):
                 totals.failures.append(str(save_failure(Path(out), index, case, outcome, seed)))
+            current.value = -1  # judged and kept: a death from here on loses no input
         results.put((start, end, totals))
     shutil.rmtree(scratch, ignore_errors=True)
 
