@@ -1,0 +1,707 @@
+"""Exhaustive exploration: breadth-first search over every operation sequence to a bound.
+
+    result = explore(config, Bounds(depth=6, keys=2, values=2))
+
+From the initial state (SPEC §2) every operation of a finite alphabet (`alphabet`) is
+tried on every state; an operation that is not enabled (§3) is no edge. States are
+deduplicated by a 128-bit digest of the model's FULL state (`state_key`: everything a
+checkpoint holds, docs/CHECKPOINT.md), so each distinct state is expanded once, from its
+first (shortest) path. On every edge P3, P4, P6 and P7 are checked by the property
+checker of `conformance.properties`, cloned from the parent's (`PropertyChecker.clone`);
+P2 and P5 by `settle` from every explored state (the `settle` edge itself when settle is
+in the alphabet, else a settle tried beside the search). With `impl`, the impl replays
+each edge's path from its initial state and its observations and observable state are
+compared with the model's (P1). The first violation stops the search (`collect_all`:
+every one is kept) and its path is a shortest counterexample: BFS finds it at the
+smallest depth. With `symmetry`, keys and values are interchangeable (the configuration
+names neither) and states are canonicalised by a relabelling (`Relabel`).
+
+docs/EXPLORE.md gives the readings: the tick abstraction, what makes two states the
+same, how properties are checked along the search, and the symmetry reduction.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import marshal
+import time
+from array import array
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from conformance.coverage import Coverage
+from conformance.lockstep import json_differences, same_state
+from conformance.properties import PropertyChecker, Violation
+from model import initial_state, observe, step
+from model.settle import due_time
+from model.state import GatewayEvent, Sender, Site, State
+from traces.config import INT64_MAX, Config
+from traces.engine import EngineFactory
+from traces.observations import KINDS, Observation
+from traces.ops import (
+    OP_NAMES,
+    Deliver,
+    DeliverAck,
+    Delta,
+    Destroy,
+    Drop,
+    DropAck,
+    Fail,
+    Op,
+    Put,
+    PutAll,
+    Redeliver,
+    Settle,
+    SiteDown,
+    SiteUp,
+    Tick,
+    op_to_json,
+)
+from traces.text import plural
+
+DEFAULT_MAX_STATES = 5_000_000
+MAX_KEYS = 9  # keys k1..k9 and values 1..9: all of one size (R4), as symmetry needs
+MAX_VALUES = 9
+EXCEPTION = "Injected"  # the one exception name of `fail`
+FIELD = "v"  # the one field of every value: {"v": 1} .. {"v": V}
+
+
+@dataclass(frozen=True, slots=True)
+class Bounds:
+    """What is explored: depth (operations per path), keys and values of client writes,
+    the operation names (default: all of SPEC §3), and the cap on distinct states."""
+
+    depth: int
+    keys: int = 1
+    values: int = 1
+    ops: tuple[str, ...] = OP_NAMES
+    max_states: int = DEFAULT_MAX_STATES
+    symmetry: bool = False
+    collect_all: bool = False
+
+
+def key_names(count: int) -> tuple[str, ...]:
+    return tuple(f"k{i}" for i in range(1, count + 1))
+
+
+def fail_times(retry_attempts: int) -> tuple[int, ...]:
+    """`fail`'s attempt counts with distinct outcomes at a receiver (R16.2): succeeds
+    after retries (1, when it retries), fails this delivery exactly (1 + retry_attempts),
+    fails this one and the next (2 + retry_attempts); a receiver that retries until
+    success (-1) only ever retries (1)."""
+    if retry_attempts == -1:
+        return (1,)
+    return tuple(sorted({1, 1 + retry_attempts, 2 + retry_attempts}))
+
+
+def alphabet(config: Config, keys: int, values: int, names: Iterable[str]) -> tuple[Op, ...]:
+    """The operations tried on every state, in a fixed order (`tick` and `redeliver`,
+    which depend on the state, are added by `state_ops`). Client writes over `keys` keys
+    and `values` values; putall over every subset of two keys or more with every
+    assignment (a putall of one key is exactly a put: `model.client.putall`); deltas set
+    the one field; `fail` with the attempt counts of `fail_times`."""
+    chosen = set(names)
+    ks = key_names(keys)
+    vs = tuple({FIELD: i} for i in range(1, values + 1))
+    out: list[Op] = []
+    for site in config.sites:
+        if "put" in chosen:
+            out += [Put(site, k, v) for k in ks for v in vs]
+        if "delta" in chosen:
+            out += [Delta(site, k, v) for k in ks for v in vs]
+        if "destroy" in chosen:
+            out += [Destroy(site, k) for k in ks]
+        if "putall" in chosen:
+            for size in range(2, len(ks) + 1):
+                for subset in itertools.combinations(ks, size):
+                    for assignment in itertools.product(vs, repeat=size):
+                        out.append(PutAll(site, dict(zip(subset, assignment, strict=True))))
+    for sender in config.senders:
+        for name, cls in (
+            ("deliver", Deliver),
+            ("deliver_ack", DeliverAck),
+            ("drop", Drop),
+            ("drop_ack", DropAck),
+        ):
+            if name in chosen:
+                out.append(cls(sender.id))
+    for site in config.sites:
+        if "site_down" in chosen:
+            out.append(SiteDown(site))
+        if "site_up" in chosen:
+            out += [SiteUp(site, False), SiteUp(site, True)]
+    if "fail" in chosen:
+        for site in config.sites:
+            times = fail_times(config.receiver(site).retry_attempts)
+            out += [Fail(site, k, EXCEPTION, n) for k in ks for n in times]
+    if "settle" in chosen:
+        out.append(Settle())
+    return tuple(out)
+
+
+def tick_amounts(config: Config, state: State) -> list[int]:
+    """The ticks tried on `state` (docs/EXPLORE.md): 1 ms, and to each distinct due time
+    of R15 or R20 still ahead (a sender whose site is up: its in-flight batch's ack
+    timeout, else when its queue flushes, `model.settle.due_time`). A tick to a due time
+    crosses it and every earlier one: each set of timers that one tick can fire."""
+    now = state.time
+    amounts = {1}
+    for sender in config.senders:
+        if not state.sites[sender.site].up:
+            continue
+        due = due_time(sender, state)
+        if due is not None and now < due <= INT64_MAX:
+            amounts.add(due - now)
+    return sorted(amounts)
+
+
+def state_ops(config: Config, state: State, names: frozenset[str]) -> list[Op]:
+    """The operations that depend on the state: ticks (`tick_amounts`) and, per sender
+    with dead letters, redeliver all of them and, when it holds several, each one."""
+    out: list[Op] = []
+    if "tick" in names:
+        out += [Tick(ms) for ms in tick_amounts(config, state)]
+    if "redeliver" in names:
+        for sender in config.senders:
+            held = [record.event_id for record in state.senders[sender.id].dead_letters]
+            if held:
+                out.append(Redeliver(sender.id))
+                if len(held) > 1:
+                    out += [Redeliver(sender.id, (event,)) for event in held]
+    return out
+
+
+# -- what makes two states the same ---------------------------------------------------------
+
+
+class Relabel:
+    """A renaming of keys and values (`--symmetry`); the identity when both maps are
+    empty. Values are renamed through their one field."""
+
+    __slots__ = ("keys", "values")
+
+    def __init__(self, keys: Mapping[str, str], values: Mapping[Any, Any]) -> None:
+        self.keys = keys
+        self.values = values
+
+    def key(self, key: str) -> str:
+        return self.keys.get(key, key)
+
+    def value(self, value: Mapping[str, Any] | None) -> Any:
+        if value is None:
+            return None
+        if not self.values:
+            return tuple(sorted(value.items()))
+        return tuple(sorted((f, self.values.get(x, x)) for f, x in value.items()))
+
+
+IDENTITY = Relabel({}, {})
+
+
+def _event(event: GatewayEvent, r: Relabel) -> tuple[Any, ...]:
+    return (
+        event.event_id,
+        event.origin,
+        event.seq,
+        r.key(event.key),
+        event.op,
+        r.value(event.value),
+        event.version,
+        event.base_version,
+        r.value(event.delta),
+        event.converted,
+        tuple(sorted(event.recipients)),
+        event.possible_duplicate,
+        event.enqueued_at,
+    )
+
+
+def _site(site_id: int, site: Site, r: Relabel) -> tuple[Any, ...]:
+    entries = sorted((r.key(k), r.value(e.value), e.version) for k, e in site.entries.items())
+    applied = sorted((k, bits) for k, bits in site.applied.blocks.items() if bits)
+    return (site_id, site.up, site.seq, site.timestamp_floor, site.last_issued,
+            tuple(entries), tuple(applied), tuple(site.stats))  # fmt: skip
+
+
+def _sender(sender_id: str, s: Sender, r: Relabel) -> tuple[Any, ...]:
+    batch = s.batch_message
+    return (
+        sender_id,
+        tuple(_event(e, r) for e in s.queue),
+        None if s.in_flight is None else tuple(s.in_flight),
+        s.next_retry_at,
+        s.last_batch_id,
+        None
+        if batch is None
+        else (batch.batch_id, tuple((_event(e, r), d) for e, d in batch.events)),
+        None if s.ack_message is None else tuple(s.ack_message),
+        tuple(s.stats),
+        tuple(
+            (
+                d.event_id,
+                r.key(d.key),
+                d.op,
+                d.exception,
+                d.version,
+                r.value(d.value) if d.has_value else (),
+                d.recipients,
+            )
+            for d in s.dead_letters
+        ),
+    )
+
+
+class Freezer:
+    """`frozen_state` with the parts of unchanged sites and senders remembered: a step
+    shares every record it does not change with its parent (model/state.py), so most
+    of a successor's parts are found by identity. `clear` forgets them (each level)."""
+
+    def __init__(self) -> None:
+        self._parts: dict[tuple[int, Any], tuple[Any, tuple[Any, ...]]] = {}
+
+    def clear(self) -> None:
+        self._parts.clear()
+
+    def _part(
+        self,
+        record: Any,
+        build: Callable[[Any, Any, Relabel], tuple[Any, ...]],
+        name: Any,
+        r: Relabel,
+    ) -> tuple[Any, ...]:
+        known = self._parts.get((id(record), name))
+        if known is not None and known[0] is record:
+            return known[1]
+        part = build(name, record, r)
+        self._parts[(id(record), name)] = (record, part)  # the record kept: its id stays its own
+        return part
+
+    def state(self, state: State, r: Relabel = IDENTITY) -> tuple[Any, ...]:
+        if r is not IDENTITY:
+            return frozen_state(state, r)
+        sites = tuple(self._part(site, _site, i, r) for i, site in sorted(state.sites.items()))
+        senders = tuple(self._part(s, _sender, i, r) for i, s in sorted(state.senders.items()))
+        return (state.time, sites, senders, _failures(state, r))
+
+
+def _failures(state: State, r: Relabel) -> tuple[Any, ...]:
+    return tuple(
+        sorted(
+            ((site, r.key(key)), f.exception, f.remaining)
+            for (site, key), f in state.failures.items()
+            if f.remaining > 0
+        )
+    )
+
+
+def frozen_state(state: State, r: Relabel = IDENTITY) -> tuple[Any, ...]:
+    """The model's full state as plain nested tuples, in an order that does not depend
+    on how it was built (maps sorted, queues from their head, empty bitmaps and spent
+    failures left out as a checkpoint leaves them out): equal iff the checkpoints are."""
+    sites = tuple(_site(i, site, r) for i, site in sorted(state.sites.items()))
+    senders = tuple(_sender(i, s, r) for i, s in sorted(state.senders.items()))
+    return (state.time, sites, senders, _failures(state, r))
+
+
+def digest(frozen: tuple[Any, ...]) -> bytes:
+    """128 bits of BLAKE2b over the marshalled tuples: the key of the visited set."""
+    return hashlib.blake2b(marshal.dumps(frozen), digest_size=16).digest()
+
+
+def canonical_relabel(state: State, keys: Sequence[str]) -> Relabel:
+    """The relabelling that puts `state` in its canonical form under renaming of keys
+    and of values (docs/EXPLORE.md). Keys are numbered in order of first appearance in
+    what has an order of its own (queues, batches and dead-letter queues, in sender id
+    order); the rest by a signature that names no key (their entries' tags and
+    tombstones site by site, their injected failures), ties by name. Values are then
+    numbered in order of first appearance in the same walk, then in the entries taken in
+    the new key order. Sound by construction: the form is a renaming of the state."""
+    order: dict[str, None] = {}
+    seen_values: dict[Any, None] = {}
+
+    def value_of(value: Mapping[str, Any] | None) -> None:
+        if value is not None:
+            for _, x in sorted(value.items()):
+                seen_values.setdefault(x, None)
+
+    for sender_id in sorted(state.senders):
+        s = state.senders[sender_id]
+        for event in s.queue:
+            order.setdefault(event.key, None)
+            value_of(event.value)
+            value_of(event.delta)
+        if s.batch_message is not None:
+            for event, _ in s.batch_message.events:
+                order.setdefault(event.key, None)
+        for record in s.dead_letters:
+            order.setdefault(record.key, None)
+            value_of(record.value)
+
+    def signature(key: str) -> tuple[Any, ...]:
+        per_site = []
+        for site_id in sorted(state.sites):
+            entry = state.sites[site_id].entries.get(key)
+            failure = state.failures.get((site_id, key))
+            per_site.append(
+                (
+                    () if entry is None else (entry.value is None, entry.version),
+                    () if failure is None or failure.remaining == 0 else (failure.remaining,),
+                )
+            )
+        return tuple(per_site)
+
+    rest = sorted((k for k in keys if k not in order), key=lambda k: (signature(k), k))
+    ranked = list(order) + rest
+    for key in ranked:
+        for site_id in sorted(state.sites):
+            entry = state.sites[site_id].entries.get(key)
+            if entry is not None:
+                value_of(entry.value)
+    key_map = {old: new for old, new in zip(ranked, sorted(ranked), strict=True)}
+    value_map = {old: i for i, old in enumerate(seen_values, start=1)}
+    return Relabel(key_map, value_map)
+
+
+# -- the search ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Found:
+    """A violation (P2-P7) or a divergence (P1) and the shortest path that shows it."""
+
+    property: str
+    message: str
+    path: tuple[Op, ...]
+
+
+@dataclass(slots=True)
+class ExploreResult:
+    depth: int  # the bound
+    depth_reached: int  # the deepest level at which a new state was found
+    levels: list[int]  # new distinct states per depth (0: the initial state)
+    states: int
+    transitions: int
+    skipped: int  # operations tried and not enabled (no edges)
+    seconds: float
+    capped: bool  # the --max-states cap was reached: the bound was NOT covered
+    covered_depth: int  # every path of at most this many operations was explored
+    coverage: dict[str, int]
+    first_depth: dict[str, int]  # coverage item -> the shallowest depth it occurred at
+    found: list[Found] = field(default_factory=list)
+    alphabet: int = 0  # the fixed operations tried on every state
+    concrete: int = 0  # --symmetry: distinct concrete states among the edges' targets
+
+    @property
+    def states_per_s(self) -> float:
+        return self.states / self.seconds if self.seconds > 0 else 0.0
+
+    def coverage_items(self) -> list[str]:
+        """Every observation kind, receiver status, sender and redelivery outcome."""
+        return [f"kind.{kind}" for kind in KINDS] + [
+            item for item in Coverage().required() if not item.startswith("op.")
+        ]
+
+
+_SKIPPED_KIND = "skipped"
+
+
+def _is_skip(observations: list[Observation]) -> bool:
+    return len(observations) == 1 and observations[0]["kind"] == _SKIPPED_KIND
+
+
+class _Paths:
+    """Every visited state's parent and operation, to rebuild a path (compact arrays)."""
+
+    def __init__(self, fixed: tuple[Op, ...]) -> None:
+        self.parent = array("q", [-1])
+        self.op = array("l", [-1])
+        self.ops: list[Op] = list(fixed)
+        # the alphabet's operations by identity (values are dicts: not hashable), the
+        # state's own (ticks, redelivers) by value
+        self._index: dict[Any, int] = {id(op): i for i, op in enumerate(fixed)}
+
+    def add(self, parent: int, op: Op) -> int:
+        name = op if isinstance(op, Tick | Redeliver) else id(op)
+        index = self._index.get(name)
+        if index is None:
+            index = self._index[name] = len(self.ops)
+            self.ops.append(op)
+        self.parent.append(parent)
+        self.op.append(index)
+        return len(self.parent) - 1
+
+    def path(self, node: int) -> tuple[Op, ...]:
+        out = []
+        while node > 0:
+            out.append(self.ops[self.op[node]])
+            node = self.parent[node]
+        return tuple(reversed(out))
+
+
+def _impl_divergence(
+    config: Config,
+    impl: EngineFactory,
+    path: tuple[Op, ...],
+    op: Op,
+    observations: list[Observation],
+    model_state: State,
+) -> str | None:
+    """P1 on one edge: the impl replays `path` from its initial state, then applies
+    `op`; its observations and observable state must be the model's."""
+    engine = impl(config)
+    for earlier in path:
+        engine.apply(earlier)
+    theirs = engine.apply(op)
+    if theirs != observations or canonical_differs(theirs, observations):
+        first = next(json_differences(observations, theirs, "observations"), None)
+        shown = "" if first is None else f": {first.path}: model {first.model}, impl {first.impl}"
+        return f"model and impl observations differ{shown}"
+    model_view = observe(model_state)
+    if not same_state(model_view, engine.observe())[0]:
+        first = next(json_differences(model_view, engine.observe(), "state"), None)
+        shown = "" if first is None else f": {first.path}: model {first.model}, impl {first.impl}"
+        return f"model and impl states differ{shown}"
+    return None
+
+
+def canonical_differs(a: list[Observation], b: list[Observation]) -> bool:
+    """Equal as Python values but not as JSON (True against 1)?"""
+    return next(json_differences(a, b, "observations"), None) is not None
+
+
+def _observer(state: State) -> Callable[[], dict[str, Any]]:
+    return lambda: observe(state)
+
+
+def explore(
+    config: Config,
+    bounds: Bounds,
+    impl: EngineFactory | None = None,
+    progress: Callable[[int, int, int], None] | None = None,
+) -> ExploreResult:
+    """Breadth-first search to `bounds.depth` (see the module); `impl` adds P1 on every
+    edge; `progress(depth, states, transitions)` is called now and then."""
+    started = time.perf_counter()
+    names = frozenset(bounds.ops)
+    fixed = alphabet(config, bounds.keys, bounds.values, names)
+    keys = key_names(bounds.keys)
+    settle_edges = "settle" in names
+
+    freezer = Freezer()
+
+    concrete: set[bytes] = set()
+
+    def key_of(state: State) -> bytes:
+        if bounds.symmetry:
+            concrete.add(digest(freezer.state(state)))
+            return digest(frozen_state(state, canonical_relabel(state, keys)))
+        return digest(freezer.state(state))
+
+    root = initial_state(config)
+    visited = {key_of(root)}
+    paths = _Paths(fixed)
+    coverage = Coverage()
+    kinds: dict[str, int] = {}
+    first_depth: dict[str, int] = {}
+    found: list[Found] = []
+    frontier: list[tuple[int, State, PropertyChecker]] = [(0, root, PropertyChecker(config))]
+    levels = [1]
+    transitions = skipped = 0
+    capped = False
+    covered = 0
+
+    def report(property_: str, message: str, path: tuple[Op, ...]) -> None:
+        found.append(Found(property_, message, path))
+
+    def settle_check(node: int, state: State, checker: PropertyChecker) -> None:
+        """P2 and P5 from this state: settle to quiescence, as the checker sees it."""
+        if not all(site.up for site in state.sites.values()):
+            return  # P2 and P5 apply after a settle with every site up
+        clone = checker.clone()
+        after, observations = step(config, state, Settle())
+        violations = clone.after_step(Settle(), observations, lambda: observe(after))
+        if violations:
+            report(violations[0].property, violations[0].message, (*paths.path(node), Settle()))
+
+    depth = 0
+    while frontier and depth < bounds.depth and not capped:
+        if found and not bounds.collect_all:
+            break
+        following: list[tuple[int, State, PropertyChecker]] = []
+        for node, state, checker in frontier:
+            if not settle_edges:
+                settle_check(node, state, checker)
+            for op in (*fixed, *state_ops(config, state, names)):
+                after, observations = step(config, state, op)
+                if _is_skip(observations):  # not enabled (§3): no edge
+                    skipped += 1
+                    kinds[_SKIPPED_KIND] = kinds.get(_SKIPPED_KIND, 0) + 1
+                    coverage.record(op, observations)
+                    continue
+                transitions += 1
+                coverage.record(op, observations)
+                for obs in observations:
+                    kinds[obs["kind"]] = kinds.get(obs["kind"], 0) + 1
+                violations: list[Violation] = []
+                if observations or isinstance(op, SiteUp | Settle):
+                    clone = checker.clone()  # a node's checker is never changed
+                    violations = clone.after_step(op, observations, _observer(after))
+                else:
+                    clone = checker  # nothing the checker follows happened
+                if not violations and any(obs["kind"] == "dlq" for obs in observations):
+                    violations = clone.finish(observe(after))  # P7: a new dead letter
+                divergence = None
+                if impl is not None:
+                    divergence = _impl_divergence(
+                        config, impl, paths.path(node), op, observations, after
+                    )
+                if divergence is not None or violations:
+                    path = (*paths.path(node), op)
+                    if divergence is not None:
+                        report("P1", divergence, path)
+                    else:
+                        report(violations[0].property, violations[0].message, path)
+                    if not bounds.collect_all:
+                        break
+                    continue
+                key = key_of(after)
+                if key in visited:
+                    continue
+                if len(visited) >= bounds.max_states:
+                    capped = True
+                    break
+                visited.add(key)
+                following.append((paths.add(node, op), after, clone))
+            if capped or (found and not bounds.collect_all):
+                break
+            if progress is not None:
+                progress(depth + 1, len(visited), transitions)
+        depth += 1
+        freezer.clear()
+        seen = [*coverage.counts.items(), *((f"kind.{k}", n) for k, n in kinds.items())]
+        for item, count in seen:
+            if count and item not in first_depth:
+                first_depth[item] = depth
+        if not capped and not (found and not bounds.collect_all):
+            covered = depth
+        if following:
+            levels.append(len(following))
+        frontier = following
+    if not capped and not (found and not bounds.collect_all) and depth == bounds.depth:
+        for node, state, checker in frontier:  # P2, P5 from the deepest states too
+            settle_check(node, state, checker)
+            if found and not bounds.collect_all:
+                break
+        covered = bounds.depth if not found or bounds.collect_all else covered
+    elif not frontier and not capped and not found:
+        covered = bounds.depth  # every state was expanded before the bound
+    counts = dict(coverage.counts)
+    counts.update({f"kind.{k}": v for k, v in kinds.items()})
+    return ExploreResult(
+        depth=bounds.depth,
+        depth_reached=len(levels) - 1,
+        levels=levels,
+        states=len(visited),
+        transitions=transitions,
+        skipped=skipped,
+        seconds=time.perf_counter() - started,
+        capped=capped,
+        covered_depth=covered,
+        coverage=counts,
+        first_depth=first_depth,
+        found=found,
+        alphabet=len(fixed),
+        concrete=len(concrete),
+    )
+
+
+def coverage_rows(result: ExploreResult) -> list[tuple[str, int, int | None]]:
+    """(item, count, shallowest depth or None) for every item of the coverage table."""
+    return [
+        (item, result.coverage.get(item, 0), result.first_depth.get(item))
+        for item in result.coverage_items()
+    ]
+
+
+def result_json(name: str, config: Config, bounds: Bounds, result: ExploreResult) -> dict[str, Any]:
+    """The figures of an exploration as JSON (no timings: the same for the same input)."""
+    return {
+        "config": name,
+        "depth": bounds.depth,
+        "keys": bounds.keys,
+        "values": bounds.values,
+        "ops": list(bounds.ops),
+        "symmetry": bounds.symmetry,
+        "states": result.states,
+        "transitions": result.transitions,
+        "skipped": result.skipped,
+        "levels": result.levels,
+        "depth_reached": result.depth_reached,
+        "covered_depth": result.covered_depth,
+        "capped": result.capped,
+        "concrete_states_seen": result.concrete if bounds.symmetry else None,
+        "coverage": {item: [count, depth] for item, count, depth in coverage_rows(result)},
+        "found": [
+            {
+                "property": f.property,
+                "message": f.message,
+                "length": len(f.path),
+                "path": [op_to_json(op) for op in f.path],
+            }
+            for f in result.found
+        ],
+    }
+
+
+def summary_lines(
+    name: str, config: Config, bounds: Bounds, result: ExploreResult, impl: str | None
+) -> list[str]:
+    """The report of an exploration (no timings: the same bytes for the same input)."""
+    ops = "all" if bounds.ops == OP_NAMES else ",".join(bounds.ops)
+    lines = [
+        f"explore {name}: sites {', '.join(map(str, config.sites))}; "
+        f"{plural(len(config.senders), 'sender')}; {plural(bounds.keys, 'key')}, "
+        f"{plural(bounds.values, 'value')}; operations: {ops} "
+        f"({result.alphabet} fixed per state, plus ticks and redelivers); depth {bounds.depth}"
+        + ("; symmetry on" if bounds.symmetry else ""),
+        "depth  new states",
+        *(f"{depth:>5}  {count:>10,}" for depth, count in enumerate(result.levels)),
+        f"distinct states: {result.states:,}; transitions: {result.transitions:,} "
+        f"(and {result.skipped:,} operations not enabled); depth reached: "
+        f"{result.depth_reached}",
+    ]
+    if bounds.symmetry:
+        factor = result.concrete / result.states if result.states else 1.0
+        lines.append(
+            f"symmetry: {result.concrete:,} distinct concrete states seen as {result.states:,} "
+            f"canonical ones: reduction factor at least {factor:.2f}"
+        )
+    checked = "P1 (against " + impl + "), " if impl else ""
+    if result.capped:
+        lines.append(
+            f"CAP REACHED: --max-states {bounds.max_states:,} hit at depth "
+            f"{result.covered_depth + 1}: the bound {bounds.depth} was NOT covered (every "
+            f"behaviour of at most {result.covered_depth} operations was)"
+        )
+    elif result.found:
+        lines.append(
+            f"{plural(len(result.found), 'violation')} found; {checked}P2-P7 were checked "
+            f"on every behaviour of at most {result.covered_depth} operations"
+        )
+    else:
+        lines.append(
+            f"clean: every behaviour of at most {bounds.depth} operations explored; "
+            f"{checked}P3, P4, P6, P7 held on every transition, P2 and P5 after settle "
+            "from every state"
+        )
+    lines.append("coverage (count, shallowest depth):")
+    never = []
+    for item, count, depth in coverage_rows(result):
+        if depth is None:
+            never.append(item)
+        else:
+            lines.append(f"  {item:<28} {count:>12,}  depth {depth}")
+    lines.append("never reached: " + (", ".join(never) if never else "none"))
+    return lines
