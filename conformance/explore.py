@@ -34,7 +34,7 @@ from typing import Any
 from conformance.coverage import Coverage
 from conformance.lockstep import json_differences, same_state
 from conformance.properties import PropertyChecker, Violation
-from model import initial_state, observe, step
+from model import enabled, initial_state, observe, step
 from model.settle import due_time
 from model.state import GatewayEvent, Sender, Site, State
 from traces.config import INT64_MAX, Config
@@ -139,6 +139,18 @@ def alphabet(config: Config, keys: int, values: int, names: Iterable[str]) -> tu
     if "settle" in chosen:
         out.append(Settle())
     return tuple(out)
+
+
+def enabling_groups(ops: Sequence[Op]) -> list[list[Op]]:
+    """The operations grouped by what SPEC §3's 'enabled when' column reads of them
+    (`traces.enabled`): the site, the key of a delta or destroy, the sender. The ops of
+    one group are enabled or not together, so one question per group decides them."""
+    groups: dict[tuple[Any, ...], list[Op]] = {}
+    for op in ops:
+        key = op.key if isinstance(op, Delta | Destroy) else None
+        reads = (type(op), getattr(op, "site", None), key, getattr(op, "sender", None))
+        groups.setdefault(reads, []).append(op)
+    return list(groups.values())
 
 
 def tick_amounts(config: Config, state: State) -> list[int]:
@@ -256,13 +268,16 @@ def _sender(sender_id: str, s: Sender, r: Relabel) -> tuple[Any, ...]:
 class Freezer:
     """`frozen_state` with the parts of unchanged sites and senders remembered: a step
     shares every record it does not change with its parent (model/state.py), so most
-    of a successor's parts are found by identity. `clear` forgets them (each level)."""
+    of a successor's parts are found by identity. `clear` starts a new level."""
 
     def __init__(self) -> None:
         self._parts: dict[tuple[int, Any], tuple[Any, tuple[Any, ...]]] = {}
+        self._older: dict[tuple[int, Any], tuple[Any, tuple[Any, ...]]] = {}
 
     def clear(self) -> None:
-        self._parts.clear()
+        """Forget the parts of the level before last (a level's states share theirs with
+        their parents, of the level before)."""
+        self._older, self._parts = self._parts, {}
 
     def _part(
         self,
@@ -271,8 +286,9 @@ class Freezer:
         name: Any,
         r: Relabel,
     ) -> tuple[Any, ...]:
-        known = self._parts.get((id(record), name))
+        known = self._parts.get((id(record), name)) or self._older.get((id(record), name))
         if known is not None and known[0] is record:
+            self._parts[(id(record), name)] = known
             return known[1]
         part = build(name, record, r)
         self._parts[(id(record), name)] = (record, part)  # the record kept: its id stays its own
@@ -392,6 +408,13 @@ class ExploreResult:
     found: list[Found] = field(default_factory=list)
     alphabet: int = 0  # the fixed operations tried on every state
     concrete: int = 0  # --symmetry: distinct concrete states among the edges' targets
+    step_seconds: float = 0.0  # of `seconds`, in `model.step`: transitions, settle checks
+    settle_checks: int = 0  # settles beside the search for P2 and P5 (not transitions)
+
+    @property
+    def overhead(self) -> float:
+        """The search's time over the model's plain steps of the same transitions."""
+        return self.seconds / self.step_seconds if self.step_seconds > 0 else 0.0
 
     @property
     def states_per_s(self) -> float:
@@ -405,10 +428,6 @@ class ExploreResult:
 
 
 _SKIPPED_KIND = "skipped"
-
-
-def _is_skip(observations: list[Observation]) -> bool:
-    return len(observations) == 1 and observations[0]["kind"] == _SKIPPED_KIND
 
 
 class _Paths:
@@ -486,6 +505,7 @@ def explore(
     started = time.perf_counter()
     names = frozenset(bounds.ops)
     fixed = alphabet(config, bounds.keys, bounds.values, names)
+    groups = enabling_groups(fixed)
     keys = key_names(bounds.keys)
     settle_edges = "settle" in names
 
@@ -509,6 +529,8 @@ def explore(
     frontier: list[tuple[int, State, PropertyChecker]] = [(0, root, PropertyChecker(config))]
     levels = [1]
     transitions = skipped = 0
+    step_seconds = 0.0  # in the model's steps of the transitions alone
+    settle_checks = 0
     capped = False
     covered = 0
 
@@ -519,8 +541,12 @@ def explore(
         """P2 and P5 from this state: settle to quiescence, as the checker sees it."""
         if not all(site.up for site in state.sites.values()):
             return  # P2 and P5 apply after a settle with every site up
+        nonlocal step_seconds, settle_checks
         clone = checker.clone()
+        stepped = time.perf_counter()
         after, observations = step(config, state, Settle())
+        step_seconds += time.perf_counter() - stepped
+        settle_checks += 1
         violations = clone.after_step(Settle(), observations, lambda: observe(after))
         if violations:
             report(violations[0].property, violations[0].message, (*paths.path(node), Settle()))
@@ -533,14 +559,19 @@ def explore(
         for node, state, checker in frontier:
             if not settle_edges:
                 settle_check(node, state, checker)
-            for op in (*fixed, *state_ops(config, state, names)):
+            tried: list[Op] = []
+            for group in (*groups, *([op] for op in state_ops(config, state, names))):
+                if group and not enabled(config, state, group[0]):
+                    skipped += len(group)  # not enabled (§3): no edges
+                    kinds[_SKIPPED_KIND] = kinds.get(_SKIPPED_KIND, 0) + len(group)
+                    coverage.record_skipped(group[0].op, len(group))
+                else:
+                    tried += group
+            for op in tried:
+                stepped = time.perf_counter()
                 after, observations = step(config, state, op)
-                if _is_skip(observations):  # not enabled (§3): no edge
-                    skipped += 1
-                    kinds[_SKIPPED_KIND] = kinds.get(_SKIPPED_KIND, 0) + 1
-                    coverage.record(op, observations)
-                    continue
                 transitions += 1
+                step_seconds += time.perf_counter() - stepped
                 coverage.record(op, observations)
                 for obs in observations:
                     kinds[obs["kind"]] = kinds.get(obs["kind"], 0) + 1
@@ -614,6 +645,8 @@ def explore(
         found=found,
         alphabet=len(fixed),
         concrete=len(concrete),
+        step_seconds=step_seconds,
+        settle_checks=settle_checks,
     )
 
 
