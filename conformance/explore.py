@@ -24,12 +24,13 @@ from __future__ import annotations
 
 import hashlib
 import itertools
-import marshal
 import time
 from array import array
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+import msgspec
 
 from conformance.coverage import Coverage
 from conformance.lockstep import json_differences, same_state
@@ -64,6 +65,7 @@ from traces.text import plural
 DEFAULT_MAX_STATES = 5_000_000
 MAX_KEYS = 9  # keys k1..k9 and values 1..9: all of one size (R4), as symmetry needs
 MAX_VALUES = 9
+MAX_TIE_ORDERS = 120  # orders of keys of one signature tried by `canonical_relabel`
 EXCEPTION = "Injected"  # the one exception name of `fail`
 FIELD = "v"  # the one field of every value: {"v": 1} .. {"v": V}
 
@@ -321,19 +323,38 @@ def frozen_state(state: State, r: Relabel = IDENTITY) -> tuple[Any, ...]:
     return (state.time, sites, senders, _failures(state, r))
 
 
+_PACK = msgspec.msgpack.Encoder().encode
+
+
+def form_bytes(frozen: tuple[Any, ...]) -> bytes:
+    """The tuples as bytes that depend on their content only (MessagePack: unlike
+    `marshal`, not on which strings are interned or which objects are shared; True and
+    1 stay apart)."""
+    return _PACK(frozen)
+
+
 def digest(frozen: tuple[Any, ...]) -> bytes:
-    """128 bits of BLAKE2b over the marshalled tuples: the key of the visited set."""
-    return hashlib.blake2b(marshal.dumps(frozen), digest_size=16).digest()
+    """128 bits of BLAKE2b over `form_bytes`: the key of the visited set."""
+    return hashlib.blake2b(_PACK(frozen), digest_size=16).digest()
 
 
-def canonical_relabel(state: State, keys: Sequence[str]) -> Relabel:
+def keys_interchangeable(bounds: Bounds) -> bool:
+    """Are keys interchangeable in this alphabet? Not when a putall of several keys is
+    in it: R10 writes its entries in sorted key order, so renaming keys changes the
+    order of their events (values stay interchangeable)."""
+    return bounds.keys == 1 or "putall" not in bounds.ops
+
+
+def canonical_relabel(state: State, keys: Sequence[str], rename_keys: bool = True) -> Relabel:
     """The relabelling that puts `state` in its canonical form under renaming of keys
     and of values (docs/EXPLORE.md). Keys are numbered in order of first appearance in
     what has an order of its own (queues, batches and dead-letter queues, in sender id
     order); the rest by a signature that names no key (their entries' tags and
-    tombstones site by site, their injected failures), ties by name. Values are then
-    numbered in order of first appearance in the same walk, then in the entries taken in
-    the new key order. Sound by construction: the form is a renaming of the state."""
+    tombstones site by site, their injected failures); keys of one signature in the
+    order that gives the smallest form (`rename_keys` False: keys keep their names).
+    Values are then numbered in order of first appearance in the same walk, then in the
+    entries taken in the new key order. Sound by construction: the form is a renaming
+    of the state."""
     order: dict[str, None] = {}
     seen_values: dict[Any, None] = {}
 
@@ -368,16 +389,51 @@ def canonical_relabel(state: State, keys: Sequence[str]) -> Relabel:
             )
         return tuple(per_site)
 
-    rest = sorted((k for k in keys if k not in order), key=lambda k: (signature(k), k))
-    ranked = list(order) + rest
-    for key in ranked:
-        for site_id in sorted(state.sites):
-            entry = state.sites[site_id].entries.get(key)
-            if entry is not None:
-                value_of(entry.value)
-    key_map = {old: new for old, new in zip(ranked, sorted(ranked), strict=True)}
-    value_map = {old: i for i, old in enumerate(seen_values, start=1)}
-    return Relabel(key_map, value_map)
+    if rename_keys:
+        rest = sorted((k for k in keys if k not in order), key=lambda k: (signature(k), k))
+    else:
+        order, rest = {}, sorted(keys)  # every key keeps its name
+    absent = signature("")  # a key with no entry and no failure anywhere: not in the state
+    ties = (
+        []
+        if not rename_keys
+        else [
+            list(group)
+            for sig, group in ((sig, list(g)) for sig, g in itertools.groupby(rest, key=signature))
+            if len(group) > 1 and sig != absent
+        ]
+    )
+
+    def relabel(ranked: list[str]) -> Relabel:
+        values = dict(seen_values)
+        for key in ranked:
+            for site_id in sorted(state.sites):
+                entry = state.sites[site_id].entries.get(key)
+                if entry is not None and entry.value is not None:
+                    for _, x in sorted(entry.value.items()):
+                        values.setdefault(x, None)
+        key_map = dict(zip(ranked, sorted(ranked), strict=True))
+        return Relabel(key_map, {old: i for i, old in enumerate(values, start=1)})
+
+    first = list(order) + rest
+    if not ties:
+        return relabel(first)
+    # Keys that nothing above tells apart: each order of each such group is tried, and
+    # the smallest form kept (the groups are small: keys of one signature).
+    orders = itertools.islice(
+        itertools.product(*(itertools.permutations(group) for group in ties)), MAX_TIE_ORDERS
+    )
+    best: tuple[bytes, Relabel] | None = None
+    for choice in orders:
+        placed = dict(
+            zip((k for g in ties for k in g), (k for g in choice for k in g), strict=True)
+        )
+        candidate = relabel([placed.get(k, k) for k in first])
+        form = form_bytes(frozen_state(state, candidate))
+        if best is None or form < best[0]:
+            best = (form, candidate)
+    assert best is not None
+    return best[1]
 
 
 # -- the search ------------------------------------------------------------------------------
@@ -512,11 +568,12 @@ def explore(
     freezer = Freezer()
 
     concrete: set[bytes] = set()
+    rename_keys = keys_interchangeable(bounds)
 
     def key_of(state: State) -> bytes:
         if bounds.symmetry:
             concrete.add(digest(freezer.state(state)))
-            return digest(frozen_state(state, canonical_relabel(state, keys)))
+            return digest(frozen_state(state, canonical_relabel(state, keys, rename_keys)))
         return digest(freezer.state(state))
 
     root = initial_state(config)
@@ -707,9 +764,14 @@ def summary_lines(
     ]
     if bounds.symmetry:
         factor = result.concrete / result.states if result.states else 1.0
+        what = (
+            "keys and values"
+            if keys_interchangeable(bounds)
+            else "values (not keys: putall writes in key order, R10)"
+        )
         lines.append(
-            f"symmetry: {result.concrete:,} distinct concrete states seen as {result.states:,} "
-            f"canonical ones: reduction factor at least {factor:.2f}"
+            f"symmetry over {what}: {result.concrete:,} distinct concrete states seen as "
+            f"{result.states:,} canonical ones: reduction factor at least {factor:.2f}"
         )
     checked = "P1 (against " + impl + "), " if impl else ""
     if result.capped:

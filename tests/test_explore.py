@@ -19,10 +19,12 @@ import pytest
 
 from conformance.explore import (
     Bounds,
+    Relabel,
     alphabet,
     canonical_relabel,
     digest,
     explore,
+    form_bytes,
     frozen_state,
     key_names,
     state_ops,
@@ -59,26 +61,34 @@ def one_way() -> Config:
 # -- distinct states ------------------------------------------------------------------------
 
 
+NO_PUTALL = tuple(name for name in OP_NAMES if name != "putall")
+
+
 @pytest.mark.parametrize(
-    ("depth", "keys", "values", "symmetry", "states", "transitions", "levels"),
+    ("depth", "keys", "values", "ops", "symmetry", "states", "transitions", "levels"),
     [
-        (1, 1, 1, False, 10, 10, [1, 9]),
-        (2, 1, 1, False, 57, 107, [1, 9, 47]),
-        (3, 1, 1, False, 291, 666, [1, 9, 47, 234]),
-        (3, 2, 2, False, 7947, 16454, [1, 27, 466, 7453]),
-        (3, 2, 2, True, 2952, 6309, [1, 13, 177, 2761]),
+        (1, 1, 1, OP_NAMES, False, 10, 10, [1, 9]),
+        (2, 1, 1, OP_NAMES, False, 57, 107, [1, 9, 47]),
+        (3, 1, 1, OP_NAMES, False, 291, 666, [1, 9, 47, 234]),
+        (2, 2, 2, OP_NAMES, False, 494, 866, [1, 27, 466]),
+        # with putall, only values are interchangeable (R10 writes in key order)
+        (2, 2, 2, OP_NAMES, True, 280, 594, [1, 19, 260]),
+        # without it, keys too: 3.6x of at most 2! x 2! = 4
+        (3, 2, 2, NO_PUTALL, False, 2556, 5606, [1, 19, 222, 2314]),
+        (3, 2, 2, NO_PUTALL, True, 719, 1852, [1, 9, 74, 635]),
     ],
 )
 def test_distinct_state_counts_are_pinned(
     depth: int,
     keys: int,
     values: int,
+    ops: tuple[str, ...],
     symmetry: bool,
     states: int,
     transitions: int,
     levels: list[int],
 ) -> None:
-    result = explore(one_way(), Bounds(depth, keys, values, symmetry=symmetry))
+    result = explore(one_way(), Bounds(depth, keys, values, ops, symmetry=symmetry))
     assert (result.states, result.transitions, result.levels) == (states, transitions, levels)
     assert result.found == [] and not result.capped and result.covered_depth == depth
 
@@ -122,6 +132,50 @@ def test_count_equals_a_naive_enumeration_without_dedup() -> None:
         layer = following
     assert paths == 1324  # many paths, far fewer states: dedup matters
     assert len(seen) == explore(config, Bounds(3)).states == 291
+
+
+def _reachable(
+    config: Config, depth: int, keys: int, values: int, ops: tuple[str, ...]
+) -> list[State]:
+    """Every state within `depth` operations, by plain BFS (no symmetry)."""
+    names = frozenset(ops)
+    fixed = alphabet(config, keys, values, names)
+    layer = [initial_state(config)]
+    seen = {digest(frozen_state(layer[0])): layer[0]}
+    for _ in range(depth):
+        following = []
+        for state in layer:
+            for op in (*fixed, *state_ops(config, state, names)):
+                after = step(config, state, op)[0]
+                key = digest(frozen_state(after))
+                if key not in seen:
+                    seen[key] = after
+                    following.append(after)
+        layer = following
+    return list(seen.values())
+
+
+@pytest.mark.parametrize(
+    ("depth", "ops", "rename_keys", "orbits"),
+    [(3, NO_PUTALL, True, 719), (2, OP_NAMES, False, 280)],
+)
+def test_symmetry_counts_every_orbit_once(
+    depth: int, ops: tuple[str, ...], rename_keys: bool, orbits: int
+) -> None:
+    # The reachable states' orbits under every renaming (2 keys x 2 values: 4; values
+    # only with putall), counted by trying each renaming on each state: exactly the
+    # states the reduced search visits (its canonical form is complete here).
+    config = one_way()
+    states = _reachable(config, depth, 2, 2, ops)
+    renamings = [
+        Relabel(dict(zip(("k1", "k2"), order, strict=True)) if rename_keys else {},
+                dict(zip((1, 2), values, strict=True)))
+        for order in itertools.permutations(("k1", "k2"))
+        for values in itertools.permutations((1, 2))
+    ]  # fmt: skip
+    found = {min(form_bytes(frozen_state(s, r)) for r in renamings) for s in states}
+    assert len(found) == orbits
+    assert explore(config, Bounds(depth, 2, 2, ops, symmetry=True)).states == orbits
 
 
 def _swap(op: Op, keys: dict[str, str], values: dict[int, int]) -> Op:
