@@ -195,9 +195,15 @@ def run(args: argparse.Namespace) -> int:
         f"{result.seconds:.1f} s: {result.states_per_s:,.0f} states/s",
         file=sys.stderr,
     )
-    texts = [_counterexample(config, found.path, impl, impl_spec) for found in result.found]
-    for number, (found, (trace, words)) in enumerate(zip(result.found, texts, strict=True), 1):
-        label = f"{COUNTEREXAMPLE}-{number}" if bounds.collect_all else COUNTEREXAMPLE
+    labels = [
+        f"{COUNTEREXAMPLE}-{number}" if bounds.collect_all else COUNTEREXAMPLE
+        for number in range(1, len(result.found) + 1)
+    ]
+    texts = [
+        _counterexample(config, found.path, impl, impl_spec, f"{label}.jsonl")
+        for found, label in zip(result.found, labels, strict=True)
+    ]
+    for found, label, (trace, words) in zip(result.found, labels, texts, strict=True):
         print()
         print(f"{found.property} at depth {len(found.path)}: {found.message}")
         print(
@@ -208,21 +214,20 @@ def run(args: argparse.Namespace) -> int:
             print("  " + trace.rstrip("\n").replace("\n", "\n  "))
         print("  " + words.rstrip("\n").replace("\n", "\n  "))
     if args.out:
-        _write(args.out, result, bounds, texts, config, name)
+        _write(args.out, result, bounds, dict(zip(labels, texts, strict=True)), config, name)
     if result.found:
         return EXIT_FOUND
     return EXIT_CAPPED if result.capped else EXIT_CLEAN
 
 
 def _counterexample(
-    config: Any, path: tuple[Any, ...], impl: Any, impl_spec: str
+    config: Any, path: tuple[Any, ...], impl: Any, impl_spec: str, name: str
 ) -> tuple[str, str]:
     """The trace text of a counterexample and its explanation: the run in words, as
     `replay --steps` tells it, and its first failure as `replay` describes it."""
     from conformance.run import TraceRun
     from traces.tracefile import trace_text, where
 
-    name = f"{COUNTEREXAMPLE}.jsonl"
     run = TraceRun(
         name,
         config,
@@ -248,7 +253,7 @@ def _write(
     out: str,
     result: Any,
     bounds: Any,
-    texts: list[tuple[str, str]],
+    texts: dict[str, tuple[str, str]],
     config: Any,
     name: str,
 ) -> None:
@@ -257,8 +262,7 @@ def _write(
     from traces.outputs import EXPLORE_MARKER, building_directory
 
     with building_directory(out) as folder:
-        for number, (trace, words) in enumerate(texts, 1):
-            label = f"{COUNTEREXAMPLE}-{number}" if bounds.collect_all else COUNTEREXAMPLE
+        for label, (trace, words) in texts.items():
             (folder / f"{label}.jsonl").write_text(trace, encoding="utf-8")
             (folder / f"{label}.txt").write_text(words, encoding="utf-8")
         document = result_json(name, config, bounds, result)
