@@ -26,6 +26,7 @@ import hashlib
 import itertools
 import time
 from array import array
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -546,6 +547,133 @@ def _observer(state: State) -> Callable[[], dict[str, Any]]:
     return lambda: observe(state)
 
 
+@dataclass(slots=True)
+class Tally:
+    """What one level (or one node's expansion) did: counted only once its level is
+    complete, so that every mode of the search reports the same figures."""
+
+    transitions: int = 0
+    skipped: int = 0
+    step_seconds: float = 0.0
+    settle_checks: int = 0
+    counts: Counter[str] = field(default_factory=Counter)  # coverage items, kind.*
+
+    def add(self, other: Tally) -> None:
+        self.transitions += other.transitions
+        self.skipped += other.skipped
+        self.step_seconds += other.step_seconds
+        self.settle_checks += other.settle_checks
+        self.counts.update(other.counts)
+
+
+@dataclass(slots=True)
+class Successor:
+    position: int  # the operation's place in the node's sequence of operations tried
+    op: Op
+    state: State
+    checker: PropertyChecker
+    key: bytes  # `digest` of the state's (canonical) form: the visited set's key
+    concrete: bytes  # `digest` of its plain form (= key without symmetry)
+
+
+@dataclass(slots=True)
+class Expansion:
+    """Every enabled operation of one state, stepped and checked."""
+
+    tally: Tally
+    successors: list[Successor]
+    found: list[tuple[int, Found]]  # (position, violation), in order
+
+
+class Expander:
+    """Expands states: the one piece of the search that every mode runs (the local
+    loop, and Spark's executors). Pure but for its cache (`Freezer`): the same state,
+    checker and path always give the same expansion."""
+
+    def __init__(self, config: Config, bounds: Bounds, impl: EngineFactory | None = None):
+        self.config = config
+        self.bounds = bounds
+        self.impl = impl
+        self.names = frozenset(bounds.ops)
+        self.fixed = alphabet(config, bounds.keys, bounds.values, self.names)
+        self.groups = enabling_groups(self.fixed)
+        self.keys = key_names(bounds.keys)
+        self.rename_keys = keys_interchangeable(bounds)
+        self.settle_edges = "settle" in self.names
+        self.freezer = Freezer()
+
+    def key_of(self, state: State) -> tuple[bytes, bytes]:
+        """(the visited set's key, the plain form's digest)."""
+        plain = digest(self.freezer.state(state))
+        if not self.bounds.symmetry:
+            return plain, plain
+        relabel = canonical_relabel(state, self.keys, self.rename_keys)
+        return digest(frozen_state(state, relabel)), plain
+
+    def settle_check(
+        self, path: tuple[Op, ...], state: State, checker: PropertyChecker, tally: Tally
+    ) -> Found | None:
+        """P2 and P5 from this state: settle to quiescence, as the checker sees it."""
+        if not all(site.up for site in state.sites.values()):
+            return None  # P2 and P5 apply after a settle with every site up
+        clone = checker.clone()
+        stepped = time.perf_counter()
+        after, observations = step(self.config, state, Settle())
+        tally.step_seconds += time.perf_counter() - stepped
+        tally.settle_checks += 1
+        violations = clone.after_step(Settle(), observations, _observer(after))
+        if violations:
+            return Found(violations[0].property, violations[0].message, (*path, Settle()))
+        return None
+
+    def expand(self, path: tuple[Op, ...], state: State, checker: PropertyChecker) -> Expansion:
+        config, tally = self.config, Tally()
+        out = Expansion(tally, [], [])
+        counts, coverage = tally.counts, Coverage()
+        if not self.settle_edges:
+            found = self.settle_check(path, state, checker, tally)
+            if found is not None:
+                out.found.append((-1, found))
+        position = 0
+        tried: list[tuple[int, Op]] = []
+        for group in (*self.groups, *([op] for op in state_ops(config, state, self.names))):
+            if group and not enabled(config, state, group[0]):
+                tally.skipped += len(group)  # not enabled (§3): no edges
+                counts[f"kind.{_SKIPPED_KIND}"] += len(group)
+                coverage.record_skipped(group[0].op, len(group))
+            else:
+                tried += enumerate(group, position)
+            position += len(group)
+        for position, op in tried:
+            stepped = time.perf_counter()
+            after, observations = step(config, state, op)
+            tally.step_seconds += time.perf_counter() - stepped
+            tally.transitions += 1
+            coverage.record(op, observations)
+            counts.update(f"kind.{obs['kind']}" for obs in observations)
+            violations: list[Violation] = []
+            if observations or isinstance(op, SiteUp | Settle):
+                clone = checker.clone()  # a node's checker is never changed
+                violations = clone.after_step(op, observations, _observer(after))
+            else:
+                clone = checker  # nothing the checker follows happened
+            if not violations and any(obs["kind"] == "dlq" for obs in observations):
+                violations = clone.finish(observe(after))  # P7: a new dead letter
+            divergence = None
+            if self.impl is not None:
+                divergence = _impl_divergence(config, self.impl, path, op, observations, after)
+            if divergence is not None:
+                out.found.append((position, Found("P1", divergence, (*path, op))))
+            elif violations:
+                first = violations[0]
+                out.found.append((position, Found(first.property, first.message, (*path, op))))
+            else:
+                key, concrete = self.key_of(after)
+                out.successors.append(Successor(position, op, after, clone, key, concrete))
+        counts.update(coverage.counts)
+        return out
+
+
 def explore(
     config: Config,
     bounds: Bounds,
@@ -553,153 +681,93 @@ def explore(
     progress: Callable[[int, int, int], None] | None = None,
 ) -> ExploreResult:
     """Breadth-first search to `bounds.depth` (see the module); `impl` adds P1 on every
-    edge; `progress(depth, states, transitions)` is called now and then."""
+    edge; `progress(depth, states, transitions)` is called now and then.
+
+    The figures count complete levels only: a level in which the first violation shows
+    (without `collect_all`) or which would take the distinct states past the cap is
+    not counted (its violation is reported, the cap said), so that the figures do not
+    depend on the order in which a level is expanded (`explore_on_spark`)."""
     started = time.perf_counter()
-    names = frozenset(bounds.ops)
-    fixed = alphabet(config, bounds.keys, bounds.values, names)
-    groups = enabling_groups(fixed)
-    keys = key_names(bounds.keys)
-    settle_edges = "settle" in names
-
-    freezer = Freezer()
-
-    concrete: set[bytes] = set()
-    rename_keys = keys_interchangeable(bounds)
-
-    def key_of(state: State) -> bytes:
-        if bounds.symmetry:
-            concrete.add(digest(freezer.state(state)))
-            return digest(frozen_state(state, canonical_relabel(state, keys, rename_keys)))
-        return digest(freezer.state(state))
-
+    expander = Expander(config, bounds, impl)
     root = initial_state(config)
-    visited = {key_of(root)}
-    paths = _Paths(fixed)
-    coverage = Coverage()
-    kinds: dict[str, int] = {}
+    root_key, root_plain = expander.key_of(root)
+    visited = {root_key}
+    concrete = {root_plain}
+    paths = _Paths(expander.fixed)
+    total = Tally()
     first_depth: dict[str, int] = {}
     found: list[Found] = []
     frontier: list[tuple[int, State, PropertyChecker]] = [(0, root, PropertyChecker(config))]
     levels = [1]
-    transitions = skipped = 0
-    step_seconds = 0.0  # in the model's steps of the transitions alone
-    settle_checks = 0
-    capped = False
-    covered = 0
-
-    def report(property_: str, message: str, path: tuple[Op, ...]) -> None:
-        found.append(Found(property_, message, path))
-
-    def settle_check(node: int, state: State, checker: PropertyChecker) -> None:
-        """P2 and P5 from this state: settle to quiescence, as the checker sees it."""
-        if not all(site.up for site in state.sites.values()):
-            return  # P2 and P5 apply after a settle with every site up
-        nonlocal step_seconds, settle_checks
-        clone = checker.clone()
-        stepped = time.perf_counter()
-        after, observations = step(config, state, Settle())
-        step_seconds += time.perf_counter() - stepped
-        settle_checks += 1
-        violations = clone.after_step(Settle(), observations, lambda: observe(after))
-        if violations:
-            report(violations[0].property, violations[0].message, (*paths.path(node), Settle()))
-
+    capped = stopped = False
     depth = 0
-    while frontier and depth < bounds.depth and not capped:
-        if found and not bounds.collect_all:
-            break
+    while frontier and depth < bounds.depth:
+        level = Tally()
+        level_found: list[Found] = []
+        new: set[bytes] = set()
+        seen: set[bytes] = set()
         following: list[tuple[int, State, PropertyChecker]] = []
         for node, state, checker in frontier:
-            if not settle_edges:
-                settle_check(node, state, checker)
-            tried: list[Op] = []
-            for group in (*groups, *([op] for op in state_ops(config, state, names))):
-                if group and not enabled(config, state, group[0]):
-                    skipped += len(group)  # not enabled (§3): no edges
-                    kinds[_SKIPPED_KIND] = kinds.get(_SKIPPED_KIND, 0) + len(group)
-                    coverage.record_skipped(group[0].op, len(group))
-                else:
-                    tried += group
-            for op in tried:
-                stepped = time.perf_counter()
-                after, observations = step(config, state, op)
-                transitions += 1
-                step_seconds += time.perf_counter() - stepped
-                coverage.record(op, observations)
-                for obs in observations:
-                    kinds[obs["kind"]] = kinds.get(obs["kind"], 0) + 1
-                violations: list[Violation] = []
-                if observations or isinstance(op, SiteUp | Settle):
-                    clone = checker.clone()  # a node's checker is never changed
-                    violations = clone.after_step(op, observations, _observer(after))
-                else:
-                    clone = checker  # nothing the checker follows happened
-                if not violations and any(obs["kind"] == "dlq" for obs in observations):
-                    violations = clone.finish(observe(after))  # P7: a new dead letter
-                divergence = None
-                if impl is not None:
-                    divergence = _impl_divergence(
-                        config, impl, paths.path(node), op, observations, after
-                    )
-                if divergence is not None or violations:
-                    path = (*paths.path(node), op)
-                    if divergence is not None:
-                        report("P1", divergence, path)
-                    else:
-                        report(violations[0].property, violations[0].message, path)
-                    if not bounds.collect_all:
-                        break
+            expansion = expander.expand(paths.path(node), state, checker)
+            level.add(expansion.tally)
+            level_found += [f for _, f in expansion.found]
+            if expansion.found and not bounds.collect_all:
+                stopped = True  # the first violation in BFS order
+                break
+            for successor in expansion.successors:
+                seen.add(successor.concrete)
+                if successor.key in visited or successor.key in new:
                     continue
-                key = key_of(after)
-                if key in visited:
-                    continue
-                if len(visited) >= bounds.max_states:
+                if len(visited) + len(new) >= bounds.max_states:
                     capped = True
                     break
-                visited.add(key)
-                following.append((paths.add(node, op), after, clone))
-            if capped or (found and not bounds.collect_all):
+                new.add(successor.key)
+                following.append(
+                    (paths.add(node, successor.op), successor.state, successor.checker)
+                )
+            if capped:
                 break
             if progress is not None:
-                progress(depth + 1, len(visited), transitions)
+                progress(depth + 1, len(visited) + len(new), total.transitions + level.transitions)
+        found += level_found[:1] if stopped else level_found
+        expander.freezer.clear()
+        if capped or stopped:
+            break
         depth += 1
-        freezer.clear()
-        seen = [*coverage.counts.items(), *((f"kind.{k}", n) for k, n in kinds.items())]
-        for item, count in seen:
-            if count and item not in first_depth:
-                first_depth[item] = depth
-        if not capped and not (found and not bounds.collect_all):
-            covered = depth
+        total.add(level)
+        visited |= new
+        concrete |= seen
+        for item, count in level.counts.items():
+            if count:
+                first_depth.setdefault(item, depth)
         if following:
             levels.append(len(following))
         frontier = following
-    if not capped and not (found and not bounds.collect_all) and depth == bounds.depth:
+    if not (capped or stopped) and depth == bounds.depth:
         for node, state, checker in frontier:  # P2, P5 from the deepest states too
-            settle_check(node, state, checker)
-            if found and not bounds.collect_all:
-                break
-        covered = bounds.depth if not found or bounds.collect_all else covered
-    elif not frontier and not capped and not found:
-        covered = bounds.depth  # every state was expanded before the bound
-    counts = dict(coverage.counts)
-    counts.update({f"kind.{k}": v for k, v in kinds.items()})
+            check = expander.settle_check(paths.path(node), state, checker, total)
+            if check is not None:
+                found.append(check)
+                if not bounds.collect_all:
+                    break
+    counts = dict(total.counts)
     return ExploreResult(
         depth=bounds.depth,
         depth_reached=len(levels) - 1,
         levels=levels,
         states=len(visited),
-        transitions=transitions,
-        skipped=skipped,
+        transitions=total.transitions,
+        skipped=total.skipped,
         seconds=time.perf_counter() - started,
         capped=capped,
-        covered_depth=covered,
+        covered_depth=bounds.depth if not (capped or stopped) else depth,
         coverage=counts,
         first_depth=first_depth,
         found=found,
-        alphabet=len(fixed),
-        concrete=len(concrete),
-        step_seconds=step_seconds,
-        settle_checks=settle_checks,
+        alphabet=len(expander.fixed),
+        concrete=len(concrete) if bounds.symmetry else 0,
+        step_seconds=total.step_seconds,
+        settle_checks=total.settle_checks,
     )
 
 
@@ -772,9 +840,10 @@ def summary_lines(
     checked = "P1 (against " + impl + "), " if impl else ""
     if result.capped:
         lines.append(
-            f"CAP REACHED: --max-states {bounds.max_states:,} hit at depth "
-            f"{result.covered_depth + 1}: the bound {bounds.depth} was NOT covered (every "
-            f"behaviour of at most {result.covered_depth} operations was)"
+            f"CAP REACHED: --max-states {bounds.max_states:,} passed at depth "
+            f"{result.covered_depth + 1}: the bound {bounds.depth} was NOT covered; the "
+            f"figures are those of every behaviour of at most {result.covered_depth} "
+            "operations"
         )
     elif result.found:
         lines.append(
