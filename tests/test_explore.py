@@ -394,3 +394,34 @@ def test_all_collects_every_violation() -> None:
         ['put 1 k1 {"v":1}', "settle"],
         ['put 1 k1 {"v":1}', "tick 1000"],
     ]
+
+
+def _figures(result: Any) -> tuple[Any, ...]:
+    return (
+        result.states, result.transitions, result.skipped, result.levels, result.capped,
+        result.covered_depth, result.coverage, result.first_depth, result.concrete,
+        [(found.property, found.message, [op_text(op) for op in found.path])
+         for found in result.found],
+    )  # fmt: skip
+
+
+def test_spark_gives_the_local_figures_and_counterexample(spark: Any) -> None:
+    # Level-synchronous BFS on local Spark (frontier by state hash, dedup by a shuffle):
+    # the same counts, coverage and shortest counterexample as the local search, for a
+    # planted bug (P1 on every edge, the impl loaded on the executors), with symmetry,
+    # and at the cap.
+    from conformance.explore_spark import explore_on_spark
+
+    late = parse_config({"sites": [1, 2], "senders": [sender()]})
+    cases = [
+        (late, Bounds(2, collect_all=True), "tools.planted_bugs:LateBatchTime"),
+        (one_way(), Bounds(2, 2, 2, symmetry=True), None),
+        (one_way(), Bounds(5, max_states=20), None),
+    ]
+    results = []
+    for config, bounds, spec in cases:
+        local = explore(config, bounds, None if spec is None else planted_bugs.LateBatchTime)
+        assert _figures(explore_on_spark(spark, config, bounds, spec)) == _figures(local)
+        results.append(local)
+    assert [len(r.found) for r in results] == [2, 0, 0]
+    assert [r.states for r in results] == [52, 280, 10] and results[2].capped

@@ -2,7 +2,7 @@
 
     wanconform explore CONFIG --depth N [--keys K] [--values V] [--ops LIST]
                        [--engine model|both] [--impl MODULE:CLASS] [--symmetry] [--all]
-                       [--max-states M] [--out DIR]
+                       [--max-states M] [--out DIR] [--master URL]
 
 The search is `conformance.explore`'s; docs/EXPLORE.md gives its readings. Figures and
 the coverage table go to stdout (the same bytes for the same input: no timings); the
@@ -109,6 +109,13 @@ def register(subparsers: Any) -> None:
         help="stop after M distinct states (default 5,000,000): exit 3, the bound not covered",
     )
     parser.add_argument(
+        "--master",
+        metavar="URL",
+        help="explore on Spark (local[*], spark://host:port): one job per level, the "
+        "frontier partitioned by state hash and deduplicated by a shuffle on it; the "
+        "same figures and counterexample as without",
+    )
+    parser.add_argument(
         "--out",
         metavar="DIR",
         help="write explore.json (the figures and the coverage) and each counterexample "
@@ -185,7 +192,15 @@ def run(args: argparse.Namespace) -> int:
         shown.what = f"exploring {name} depth {depth}"
         shown.update(states)
 
-    result = explore(config, bounds, impl, progress)
+    if args.master:
+        from conformance.explore_spark import explore_on_spark
+        from wanconform.cmd_check import start_spark
+
+        spark = start_spark(args.master)
+        spec = impl_spec if impl is not None else None
+        result = explore_on_spark(spark, config, bounds, spec, progress)
+    else:
+        result = explore(config, bounds, impl, progress)
     shown.close()
     from conformance.explore import summary_lines
 
