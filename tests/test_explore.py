@@ -386,6 +386,19 @@ def test_counterexample_is_written_and_replays(tmp_path: Path) -> None:
     assert again.returncode == 2 and "give --force" in again.stderr
 
 
+def test_report_shows_the_exploration_and_its_counterexample(tmp_path: Path) -> None:
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"sites": [1, 2], "senders": [sender()]}))
+    html = tmp_path / "explore.html"
+    code = main(["explore", str(config), "--depth", "3", "--engine", "both", "--impl",
+                 "tools.planted_bugs:LateBatchTime", "--report", str(html)])  # fmt: skip
+    assert code == 1
+    text = html.read_text()
+    assert '<section id="explore">' in text and "Exhaustive exploration" in text
+    assert "stopped at a violation: clean to depth 1" in text
+    assert "counterexample.jsonl" in text  # the failing trace, grouped and explained
+
+
 def test_all_collects_every_violation() -> None:
     config = parse_config({"sites": [1, 2], "senders": [sender()]})
     result = explore(config, Bounds(2, collect_all=True), planted_bugs.LateBatchTime)

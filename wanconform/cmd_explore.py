@@ -2,7 +2,7 @@
 
     wanconform explore CONFIG --depth N [--keys K] [--values V] [--ops LIST]
                        [--engine model|both] [--impl MODULE:CLASS] [--symmetry] [--all]
-                       [--max-states M] [--out DIR] [--master URL]
+                       [--max-states M] [--out DIR] [--report HTML] [--master URL]
 
 The search is `conformance.explore`'s; docs/EXPLORE.md gives its readings. Figures and
 the coverage table go to stdout (the same bytes for the same input: no timings); the
@@ -121,7 +121,14 @@ def register(subparsers: Any) -> None:
         help="write explore.json (the figures and the coverage) and each counterexample "
         "as a trace file with its explanation (counterexample.jsonl, counterexample.txt)",
     )
-    declare_outputs(parser, directories=["out"])
+    parser.add_argument(
+        "--report",
+        metavar="HTML",
+        help="also write the HTML report of `wanconform report`: the exploration's "
+        "figures, new states per depth and coverage, and each counterexample checked and "
+        "explained as a failing trace",
+    )
+    declare_outputs(parser, files=["report"], directories=["out"])
     parser.set_defaults(func=run)
 
 
@@ -230,6 +237,8 @@ def run(args: argparse.Namespace) -> int:
         print("  " + words.rstrip("\n").replace("\n", "\n  "))
     if args.out:
         _write(args.out, result, bounds, dict(zip(labels, texts, strict=True)), config, name)
+    if args.report:
+        _report(args.report, name, config, bounds, result, labels, impl, impl_spec)
     if result.found:
         return EXIT_FOUND
     return EXIT_CAPPED if result.capped else EXIT_CLEAN
@@ -282,3 +291,51 @@ def _write(
             (folder / f"{label}.txt").write_text(words, encoding="utf-8")
         document = result_json(name, config, bounds, result)
         (folder / EXPLORE_MARKER).write_text(canonical_json(document) + "\n", encoding="utf-8")
+
+
+def _report(
+    path: str,
+    name: str,
+    config: Any,
+    bounds: Any,
+    result: Any,
+    labels: list[str],
+    impl: Any,
+    impl_spec: str,
+) -> None:
+    """The HTML report: the exploration's figures, and its counterexamples run as
+    `wanconform report` runs traces (in lockstep, P2-P7 checked, shrunk, explained)."""
+    from conformance.check import LocalTrace, check_local
+    from conformance.explore import coverage_rows, summary_lines
+    from reports.render import write_report
+    from reports.report_data import ExploreView
+
+    traces = [
+        LocalTrace(f"{label}.jsonl", config, list(enumerate(found.path, 2)), "explore")
+        for label, found in zip(labels, result.found, strict=True)
+    ]
+    rows, examples, notes = check_local(traces, impl_spec, impl)
+    if result.capped:
+        covered = f"NOT covered: the cap of {bounds.max_states:,} states"
+    elif result.covered_depth < bounds.depth:
+        covered = f"stopped at a violation: clean to depth {result.covered_depth}"
+    else:
+        covered = "covered"
+    view = ExploreView(
+        summary=summary_lines(name, config, bounds, result, None)[0],
+        figures=(
+            ("distinct states", f"{result.states:,}"),
+            ("transitions", f"{result.transitions:,}"),
+            ("operations not enabled", f"{result.skipped:,}"),
+            ("depth reached", str(result.depth_reached)),
+            (f"bound {bounds.depth}", covered),
+            ("violations", str(len(result.found))),
+        ),
+        levels=tuple(enumerate(result.levels)),
+        coverage=tuple(
+            (item, count, "never" if depth is None else str(depth))
+            for item, count, depth in coverage_rows(result)
+        ),
+    )
+    write_report(rows, examples, notes, path, impl_spec, explore=view)
+    print(f"wanconform: wrote {path}", file=sys.stderr)
