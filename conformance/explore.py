@@ -39,28 +39,11 @@ from conformance.properties import PropertyChecker, Violation
 from model import enabled, initial_state, observe, step
 from model.settle import due_time
 from model.state import GatewayEvent, Sender, Site, State
+from traces import ops as vocab
 from traces.config import INT64_MAX, Config
 from traces.engine import EngineFactory
 from traces.observations import KINDS, Observation
-from traces.ops import (
-    OP_NAMES,
-    Deliver,
-    DeliverAck,
-    Delta,
-    Destroy,
-    Drop,
-    DropAck,
-    Fail,
-    Op,
-    Put,
-    PutAll,
-    Redeliver,
-    Settle,
-    SiteDown,
-    SiteUp,
-    Tick,
-    op_to_json,
-)
+from traces.ops import OP_NAMES, Op, op_to_json
 from traces.text import plural
 
 DEFAULT_MAX_STATES = 5_000_000
@@ -111,36 +94,36 @@ def alphabet(config: Config, keys: int, values: int, names: Iterable[str]) -> tu
     out: list[Op] = []
     for site in config.sites:
         if "put" in chosen:
-            out += [Put(site, k, v) for k in ks for v in vs]
+            out += [vocab.Put(site, k, v) for k in ks for v in vs]
         if "delta" in chosen:
-            out += [Delta(site, k, v) for k in ks for v in vs]
+            out += [vocab.Delta(site, k, v) for k in ks for v in vs]
         if "destroy" in chosen:
-            out += [Destroy(site, k) for k in ks]
+            out += [vocab.Destroy(site, k) for k in ks]
         if "putall" in chosen:
             for size in range(2, len(ks) + 1):
                 for subset in itertools.combinations(ks, size):
                     for assignment in itertools.product(vs, repeat=size):
-                        out.append(PutAll(site, dict(zip(subset, assignment, strict=True))))
+                        out.append(vocab.PutAll(site, dict(zip(subset, assignment, strict=True))))
     for sender in config.senders:
         for name, cls in (
-            ("deliver", Deliver),
-            ("deliver_ack", DeliverAck),
-            ("drop", Drop),
-            ("drop_ack", DropAck),
+            ("deliver", vocab.Deliver),
+            ("deliver_ack", vocab.DeliverAck),
+            ("drop", vocab.Drop),
+            ("drop_ack", vocab.DropAck),
         ):
             if name in chosen:
                 out.append(cls(sender.id))
     for site in config.sites:
         if "site_down" in chosen:
-            out.append(SiteDown(site))
+            out.append(vocab.SiteDown(site))
         if "site_up" in chosen:
-            out += [SiteUp(site, False), SiteUp(site, True)]
+            out += [vocab.SiteUp(site, False), vocab.SiteUp(site, True)]
     if "fail" in chosen:
         for site in config.sites:
             times = fail_times(config.receiver(site).retry_attempts)
-            out += [Fail(site, k, EXCEPTION, n) for k in ks for n in times]
+            out += [vocab.Fail(site, k, EXCEPTION, n) for k in ks for n in times]
     if "settle" in chosen:
-        out.append(Settle())
+        out.append(vocab.Settle())
     return tuple(out)
 
 
@@ -150,7 +133,7 @@ def enabling_groups(ops: Sequence[Op]) -> list[list[Op]]:
     one group are enabled or not together, so one question per group decides them."""
     groups: dict[tuple[Any, ...], list[Op]] = {}
     for op in ops:
-        key = op.key if isinstance(op, Delta | Destroy) else None
+        key = op.key if isinstance(op, vocab.Delta | vocab.Destroy) else None
         reads = (type(op), getattr(op, "site", None), key, getattr(op, "sender", None))
         groups.setdefault(reads, []).append(op)
     return list(groups.values())
@@ -177,14 +160,14 @@ def state_ops(config: Config, state: State, names: frozenset[str]) -> list[Op]:
     with dead letters, redeliver all of them and, when it holds several, each one."""
     out: list[Op] = []
     if "tick" in names:
-        out += [Tick(ms) for ms in tick_amounts(config, state)]
+        out += [vocab.Tick(ms) for ms in tick_amounts(config, state)]
     if "redeliver" in names:
         for sender in config.senders:
             held = [record.event_id for record in state.senders[sender.id].dead_letters]
             if held:
-                out.append(Redeliver(sender.id))
+                out.append(vocab.Redeliver(sender.id))
                 if len(held) > 1:
-                    out += [Redeliver(sender.id, (event,)) for event in held]
+                    out += [vocab.Redeliver(sender.id, (event,)) for event in held]
     return out
 
 
@@ -499,7 +482,7 @@ class _Paths:
         self._index: dict[Any, int] = {id(op): i for i, op in enumerate(fixed)}
 
     def add(self, parent: int, op: Op) -> int:
-        name = op if isinstance(op, Tick | Redeliver) else id(op)
+        name = op if isinstance(op, vocab.Tick | vocab.Redeliver) else id(op)
         index = self._index.get(name)
         if index is None:
             index = self._index[name] = len(self.ops)
@@ -618,12 +601,12 @@ class Expander:
             return None  # P2 and P5 apply after a settle with every site up
         clone = checker.clone()
         stepped = time.perf_counter()
-        after, observations = step(self.config, state, Settle())
+        after, observations = step(self.config, state, vocab.Settle())
         tally.step_seconds += time.perf_counter() - stepped
         tally.settle_checks += 1
-        violations = clone.after_step(Settle(), observations, _observer(after))
+        violations = clone.after_step(vocab.Settle(), observations, _observer(after))
         if violations:
-            return Found(violations[0].property, violations[0].message, (*path, Settle()))
+            return Found(violations[0].property, violations[0].message, (*path, vocab.Settle()))
         return None
 
     def expand(self, path: tuple[Op, ...], state: State, checker: PropertyChecker) -> Expansion:
@@ -652,7 +635,7 @@ class Expander:
             coverage.record(op, observations)
             counts.update(f"kind.{obs['kind']}" for obs in observations)
             violations: list[Violation] = []
-            if observations or isinstance(op, SiteUp | Settle):
+            if observations or isinstance(op, vocab.SiteUp | vocab.Settle):
                 clone = checker.clone()  # a node's checker is never changed
                 violations = clone.after_step(op, observations, _observer(after))
             else:
