@@ -46,7 +46,7 @@ from traces.observations import KINDS, Observation
 from traces.ops import OP_NAMES, Op, op_to_json
 from traces.text import plural
 
-DEFAULT_MAX_STATES = 5_000_000
+DEFAULT_MAX_STATES = 2_000_000
 MAX_KEYS = 9  # keys k1..k9 and values 1..9: all of one size (R4), as symmetry needs
 MAX_VALUES = 9
 MAX_TIE_ORDERS = 120  # orders of keys of one signature tried by `canonical_relabel`
@@ -249,43 +249,6 @@ def _sender(sender_id: str, s: Sender, r: Relabel) -> tuple[Any, ...]:
             for d in s.dead_letters
         ),
     )
-
-
-class Freezer:
-    """`frozen_state` with the parts of unchanged sites and senders remembered: a step
-    shares every record it does not change with its parent (model/state.py), so most
-    of a successor's parts are found by identity. `clear` starts a new level."""
-
-    def __init__(self) -> None:
-        self._parts: dict[tuple[int, Any], tuple[Any, tuple[Any, ...]]] = {}
-        self._older: dict[tuple[int, Any], tuple[Any, tuple[Any, ...]]] = {}
-
-    def clear(self) -> None:
-        """Forget the parts of the level before last (a level's states share theirs with
-        their parents, of the level before)."""
-        self._older, self._parts = self._parts, {}
-
-    def _part(
-        self,
-        record: Any,
-        build: Callable[[Any, Any, Relabel], tuple[Any, ...]],
-        name: Any,
-        r: Relabel,
-    ) -> tuple[Any, ...]:
-        known = self._parts.get((id(record), name)) or self._older.get((id(record), name))
-        if known is not None and known[0] is record:
-            self._parts[(id(record), name)] = known
-            return known[1]
-        part = build(name, record, r)
-        self._parts[(id(record), name)] = (record, part)  # the record kept: its id stays its own
-        return part
-
-    def state(self, state: State, r: Relabel = IDENTITY) -> tuple[Any, ...]:
-        if r is not IDENTITY:
-            return frozen_state(state, r)
-        sites = tuple(self._part(site, _site, i, r) for i, site in sorted(state.sites.items()))
-        senders = tuple(self._part(s, _sender, i, r) for i, s in sorted(state.senders.items()))
-        return (state.time, sites, senders, _failures(state, r))
 
 
 def _failures(state: State, r: Relabel) -> tuple[Any, ...]:
@@ -570,8 +533,8 @@ class Expansion:
 
 class Expander:
     """Expands states: the one piece of the search that every mode runs (the local
-    loop, and Spark's executors). Pure but for its cache (`Freezer`): the same state,
-    checker and path always give the same expansion."""
+    loop, and Spark's executors). Pure: the same state, checker and path always give
+    the same expansion."""
 
     def __init__(self, config: Config, bounds: Bounds, impl: EngineFactory | None = None):
         self.config = config
@@ -583,11 +546,10 @@ class Expander:
         self.keys = key_names(bounds.keys)
         self.rename_keys = keys_interchangeable(bounds)
         self.settle_edges = "settle" in self.names
-        self.freezer = Freezer()
 
     def key_of(self, state: State) -> tuple[bytes, bytes]:
         """(the visited set's key, the plain form's digest)."""
-        plain = digest(self.freezer.state(state))
+        plain = digest(frozen_state(state))
         if not self.bounds.symmetry:
             return plain, plain
         relabel = canonical_relabel(state, self.keys, self.rename_keys)
@@ -713,7 +675,6 @@ def explore(
             if progress is not None:
                 progress(depth + 1, len(visited) + len(new), total.transitions + level.transitions)
         found += level_found[:1] if stopped else level_found
-        expander.freezer.clear()
         if capped or stopped:
             break
         depth += 1

@@ -104,9 +104,10 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument(
         "--max-states",
-        default="5000000",
+        default="2000000",
         metavar="M",
-        help="stop after M distinct states (default 5,000,000): exit 3, the bound not covered",
+        help="stop before a level would pass M distinct states (default 2,000,000: about 10 GB): "
+        "exit 3, the bound not covered",
     )
     parser.add_argument(
         "--master",
