@@ -438,3 +438,16 @@ def test_spark_gives_the_local_figures_and_counterexample(spark: Any) -> None:
         results.append(local)
     assert [len(r.found) for r in results] == [2, 0, 0]
     assert [r.states for r in results] == [52, 280, 10] and results[2].capped
+
+
+def test_geode_files_are_explored_as_import_reads_them(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    geode = ROOT / "tests" / "data" / "geode"
+    code = main(["explore", "--site", f"1={geode / 'ln-cache.xml'}",
+                 "--site", f"2={geode / 'ny-cache.xml'}", "--depth", "1"])  # fmt: skip
+    out, err = capsys.readouterr()
+    assert code == 0 and "wanconform: warning:" in err  # import's warnings, on stderr
+    assert out.startswith("explore the --site files: sites 1, 2; 2 senders;")
+    assert main(["explore", str(EXAMPLES / "batching_by_size.jsonl"), "--site", "1=x",
+                 "--depth", "1"]) == 2  # fmt: skip
