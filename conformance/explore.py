@@ -37,7 +37,7 @@ import msgspec
 
 from conformance.coverage import Coverage
 from conformance.lockstep import json_differences, same_state
-from conformance.properties import PropertyChecker, Violation
+from conformance.properties import PropertyChecker, Violation, fully_connected
 from model import enabled, initial_state, observe, step
 from model.settle import due_time
 from model.state import GatewayEvent, Sender, Site, State
@@ -598,6 +598,7 @@ class Expander:
             tally.transitions += 1
             coverage.record(op, observations)
             counts.update(f"kind.{obs['kind']}" for obs in observations)
+            counts[BUILT] += sum(1 for o in observations if o["kind"] == "applied" and "value" in o)
             violations: list[Violation] = []
             if observations or isinstance(op, vocab.SiteUp | vocab.Settle):
                 clone = checker.clone()  # a node's checker is never changed
@@ -755,6 +756,32 @@ def result_json(name: str, config: Config, bounds: Bounds, result: ExploreResult
     }
 
 
+BUILT = "built.from_delta"  # coverage count: values built from a delta (P6 applies)
+
+
+def held_properties(config: Config, result: ExploreResult) -> str:
+    """What a clean exploration showed, property by property; one that never applied
+    is said to be not applicable, and why (as `PropertyChecker.verdicts` says it)."""
+    checker = PropertyChecker(config)
+    reasons = {
+        "P3": "" if result.coverage.get("status.ok") else "no event was applied",
+        "P4": "" if checker.supported else "the topology is unsupported (R23)",
+        "P6": "" if result.coverage.get(BUILT) else "no value was built from a delta",
+        "P7": ""
+        if any(s.dlq_secure for s in config.senders) and result.coverage.get("kind.dlq")
+        else "no secure sender wrote a dead letter",
+        "P5": "" if fully_connected(config) else "not every site reaches every other one",
+    }
+    every_edge = ", ".join(p for p in ("P3", "P4", "P6", "P7") if not reasons[p])
+    settled = "P2 and P5" if not reasons["P5"] else "P2"
+    out = f"{settled} held after settle from every state"
+    if every_edge:
+        out = f"{every_edge} held on every transition, {out}"
+    return out + "".join(
+        f"; {name} not applicable: {why}" for name, why in sorted(reasons.items()) if why
+    )
+
+
 def summary_lines(
     name: str, config: Config, bounds: Bounds, result: ExploreResult, impl: str | None
 ) -> list[str]:
@@ -798,9 +825,8 @@ def summary_lines(
         )
     else:
         lines.append(
-            f"clean: every behaviour of at most {bounds.depth} operations explored; "
-            f"{checked}P3, P4, P6, P7 held on every transition, P2 and P5 after settle "
-            "from every state"
+            f"clean: every behaviour of at most {plural(bounds.depth, 'operation')} explored; "
+            f"{checked}{held_properties(config, result)}"
         )
     lines.append("coverage (count, shallowest depth):")
     never = []

@@ -451,3 +451,36 @@ def test_geode_files_are_explored_as_import_reads_them(
     assert out.startswith("explore the --site files: sites 1, 2; 2 senders;")
     assert main(["explore", str(EXAMPLES / "batching_by_size.jsonl"), "--site", "1=x",
                  "--depth", "1"]) == 2  # fmt: skip
+
+
+EXAMPLE_COUNTS = {
+    "batching_by_size": (54, 105),
+    "batching_by_time": (54, 105),
+    "concurrent_writes_two_sites": (63, 110),
+    "delta_and_full_fallback_after_wipe": (57, 107),
+    "failed_event_dead_lettered": (54, 105),
+    "failed_event_dead_lettered_secure": (54, 105),
+    "failed_event_dropped": (54, 105),
+    "forwarding_mesh": (126, 217),
+    "forwarding_ring": (117, 211),
+    "lost_ack_resend": (54, 105),
+    "receiver_retries": (62, 126),
+    "site_down_and_back": (57, 107),
+    "unsupported_diamond": (184, 343),
+    "wiped_origin_tags_stay_unique": (57, 107),
+}
+
+
+def test_every_example_configuration_explores_clean_to_depth_2(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert sorted(EXAMPLE_COUNTS) == sorted(p.stem for p in EXAMPLES.glob("*.jsonl"))
+    outs = {}
+    for name, (states, transitions) in EXAMPLE_COUNTS.items():
+        assert main(["explore", str(EXAMPLES / f"{name}.jsonl"), "--depth", "2"]) == 0
+        outs[name] = capsys.readouterr().out
+        assert f"distinct states: {states}; transitions: {transitions} " in outs[name], name
+    # the diamond (R23): P4 does not apply, nor P5 (site 4 reaches no one)
+    out = outs["unsupported_diamond"]
+    assert "P4 not applicable: the topology is unsupported (R23)" in out
+    assert "P5 not applicable: not every site reaches every other one" in out
