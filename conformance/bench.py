@@ -408,6 +408,53 @@ def dlq_write_cost(records: int = 2000) -> dict[str, int]:
     return out
 
 
+EXPLORE_CONFIG = {
+    "sites": [1, 2],
+    "senders": [
+        {"id": "ln", "site": 2, "remote": 1, "batch_size": 1},
+        {"id": "ny", "site": 1, "remote": 2, "batch_size": 1},
+    ],
+}
+"""`bench --explore`: two sites replicating both ways, every write a batch (2 keys)."""
+
+TLC_STATES_PER_MIN = 3_700_000
+TLC_WORKERS = 120
+"""TLC's published rate on CCF's Raft spec (tlaplus#636): distinct states per minute
+with 120 workers; per worker, per second: 3.7M / 60 / 120 = 514."""
+
+
+def explore_rate(depth: int, keys: int, say: Say) -> dict[str, Any]:
+    """`bench --explore`: exhaustive exploration of `EXPLORE_CONFIG` to `depth` with
+    `keys` keys and one value (every operation of SPEC §3, P2-P7 checked): distinct
+    states per second, and the search's time over the model's plain steps of the same
+    transitions (and settle checks), one core."""
+    from conformance.explore import Bounds, explore
+    from traces.config import parse_config
+
+    config = parse_config(EXPLORE_CONFIG)
+    say(f"exploring 2 sites, {keys} keys, to depth {depth} ...")
+    gc.collect()
+    result = explore(config, Bounds(depth, keys))
+    steps = result.transitions + result.settle_checks
+    tlc_per_core = TLC_STATES_PER_MIN / 60 / TLC_WORKERS
+    return {
+        "depth": depth,
+        "keys": keys,
+        "states": result.states,
+        "transitions": result.transitions,
+        "levels": result.levels,
+        "seconds": round(result.seconds, 1),
+        "states_per_s": round(result.states_per_s),
+        "transitions_per_s": round(result.transitions / result.seconds),
+        "model_steps_per_s": round(steps / result.step_seconds),
+        "overhead": round(result.overhead, 2),
+        "tlc_states_per_s_per_core": round(tlc_per_core),
+        "per_core_vs_tlc": round(result.states_per_s / tlc_per_core, 1),
+        "load_average": [round(x, 1) for x in os.getloadavg()],
+        "cores": os.cpu_count(),
+    }
+
+
 STARTUP_COMMANDS = {
     "--version": ["--version"],
     "--help": ["--help"],

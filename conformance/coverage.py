@@ -47,6 +47,10 @@ class Coverage:
             elif obs["kind"] == "enqueued":
                 self.counts[f"{SITE_EVENTS}{obs['site']}"] += 1
 
+    def record_skipped(self, name: str, count: int) -> None:
+        """`count` operations named `name` were tried and not enabled (exploration)."""
+        self.counts[f"op.{name}.skipped"] += count
+
     def record_state(self, state: dict[str, Any]) -> None:
         """What the widened strategies must reach: a queue deeper than a batch of 64."""
         if any(len(sender["queue"]) > 64 for sender in state["senders"].values()):

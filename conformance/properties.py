@@ -152,6 +152,36 @@ class PropertyChecker:
         self._step = 0
         self._leaving: list[str] = []  # events that left their last queue in this step
 
+    def clone(self) -> PropertyChecker:
+        """An independent copy of the checker as it is now (exhaustive exploration,
+        `conformance.explore`, checks each edge from its parent's checker). What never
+        changes during a run (the configuration, its topology, the path cache) is
+        shared; each event record is copied once, so an event known both as queued and
+        as dead-lettered stays one record in the copy."""
+        other = PropertyChecker.__new__(PropertyChecker)
+        other.__dict__ = self.__dict__.copy()  # the shared values, then the copies
+        copies: dict[int, _Event] = {}
+
+        def copied(event: _Event) -> _Event:
+            found = copies.get(id(event))
+            if found is None:
+                found = copies[id(event)] = _Event(
+                    event.origin, event.key, event.version, event.value, set(event.queues),
+                    set(event.applied), set(event.conflicts), set(event.stops),
+                    dict(event.shipped), event.before_wipe,
+                )  # fmt: skip
+            return found
+
+        other._events = {k: copied(e) for k, e in self._events.items()}
+        other._dead_lettered = {k: copied(e) for k, e in self._dead_lettered.items()}
+        other._unaccounted = list(self._unaccounted)
+        other._violations = {name: list(found) for name, found in self._violations.items()}
+        other._keys_written = set(self._keys_written)
+        other._keys_before_wipe = set(self._keys_before_wipe)
+        other._keys_dropped = set(self._keys_dropped)
+        other._leaving = list(self._leaving)
+        return other
+
     # -- following the run ---------------------------------------------------------------
 
     def after_step(

@@ -18,7 +18,7 @@ from markupsafe import Markup
 
 from conformance.examples import Example
 from reports.chart_svg import Chart, render_chart_svg
-from reports.report_data import Report, build_report
+from reports.report_data import ExploreView, Report, build_report
 from traces.outputs import write_text_atomically
 
 _ENVIRONMENT = jinja2.Environment(
@@ -57,9 +57,13 @@ def write_report(
     impl_spec: str,
     progress: Callable[[str], None] | None = None,
     policies: Sequence[Mapping[str, Any]] = (),
+    explore: ExploreView | None = None,
 ) -> Report:
-    """Compute the report of result rows and write it to `path` (atomically)."""
+    """Compute the report of result rows and write it to `path` (atomically); with
+    `explore`, the figures of the exploration that found them too."""
     report = build_report(rows, examples, notes, impl_spec, progress, policies)
+    if explore is not None:
+        report = dataclasses.replace(report, explore=explore)
     write_text_atomically(path, render_report(report))
     return report
 

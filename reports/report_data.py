@@ -110,6 +110,17 @@ class Topology:
 
 
 @dataclass(frozen=True, slots=True)
+class ExploreView:
+    """An exhaustive exploration (`wanconform explore --report`): its figures, new
+    states per depth, and the coverage table with each item's shallowest depth."""
+
+    summary: str  # the first line of the command's report
+    figures: tuple[tuple[str, str], ...]
+    levels: tuple[tuple[int, int], ...]  # (depth, new distinct states)
+    coverage: tuple[tuple[str, int, str], ...]  # (item, count, depth or "never")
+
+
+@dataclass(frozen=True, slots=True)
 class Report:
     title: str
     generated: str  # time of writing (SOURCE_DATE_EPOCH when set)
@@ -134,6 +145,7 @@ class Report:
     policy_chart: Chart | None = None
     coverage_charts: tuple[Chart, ...] = ()  # statuses, outcomes, events per site
     bandwidth_chart: Chart | None = None
+    explore: ExploreView | None = None  # `wanconform explore --report`
 
     @property
     def delta_share(self) -> str:

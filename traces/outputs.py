@@ -36,7 +36,9 @@ TRACE_SET_MARKER = "wanconform-traces.json"
 JSONL_MARKER = "wanconform-jsonl.json"
 RESULTS_FILE = "results.parquet"
 CAMPAIGN_MARKER = "campaign.json"
+EXPLORE_MARKER = "explore.json"
 KINDS = (
+    (EXPLORE_MARKER, "an exploration"),
     (CAMPAIGN_MARKER, "a campaign"),
     (TRACE_SET_MARKER, "a trace set"),
     (JSONL_MARKER, "a directory of JSON Lines traces"),

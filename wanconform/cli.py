@@ -35,6 +35,7 @@ COMMAND_MODULES = (
     "wanconform.cmd_campaign",
     "wanconform.cmd_shrink",
     "wanconform.cmd_report",
+    "wanconform.cmd_explore",
 )
 
 

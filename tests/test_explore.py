@@ -1,0 +1,486 @@
+"""`wanconform explore` (issue 19): exhaustive breadth-first exploration to a bound.
+
+Pinned distinct-state counts (with and without symmetry), one of them cross-checked
+against a naive enumeration of every path without deduplication; the planted bugs each
+found with the shortest trace that can show them (the length derived from the spec in
+each case's comment); bad input, the cap (exit 3) and the command end to end.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conformance.explore import (
+    Bounds,
+    Relabel,
+    alphabet,
+    canonical_relabel,
+    digest,
+    explore,
+    form_bytes,
+    frozen_state,
+    key_names,
+    state_ops,
+    tick_amounts,
+)
+from conformance.narrative import op_text
+from impl import Engine as impl_engine
+from model import initial_state, step
+from model.checkpoint import to_state_doc
+from model.state import State
+from tools import planted_bugs
+from traces.canonical import canonical_json
+from traces.config import Config, parse_config
+from traces.ops import OP_NAMES, Op, Put, Tick
+from traces.tracefile import read_trace
+from wanconform.cli import main
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "traces" / "examples"
+
+
+def sender(**fields: Any) -> dict[str, Any]:
+    return {"id": "ny", "site": 1, "remote": 2, **fields}
+
+
+ONE_WAY = {"sites": [1, 2], "senders": [sender(batch_size=1)]}
+"""The smallest configuration that ships: 2 sites, one sender, every write a batch."""
+
+
+def one_way() -> Config:
+    return parse_config(ONE_WAY)
+
+
+# -- distinct states ------------------------------------------------------------------------
+
+
+NO_PUTALL = tuple(name for name in OP_NAMES if name != "putall")
+
+
+@pytest.mark.parametrize(
+    ("depth", "keys", "values", "ops", "symmetry", "states", "transitions", "levels"),
+    [
+        (1, 1, 1, OP_NAMES, False, 10, 10, [1, 9]),
+        (2, 1, 1, OP_NAMES, False, 57, 107, [1, 9, 47]),
+        (3, 1, 1, OP_NAMES, False, 291, 666, [1, 9, 47, 234]),
+        (2, 2, 2, OP_NAMES, False, 494, 866, [1, 27, 466]),
+        # with putall, only values are interchangeable (R10 writes in key order)
+        (2, 2, 2, OP_NAMES, True, 280, 594, [1, 19, 260]),
+        # without it, keys too: 3.6x of at most 2! x 2! = 4
+        (3, 2, 2, NO_PUTALL, False, 2556, 5606, [1, 19, 222, 2314]),
+        (3, 2, 2, NO_PUTALL, True, 719, 1852, [1, 9, 74, 635]),
+    ],
+)
+def test_distinct_state_counts_are_pinned(
+    depth: int,
+    keys: int,
+    values: int,
+    ops: tuple[str, ...],
+    symmetry: bool,
+    states: int,
+    transitions: int,
+    levels: list[int],
+) -> None:
+    result = explore(one_way(), Bounds(depth, keys, values, ops, symmetry=symmetry))
+    assert (result.states, result.transitions, result.levels) == (states, transitions, levels)
+    assert result.found == [] and not result.capped and result.covered_depth == depth
+
+
+def test_depth_one_is_every_enabled_operation_of_the_initial_state() -> None:
+    # From the initial state of ONE_WAY with one key and one value: put and putall...
+    # put 1 k1 and put 2 k1 (2), delta/destroy need a live entry (0), no putall of one
+    # key, deliver/ack/drop need a message (0), site_down 1, site_down 2 (2), site_up
+    # needs a down site (0), fail at each site (1 + 0 and 2 + 0 attempts: 2 per site, 4),
+    # settle (nothing to do: the initial state again), tick 1 (no timer is due): 9 new
+    # states, 10 transitions (settle leads back to the initial state).
+    result = explore(one_way(), Bounds(1))
+    assert result.levels == [1, 9] and result.transitions == 10
+
+
+def _checkpoint_text(state: State) -> str:
+    return canonical_json(to_state_doc(state))
+
+
+def test_count_equals_a_naive_enumeration_without_dedup() -> None:
+    # Every path of at most 3 operations, each stepped from the initial state with no
+    # deduplication at all, and the distinct states named by their canonical checkpoint
+    # (docs/CHECKPOINT.md): independent of the search's digests and its visited set.
+    config = one_way()
+    names = frozenset(OP_NAMES)
+    fixed = alphabet(config, 1, 1, names)
+    seen = set()
+    paths = 0
+    layer = [initial_state(config)]
+    seen.add(_checkpoint_text(layer[0]))
+    for _ in range(3):
+        following = []
+        for state in layer:
+            for op in (*fixed, *state_ops(config, state, names)):
+                after, observations = step(config, state, op)
+                if observations == [{"kind": "skipped", "op": op.op}]:
+                    continue
+                paths += 1
+                seen.add(_checkpoint_text(after))
+                following.append(after)
+        layer = following
+    assert paths == 1324  # many paths, far fewer states: dedup matters
+    assert len(seen) == explore(config, Bounds(3)).states == 291
+
+
+def _reachable(
+    config: Config, depth: int, keys: int, values: int, ops: tuple[str, ...]
+) -> list[State]:
+    """Every state within `depth` operations, by plain BFS (no symmetry)."""
+    names = frozenset(ops)
+    fixed = alphabet(config, keys, values, names)
+    layer = [initial_state(config)]
+    seen = {digest(frozen_state(layer[0])): layer[0]}
+    for _ in range(depth):
+        following = []
+        for state in layer:
+            for op in (*fixed, *state_ops(config, state, names)):
+                after = step(config, state, op)[0]
+                key = digest(frozen_state(after))
+                if key not in seen:
+                    seen[key] = after
+                    following.append(after)
+        layer = following
+    return list(seen.values())
+
+
+@pytest.mark.parametrize(
+    ("depth", "ops", "rename_keys", "orbits"),
+    [(3, NO_PUTALL, True, 719), (2, OP_NAMES, False, 280)],
+)
+def test_symmetry_counts_every_orbit_once(
+    depth: int, ops: tuple[str, ...], rename_keys: bool, orbits: int
+) -> None:
+    # The reachable states' orbits under every renaming (2 keys x 2 values: 4; values
+    # only with putall), counted by trying each renaming on each state: exactly the
+    # states the reduced search visits (its canonical form is complete here).
+    config = one_way()
+    states = _reachable(config, depth, 2, 2, ops)
+    renamings = [
+        Relabel(dict(zip(("k1", "k2"), order, strict=True)) if rename_keys else {},
+                dict(zip((1, 2), values, strict=True)))
+        for order in itertools.permutations(("k1", "k2"))
+        for values in itertools.permutations((1, 2))
+    ]  # fmt: skip
+    found = {min(form_bytes(frozen_state(s, r)) for r in renamings) for s in states}
+    assert len(found) == orbits
+    assert explore(config, Bounds(depth, 2, 2, ops, symmetry=True)).states == orbits
+
+
+def _swap(op: Op, keys: dict[str, str], values: dict[int, int]) -> Op:
+    """`op` with keys and values renamed (a Put or a Tick here)."""
+    if isinstance(op, Put):
+        return Put(op.site, keys[op.key], {"v": values[int(op.value["v"])]})  # type: ignore[arg-type]
+    return op
+
+
+def _run(config: Config, ops: list[Op]) -> State:
+    state = initial_state(config)
+    for op in ops:
+        state = step(config, state, op)[0]
+    return state
+
+
+def test_symmetric_states_share_one_canonical_form() -> None:
+    # Every renaming of keys and values of a run reaches a state with the same canonical
+    # form; the plain forms differ.
+    config = one_way()
+    ops: list[Op] = [Put(1, "k1", {"v": 1}), Put(2, "k2", {"v": 2}), Put(1, "k2", {"v": 1})]
+    keys = key_names(2)
+    forms = set()
+    plain = set()
+    for key_order, value_order in itertools.product(
+        itertools.permutations(keys), itertools.permutations((1, 2))
+    ):
+        key_map = dict(zip(keys, key_order, strict=True))
+        value_map = dict(zip((1, 2), value_order, strict=True))
+        state = _run(config, [_swap(op, key_map, value_map) for op in ops])
+        forms.add(digest(frozen_state(state, canonical_relabel(state, keys))))
+        plain.add(digest(frozen_state(state)))
+    assert len(plain) == 4 and len(forms) == 1
+
+
+def test_ticks_reach_every_due_time() -> None:
+    # ny (batch_size 100, batch time 1000) holds an event written at 0: ticks of 1 ms and
+    # to its flush at 1000; once sent (at 1000), to the ack timeout at 1000 + 10000.
+    config = parse_config({"sites": [1, 2], "senders": [sender()]})
+    state = _run(config, [Put(1, "k1", {"v": 1})])
+    assert tick_amounts(config, state) == [1, 1000]
+    state = _run(config, [Put(1, "k1", {"v": 1}), Tick(1000)])
+    assert tick_amounts(config, state) == [1, 10000]
+
+
+# -- the planted bugs, each with its shortest trace -------------------------------------------
+
+BUG_CASES = [
+    # R20: a write (batch_size 1 ships it at once), the batch lost (drop), then settle
+    # ticks to the ack timeout (10 s) and past the retry interval and resends it: the bug
+    # resends without possible_duplicate (`sent.events_resent`). Three operations at
+    # least: a write, a loss of the batch or its ack (a drop, or a site going down), and
+    # time passing twice (timeout, retry), which one settle does; without the loss
+    # settle delivers and acks and nothing is resent.
+    ("ResendWithoutPossibleDuplicate", {"sites": [1, 2], "senders": [sender(batch_size=1)]},
+     OP_NAMES, 1, 3),
+    # R19: the delta's base is not site 2's entry. The delta needs a live entry at site 1
+    # (a put first), site 2 must hold another tag for k1 (its own write: the put of site
+    # 1 then loses the conflict, [1,0,1] < [1,0,2]), the batch of two (batch_size 2) must
+    # be delivered and acked (one settle) for R19's decision: 4 operations.
+    ("RemoveInvalidDelta", {"sites": [1, 2], "senders": [sender(batch_size=2, delta=True)]},
+     OP_NAMES, 1, 4),
+    # R22: site 2 must not forward an event of site 1 to site 3, which site 1's own sender
+    # c serves: a write at site 1 (batch_size 1: sent at once) and its delivery to site 2.
+    # Two operations: nothing is forwarded before a delivery, and nothing delivered before
+    # a write.
+    ("ForwardToKnownRecipients",
+     {"sites": [1, 2, 3], "senders": [
+         {"id": "a", "site": 1, "remote": 2, "batch_size": 1},
+         {"id": "b", "site": 2, "remote": 3, "batch_size": 1},
+         {"id": "c", "site": 1, "remote": 3, "batch_size": 1}]},
+     OP_NAMES, 1, 2),
+    # R15: with batch_size 100 one event leaves only when it is batch_time_interval_ms
+    # (1000) old; settle ticks exactly to that due time: the model sends, the bug (>)
+    # does not. A write and time: 2 operations (a write alone flushes nothing).
+    ("LateBatchTime", {"sites": [1, 2], "senders": [sender()]}, OP_NAMES, 1, 2),
+    # R24: a dead letter needs a write, an injected failure at site 2 and the failed
+    # delivery acknowledged (one settle): 3 operations; the record's value is in the
+    # model's state only (P1 on the state).
+    ("DeadLetterWithoutValue",
+     {"sites": [1, 2], "senders": [sender(batch_size=1, failure_listener="dlq")]},
+     OP_NAMES, 1, 3),
+    # R16.1: an event must reach site 2 again after a later event of its origin was
+    # applied there, without having been applied itself. With one key and no listener or
+    # delta, the only way: two writes at site 1 in one batch (batch_size 2), the first
+    # losing a conflict at site 2 (a write there first) while the second applies, then
+    # the batch resent: its ack unprocessed, a tick to the timeout (retry_interval_ms 0:
+    # resent in the same tick) and a second delivery (a settle would process the ack
+    # instead). 3 writes + deliver + tick + deliver = 6; the model says conflict, the
+    # bug duplicate. The alphabet is cut to put, deliver and tick for speed; the other
+    # operations cannot shorten it with one key: settle acks, a putall needs two keys
+    # (with two, `putall 1 {k1, k2}` makes it 5).
+    ("HighWaterMark",
+     {"sites": [1, 2], "senders": [sender(batch_size=2, retry_interval_ms=0)]},
+     ("put", "deliver", "tick"), 1, 6),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("bug", "raw", "ops", "keys", "length"), BUG_CASES, ids=[case[0] for case in BUG_CASES]
+)
+def test_planted_bug_found_with_its_shortest_trace(
+    bug: str, raw: dict[str, Any], ops: tuple[str, ...], keys: int, length: int
+) -> None:
+    impl = getattr(planted_bugs, bug)
+    config = parse_config(raw)
+    result = explore(config, Bounds(length, keys, 1, ops), impl)
+    assert [found.property for found in result.found] == ["P1"]
+    assert len(result.found[0].path) == length
+    assert result.covered_depth == length - 1  # every shorter behaviour is clean
+    # the real impl agrees with the model everywhere up to that depth
+    assert explore(config, Bounds(length, keys, 1, ops), impl_engine).found == []
+
+
+# -- the command ----------------------------------------------------------------------------
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "wanconform", "explore", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--depth", "0"], "--depth: must be a positive integer, got '0'"),
+        (["--depth", "two"], "--depth: must be a positive integer, got 'two'"),
+        (["--depth", "2", "--keys", "10"], "--keys: at most 9, got 10"),
+        (["--depth", "2", "--ops", "put,teleport"], "--ops: unknown operation 'teleport'"),
+        (["--depth", "2", "--max-states", "-5"], "--max-states: must be a positive integer"),
+        (["--depth", "2", "--impl", "impl:Engine"], "--impl: goes with --engine both"),
+    ],
+)
+def test_bad_bounds_are_one_line_and_exit_2(
+    args: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["explore", str(EXAMPLES / "batching_by_size.jsonl"), *args])
+    out, err = capsys.readouterr()
+    assert code == 2 and out == ""
+    assert err.startswith("wanconform: error: " + message) and err.count("\n") == 1
+
+
+def test_unreadable_configuration_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = tmp_path / "c.json"
+    bad.write_text('{"sites": [1, 1]}')
+    assert main(["explore", str(bad), "--depth", "2"]) == 2
+    assert main(["explore", str(tmp_path / "missing.json"), "--depth", "2"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 2 and "Traceback" not in err
+    assert err.splitlines()[1] == f"wanconform: error: {tmp_path / 'missing.json'}: no such file"
+
+
+def test_clean_run_on_an_example_is_exit_0_and_deterministic(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    trace = str(EXAMPLES / "batching_by_size.jsonl")
+    assert main(["explore", trace, "--depth", "3"]) == 0
+    first = capsys.readouterr().out
+    assert main(["explore", trace, "--depth", "3"]) == 0
+    assert capsys.readouterr().out == first  # the same bytes: no timings on stdout
+    assert "clean: every behaviour of at most 3 operations explored" in first
+    assert "distinct states: 249; transitions: 603" in first
+    assert "  kind.enqueued" in first and "never reached: " in first
+
+
+def test_cap_is_exit_3_and_says_the_bound_was_not_covered(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code = main(["explore", str(EXAMPLES / "batching_by_size.jsonl"), "--depth", "5",
+                 "--max-states", "100"])  # fmt: skip
+    out = capsys.readouterr().out
+    assert code == 3
+    # depth 3 would pass 100 states: the figures are those of the complete levels 0-2
+    assert "distinct states: 54; transitions: 105" in out
+    assert "CAP REACHED: --max-states 100 passed at depth 3: the bound 5 was NOT covered" in out
+    assert "clean" not in out
+
+
+def test_counterexample_is_written_and_replays(tmp_path: Path) -> None:
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"sites": [1, 2], "senders": [sender()]}))
+    out = tmp_path / "found"
+    bug = "tools.planted_bugs:LateBatchTime"
+    done = _cli(str(config), "--depth", "3", "--engine", "both", "--impl", bug, "--out", str(out))
+    assert done.returncode == 1, done.stderr
+    # settle's inner tick lands on 1000 for the model (sent) and 1001 for the bug
+    assert "P1 at depth 2: model and impl states differ: state.time" in done.stdout
+    trace = read_trace(out / "counterexample.jsonl")
+    assert [op.op for op in trace.ops] == ["put", "settle"]
+    words = (out / "counterexample.txt").read_text()
+    assert "counterexample.jsonl:3 settle" in words and "P1: model and impl diverge" in words
+    figures = json.loads((out / "explore.json").read_text())
+    assert figures["found"][0]["length"] == 2 and figures["covered_depth"] == 1
+    replay = subprocess.run(
+        [sys.executable, "-m", "wanconform", "replay", "--engine", "both", "--impl", bug,
+         str(out / "counterexample.jsonl")],
+        cwd=ROOT, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert replay.returncode == 1 and "P1: FAILED" in replay.stdout
+    again = _cli(str(config), "--depth", "3", "--engine", "both", "--impl", bug, "--out", str(out))
+    assert again.returncode == 2 and "give --force" in again.stderr
+
+
+def test_report_shows_the_exploration_and_its_counterexample(tmp_path: Path) -> None:
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"sites": [1, 2], "senders": [sender()]}))
+    html = tmp_path / "explore.html"
+    code = main(["explore", str(config), "--depth", "3", "--engine", "both", "--impl",
+                 "tools.planted_bugs:LateBatchTime", "--report", str(html)])  # fmt: skip
+    assert code == 1
+    text = html.read_text()
+    assert '<section id="explore">' in text and "Exhaustive exploration" in text
+    assert "stopped at a violation: clean to depth 1" in text
+    assert "counterexample.jsonl" in text  # the failing trace, grouped and explained
+
+
+def test_all_collects_every_violation() -> None:
+    config = parse_config({"sites": [1, 2], "senders": [sender()]})
+    result = explore(config, Bounds(2, collect_all=True), planted_bugs.LateBatchTime)
+    # the write, then time to its batch time: by settle or by a tick to the due time
+    assert [[op_text(op) for op in found.path] for found in result.found] == [
+        ['put 1 k1 {"v":1}', "settle"],
+        ['put 1 k1 {"v":1}', "tick 1000"],
+    ]
+
+
+def _figures(result: Any) -> tuple[Any, ...]:
+    return (
+        result.states, result.transitions, result.skipped, result.levels, result.capped,
+        result.covered_depth, result.coverage, result.first_depth, result.concrete,
+        [(found.property, found.message, [op_text(op) for op in found.path])
+         for found in result.found],
+    )  # fmt: skip
+
+
+def test_spark_gives_the_local_figures_and_counterexample(spark: Any) -> None:
+    # Level-synchronous BFS on local Spark (frontier by state hash, dedup by a shuffle):
+    # the same counts, coverage and shortest counterexample as the local search, for a
+    # planted bug (P1 on every edge, the impl loaded on the executors), with symmetry,
+    # and at the cap.
+    from conformance.explore_spark import explore_on_spark
+
+    late = parse_config({"sites": [1, 2], "senders": [sender()]})
+    cases = [
+        (late, Bounds(2, collect_all=True), "tools.planted_bugs:LateBatchTime"),
+        (one_way(), Bounds(2, 2, 2, symmetry=True), None),
+        (one_way(), Bounds(5, max_states=20), None),
+    ]
+    results = []
+    for config, bounds, spec in cases:
+        local = explore(config, bounds, None if spec is None else planted_bugs.LateBatchTime)
+        assert _figures(explore_on_spark(spark, config, bounds, spec)) == _figures(local)
+        results.append(local)
+    assert [len(r.found) for r in results] == [2, 0, 0]
+    assert [r.states for r in results] == [52, 280, 10] and results[2].capped
+
+
+def test_geode_files_are_explored_as_import_reads_them(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    geode = ROOT / "tests" / "data" / "geode"
+    code = main(["explore", "--site", f"1={geode / 'ln-cache.xml'}",
+                 "--site", f"2={geode / 'ny-cache.xml'}", "--depth", "1"])  # fmt: skip
+    out, err = capsys.readouterr()
+    assert code == 0 and "wanconform: warning:" in err  # import's warnings, on stderr
+    assert out.startswith("explore the --site files: sites 1, 2; 2 senders;")
+    assert main(["explore", str(EXAMPLES / "batching_by_size.jsonl"), "--site", "1=x",
+                 "--depth", "1"]) == 2  # fmt: skip
+
+
+EXAMPLE_COUNTS = {
+    "batching_by_size": (54, 105),
+    "batching_by_time": (54, 105),
+    "concurrent_writes_two_sites": (63, 110),
+    "delta_and_full_fallback_after_wipe": (57, 107),
+    "failed_event_dead_lettered": (54, 105),
+    "failed_event_dead_lettered_secure": (54, 105),
+    "failed_event_dropped": (54, 105),
+    "forwarding_mesh": (126, 217),
+    "forwarding_ring": (117, 211),
+    "lost_ack_resend": (54, 105),
+    "receiver_retries": (62, 126),
+    "site_down_and_back": (57, 107),
+    "unsupported_diamond": (184, 343),
+    "wiped_origin_tags_stay_unique": (57, 107),
+}
+
+
+def test_every_example_configuration_explores_clean_to_depth_2(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert sorted(EXAMPLE_COUNTS) == sorted(p.stem for p in EXAMPLES.glob("*.jsonl"))
+    outs = {}
+    for name, (states, transitions) in EXAMPLE_COUNTS.items():
+        assert main(["explore", str(EXAMPLES / f"{name}.jsonl"), "--depth", "2"]) == 0
+        outs[name] = capsys.readouterr().out
+        assert f"distinct states: {states}; transitions: {transitions} " in outs[name], name
+    # the diamond (R23): P4 does not apply, nor P5 (site 4 reaches no one)
+    out = outs["unsupported_diamond"]
+    assert "P4 not applicable: the topology is unsupported (R23)" in out
+    assert "P5 not applicable: not every site reaches every other one" in out
