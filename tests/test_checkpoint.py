@@ -130,6 +130,11 @@ def test_an_inconsistent_checkpoint_is_refused(name: str) -> None:
     doc["state"]["senders"]["ny"]["in_flight"]["events"] = ["1:9"]  # not the queue's head
     with pytest.raises(CheckpointError, match=r"in_flight\.events: not the queue's first events"):
         ENGINES[name].from_checkpoint(CONFIG, doc, "c.json")
+    # R3: site 1 has issued one event (seq 1); site 2 cannot have applied 1:2 .. 1:2^32.
+    doc = run(model.Engine(CONFIG), {"op": "put", "site": 1, "key": "k", "value": {}}).checkpoint()
+    doc["state"]["sites"]["2"]["applied"] = {"1": [[1, 2**32]]}
+    with pytest.raises(CheckpointError, match=r"applied\.1: event 1:4294967296 was never issued"):
+        ENGINES[name].from_checkpoint(CONFIG, doc, "c.json")
     other = parse_config({"sites": [1, 2], "senders": [{"id": "ny", "site": 1, "remote": 2}]})
     doc = model.Engine(CONFIG).checkpoint()
     with pytest.raises(CheckpointError, match="config: not the configuration"):

@@ -76,7 +76,8 @@ def check_fits(config: Config, doc: dict[str, Any], where: str) -> dict[str, Any
     """The document's `state`, once its configuration and its parts agree (a document
     that passes the schema may still be inconsistent): its sites and senders are the
     configuration's, every in-flight batch is its queue's prefix (R13), an ack answers the
-    batch in flight (R17), and an applied-memory range is ordered."""
+    batch in flight (R17), and an applied-memory range is ordered and holds only events
+    its origin has issued (R3)."""
     if doc["config"] != config.to_json():
         raise CheckpointError(f"{where}: config: not the configuration it is restored on")
     state: dict[str, Any] = doc["state"]
@@ -90,14 +91,23 @@ def check_fits(config: Config, doc: dict[str, Any], where: str) -> dict[str, Any
         )
     for site_id, site in state["sites"].items():
         for origin, ranges in site["applied"].items():
+            at = f"{where}: state.sites.{site_id}.applied.{origin}"
+            if origin not in state["sites"]:
+                raise CheckpointError(f"{at}: {origin} is not a site of the configuration")
             last = 0
             for index, (start, end) in enumerate(ranges):
                 if not last < start <= end:
                     raise CheckpointError(
-                        f"{where}: state.sites.{site_id}.applied.{origin}[{index}]: ranges "
-                        "must be ascending, disjoint and not adjacent, with start <= end"
+                        f"{at}[{index}]: ranges must be ascending, disjoint and not adjacent, "
+                        "with start <= end"
                     )
                 last = end + 1
+            issued = state["sites"][origin]["seq"]
+            if ranges and ranges[-1][1] > issued:
+                raise CheckpointError(
+                    f"{at}: event {origin}:{ranges[-1][1]} was never issued (site {origin}'s "
+                    f"seq is {issued}; sequence numbers only grow, R3, R21)"
+                )
     for sender_id, sender in state["senders"].items():
         at = f"{where}: state.senders.{sender_id}"
         queue_ids = [event["event"] for event in sender["queue"]]
