@@ -112,6 +112,10 @@ def write(path: Path, doc: Any) -> Path:
             lambda d: json.dumps(d).replace('"time": 0', '"time": 0.0'),
             "not a checkpoint: 0.0: every number of a checkpoint is an integer",
         ),
+        (
+            lambda d: json.dumps(d).replace('"k"', '"\\ud800"'),
+            "not a checkpoint: \\ud800 is half of a UTF-16 surrogate pair, not a character",
+        ),
     ],
 )
 def test_a_bad_checkpoint_file_is_one_line(tmp_path: Path, change: Any, message: str) -> None:

@@ -30,6 +30,7 @@ from traces.canonical import canonical_json
 from traces.config import Config
 from traces.errors import TraceError
 from traces.files import read_text
+from traces.tracefile import surrogate_problem
 
 FORMAT = "wanconform-checkpoint"
 VERSION = 1
@@ -245,5 +246,8 @@ def read_checkpoint(path: str | os.PathLike[str]) -> dict[str, Any]:
         raise CheckpointError(f"{name}: not JSON: {exc}") from None
     except RecursionError:
         raise CheckpointError(f"{name}: not a checkpoint: nested too deeply") from None
+    problem = surrogate_problem(text, doc)
+    if problem:
+        raise CheckpointError(f"{name}: not a checkpoint: {problem}")
     validate(doc, name)
     return dict(doc)

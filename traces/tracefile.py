@@ -208,10 +208,19 @@ def decode_line(text: str) -> Any:
         )
     except RecursionError:
         raise ValueError("nested too deeply") from None
+    problem = surrogate_problem(text, value)
+    if problem:
+        raise ValueError(problem)
+    return value
+
+
+def surrogate_problem(text: str, value: Any) -> str:
+    """What is wrong with JSON `text` decoded as `value` if one of its strings holds half
+    of a UTF-16 surrogate pair (an escape such as `"\\ud800"`), else ""."""
     if _SURROGATE_ESCAPE.search(text) and (found := _lone_surrogate(value)) is not None:
         code = ord(_SURROGATE.findall(found)[0])
-        raise ValueError(f"\\u{code:04x} is half of a UTF-16 surrogate pair, not a character")
-    return value
+        return f"\\u{code:04x} is half of a UTF-16 surrogate pair, not a character"
+    return ""
 
 
 class Reader:
