@@ -22,12 +22,14 @@ import pyarrow as pa
 from conformance.examples import Example, explain_groups
 from conformance.results import RESULTS_SCHEMA, result_row
 from conformance.run import TraceRun, run_trace
+from conformance.segments import Plan as SegmentPlan
+from conformance.segments import SegmentResult, check_in_segments
 from conformance.stores import StoreEngines, store_engine_class
 from traces.config import Config
 from traces.engine import DEFAULT_IMPL, EngineFactory, load_impl, tune_gc
 from traces.errors import TraceError, WanconformError
 from traces.ops import Op
-from traces.parquet import FIRST_OP_SEQ, op_parser, parse_config_cell
+from traces.parquet import FIRST_OP_SEQ, TraceInfo, op_parser, parse_config_cell
 from traces.tracefile import where
 
 ROW_SCHEMA = RESULTS_SCHEMA.append(pa.field("error", pa.string()))
@@ -110,6 +112,14 @@ def check_local(
 # -- the Arrow stream Spark feeds ---------------------------------------------------------
 
 
+def _first_trace_id(batch: pa.RecordBatch) -> str:
+    """The trace id of a batch's first row, as far as it can be read."""
+    try:
+        return str(batch.column("trace_id")[0].as_py())
+    except UnicodeDecodeError:
+        return "(a trace id that is not UTF-8)"
+
+
 def _error_batch(trace_id: str, message: str) -> pa.RecordBatch:
     row = {name: None for name in ROW_SCHEMA.names} | {"trace_id": trace_id, "error": message}
     return pa.RecordBatch.from_pylist([row], schema=ROW_SCHEMA)
@@ -117,6 +127,39 @@ def _error_batch(trace_id: str, message: str) -> pa.RecordBatch:
 
 def _row_batch(row: dict[str, Any]) -> pa.RecordBatch:
     return pa.RecordBatch.from_pylist([row | {"error": None}], schema=ROW_SCHEMA)
+
+
+def segmented_batch(
+    trace_set: str,
+    info: TraceInfo,
+    impl_spec: str,
+    every: int,
+    run_all: Callable[[SegmentPlan, int], list[SegmentResult]],
+    say: Callable[[str], None] | None = None,
+) -> pa.RecordBatch:
+    """The result row of one long trace of a trace set checked in segments (README
+    "Segments"), the same row `check_batches` makes of it sequentially, or its error."""
+    trace_id = info.trace_id
+    try:
+        result = check_in_segments(
+            trace_id,
+            info.config,
+            impl_spec,
+            every,
+            True,
+            run_all,
+            say=(lambda line: say(f"{trace_id}: {line}")) if say else (lambda line: None),
+            trace_set=trace_set,
+        )
+    except WanconformError as exc:
+        return _error_batch(trace_id, str(exc))
+    if result.operations != info.operations:
+        return _error_batch(
+            trace_id,
+            f"{where(trace_id, 1)}: operations: configs says {info.operations}, "
+            f"ops has {result.operations} rows",
+        )
+    return _row_batch(result_row(result, trace_id, info.profile, info.seed))
 
 
 class _Current:
@@ -158,7 +201,15 @@ def check_batches(
     failed: str | None = None  # a trace whose rest is skipped after an error
     previous: tuple[str, int] | None = None
     for batch in batches:
-        columns = [batch.column(name).to_pylist() for name in CHECK_INPUT_SCHEMA.names]
+        try:
+            columns = [batch.column(name).to_pylist() for name in CHECK_INPUT_SCHEMA.names]
+        except UnicodeDecodeError as exc:  # a damaged file: its strings are not UTF-8
+            trace_id = _first_trace_id(batch)
+            yield _error_batch(
+                trace_id, f"{trace_id}: not readable: a string is not UTF-8 ({exc.reason})"
+            )
+            failed, current = trace_id, None
+            continue
         for trace_id, seq, kind, text, profile, seed, operations in zip(*columns, strict=True):
             key = (trace_id, seq)
             # The order the glue must deliver (sortWithinPartitions); equal keys are input.

@@ -23,8 +23,9 @@
    P2-P7, as `replay --engine both` does. That costs one sequential run from cut j, and
    only for a trace that fails.
 
-Only traces in files are split (the segments read their lines from byte offsets); a
-user's `--impl` needs `from_checkpoint` and `checkpoint` (else the check is sequential).
+A trace file's segments read their lines from byte offsets, a Parquet trace set's from
+their `seq` range; a user's `--impl` needs `from_checkpoint` and `checkpoint` (else the
+check is sequential).
 """
 
 from __future__ import annotations
@@ -72,6 +73,7 @@ class Plan:
     impl_spec: str | None  # None: the project's impl; "log": the file is a log
     cuts: tuple[Cut, ...]  # cut i starts segment i; the last one is the end
     operations: int
+    trace_set: bool = False  # `path` is a Parquet trace set and `name` its trace's id
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,16 +157,32 @@ def _ops_from(plan: Plan, cut: Cut, stop: int) -> Iterator[tuple[str, Op]]:
     count = stop - cut.index
     if count <= 0:
         return
-    for number, _, op in _lines(plan, cut):
+    end = next((c.line for c in plan.cuts if c.index == stop), None)
+    for number, _, op in _lines(plan, cut, end):
         yield where(plan.name, number), op
         count -= 1
         if count == 0:
             return
 
 
-def _lines(plan: Plan, cut: Cut) -> Iterator[tuple[int, int, Op]]:
-    """(line, offset, operation) of the trace or log from a cut."""
+def _lines(plan: Plan, cut: Cut, end: int | None = None) -> Iterator[tuple[int, int, Op]]:
+    """(line, offset, operation) of the trace or log from a cut (to line `end`, if known)."""
+    if plan.trace_set:
+        return set_ops(plan.path, plan.name, plan.config, cut, end)
     return file_ops(plan.name, plan.path, plan.config, plan.impl_spec == "log", cut)
+
+
+def set_ops(
+    path: str, trace_id: str, config: Config, cut: Cut, end: int | None = None
+) -> Iterator[tuple[int, int, Op]]:
+    """(seq, seq, operation) of one trace of a Parquet trace set from a cut (its seq is
+    the line number of the same operation in the converted JSON Lines, SPEC §12), up to
+    seq `end` if given: only those rows are read."""
+    from traces.parquet import op_parser, open_trace_set
+
+    parse = op_parser(trace_id, config)
+    for seq, text in open_trace_set(path).ops_of(trace_id, cut.line, end):
+        yield seq, seq, parse(seq, text)
 
 
 def file_ops(
@@ -232,10 +250,12 @@ def fast_pass(
     folder: str,
     properties: bool,
     progress: Callable[[int], None] | None = None,
+    trace_set: str | None = None,
 ) -> tuple[RunResult, tuple[Cut, ...]]:
     """Run the whole trace once on the fast engine (the model for a log), writing a cut
-    every `every` operations; its result and the cuts (the last is the trace's end)."""
-    path = os.path.abspath(name)
+    every `every` operations; its result and the cuts (the last is the trace's end).
+    `trace_set`: the Parquet trace set holding trace `name` (else `name` is a file)."""
+    path = os.path.abspath(trace_set or name)
     is_log = impl_spec == "log"
     engine = "model" if is_log else "impl"
     factory = None if is_log else load_impl(impl_spec) if impl_spec else None
@@ -250,7 +270,12 @@ def fast_pass(
         (Path(folder) / f"cut-{index}.run").write_bytes(pickle.dumps(state))
         cuts.append(Cut(index, line, offset))
 
-    ops = file_ops(name, path, config, is_log, Cut(0, 1, 0))
+    start = Cut(0, 1, 0)
+    ops = (
+        set_ops(path, name, config, start)
+        if trace_set
+        else file_ops(name, path, config, is_log, start)
+    )
     index = 0
     last = 1
     for number, offset, op in ops:
@@ -261,7 +286,8 @@ def fast_pass(
         last = number
         if progress is not None and index % 65_536 == 0:
             progress(index)
-    cut(index, last + 1, os.path.getsize(path))  # the end: no operation follows
+    end = last + 1 if trace_set else os.path.getsize(path)
+    cut(index, last + 1, end)  # the end: no operation follows
     return run.finish(where(name, last)), tuple(cuts)
 
 
@@ -274,13 +300,20 @@ def check_in_segments(
     run_all: Callable[[Plan, int], list[SegmentResult]],
     progress: Callable[[int], None] | None = None,
     say: Callable[[str], None] = lambda line: None,
+    trace_set: str | None = None,
 ) -> RunResult:
     """The check of one trace in segments (see module); `run_all(plan, n)` runs segments
-    0..n-1 (on Spark) and returns their results in any order."""
+    0..n-1 (on Spark) and returns their results in any order. `trace_set`: the Parquet
+    trace set whose trace `name` is checked (else `name` is a file)."""
     folder = tempfile.mkdtemp(prefix="wanconform-segments-")
     try:
-        fast, cuts = fast_pass(name, config, impl_spec, every, folder, properties, progress)
-        plan = Plan(name, os.path.abspath(name), config, folder, impl_spec, cuts, fast.operations)
+        fast, cuts = fast_pass(
+            name, config, impl_spec, every, folder, properties, progress, trace_set
+        )
+        path = os.path.abspath(trace_set or name)
+        plan = Plan(
+            name, path, config, folder, impl_spec, cuts, fast.operations, trace_set is not None
+        )
         say(f"fast pass done: {len(cuts) - 1} segments of up to {every:,} operations")
         results = sorted(run_all(plan, len(cuts) - 1), key=lambda r: r.index)
         first = next((r for r in results if r.divergence is not None or not r.end_matches), None)

@@ -50,12 +50,18 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from conformance.check import CHECK_INPUT_SCHEMA, ROW_SCHEMA, check_batches, results_table
+from conformance.check import (
+    CHECK_INPUT_SCHEMA,
+    ROW_SCHEMA,
+    check_batches,
+    results_table,
+    segmented_batch,
+)
 from conformance.examples import MAX_EXAMPLES, explain_groups, failure_groups
 from conformance.profiles import generate_rows, generate_trace, trace_ids
 from conformance.results import FAILURES, MAX_EXPORTED_FAILURES, plain_row, write_results
+from conformance.segments import SEGMENT_OPS, SegmentResult, can_split
 from conformance.segments import Plan as SegmentPlan
-from conformance.segments import SegmentResult
 from traces.canonical import canonical_json
 from traces.config import Config, parse_config
 from traces.engine import DEFAULT_IMPL
@@ -581,18 +587,29 @@ def check(
     say: Callable[[str], None] | None = None,
     dlq_dir: str | os.PathLike[str] | None = None,
     moved_to: tuple[str, str] | None = None,
+    segment_ops: int = SEGMENT_OPS,
+    on_segments: Callable[[str], None] | None = None,
 ) -> list[dict[str, Any]]:
     """Check every trace of a trace set and write the results directory `out`
     (`conformance.results`: the rows, the impl, the largest groups' examples and the
     failing traces; all or nothing). The rows, sorted by trace id. `moved_to`: (the
     trace set's, the results') paths once the caller moves them into place (a campaign
-    builds both in a temporary directory), for the manifest and reproduce commands."""
+    builds both in a temporary directory), for the manifest and reproduce commands.
+    A trace of at least 2 x `segment_ops` operations is checked in segments of that many
+    (README "Segments"), with the same row (not with `dlq_dir`: a store is one run's);
+    `on_segments` hears how each was split."""
     from pyspark.sql import functions as F
 
     spec = impl_spec or DEFAULT_IMPL
     trace_set = open_trace_set(traces)  # layout, schemas, configurations: before any work
     ship_impl(spark, spec)
     path = str(trace_set.path.resolve())
+    long = [
+        info
+        for info in trace_set.traces
+        if info.operations >= 2 * segment_ops and dlq_dir is None and can_split(spec)
+    ]
+    long_ids = [info.trace_id for info in long]
     configs = spark.read.parquet(str(Path(path) / "configs")).select(
         "trace_id",
         F.lit(1).cast("long").alias("seq"),
@@ -617,6 +634,9 @@ def check(
         [(t, slots[p]) for t, p in balance(trace_set.traces, parts).items()],
         "trace_id string, slot long",
     )
+    if long_ids:  # checked in segments below
+        configs = configs.filter(~F.col("trace_id").isin(long_ids))
+        ops = ops.filter(~F.col("trace_id").isin(long_ids))
     rows = (
         configs.unionByName(ops)
         .join(F.broadcast(placement), "trace_id", "left")  # an unknown id: an error row
@@ -633,9 +653,19 @@ def check(
         )
 
     with job(spark, "check", on_progress):
-        table = results_table(
-            rows.mapInArrow(check_fn, _spark_schema(ROW_SCHEMA)).toArrow().to_batches()
+        batches = rows.mapInArrow(check_fn, _spark_schema(ROW_SCHEMA)).toArrow().to_batches()
+    for info in long:
+        batches.append(
+            segmented_batch(
+                path,
+                info,
+                spec,
+                segment_ops,
+                lambda plan, count: run_segments(spark, plan, count),
+                on_segments,
+            )
         )
+    table = results_table(batches)
     results = [plain_row(row) for row in table.to_pylist()]
     target = Path(out)
     shown_set, shown_out = moved_to or (path, str(target))

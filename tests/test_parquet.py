@@ -9,8 +9,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from conformance.check import CHECK_INPUT_SCHEMA, check_batches, results_table
 from conformance.profiles import PROFILES, generate_trace
-from traces.errors import TraceError
+from traces.errors import TraceError, WanconformError
 from traces.parquet import (
     CONFIGS_SCHEMA,
     MARKER,
@@ -235,3 +236,40 @@ def test_op_parser_takes_non_canonical_cells_and_names_bad_ones() -> None:
     assert parse(7, spaced).value == {"a": "é"}  # type: ignore[union-attr]
     with pytest.raises(TraceError, match=r"^t:9: site: "):
         parse(9, '{"key":"k","op":"put","site":5,"value":{}}')  # site 5 is not configured
+
+
+def test_a_string_that_is_not_utf8(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # A damaged file: a cell of a string column holding bytes that are not UTF-8.
+    trace_set = good_set(tmp_path)
+    table = pq.read_table(trace_set / "ops")
+    index = table.schema.get_field_index("json")
+    cells = [b"\xff" + cell.as_py().encode() for cell in table.column(index)]
+    table = table.set_column(index, "json", pa.array(cells, pa.binary()).view(pa.string()))
+    rewrite(trace_set / "ops", table)
+    expect_error(
+        tmp_path, trace_set,
+        f"{trace_set / 'ops'}: not readable Parquet: Column 2: In chunk 0: Invalid: Invalid "
+        "UTF8 sequence at string index 0", capsys,
+    )  # fmt: skip
+    # What Spark streams to a check: the trace's rows, one of them damaged so.
+    rows = pa.RecordBatch.from_pylist(
+        [
+            {
+                "trace_id": "t",
+                "seq": 1,
+                "kind": "config",
+                "json": json.dumps({"sites": [1, 2], "senders": []}),
+            }
+        ],
+        schema=CHECK_INPUT_SCHEMA,
+    )
+    bad = pa.RecordBatch.from_arrays(
+        [
+            pa.array(["t"]), pa.array([2]), pa.array(["op"]),
+            pa.array([b"\xff{}"], pa.binary()).view(pa.string()),
+            pa.nulls(1, pa.string()), pa.nulls(1, pa.int64()), pa.nulls(1, pa.int64()),
+        ],
+        schema=CHECK_INPUT_SCHEMA,
+    )  # fmt: skip
+    with pytest.raises(WanconformError, match=r"^t: not readable: a string is not UTF-8"):
+        results_table(check_batches([rows, bad]))

@@ -134,3 +134,39 @@ def test_replay_in_segments_on_spark_prints_what_a_sequential_replay_prints(trac
     whole = subprocess.run(argv, cwd=root, capture_output=True, text=True, timeout=600)
     assert whole.returncode == 1, whole.stderr
     assert split.stdout == whole.stdout
+
+
+def test_check_splits_a_long_trace_of_a_set_and_gives_the_sequential_rows(
+    trace: Path, tmp_path: Path
+) -> None:
+    # A trace set of the long trace (1,500 operations, the planted bug diverging mid-way)
+    # and a short one: with --segment-ops 400 the long one is split into 4 segments, the
+    # short one (200 operations) is not; every row equals the sequential check's.
+    import pyarrow.parquet as pq
+
+    short = tmp_path / "short.jsonl"
+    config, ops = generate_trace(6, "short", "faults", 200)
+    write_trace(short, config, list(ops))
+    root = Path(__file__).resolve().parent.parent
+    command = [sys.executable, "-m", "wanconform"]
+    done = subprocess.run(
+        [*command, "convert", str(trace), str(short), "--out", str(tmp_path / "set")],
+        cwd=root, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    rows = {}
+    for name, every in (("split", "400"), ("whole", "1000000")):
+        check = [*command, "check", str(tmp_path / "set"), "--out", str(tmp_path / name)]
+        done = subprocess.run(
+            [*check, "--impl", BUG, "--segment-ops", every],
+            cwd=root, capture_output=True, text=True, timeout=600,
+        )  # fmt: skip
+        assert done.returncode == 1, done.stderr[-3000:]
+        split_lines = [line for line in done.stderr.splitlines() if "fast pass done" in line]
+        expected = ["check: chaos: fast pass done: 4 segments of up to 400 operations"]
+        assert split_lines == (expected if name == "split" else [])
+        table = pq.read_table(tmp_path / name / "results.parquet").drop_columns(["seconds"])
+        rows[name] = table.to_pylist()
+    assert rows["split"] == rows["whole"]
+    assert [row["trace_id"] for row in rows["whole"]] == ["chaos", "short"]
+    assert rows["whole"][0]["failures"]  # the planted bug is found in the long trace

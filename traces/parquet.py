@@ -216,12 +216,15 @@ def _unreadable(folder: Path, exc: Exception) -> TraceError:
 
 
 def _to_table(dataset: ds.Dataset, folder: Path, **options: Any) -> pa.Table:
-    """`dataset.to_table(**options)`; a file that cannot be read (the dataset's schema
-    comes from its first file only) is a TraceError naming the folder."""
+    """`dataset.to_table(**options)`, validated; a file that cannot be read (the dataset's
+    schema comes from its first file only) or holds invalid data is a TraceError naming
+    the folder."""
     try:
-        return dataset.to_table(**options)
+        table = dataset.to_table(**options)
+        table.validate(full=True)  # e.g. a string column holding bytes that are not UTF-8
     except (pa.ArrowInvalid, OSError) as exc:
         raise _unreadable(folder, exc) from None
+    return table
 
 
 @dataclass(frozen=True, slots=True)
@@ -249,19 +252,22 @@ class TraceSet:
     def ops_dataset(self) -> ds.Dataset:
         return _dataset(self.path, OPS_SCHEMA, "ops")
 
-    def ops_of(self, trace_id: str) -> Iterator[tuple[int, str]]:
-        """(seq, json) of one trace in order, read again from the files. The trace's rows
-        are loaded as Arrow columns (not Python objects); used only to locate a state-only
-        divergence (`Lockstep`'s replay)."""
+    def ops_of(
+        self, trace_id: str, first: int | None = None, stop: int | None = None
+    ) -> Iterator[tuple[int, str]]:
+        """(seq, json) of one trace in order, read again from the files (only the rows of
+        seq `first` <= seq < `stop` when given). The rows are loaded as Arrow columns (not
+        Python objects); used to locate a state-only divergence (`Lockstep`'s replay) and
+        to read a segment of a long trace (`conformance.segments`)."""
         import pyarrow.dataset as ds
 
         dataset = self.ops_dataset()
-        table = _to_table(
-            dataset,
-            self.path / "ops",
-            columns=["seq", "json"],
-            filter=ds.field("trace_id") == trace_id,
-        )
+        rows = ds.field("trace_id") == trace_id
+        if first is not None:
+            rows = rows & (ds.field("seq") >= first)
+        if stop is not None:
+            rows = rows & (ds.field("seq") < stop)
+        table = _to_table(dataset, self.path / "ops", columns=["seq", "json"], filter=rows)
         seqs = table.column("seq")
         if len(seqs) > 1 and not _increasing(seqs):
             table = table.sort_by("seq")

@@ -57,6 +57,9 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--out", required=True, metavar="RESULTS", help="results directory")
     add_check_arguments(parser)
     parser.add_argument("--master", default=None, help="Spark master (default: local)")
+    from wanconform.cmd_replay import add_segment_arguments
+
+    add_segment_arguments(parser, "trace", master=False, unless="not with --dlq-dir")
     declare_outputs(parser, directories=["out"])
     parser.set_defaults(func=run)
 
@@ -96,7 +99,17 @@ def run(args: argparse.Namespace) -> int:
     from conformance.results import FAILURES
 
     bar = stage_progress("check")
-    rows = glue.check(spark, args.traces, args.out, args.impl, bar.stage, say, args.dlq_dir)
+    rows = glue.check(
+        spark,
+        args.traces,
+        args.out,
+        args.impl,
+        bar.stage,
+        say,
+        args.dlq_dir,
+        segment_ops=args.segment_ops,
+        on_segments=lambda line: print(f"check: {line}", file=sys.stderr),
+    )
     bar.close(f"check     done in {bar.elapsed():.1f} s")
     summary = summarize(rows, time.perf_counter() - started)
     print(render(summary, str(Path(args.out) / FAILURES), args.impl or DEFAULT_IMPL))

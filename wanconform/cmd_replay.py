@@ -126,8 +126,13 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(func=run)
 
 
-def add_segment_arguments(parser: argparse.ArgumentParser, what: str) -> None:
-    """`--segment-ops` and `--master`: a long run in parallel segments on Spark."""
+def add_segment_arguments(
+    parser: argparse.ArgumentParser,
+    what: str,
+    master: bool = True,
+    unless: str = "not with --steps or --report",
+) -> None:
+    """`--segment-ops` (and `--master`): a long run in parallel segments on Spark."""
     from conformance.segments import SEGMENT_OPS
 
     checkpoints = "the model's" if what == "log" else "the impl's"
@@ -140,12 +145,13 @@ def add_segment_arguments(parser: argparse.ArgumentParser, what: str) -> None:
             f"a {what} of at least 2N operations compared in lockstep is checked in "
             f"segments of N operations in parallel on Spark, from {checkpoints} "
             "checkpoints (docs/CHECKPOINT.md), with the result of a sequential run "
-            f"(default {SEGMENT_OPS:,}; not with --steps or --report)"
+            f"(default {SEGMENT_OPS:,}; {unless})"
         ),
     )
-    parser.add_argument(
-        "--master", default=None, help="Spark master for the segments (default: local)"
-    )
+    if master:
+        parser.add_argument(
+            "--master", default=None, help="Spark master for the segments (default: local)"
+        )
 
 
 def positive_int(text: str) -> int:
