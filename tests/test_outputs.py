@@ -491,7 +491,7 @@ def test_spark_progress_reports_the_latest_started_stage_with_its_own_total(
 def test_starting_spark_is_said_while_the_session_starts(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from wanconform.cmd_check import start_spark
+    from wanconform.progress import start_spark
 
     monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
     said: list[str] = []

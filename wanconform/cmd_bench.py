@@ -127,8 +127,8 @@ def run(args: argparse.Namespace) -> int:
 
 def run_spark(args: argparse.Namespace) -> int:
     from conformance import spark as glue
-    from wanconform.cmd_check import start_spark
     from wanconform.cmd_generate import profile_list
+    from wanconform.progress import start_spark
 
     profiles = profile_list(args.profile)
     for flag in ("traces", "ops"):

@@ -24,15 +24,10 @@ from traces.outputs import (
     declare_outputs,
     write_text_atomically,
 )
-from wanconform.cmd_check import (
-    add_check_arguments,
-    check_dlq_dir,
-    say,
-    stage_progress,
-    start_spark,
-)
+from wanconform.cmd_check import add_check_arguments, check_dlq_dir, say
 from wanconform.cmd_generate import add_generation_arguments, check_generation_arguments
 from wanconform.cmd_topology import format_table
+from wanconform.progress import stage_progress, start_spark
 
 
 def register(subparsers: Any) -> None:

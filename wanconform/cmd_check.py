@@ -13,7 +13,7 @@ from conformance.stores import store_engine_class
 from impl.dlq_store import check_directory
 from traces.engine import DEFAULT_IMPL, load_impl
 from traces.outputs import declare_outputs
-from wanconform.progress import Progress, status
+from wanconform.progress import stage_progress, start_spark
 
 
 def add_check_arguments(parser: argparse.ArgumentParser) -> None:
@@ -62,19 +62,6 @@ def register(subparsers: Any) -> None:
     add_segment_arguments(parser, "trace", master=False, unless="not with --dlq-dir")
     declare_outputs(parser, directories=["out"])
     parser.set_defaults(func=run)
-
-
-def stage_progress(label: str) -> Progress:
-    """A bar of one Spark stage's tasks (on a terminal)."""
-    return Progress(label, unit="tasks", bar=True)
-
-
-def start_spark(master: str | None) -> Any:
-    """The Spark session, saying "starting Spark" on a terminal while it starts."""
-    from conformance import spark as glue
-
-    with status(f"starting Spark ({master or glue.DEFAULT_MASTER})"):
-        return glue.session(master)
 
 
 def say(line: str) -> None:

@@ -202,7 +202,7 @@ def run(args: argparse.Namespace) -> int:
 
     if args.master:
         from conformance.explore_spark import explore_on_spark
-        from wanconform.cmd_check import start_spark
+        from wanconform.progress import start_spark
 
         spark = start_spark(args.master)
         spec = impl_spec if impl is not None else None

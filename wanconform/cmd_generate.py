@@ -113,7 +113,7 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     generation = check_generation_arguments(args)
     from conformance import spark as glue
-    from wanconform.cmd_check import stage_progress, start_spark
+    from wanconform.progress import stage_progress, start_spark
 
     spark = start_spark(args.master)
     bar = stage_progress("generate")

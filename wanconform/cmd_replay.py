@@ -189,7 +189,7 @@ def segmented(
     def run_all(plan: Any, count: int) -> list[Any]:
         progress.close()
         from conformance import spark as glue
-        from wanconform.cmd_check import stage_progress, start_spark
+        from wanconform.progress import stage_progress, start_spark
 
         spark = start_spark(args.master)
         bar = stage_progress(f"{count} segments")

@@ -14,6 +14,7 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 BAR = 30  # characters of a bar
 
@@ -85,3 +86,16 @@ def status(what: str) -> Iterator[None]:
     finally:
         if active:
             print("\r\033[K", end="", file=sys.stderr, flush=True)
+
+
+def stage_progress(label: str) -> Progress:
+    """A bar of one Spark stage's tasks (on a terminal)."""
+    return Progress(label, unit="tasks", bar=True)
+
+
+def start_spark(master: str | None) -> Any:
+    """The Spark session, saying "starting Spark" on a terminal while it starts."""
+    from conformance import spark as glue
+
+    with status(f"starting Spark ({master or glue.DEFAULT_MASTER})"):
+        return glue.session(master)
