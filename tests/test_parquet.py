@@ -273,3 +273,19 @@ def test_a_string_that_is_not_utf8(tmp_path: Path, capsys: pytest.CaptureFixture
     )  # fmt: skip
     with pytest.raises(WanconformError, match=r"^t: not readable: a string is not UTF-8"):
         results_table(check_batches([rows, bad]))
+
+
+def test_a_file_arrow_cannot_read(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # Found by `make fuzz` (input 476874 of seed 1): a byte changed in an ops file's
+    # footer makes Arrow read a 128-bit integer type, which it does not implement
+    # (ArrowNotImplementedError, not ArrowInvalid).
+    import shutil
+
+    trace_set = tmp_path / "set"
+    shutil.copytree(Path(__file__).parent / "data" / "parquet" / "damaged-footer", trace_set)
+    expect_error(
+        tmp_path, trace_set,
+        f"{trace_set / 'ops'}: not readable Parquet: Error creating dataset. Could not read "
+        f"schema from '{trace_set / 'ops' / 'part-00000.parquet'}'. Is this a 'parquet' "
+        "file?: Integers with more than 64 bits not implemented", capsys,
+    )  # fmt: skip

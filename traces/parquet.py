@@ -205,7 +205,7 @@ def _dataset(path: Path, schema: pa.Schema, table: str) -> ds.Dataset:
 
     try:
         dataset = ds.dataset(folder, format="parquet")
-    except (pa.ArrowInvalid, OSError) as exc:
+    except (pa.ArrowException, OSError) as exc:  # any of Arrow's: invalid, not implemented
         raise _unreadable(folder, exc) from None
     _check_schema(dataset.schema, schema, f"{folder}")
     return dataset
@@ -222,7 +222,7 @@ def _to_table(dataset: ds.Dataset, folder: Path, **options: Any) -> pa.Table:
     try:
         table = dataset.to_table(**options)
         table.validate(full=True)  # e.g. a string column holding bytes that are not UTF-8
-    except (pa.ArrowInvalid, OSError) as exc:
+    except (pa.ArrowException, OSError) as exc:  # any of Arrow's: invalid, not implemented
         raise _unreadable(folder, exc) from None
     return table
 
