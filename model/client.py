@@ -61,7 +61,7 @@ def write(
         base_version=current.version if delta is not None and current is not None else None,
         delta=delta,
         converted=False,
-        recipients=frozenset({origin, *(s.remote for s in senders_here)}),  # R11
+        recipients=config.site_and_remotes(origin),  # R11
         possible_duplicate=False,
         enqueued_at=state.time,
     )

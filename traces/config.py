@@ -127,12 +127,15 @@ class Config:
     _by_id: Mapping[str, SenderConfig] = field(init=False, repr=False, compare=False)
     _by_site: Mapping[int, tuple[SenderConfig, ...]] = field(init=False, repr=False, compare=False)
     _receivers: Mapping[int, ReceiverConfig] = field(init=False, repr=False, compare=False)
+    _reached: Mapping[int, frozenset[int]] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_by_id", {s.id: s for s in self.senders})
         by_site = {site: tuple(s for s in self.senders if s.site == site) for site in self.sites}
         object.__setattr__(self, "_by_site", by_site)
         object.__setattr__(self, "_receivers", {r.site: r for r in self.receivers})
+        reached = {site: frozenset({site, *(s.remote for s in by_site[site])}) for site in by_site}
+        object.__setattr__(self, "_reached", reached)
 
     def sender(self, sender_id: str) -> SenderConfig:
         return self._by_id[sender_id]
@@ -143,6 +146,11 @@ class Config:
     def senders_at(self, site: int) -> tuple[SenderConfig, ...]:
         """The senders of one site, in sorted id order (R22's offer order)."""
         return self._by_site[site]
+
+    def site_and_remotes(self, site: int) -> frozenset[int]:
+        """The site and the remote sites of its senders (R11: an event written there
+        starts with these recipients)."""
+        return self._reached[site]
 
     def to_json(self) -> dict[str, Any]:
         return {
