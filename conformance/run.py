@@ -359,6 +359,7 @@ class TraceRun:
         self.impl_stopped = ""
         self.last_violations: list[Violation] = []
         self.failure_states: tuple[dict[str, Any], dict[str, Any]] | None = None
+        self._final: dict[str, Any] | None = None  # the observable state at the end
 
     def observe(self) -> dict[str, Any]:
         """The observable state now: the model's when it runs."""
@@ -435,6 +436,14 @@ class TraceRun:
         if self.stop_at_failure:
             self.stopped = f"stopped at {where}, its first failure ({self.failure.signature})"
 
+    def _final_state(self) -> dict[str, Any]:
+        """The observable state at the end, observed once (the lockstep's last comparison
+        already has the model's when it was the last thing done)."""
+        if self._final is None:
+            known = None if self.lockstep is None else self.lockstep.model_state
+            self._final = known if known is not None else self.engine.observe()
+        return self._final
+
     def finish(self, end: str = "end of run") -> RunResult:
         """The final comparison of states (P1) and P7, unless the run stopped; the result."""
         if not self.stopped:
@@ -446,7 +455,7 @@ class TraceRun:
                         signature, divergence.index, divergence.where, divergence
                     )
             if self.checker is not None:
-                final = self.checker.finish(self.engine.observe(), end)
+                final = self.checker.finish(self._final_state(), end)
                 if final and self.failure is None:
                     last = max(0, self.operations - 1)
                     self.failure = Failure(
@@ -463,7 +472,7 @@ class TraceRun:
             operations=self.operations,
             skipped=self.skipped,
             events=self.events,
-            state=self.engine.observe(),
+            state=self._final_state(),
             divergence=self.divergence,
             verdicts=tuple(verdicts),
             coverage=dict(self.coverage.counts),

@@ -12,10 +12,11 @@ import json
 from typing import Any
 
 _ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"))
+_MAKE_C_ENCODER = getattr(json.encoder, "c_make_encoder", None)  # None without the C module
 _C_ENCODE = (
     None
-    if json.encoder.c_make_encoder is None
-    else json.encoder.c_make_encoder(
+    if _MAKE_C_ENCODER is None
+    else _MAKE_C_ENCODER(
         None,  # no circular-reference markers: JSON data parsed from text has no cycles
         _ENCODER.default,
         json.encoder.encode_basestring_ascii,  # ensure_ascii=True, as json.dumps
