@@ -22,8 +22,7 @@ import pyarrow as pa
 from conformance.examples import Example, explain_groups
 from conformance.results import RESULTS_SCHEMA, result_row
 from conformance.run import TraceRun, run_trace
-from conformance.segments import Plan as SegmentPlan
-from conformance.segments import SegmentResult, check_in_segments
+from conformance.segments import SegmentRunner, check_in_segments
 from conformance.stores import StoreEngines, store_engine_class
 from traces.config import Config
 from traces.engine import DEFAULT_IMPL, EngineFactory, load_impl, tune_gc
@@ -134,7 +133,7 @@ def segmented_batch(
     info: TraceInfo,
     impl_spec: str,
     every: int,
-    run_all: Callable[[SegmentPlan, int], list[SegmentResult]],
+    runner: SegmentRunner,
     say: Callable[[str], None] | None = None,
 ) -> pa.RecordBatch:
     """The result row of one long trace of a trace set checked in segments (README
@@ -147,7 +146,7 @@ def segmented_batch(
             impl_spec,
             every,
             True,
-            run_all,
+            runner,
             say=(lambda line: say(f"{trace_id}: {line}")) if say else (lambda line: None),
             trace_set=trace_set,
         )

@@ -305,7 +305,8 @@ class TraceRun:
     default the run keeps the operations in memory). state_every: see `Lockstep`.
     A run may start in the middle of a trace (`conformance.segments`): `model` and `impl`
     then build the engines from one checkpoint, `offset` is the index of the first
-    operation, and `checker` the property checker as it was there.
+    operation, and `checker` the property checker as it was there. coverage: count
+    operations, statuses and outcomes (`RunResult.coverage`).
     """
 
     def __init__(
@@ -325,6 +326,7 @@ class TraceRun:
         model: EngineFactory | None = None,
         offset: int = 0,
         checker: PropertyChecker | None = None,
+        coverage: bool = True,
     ) -> None:
         if engine not in ENGINES:
             raise ValueError(f"unknown engine {engine!r}")
@@ -351,6 +353,7 @@ class TraceRun:
         self.steps: list[Step] | None = [] if explain and on_step is None else None
         self.stop_at_failure = stop_at_failure
         self.coverage = Coverage()
+        self.count_coverage = coverage  # False: no counts (a segment: its fast pass counts)
         self.operations = offset
         self.skipped = 0
         self.events = 0
@@ -387,7 +390,8 @@ class TraceRun:
             observations = self.engine.apply(op)
         skipped = len(observations) == 1 and observations[0]["kind"] == "skipped"
         self.skipped += skipped
-        self.coverage.record(op, observations)
+        if self.count_coverage:
+            self.coverage.record(op, observations)
         self.events += sum(1 for obs in observations if obs["kind"] == "enqueued")
         violations: list[Violation] = []
         if self.checker is not None:

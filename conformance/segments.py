@@ -5,7 +5,9 @@
    observations. Every S operations it writes a *cut*: the engine's checkpoint
    (docs/CHECKPOINT.md), the checker's state, the counts so far and where the next
    operation's line starts in the file.
-2. **Segments, in parallel** (Spark: local by default, `--master spark://...`). Segment i
+2. **Segments, in parallel** (Spark: local by default, `--master spark://...`), each
+   started as soon as the fast pass has written its end checkpoint, so the segments run
+   while the fast pass goes on (`SegmentRunner`). Segment i
    builds the model and the impl from checkpoint i (a log: the log read from the cut's
    byte offset) and steps them in lockstep (P1, `conformance.lockstep`) over its S
    operations, exactly as the sequential check does: observations after every operation,
@@ -38,7 +40,7 @@ import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from conformance.lockstep import Divergence
 from conformance.run import RunResult, TraceRun, p1_verdict
@@ -218,6 +220,7 @@ def run_segment(plan: Plan, index: int) -> SegmentResult:
         model=model_factory,
         offset=start.index,
         stop_at_failure=True,
+        coverage=False,  # the fast pass counted it
     )
     for name, op in _ops_from(plan, start, end.index):
         run.step(name, op)
@@ -242,6 +245,36 @@ def run_segment(plan: Plan, index: int) -> SegmentResult:
     return SegmentResult(index, None, True, "")
 
 
+class SegmentRunner(Protocol):
+    """Runs segments while the fast pass goes on (`check_in_segments`)."""
+
+    def submit(self, plan: Plan, index: int) -> None:
+        """Start segment `index`: its start and end cuts are in `plan.cuts`."""
+
+    def finished(self) -> int:
+        """How many submitted segments have finished."""
+
+    def results(self, tick: Callable[[], None]) -> list[SegmentResult]:
+        """Every submitted segment's result, in any order, once all have finished;
+        `tick` is called about twice a second while they run (progress)."""
+
+
+class LocalRunner:
+    """Every segment in this process, each as it is submitted (tests, small runs)."""
+
+    def __init__(self) -> None:
+        self._results: list[SegmentResult] = []
+
+    def submit(self, plan: Plan, index: int) -> None:
+        self._results.append(run_segment(plan, index))
+
+    def finished(self) -> int:
+        return len(self._results)
+
+    def results(self, tick: Callable[[], None]) -> list[SegmentResult]:
+        return list(self._results)
+
+
 def fast_pass(
     name: str,
     config: Config,
@@ -251,10 +284,12 @@ def fast_pass(
     properties: bool,
     progress: Callable[[int], None] | None = None,
     trace_set: str | None = None,
+    on_cut: Callable[[tuple[Cut, ...]], None] | None = None,
 ) -> tuple[RunResult, tuple[Cut, ...]]:
     """Run the whole trace once on the fast engine (the model for a log), writing a cut
     every `every` operations; its result and the cuts (the last is the trace's end).
-    `trace_set`: the Parquet trace set holding trace `name` (else `name` is a file)."""
+    `trace_set`: the Parquet trace set holding trace `name` (else `name` is a file).
+    `on_cut` hears the cuts so far each time one is written (its files complete)."""
     path = os.path.abspath(trace_set or name)
     is_log = impl_spec == "log"
     engine = "model" if is_log else "impl"
@@ -269,6 +304,8 @@ def fast_pass(
         state = (run.checker, run.skipped, run.events, dict(run.coverage.counts))
         (Path(folder) / f"cut-{index}.run").write_bytes(pickle.dumps(state))
         cuts.append(Cut(index, line, offset))
+        if on_cut is not None:
+            on_cut(tuple(cuts))
 
     start = Cut(0, 1, 0)
     ops = (
@@ -297,25 +334,34 @@ def check_in_segments(
     impl_spec: str | None,
     every: int,
     properties: bool,
-    run_all: Callable[[Plan, int], list[SegmentResult]],
-    progress: Callable[[int], None] | None = None,
+    runner: SegmentRunner,
+    progress: Callable[[int, int], None] | None = None,
     say: Callable[[str], None] = lambda line: None,
     trace_set: str | None = None,
 ) -> RunResult:
-    """The check of one trace in segments (see module); `run_all(plan, n)` runs segments
-    0..n-1 (on Spark) and returns their results in any order. `trace_set`: the Parquet
+    """The check of one trace in segments (see module): `runner` runs each segment as
+    soon as the fast pass has written its end cut. `progress(operations, segments)`
+    hears the fast pass's operations and the segments finished. `trace_set`: the Parquet
     trace set whose trace `name` is checked (else `name` is a file)."""
     folder = tempfile.mkdtemp(prefix="wanconform-segments-")
     try:
-        fast, cuts = fast_pass(
-            name, config, impl_spec, every, folder, properties, progress, trace_set
-        )
         path = os.path.abspath(trace_set or name)
-        plan = Plan(
-            name, path, config, folder, impl_spec, cuts, fast.operations, trace_set is not None
+        base = Plan(name, path, config, folder, impl_spec, (), 0, trace_set is not None)
+
+        def ready(cuts: tuple[Cut, ...]) -> None:
+            if len(cuts) >= 2:  # segment len(cuts) - 2 ends at the cut just written
+                runner.submit(replace(base, cuts=cuts, operations=cuts[-1].index), len(cuts) - 2)
+
+        def ticked(operations: int) -> None:
+            if progress is not None:
+                progress(operations, runner.finished())
+
+        fast, cuts = fast_pass(
+            name, config, impl_spec, every, folder, properties, ticked, trace_set, ready
         )
+        plan = replace(base, cuts=cuts, operations=fast.operations)
         say(f"fast pass done: {len(cuts) - 1} segments of up to {every:,} operations")
-        results = sorted(run_all(plan, len(cuts) - 1), key=lambda r: r.index)
+        results = sorted(runner.results(lambda: ticked(fast.operations)), key=lambda r: r.index)
         first = next((r for r in results if r.divergence is not None or not r.end_matches), None)
         other = against(impl_spec)
         if first is None:
@@ -353,8 +399,3 @@ def _sequential_from(plan: Plan, index: int, properties: bool, seconds: float) -
         run.step(name, op)
         last = int(name.rsplit(":", 1)[1])
     return run.finish(where(plan.name, last))
-
-
-def local_runner(plan: Plan, count: int) -> list[SegmentResult]:
-    """Every segment in this process, one after the other (tests, small runs)."""
-    return [run_segment(plan, index) for index in range(count)]

@@ -43,6 +43,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
@@ -356,13 +357,14 @@ def _executors(context: Any) -> int:
 
 
 @contextmanager
-def job(spark: Any, label: str, on_progress: StageProgress | None) -> Iterator[None]:
+def job(spark: Any, label: str, on_progress: StageProgress | None) -> Iterator[str]:
     """The Spark jobs of a command's step (`label`: "check", "generate"), with their
     progress (`progress`). On a cluster, a watchdog: once this application has had an
     executor, no executor at all for `LOST_EXECUTORS_SECONDS` (its workers died) cancels
     the jobs -- Spark would wait for a new executor forever. A job that fails (`job_failure`)
     or is cancelled so is one line, a `WanconformError`; outputs are written after the
-    jobs or built aside (`traces.outputs`), so nothing is written."""
+    jobs or built aside (`traces.outputs`), so nothing is written. Yields the job group
+    (jobs started from other threads join it with `setJobGroup`)."""
     context = spark.sparkContext
     stop = threading.Event()
     lost = threading.Event()
@@ -391,7 +393,7 @@ def job(spark: Any, label: str, on_progress: StageProgress | None) -> Iterator[N
             if not str(context.master).startswith("local"):
                 watchdog = threading.Thread(target=watch, args=(group,), daemon=True)
                 watchdog.start()
-            yield
+            yield group
     except Exception as exc:
         if interrupted():
             raise
@@ -655,16 +657,8 @@ def check(
     with job(spark, "check", on_progress):
         batches = rows.mapInArrow(check_fn, _spark_schema(ROW_SCHEMA)).toArrow().to_batches()
     for info in long:
-        batches.append(
-            segmented_batch(
-                path,
-                info,
-                spec,
-                segment_ops,
-                lambda plan, count: run_segments(spark, plan, count),
-                on_segments,
-            )
-        )
+        with segment_jobs(spark, spec) as runner:
+            batches.append(segmented_batch(path, info, spec, segment_ops, runner, on_segments))
     table = results_table(batches)
     results = [plain_row(row) for row in table.to_pylist()]
     target = Path(out)
@@ -706,14 +700,56 @@ def _failing_traces(trace_set: TraceSet, rows: list[dict[str, Any]]) -> list[tup
     ]
 
 
-def run_segments(
-    spark: Any, plan: SegmentPlan, count: int, on_progress: StageProgress | None = None
-) -> list[SegmentResult]:
-    """Segments 0..count-1 of one trace, one Spark task each (`conformance.segments`)."""
-    from conformance.segments import run_segment
+class SegmentJobs:
+    """Segments of one trace as Spark jobs of one task each (`conformance.segments`),
+    started from a pool of threads as soon as the fast pass submits them, as many at once
+    as Spark has cores: they run while the fast pass goes on. A failed segment job stops
+    the fast pass at its next submission."""
 
-    ship_impl(spark, plan.impl_spec if plan.impl_spec != "log" else None)
-    rdd = spark.sparkContext.parallelize(range(count), count)
-    with job(spark, "segments", on_progress):
-        results: list[SegmentResult] = rdd.map(functools.partial(run_segment, plan)).collect()
-    return results
+    def __init__(self, spark: Any, group: str) -> None:
+        self.context = spark.sparkContext
+        self.group = group
+        self.pool = ThreadPoolExecutor(max_workers=parallelism(spark))
+        self.futures: list[Future[SegmentResult]] = []
+
+    def _run(self, plan: SegmentPlan, index: int) -> SegmentResult:
+        from conformance.segments import run_segment
+
+        self.context.setJobGroup(self.group, "segments")  # per thread: cancelled together
+        rdd = self.context.parallelize([index], 1)
+        [result] = rdd.map(functools.partial(run_segment, plan)).collect()
+        return result  # type: ignore[no-any-return]
+
+    def submit(self, plan: SegmentPlan, index: int) -> None:
+        for future in self.futures:
+            if future.done() and future.exception() is not None:
+                future.result()  # raises: the check fails now, not after the fast pass
+        self.futures.append(self.pool.submit(self._run, plan, index))
+
+    def finished(self) -> int:
+        return sum(1 for future in self.futures if future.done())
+
+    def results(self, tick: Callable[[], None]) -> list[SegmentResult]:
+        pending = set(self.futures)
+        while pending:
+            done, pending = wait(pending, timeout=0.5, return_when=FIRST_EXCEPTION)
+            for future in done:
+                future.result()  # the first failure raises at once
+            tick()
+        return [future.result() for future in self.futures]
+
+    def close(self) -> None:
+        self.pool.shutdown(wait=False, cancel_futures=True)
+
+
+@contextmanager
+def segment_jobs(spark: Any, impl_spec: str | None) -> Iterator[SegmentJobs]:
+    """The runner of one trace's segments on Spark (`SegmentJobs`), within one job group:
+    a failed segment is one line (`job`), Ctrl-C cancels them all."""
+    ship_impl(spark, impl_spec if impl_spec != "log" else None)
+    with job(spark, "segments", None) as group:
+        runner = SegmentJobs(spark, group)
+        try:
+            yield runner
+        finally:
+            runner.close()

@@ -1,6 +1,6 @@
 """A long trace checked in segments gives the sequential check's result (conformance/segments.py).
 
-The segments run here one after the other (`local_runner`): what is compared is the
+The segments run here one after the other (`LocalRunner`): what is compared is the
 result, whatever runs the segments; one test runs them on Spark through the command line.
 A planted bug is found at the same operation as the sequential check, whether the
 divergence falls in the middle of a segment or exactly at a cut; a log is validated in
@@ -19,7 +19,7 @@ import pytest
 
 from conformance.profiles import generate_trace
 from conformance.run import RunResult, TraceRun
-from conformance.segments import check_in_segments, local_runner
+from conformance.segments import LocalRunner, check_in_segments
 from traces.canonical import canonical_json
 from traces.engine import load_impl
 from traces.tracefile import open_trace, where, write_trace
@@ -46,7 +46,7 @@ def sequential(path: Path, impl: str | None) -> RunResult:
 
 def segmented(path: Path, impl: str | None, every: int) -> RunResult:
     source = open_trace(path)
-    return check_in_segments(source.name, source.config, impl, every, True, local_runner)
+    return check_in_segments(source.name, source.config, impl, every, True, LocalRunner())
 
 
 def same(a: RunResult, b: RunResult) -> None:
@@ -100,7 +100,7 @@ def test_a_long_log_is_validated_in_segments(tmp_path: Path) -> None:
     from traces.logfile import open_log
 
     source = open_log(log)
-    result = check_in_segments(source.name, config, "log", 250, True, local_runner)
+    result = check_in_segments(source.name, config, "log", 250, True, LocalRunner())
     assert result.divergence is not None
     assert result.divergence.where == f"{log}:701"  # line 701: the 700th operation
     run = TraceRun(

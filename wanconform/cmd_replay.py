@@ -182,31 +182,33 @@ def segmented(
         return None
 
     def say(line: str) -> None:
+        progress.close()
         print(f"{source.name}: {line}", file=sys.stderr)
 
-    progress = Progress(f"fast pass {source.name}", source.op_count)
+    from conformance import spark as glue
+    from wanconform.progress import start_spark
 
-    def run_all(plan: Any, count: int) -> list[Any]:
-        progress.close()
-        from conformance import spark as glue
-        from wanconform.progress import stage_progress, start_spark
+    segments = -(-source.op_count // args.segment_ops)  # the fast pass cuts every N
+    spark = start_spark(args.master)
+    progress = Progress(f"segments of {source.name}", source.op_count)
 
-        spark = start_spark(args.master)
-        bar = stage_progress(f"{count} segments")
-        results: list[Any] = glue.run_segments(spark, plan, count, bar.stage)
-        bar.close(f"{count} segments done in {bar.elapsed():.1f} s")
-        return results
+    def show(operations: int, finished: int) -> None:
+        progress.unit = f"operations in the fast pass, {finished}/{segments} segments checked"
+        progress.update(operations)
 
-    return check_in_segments(
-        source.name,
-        source.config,
-        impl_spec,
-        args.segment_ops,
-        properties,
-        run_all,
-        progress.update,
-        say,
-    )
+    with glue.segment_jobs(spark, impl_spec) as runner:
+        result = check_in_segments(
+            source.name,
+            source.config,
+            impl_spec,
+            args.segment_ops,
+            properties,
+            runner,
+            show,
+            say,
+        )
+    progress.close()
+    return result
 
 
 def convergence(state: dict[str, Any]) -> tuple[bool, list[str]]:
