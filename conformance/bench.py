@@ -15,7 +15,7 @@ import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -131,6 +131,7 @@ class ProcessTree:
     def __init__(self, interval: float = 0.2) -> None:
         self.interval = interval
         self.peak_rss = 0
+        self.cpu_seen: dict[int, float] = {}  # pid -> its CPU seconds at the last sample
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -174,7 +175,9 @@ class ProcessTree:
 
         def sample() -> None:
             while not self._stop.wait(self.interval):
-                self.peak_rss = max(self.peak_rss, self.rss())
+                stats = self._stats()
+                self.peak_rss = max(self.peak_rss, sum(rss for rss, _ in stats.values()))
+                self.cpu_seen.update((pid, cpu) for pid, (_, cpu) in stats.items())
 
         self._thread = threading.Thread(target=sample, daemon=True)
         self._thread.start()
@@ -488,4 +491,71 @@ def startup(repeat: int, say: Say) -> dict[str, Any]:
             "best_s": round(min(times), 3),
             "median_s": round(statistics.median(times), 3),
         }
+    return figures
+
+
+SEGMENT_RUNS = ("model", "fast", "segments")
+"""What `segments` measures: the model alone, the fast engine alone with P2-P7 (what the
+fast pass does, without its checkpoints), the check in segments."""
+
+
+def segments(
+    trace: str, cores: int, segment_ops: int, runs: Sequence[str], say: Say
+) -> dict[str, Any]:
+    """One long trace checked in segments against the model alone, each a `wanconform
+    replay` process pinned to `cores` CPUs: wall and CPU seconds and the peak resident
+    memory of its whole process tree (Spark's JVM and Python workers included). The
+    goal of README "Segments": segments' wall <= 1.25 x model / cores + fast."""
+    import subprocess
+    import sys
+
+    cpus = sorted(os.sched_getaffinity(0))[:cores]
+    commands = {
+        "model": ["replay", "--engine", "model", trace],
+        "fast": ["replay", "--engine", "impl", "--check-properties", trace],
+        "segments": [
+            "replay",
+            "--engine",
+            "both",
+            "--check-properties",
+            "--segment-ops",
+            str(segment_ops),
+            "--master",
+            f"local[{cores}]",
+            trace,
+        ],
+    }
+    figures: dict[str, Any] = {
+        "trace": trace,
+        "cores": len(cpus),
+        "segment_ops": segment_ops,
+        "load_average": list(os.getloadavg()),
+    }
+    for name in runs:
+        say(f"segments: {name}: wanconform {' '.join(commands[name])} on {len(cpus)} cores")
+        with ProcessTree(interval=0.5) as tree:
+            started = time.perf_counter()
+            done = subprocess.run(
+                [sys.executable, "-m", "wanconform", *commands[name]],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                text=True,
+                preexec_fn=lambda: os.sched_setaffinity(0, cpus),
+            )
+            seconds = time.perf_counter() - started
+        # Every process of the tree as last sampled (a process's last half second is
+        # lost), this one's own CPU left out.
+        cpu = sum(used for pid, used in tree.cpu_seen.items() if pid != os.getpid())
+        if done.returncode not in (0, 1):
+            raise RuntimeError(f"{name}: exit {done.returncode}: {done.stderr.strip()[-500:]}")
+        figures[name] = {
+            "seconds": round(seconds, 1),
+            "cpu_seconds": round(cpu, 1),
+            "peak_rss_mb": round(tree.peak_rss / 2**20),
+            "exit": done.returncode,
+        }
+    if {"model", "fast", "segments"} <= set(figures):
+        bound = 1.25 * figures["model"]["seconds"] / len(cpus) + figures["fast"]["seconds"]
+        figures["goal_seconds"] = round(bound, 1)
+        figures["within_goal"] = figures["segments"]["seconds"] <= bound
     return figures

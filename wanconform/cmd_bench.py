@@ -76,6 +76,30 @@ def register(subparsers: Any) -> None:
         "over the model's plain steps of the same transitions",
     )
     parser.add_argument(
+        "--segments",
+        metavar="TRACE",
+        help="instead: TRACE (a long trace file) checked in segments (`replay --engine both "
+        "--check-properties --segment-ops N`, local Spark on --cores CPUs) against the model "
+        "alone (`replay --engine model`) and the fast pass's engine alone (`replay --engine "
+        "impl --check-properties`): wall, CPU and peak memory of each process tree, and "
+        "whether segments took at most 1.25 x model / cores + fast",
+    )
+    parser.add_argument(
+        "--cores", type=int, default=None, help="with --segments: CPUs used (default all)"
+    )
+    parser.add_argument(
+        "--segment-ops",
+        type=int,
+        default=None,
+        metavar="N",
+        help="with --segments: operations per segment (default replay's)",
+    )
+    parser.add_argument(
+        "--runs",
+        default="model,fast,segments",
+        help="with --segments: which of model, fast, segments to run (default all)",
+    )
+    parser.add_argument(
         "--json",
         action="store_true",
         help=(
@@ -100,6 +124,8 @@ def run(args: argparse.Namespace) -> int:
         return run_startup(args)
     if args.explore is not None:
         return run_explore(args)
+    if args.segments is not None:
+        return run_segments(args)
     for flag in ("ops", "keys", "repeat"):
         if getattr(args, flag) < 1:
             raise WanconformError(f"--{flag}: must be at least 1, got {getattr(args, flag)}")
@@ -245,4 +271,43 @@ def run_explore(args: argparse.Namespace) -> int:
         f"{result['tlc_states_per_s_per_core']:,}/s per worker; this: "
         f"{result['per_core_vs_tlc']}x that per core"
     )
+    return 0
+
+
+def run_segments(args: argparse.Namespace) -> int:
+    import os
+
+    from conformance import bench
+    from conformance.segments import SEGMENT_OPS
+    from traces.files import read_chunks
+
+    next(read_chunks(args.segments, "a trace file", size=1), None)  # readable: else one line
+    available = len(os.sched_getaffinity(0))
+    cores = available if args.cores is None else args.cores
+    if not 1 <= cores <= available:
+        raise WanconformError(f"--cores: 1 to {available} here, got {cores}")
+    segment_ops = SEGMENT_OPS if args.segment_ops is None else args.segment_ops
+    if segment_ops < 1:
+        raise WanconformError(f"--segment-ops: must be at least 1, got {segment_ops}")
+    runs = [name.strip() for name in args.runs.split(",") if name.strip()]
+    unknown = [name for name in runs if name not in bench.SEGMENT_RUNS]
+    if unknown or not runs:
+        choices = ", ".join(bench.SEGMENT_RUNS)
+        raise WanconformError(f"--runs: {', '.join(unknown) or 'nothing'}: choose from {choices}")
+    result = bench.segments(args.segments, cores, segment_ops, runs, say)
+    if args.json:
+        print(json.dumps(result, sort_keys=True))
+        return 0
+    load = ", ".join(f"{x:.1f}" for x in result["load_average"])
+    print(f"{result['trace']}: {result['cores']} cores, segments of {segment_ops:,} (load {load})")
+    for name in runs:
+        figures = result[name]
+        print(
+            f"  {name:<9} {figures['seconds']:>9,.1f} s wall {figures['cpu_seconds']:>9,.1f} s CPU "
+            f"{figures['peak_rss_mb']:>7,} MB peak (exit {figures['exit']})"
+        )
+    if "goal_seconds" in result:
+        verdict = "within" if result["within_goal"] else "NOT within"
+        goal = f"1.25 x model / {result['cores']} + fast = {result['goal_seconds']:,.1f} s"
+        print(f"  goal: {goal}: segments {verdict}")
     return 0
