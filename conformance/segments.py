@@ -26,8 +26,10 @@
    only for a trace that fails.
 
 A trace file's segments read their lines from byte offsets, a Parquet trace set's from
-their `seq` range; a user's `--impl` needs `from_checkpoint` and `checkpoint` (else the
-check is sequential).
+their `seq` range (so on a cluster of several machines the trace must be where every
+worker reads it, as a trace set for `check`); a segment's two checkpoints travel with its
+task. A user's `--impl` needs `from_checkpoint` and `checkpoint` (else the check is
+sequential).
 """
 
 from __future__ import annotations
@@ -130,12 +132,12 @@ def _from(engine_class: Any, config: Config, doc: dict[str, Any], name: str) -> 
     return lambda cfg: engine_class.from_checkpoint(config, doc, name)
 
 
-def _engines(plan: Plan, cut: Cut) -> tuple[EngineFactory, EngineFactory]:
-    """The model's and the impl's factories at a cut."""
+def _engines(plan: Plan, cut: Cut, text: str | None = None) -> tuple[EngineFactory, EngineFactory]:
+    """The model's and the impl's factories at a cut (`text`: its checkpoint, if sent)."""
     import model
 
     path = _checkpoint_file(plan.folder, cut.index)
-    doc = _read_json(path)
+    doc = _read_json(path) if text is None else json.loads(text)
     model_factory = _from(model.Engine, plan.config, doc, str(path))
     if plan.impl_spec == "log":
         from traces.logfile import LoggedEngine, LogSource
@@ -204,11 +206,21 @@ def against(impl_spec: str | None) -> str:
     return "the log" if impl_spec == "log" else impl_spec or DEFAULT_IMPL
 
 
-def run_segment(plan: Plan, index: int) -> SegmentResult:
-    """Segment `index` in lockstep from its checkpoint; does its end match the next?"""
+def checkpoint_texts(plan: Plan, index: int) -> tuple[str, str]:
+    """The checkpoints segment `index` starts and ends at, as written (sent with the
+    segment's task, so that executors on other machines need not see the run's folder)."""
+    start, end = plan.cuts[index], plan.cuts[index + 1]
+    return tuple(  # type: ignore[return-value]
+        _checkpoint_file(plan.folder, cut.index).read_text(encoding="utf-8") for cut in (start, end)
+    )
+
+
+def run_segment(plan: Plan, index: int, texts: tuple[str, str] | None = None) -> SegmentResult:
+    """Segment `index` in lockstep from its checkpoint; does its end match the next?
+    `texts`: its start and end checkpoints (`checkpoint_texts`), else read here."""
     tune_gc()  # in a Spark task's Python worker
     start, end = plan.cuts[index], plan.cuts[index + 1]
-    model_factory, impl_factory = _engines(plan, start)
+    model_factory, impl_factory = _engines(plan, start, None if texts is None else texts[0])
     run = TraceRun(
         plan.name,
         plan.config,
@@ -230,7 +242,11 @@ def run_segment(plan: Plan, index: int) -> SegmentResult:
     if result.divergence is not None:
         return SegmentResult(index, result.divergence, False, "")
     assert run.lockstep is not None
-    saved = _read_json(_checkpoint_file(plan.folder, end.index))
+    saved = (
+        _read_json(_checkpoint_file(plan.folder, end.index))
+        if texts is None
+        else json.loads(texts[1])
+    )
     del saved["position"]  # where in the trace: not state
     expected = checkpoint_text(saved)
     model_text = checkpoint_text(run.lockstep.model.checkpoint())  # type: ignore[attr-defined]

@@ -713,11 +713,12 @@ class SegmentJobs:
         self.futures: list[Future[SegmentResult]] = []
 
     def _run(self, plan: SegmentPlan, index: int) -> SegmentResult:
-        from conformance.segments import run_segment
+        from conformance.segments import checkpoint_texts, run_segment
 
         self.context.setJobGroup(self.group, "segments")  # per thread: cancelled together
+        texts = checkpoint_texts(plan, index)  # read now: memory for running segments only
         rdd = self.context.parallelize([index], 1)
-        [result] = rdd.map(functools.partial(run_segment, plan)).collect()
+        [result] = rdd.map(functools.partial(run_segment, plan, texts=texts)).collect()
         return result  # type: ignore[no-any-return]
 
     def submit(self, plan: SegmentPlan, index: int) -> None:
