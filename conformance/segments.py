@@ -288,6 +288,7 @@ class LocalRunner:
         return len(self._results)
 
     def results(self, tick: Callable[[], None]) -> list[SegmentResult]:
+        tick()
         return list(self._results)
 
 
@@ -341,6 +342,8 @@ def fast_pass(
             progress(index)
     end = last + 1 if trace_set else os.path.getsize(path)
     cut(index, last + 1, end)  # the end: no operation follows
+    if progress is not None:
+        progress(index)
     return run.finish(where(name, last)), tuple(cuts)
 
 

@@ -68,6 +68,33 @@ def test_a_clean_trace_in_segments_is_the_sequential_result(trace: Path, every: 
     same(segmented(trace, None, every), expected)
 
 
+class Recording(LocalRunner):
+    """Runs segments as `LocalRunner` and notes, at each submission, how far the fast pass
+    had got (the last cut written) and what the fast pass's progress said last."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.submitted: list[tuple[int, int]] = []  # (segment index, last cut's operation)
+
+    def submit(self, plan: Any, index: int) -> None:
+        self.submitted.append((index, plan.cuts[-1].index))
+        super().submit(plan, index)
+
+
+def test_each_segment_starts_as_soon_as_its_end_cut_is_written(trace: Path) -> None:
+    source = open_trace(path := trace)
+    runner = Recording()
+    heard: list[tuple[int, int]] = []
+    result = check_in_segments(
+        source.name, source.config, None, 400, True, runner, lambda o, s: heard.append((o, s))
+    )
+    same(result, sequential(path, None))
+    # 1,500 operations, a cut every 400: segments 0..3 end at 400, 800, 1200 and 1500,
+    # each submitted when the fast pass had written its end cut and no later one.
+    assert runner.submitted == [(0, 400), (1, 800), (2, 1200), (3, 1500)]
+    assert heard[-1] == (1500, 4)  # the last progress: every operation, every segment
+
+
 def test_a_planted_bug_is_found_at_the_same_operation_mid_segment_and_at_a_cut(
     trace: Path,
 ) -> None:
