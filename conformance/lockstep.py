@@ -26,6 +26,7 @@ states are small by construction (the Hypothesis machine) compare after every st
 from __future__ import annotations
 
 import copy
+import hashlib
 import itertools
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
@@ -122,6 +123,14 @@ def json_differences(model: Any, impl: Any, path: str) -> Iterator[Difference]:
         yield Difference(path, model, impl)
 
 
+def _encoded(observations: list[Observation]) -> bytes | None:
+    """msgspec's JSON of observations, keys in the order given (None: not encodable)."""
+    try:
+        return _JSON(observations)
+    except (msgspec.EncodeError, TypeError, ValueError, OverflowError):
+        return None
+
+
 def _same_observations(model: list[Observation], impl: list[Observation]) -> bool:
     """Exact equality of two observation lists, bool and int told apart.
 
@@ -130,16 +139,38 @@ def _same_observations(model: list[Observation], impl: list[Observation]) -> boo
     times faster than `marshal`; anything else (another key order, a value msgspec cannot
     encode) falls back to the exact walk.
     """
-    try:
-        if _JSON(model) == _JSON(impl):
-            return True
-    except (msgspec.EncodeError, TypeError, ValueError, OverflowError):
-        pass
+    encoded = _encoded(model)
+    if encoded is not None and encoded == _encoded(impl):
+        return True
     return next(json_differences(model, impl, "observations"), None) is None
 
 
 _JSON = msgspec.json.Encoder().encode
 _SORTED_JSON = msgspec.json.Encoder(order="sorted")
+
+
+class ObservationDigest:
+    """A digest of every observation of a run, step after step: equal digests mean equal
+    observation lists at every step (BLAKE2b, 128 bits: two different histories share a
+    digest with a chance of 2^-128). Each step's list is hashed as JSON with sorted keys
+    (the same observations in any key order hash alike; bool, int and float told apart),
+    its length first, so that steps cannot run into one another."""
+
+    def __init__(self) -> None:
+        self._hash = hashlib.blake2b(digest_size=16)
+        self.steps = 0
+
+    def add(self, observations: list[Observation]) -> None:
+        try:
+            text = _SORTED_JSON.encode(observations)
+        except (msgspec.EncodeError, TypeError, ValueError, OverflowError):
+            text = canonical_json(observations).encode()
+        self._hash.update(len(text).to_bytes(8, "little"))
+        self._hash.update(text)
+        self.steps += 1
+
+    def hexdigest(self) -> str:
+        return f"{self.steps}:{self._hash.hexdigest()}"
 
 
 def same_state(model: dict[str, Any], impl: dict[str, Any]) -> tuple[bool, int]:

@@ -44,7 +44,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
-from conformance.lockstep import Divergence
+from conformance.lockstep import Divergence, ObservationDigest
 from conformance.run import RunResult, TraceRun, p1_verdict
 from traces.checkpoint import checkpoint_text
 from traces.config import Config
@@ -59,11 +59,14 @@ SEGMENT_OPS = 1_000_000
 @dataclass(frozen=True, slots=True)
 class Cut:
     """Where a segment starts: operation `index` (0-based) is on file line `line`, at
-    byte `offset`; the checkpoint, checker and counts are in files of the run's folder."""
+    byte `offset`; the checkpoint, checker and counts are in files of the run's folder.
+    `observed`: the digest of the fast pass's observations of the operations since the
+    previous cut (`ObservationDigest`), which the segment ending here must repeat."""
 
     index: int
     line: int
     offset: int
+    observed: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,12 +136,17 @@ def _from(engine_class: Any, config: Config, doc: dict[str, Any], name: str) -> 
 
 
 def _engines(plan: Plan, cut: Cut, text: str | None = None) -> tuple[EngineFactory, EngineFactory]:
-    """The model's and the impl's factories at a cut (`text`: its checkpoint, if sent)."""
+    """The model's and the impl's factories at a cut (`text`: its checkpoint, if sent);
+    at the trace's start, new engines, exactly as a sequential run builds them."""
     import model
 
     path = _checkpoint_file(plan.folder, cut.index)
     doc = _read_json(path) if text is None else json.loads(text)
-    model_factory = _from(model.Engine, plan.config, doc, str(path))
+    model_factory: EngineFactory = _from(model.Engine, plan.config, doc, str(path))
+    impl_factory: EngineFactory | None = None
+    if cut.index == 0:
+        model_factory = model.Engine
+        impl_factory = None if plan.impl_spec == "log" else impl_class(plan.impl_spec)
     if plan.impl_spec == "log":
         from traces.logfile import LoggedEngine, LogSource
 
@@ -148,7 +156,9 @@ def _engines(plan: Plan, cut: Cut, text: str | None = None) -> tuple[EngineFacto
             return LoggedEngine(cfg, (e for _, e in source.entries_from(cut.offset, cut.line)))
 
         return model_factory, logged
-    return model_factory, _from(impl_class(plan.impl_spec), plan.config, doc, str(path))
+    return model_factory, impl_factory or _from(
+        impl_class(plan.impl_spec), plan.config, doc, str(path)
+    )
 
 
 def _read_json(path: Path) -> dict[str, Any]:
@@ -234,14 +244,23 @@ def run_segment(plan: Plan, index: int, texts: tuple[str, str] | None = None) ->
         stop_at_failure=True,
         coverage=False,  # the fast pass counted it
     )
+    observed = ObservationDigest()
     for name, op in _ops_from(plan, start, end.index):
-        run.step(name, op)
+        observed.add(run.step(name, op))
         if run.stopped:
             break
     result = run.finish()
     if result.divergence is not None:
         return SegmentResult(index, result.divergence, False, "")
     assert run.lockstep is not None
+    if observed.hexdigest() != end.observed:
+        return SegmentResult(
+            index,
+            None,
+            False,
+            "the impl restored from a checkpoint did not repeat its run (its observations "
+            "differ from the fast pass's)",
+        )
     saved = (
         _read_json(_checkpoint_file(plan.folder, end.index))
         if texts is None
@@ -313,14 +332,17 @@ def fast_pass(
     factory = None if is_log else load_impl(impl_spec) if impl_spec else None
     run = TraceRun(name, config, engine=engine, impl=factory, properties=properties)
     cuts: list[Cut] = []
+    observed = ObservationDigest()
 
     def cut(index: int, line: int, offset: int) -> None:
+        nonlocal observed
         doc = run.engine.checkpoint()  # type: ignore[attr-defined]
         doc["position"] = {"operations": index, "line": line, "offset": offset}
         _checkpoint_file(folder, index).write_text(checkpoint_text(doc), encoding="utf-8")
         state = (run.checker, run.skipped, run.events, dict(run.coverage.counts))
         (Path(folder) / f"cut-{index}.run").write_bytes(pickle.dumps(state))
-        cuts.append(Cut(index, line, offset))
+        cuts.append(Cut(index, line, offset, observed.hexdigest()))
+        observed = ObservationDigest()
         if on_cut is not None:
             on_cut(tuple(cuts))
 
@@ -335,7 +357,7 @@ def fast_pass(
     for number, offset, op in ops:
         if index % every == 0:
             cut(index, number, offset)
-        run.step(where(name, number), op)
+        observed.add(run.step(where(name, number), op))
         index += 1
         last = number
         if progress is not None and index % 65_536 == 0:
@@ -387,7 +409,10 @@ def check_in_segments(
             verdicts = (p1_verdict("both", None, other), *fast.verdicts[1:])
             return replace(fast, engine="both", impl=other, verdicts=verdicts)
         if first.problem:
-            say(f"segment {first.index + 1}: {first.problem}; checking on from its start")
+            # The restored engines agreed with each other but not with the fast pass's
+            # run: only a run from the trace's start repeats the sequential check.
+            say(f"segment {first.index + 1}: {first.problem}; checking from the trace's start")
+            return _sequential_from(plan, 0, properties, fast.seconds)
         return _sequential_from(plan, first.index, properties, fast.seconds)
     finally:
         shutil.rmtree(folder, ignore_errors=True)

@@ -111,6 +111,50 @@ def test_a_planted_bug_is_found_at_the_same_operation_mid_segment_and_at_a_cut(
         same(result, expected)
 
 
+FORGETFUL = '''
+from impl import Engine
+
+
+class Forgetful(Engine):
+    """The impl, plus a count of the operations it applied since it was built, which its
+    checkpoint does not hold: its 300th makes one observation too many."""
+
+    def __init__(self, config):
+        super().__init__(config)
+        self.applied_here = 0
+
+    def apply(self, op):
+        self.applied_here += 1
+        observations = super().apply(op)
+        if self.applied_here == 300:
+            observations = observations + [{"kind": "skipped", "op": op.op}]
+        return observations
+'''
+
+
+def test_an_impl_that_does_not_restore_what_it_ran_is_found_as_the_sequential_check_finds_it(
+    trace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Restored at every cut, the engine never reaches its 300th operation in a segment of
+    200, so the segments' lockstep agrees; the fast pass's run (the same engine, run
+    through) made other observations in its second segment: that segment fails its
+    digest, and the check runs from the trace's start, as the sequential check does."""
+    (tmp_path / "forgetful.py").write_text(FORGETFUL)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    spec = "forgetful:Forgetful"
+    expected = sequential(trace, spec)
+    assert expected.divergence is not None and expected.divergence.index == 299
+    source = open_trace(trace)
+    said: list[str] = []
+    result = check_in_segments(
+        source.name, source.config, spec, 200, True, LocalRunner(), say=said.append
+    )
+    assert "segment 2: the impl restored from a checkpoint did not repeat its run" in said[-1]
+    assert result.divergence is not None
+    assert result.divergence.where == expected.divergence.where
+    same(result, expected)
+
+
 def test_a_long_log_is_validated_in_segments(tmp_path: Path) -> None:
     import impl
 
