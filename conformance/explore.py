@@ -533,6 +533,25 @@ class Expansion:
     found: list[tuple[int, Found]]  # (position, violation), in order
 
 
+def follow(
+    checker: PropertyChecker,
+    op: Op,
+    observations: list[Observation],
+    after: State,
+    copy: bool = True,
+) -> tuple[PropertyChecker, list[Violation]]:
+    """The checker of the state an edge leads to, and what it found on the edge. A node's
+    checker is never changed: the edge's is a copy (`copy`), or the same checker when
+    nothing the checker follows happened."""
+    violations: list[Violation] = []
+    if observations or isinstance(op, vocab.SiteUp | vocab.Settle):
+        checker = checker.clone() if copy else checker
+        violations = checker.after_step(op, observations, _observer(after))
+    if not violations and any(obs["kind"] == "dlq" for obs in observations):
+        violations = checker.finish(observe(after))  # P7: a new dead letter
+    return checker, violations
+
+
 class Expander:
     """Expands states: the one piece of the search that every mode runs (the local
     loop, and Spark's executors). Pure: the same state, checker and path always give
@@ -573,6 +592,16 @@ class Expander:
             return Found(violations[0].property, violations[0].message, (*path, vocab.Settle()))
         return None
 
+    def replay(self, path: tuple[Op, ...]) -> tuple[State, PropertyChecker]:
+        """The state and checker of the node reached by `path` (a path the search kept:
+        none of its edges violated a property), rebuilt from the initial state: what
+        Spark's executors ship instead of states (a path is a few hundred bytes)."""
+        state, checker = initial_state(self.config), PropertyChecker(self.config)
+        for op in path:
+            state, observations = step(self.config, state, op)
+            checker, _ = follow(checker, op, observations, state, copy=False)
+        return state, checker
+
     def expand(self, path: tuple[Op, ...], state: State, checker: PropertyChecker) -> Expansion:
         config, tally = self.config, Tally()
         out = Expansion(tally, [], [])
@@ -599,14 +628,7 @@ class Expander:
             coverage.record(op, observations)
             counts.update(f"kind.{obs['kind']}" for obs in observations)
             counts[BUILT] += sum(1 for o in observations if o["kind"] == "applied" and "value" in o)
-            violations: list[Violation] = []
-            if observations or isinstance(op, vocab.SiteUp | vocab.Settle):
-                clone = checker.clone()  # a node's checker is never changed
-                violations = clone.after_step(op, observations, _observer(after))
-            else:
-                clone = checker  # nothing the checker follows happened
-            if not violations and any(obs["kind"] == "dlq" for obs in observations):
-                violations = clone.finish(observe(after))  # P7: a new dead letter
+            clone, violations = follow(checker, op, observations, after)
             divergence = None
             if self.impl is not None:
                 divergence = _impl_divergence(config, self.impl, path, op, observations, after)

@@ -1,11 +1,14 @@
 """Exhaustive exploration on Spark (`wanconform explore --master URL`): level-synchronous BFS.
 
-Each level is one Spark job. The frontier is an RDD of nodes `(rank, path, state,
-checker)` partitioned by the hash of their states' digests; executors expand them with
-the same `conformance.explore.Expander` as the local search. Successors are keyed by
-their digest and deduplicated by a shuffle on it (`reduceByKey`, keeping the smallest
-rank), then by `subtractByKey` against the visited digests (an RDD partitioned the same
-way). The survivors are the next frontier, already partitioned by state hash.
+Each level is one Spark job. The frontier is an RDD of nodes `(rank, path)` partitioned
+by the hash of their states' digests; executors rebuild each node's state and property
+checker from its path (`Expander.replay`: a few steps, where shipping states and
+checkers cost several times the expansion itself, in pickling and in the shuffle's
+spills) and expand it with the same `conformance.explore.Expander` as the local search.
+Successors are keyed by their digest and deduplicated by a shuffle on it
+(`reduceByKey`, keeping the smallest rank), then by `subtractByKey` against the visited
+digests (an RDD partitioned the same way). The survivors are the next frontier, already
+partitioned by state hash.
 
 A node's rank is the tuple of the positions of its path's operations in their states'
 sequences of operations tried: the local search discovers states in exactly the
@@ -29,7 +32,6 @@ from conformance.explore import (
     Found,
     Tally,
 )
-from conformance.properties import PropertyChecker
 from model import initial_state
 from traces.config import Config
 from traces.engine import load_impl
@@ -65,9 +67,7 @@ def explore_on_spark(
     local = _expander(config, bounds, None)
     root = initial_state(config)
     root_key, root_plain = map(_hashable, local.key_of(root))
-    frontier = context.parallelize(
-        [(root_key, ((), (), root, PropertyChecker(config)))], parts
-    ).partitionBy(parts)
+    frontier = context.parallelize([(root_key, ((), ()))], parts).partitionBy(parts)
     visited = context.parallelize([(root_key, None)], parts).partitionBy(parts)
     concrete = context.parallelize([root_plain], parts)
     total = Tally()
@@ -80,12 +80,12 @@ def explore_on_spark(
 
     def expand(nodes: Iterator[tuple[int, Any]]) -> Iterator[tuple[str, Any]]:
         expander = _expander(config, bounds, impl_spec)
-        for _, (rank, path, state, checker) in nodes:
-            expansion = expander.expand(path, state, checker)
+        for _, (rank, path) in nodes:
+            expansion = expander.expand(path, *expander.replay(path))
             found_here = [((*rank, position), f) for position, f in expansion.found]
             yield ("tally", (expansion.tally, found_here))
             for s in expansion.successors:
-                node = ((*rank, s.position), (*path, s.op), s.state, s.checker)
+                node = ((*rank, s.position), (*path, s.op))
                 yield ("next", (_hashable(s.key), _hashable(s.concrete), node))
 
     while depth < bounds.depth and not frontier.isEmpty():
@@ -133,9 +133,9 @@ def explore_on_spark(
             nodes: Iterator[tuple[int, Any]],
         ) -> Iterator[tuple[Rank, Found | None, Tally]]:
             expander = _expander(config, bounds, impl_spec)
-            for _, (rank, path, state, checker) in nodes:
+            for _, (rank, path) in nodes:
                 tally = Tally()
-                check = expander.settle_check(path, state, checker, tally)
+                check = expander.settle_check(path, *expander.replay(path), tally)
                 yield (rank, check, tally)
 
         checks = sorted(frontier.mapPartitions(settle).collect(), key=lambda item: item[0])

@@ -484,3 +484,51 @@ def test_every_example_configuration_explores_clean_to_depth_2(
     out = outs["unsupported_diamond"]
     assert "P4 not applicable: the topology is unsupported (R23)" in out
     assert "P5 not applicable: not every site reaches every other one" in out
+
+
+def test_a_node_rebuilt_from_its_path_is_the_node_the_search_kept() -> None:
+    # Spark's executors ship paths, not states: Expander.replay(path) must give the
+    # state and the property checker the local search carries along that path (the
+    # checker's records the same; every expansion the same successors and findings).
+    import dataclasses
+
+    from conformance.explore import Expander
+
+    shared = {"config", "supported", "_duplicate_paths", "_graph", "_connected", "_paths"}
+
+    def plain(value: Any) -> Any:
+        if dataclasses.is_dataclass(value):
+            return plain(dataclasses.asdict(value))  # type: ignore[arg-type]
+        if isinstance(value, dict):
+            return sorted((repr(k), plain(v)) for k, v in value.items())
+        if isinstance(value, set | frozenset):
+            return sorted(repr(v) for v in value)
+        if isinstance(value, list | tuple):
+            return [plain(v) for v in value]
+        return value
+
+    def records(checker: Any) -> Any:
+        return plain({k: v for k, v in vars(checker).items() if k not in shared})
+
+    config = parse_config({"sites": [1, 2], "senders": [sender(batch_size=2)]})
+    expander = Expander(config, Bounds(3, keys=2))
+    root = initial_state(config)
+    frontier = [((), root, expander.replay(())[1])]
+    compared = with_events = 0
+    for _ in range(3):
+        following = []
+        for path, state, checker in frontier:
+            carried = expander.expand(path, state, checker)
+            rebuilt_state, rebuilt_checker = expander.replay(path)
+            assert digest(frozen_state(rebuilt_state)) == digest(frozen_state(state))
+            assert records(rebuilt_checker) == records(checker)
+            rebuilt = expander.expand(path, rebuilt_state, rebuilt_checker)
+            assert [(s.position, s.key) for s in rebuilt.successors] == [
+                (s.position, s.key) for s in carried.successors
+            ]
+            assert rebuilt.found == carried.found
+            compared += 1
+            with_events += bool(vars(checker)["_events"])
+            following += [((*path, s.op), s.state, s.checker) for s in carried.successors]
+        frontier = following[::2]  # a sample of each level
+    assert compared > 40 and with_events > 20
