@@ -513,7 +513,7 @@ def test_a_node_rebuilt_from_its_path_is_the_node_the_search_kept() -> None:
     config = parse_config({"sites": [1, 2], "senders": [sender(batch_size=2)]})
     expander = Expander(config, Bounds(3, keys=2))
     root = initial_state(config)
-    frontier = [((), root, expander.replay(())[1])]
+    frontier: list[tuple[tuple[Op, ...], State, Any]] = [((), root, expander.replay(())[1])]
     compared = with_events = 0
     for _ in range(3):
         following = []
