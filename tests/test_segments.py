@@ -241,3 +241,77 @@ def test_check_splits_a_long_trace_of_a_set_and_gives_the_sequential_rows(
     assert rows["split"] == rows["whole"]
     assert [row["trace_id"] for row in rows["whole"]] == ["chaos", "short"]
     assert rows["whole"][0]["failures"]  # the planted bug is found in the long trace
+
+
+class _Gated:
+    """A fake Spark context whose one-task jobs wait at a gate, counting those running."""
+
+    def __init__(self, master: str, cores: int) -> None:
+        import threading
+
+        self.master, self.defaultParallelism = master, cores
+        self.sparkContext = self
+        self.gate, self.lock = threading.Event(), threading.Lock()
+        self.running = 0
+
+    def setJobGroup(self, group: str, description: str) -> None:
+        pass
+
+    def parallelize(self, items: list[int], slices: int) -> Any:
+        return self
+
+    def map(self, function: Any) -> Any:
+        return self
+
+    def collect(self) -> list[str]:
+        with self.lock:
+            self.running += 1
+        self.gate.wait(10)
+        with self.lock:
+            self.running -= 1
+        return ["done"]
+
+    def settles_at(self, count: int) -> int:
+        import time
+
+        for _ in range(100):  # jobs start on the pool's threads: let them get there
+            time.sleep(0.02)
+            if self.running >= count:
+                break
+        time.sleep(0.1)  # and no more than that start
+        return self.running
+
+
+@pytest.mark.parametrize(("master", "during"), [("local[2]", 1), ("spark://host:7077", 2)])
+def test_a_local_master_leaves_one_core_to_the_fast_pass_until_it_ends(
+    monkeypatch: pytest.MonkeyPatch, master: str, during: int
+) -> None:
+    # While the fast pass runs (before results()), a local master runs cores - 1 segments
+    # at once: the fast pass shares its cores. A cluster's executors are not its cores.
+    # Once the fast pass is over, every core runs segments.
+    import threading
+
+    import conformance.segments
+    from conformance.spark import SegmentJobs
+
+    monkeypatch.setattr(conformance.segments, "checkpoint_texts", lambda plan, index: ("", ""))
+    spark = _Gated(master, cores=2)
+    jobs = SegmentJobs(spark, "group")
+    try:
+        for index in range(3):
+            jobs.submit(None, index)  # type: ignore[arg-type]
+        assert spark.settles_at(during) == during
+        results: list[Any] = []
+        after = threading.Thread(
+            target=lambda: results.extend(jobs.results(lambda: None)), daemon=True
+        )
+        after.start()
+        assert spark.settles_at(2) == 2
+        spark.gate.set()
+        after.join(10)
+        assert results == ["done", "done", "done"]
+    finally:
+        spark.gate.set()
+        for _ in range(3):  # whatever the outcome, no job thread left waiting for a slot
+            jobs.slots.release()
+        jobs.close()
