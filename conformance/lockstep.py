@@ -34,10 +34,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import msgspec
+import orjson
 
 from traces.canonical import canonical_json
 from traces.config import Config
-from traces.engine import Engine, EngineFactory, make_engine
+from traces.engine import Engine, EngineFactory, gc_paused, make_engine
 from traces.observations import Observation
 from traces.ops import Op, op_to_json
 
@@ -123,29 +124,23 @@ def json_differences(model: Any, impl: Any, path: str) -> Iterator[Difference]:
         yield Difference(path, model, impl)
 
 
-def _encoded(observations: list[Observation]) -> bytes | None:
-    """msgspec's JSON of observations, keys in the order given (None: not encodable)."""
-    try:
-        return _JSON(observations)
-    except (msgspec.EncodeError, TypeError, ValueError, OverflowError):
-        return None
-
-
 def _same_observations(model: list[Observation], impl: list[Observation]) -> bool:
     """Exact equality of two observation lists, bool and int told apart.
 
-    msgspec's JSON (keys in the order given) writes the same bytes for equal plain JSON
-    data with keys in the same order, and tells True from 1 and 1.0 from 1, about three
-    times faster than `marshal`; anything else (another key order, a value msgspec cannot
-    encode) falls back to the exact walk.
+    orjson writes the same bytes for equal plain JSON data with keys in the same order,
+    and tells True from 1 and 1.0 from 1, in about 60% of the time msgspec takes here
+    (which was three times faster than `marshal`); anything else (another key order, a
+    value orjson cannot encode) falls back to the exact walk.
     """
-    encoded = _encoded(model)
-    if encoded is not None and encoded == _encoded(impl):
-        return True
+    try:
+        if _JSON(model) == _JSON(impl):
+            return True
+    except TypeError:  # orjson.JSONEncodeError is a TypeError
+        pass
     return next(json_differences(model, impl, "observations"), None) is None
 
 
-_JSON = msgspec.json.Encoder().encode
+_JSON = orjson.dumps
 _SORTED_JSON = msgspec.json.Encoder(order="sorted")
 
 
@@ -276,16 +271,19 @@ class Lockstep:
         """A logged state: equal to the model's now, or the divergence is here (what the
         system did between two logged states is not known, so this is the first place a
         difference can be seen)."""
-        model, impl = self.model.observe(), self.impl.observe()
-        if not same_state(model, impl)[0]:
+        with gc_paused():
+            model, impl = self.model.observe(), self.impl.observe()
+            same = same_state(model, impl)[0]
+        if not same:
             differences, total = _cut(json_differences(model, impl, "state"))
             self.divergence = Divergence(index, where, op, differences, total)
 
     # -- the observable state -------------------------------------------------------------
 
     def _compare_state(self) -> None:
-        model_state = self.model.observe()
-        same, size = same_state(model_state, self.impl.observe())
+        with gc_paused():
+            model_state = self.model.observe()
+            same, size = same_state(model_state, self.impl.observe())
         if same:
             self.model_state = model_state
             self._agreed_index = self.operations - 1
