@@ -50,20 +50,22 @@ def write(
         last_issued=max(site.last_issued, version[1]),
     )
     senders_here = config.senders_at(origin)
-    event = GatewayEvent(
-        event_id=event_id,
-        origin=origin,
-        seq=seq,
-        key=key,
-        op=op,
-        value=value,
-        version=version,
-        base_version=current.version if delta is not None and current is not None else None,
-        delta=delta,
-        converted=False,
-        recipients=config.site_and_remotes(origin),  # R11
-        possible_duplicate=False,
-        enqueued_at=state.time,
+    base_version = current.version if delta is not None and current is not None else None
+    recipients = config.site_and_remotes(origin)  # R11
+    event = GatewayEvent(  # positional (twice as fast as by keyword): the fields in order
+        event_id,
+        origin,
+        seq,
+        key,
+        op,
+        value,
+        version,
+        base_version,
+        delta,
+        False,  # converted
+        recipients,
+        False,  # possible_duplicate
+        state.time,  # enqueued_at
     )
     senders = state.senders
     for sender_config in senders_here:

@@ -91,6 +91,7 @@ def deliver(config: Config, state: State, sender_id: str) -> tuple[State, list[O
     site = state.sites[site_id]
     entries = site.entries.mutate()
     applied, failures, senders = site.applied, state.failures, state.senders
+    forwards = bool(config.senders_at(site_id))  # R22 offers nothing from a site without senders
     counts = Counter[str]()
     observations: list[Observation] = []
     statuses: list[tuple[Status, str | None]] = []
@@ -102,8 +103,12 @@ def deliver(config: Config, state: State, sender_id: str) -> tuple[State, list[O
         if (event.origin, event.seq) in applied:  # R16.1
             status = "duplicate"
         else:
-            failures, exception, retries = attempt(retry_attempts, failures, site_id, event.key)
-            counts["retries"] += retries  # R16.2
+            if failures:  # R16.2: an injected failure may be waiting
+                failures, exception, retries = attempt(retry_attempts, failures, site_id, event.key)
+            else:
+                exception, retries = None, 0
+            if retries:
+                counts["retries"] += retries  # R16.2
             if exception is not None:
                 status = "failed"
             elif current is not None and not wins(event.version, current.version):  # R16.3
@@ -136,7 +141,7 @@ def deliver(config: Config, state: State, sender_id: str) -> tuple[State, list[O
             observation["value"] = built
         observations.append(observation)
         statuses.append((status, exception))
-        if status == "ok":
+        if status == "ok" and forwards:
             senders, forwarded = forward(config, senders, site_id, event, state.time)  # R22
             observations.extend(forwarded)
     stats = site.stats

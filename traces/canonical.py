@@ -13,24 +13,29 @@ from typing import Any
 
 _ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"))
 _MAKE_C_ENCODER = getattr(json.encoder, "c_make_encoder", None)  # None without the C module
-_C_ENCODE = (
-    None
-    if _MAKE_C_ENCODER is None
-    else _MAKE_C_ENCODER(
+
+
+def _c_encoder(sort_keys: bool) -> Any:
+    """The C encoder `JSONEncoder.encode` would build (the same arguments, without the
+    check for cycles), built once: `json.dumps` with options builds a new JSONEncoder on
+    every call, and `JSONEncoder.encode` a new C encoder. Same text."""
+    if _MAKE_C_ENCODER is None:
+        return None
+    return _MAKE_C_ENCODER(
         None,  # no circular-reference markers: JSON data parsed from text has no cycles
         _ENCODER.default,
         json.encoder.encode_basestring_ascii,  # ensure_ascii=True, as json.dumps
         None,
         ":",
         ",",
-        True,  # sort_keys
+        sort_keys,
         False,
         True,  # allow_nan, as json.dumps
     )
-)
-"""R4's encoder built once: `json.dumps` with options builds a new JSONEncoder on every
-call, and `JSONEncoder.encode` a new C encoder; this is the C encoder `encode` would
-build (the same arguments, without the check for cycles), kept. Same text."""
+
+
+_C_ENCODE = _c_encoder(sort_keys=True)
+_C_ENCODE_UNSORTED = _c_encoder(sort_keys=False)  # for sizes: key order changes no length
 
 
 def canonical_json(value: Any) -> str:
@@ -44,4 +49,6 @@ def size(value: Any) -> int:
     """R4: byte length of the canonical JSON of a value or delta (a destroy is 0: pass None)."""
     if value is None:
         return 0
-    return len(canonical_json(value))
+    if _C_ENCODE_UNSORTED is None:
+        return len(canonical_json(value))
+    return len("".join(_C_ENCODE_UNSORTED(value, 0)))  # the same pairs in another order
