@@ -306,7 +306,9 @@ class TraceRun:
     A run may start in the middle of a trace (`conformance.segments`): `model` and `impl`
     then build the engines from one checkpoint, `offset` is the index of the first
     operation, and `checker` the property checker as it was there. coverage: count
-    operations, statuses and outcomes (`RunResult.coverage`).
+    operations, statuses and outcomes (`RunResult.coverage`). ahead: every operation the
+    run will step, read on its own, for the impl to run ahead in a helper process (see
+    `Lockstep`; the same result).
     """
 
     def __init__(
@@ -327,6 +329,7 @@ class TraceRun:
         offset: int = 0,
         checker: PropertyChecker | None = None,
         coverage: bool = True,
+        ahead: Callable[[], Iterable[Op]] | None = None,
     ) -> None:
         if engine not in ENGINES:
             raise ValueError(f"unknown engine {engine!r}")
@@ -340,7 +343,13 @@ class TraceRun:
         self.engine: Engine
         if engine == "both":
             self.lockstep = Lockstep(
-                config, factory, replay, state_every, model_factory=model, offset=offset
+                config,
+                factory,
+                replay,
+                state_every,
+                model_factory=model,
+                offset=offset,
+                ahead=ahead,
             )
             self.engine = self.lockstep.model
         elif engine == "impl":
@@ -465,6 +474,8 @@ class TraceRun:
                     self.failure = Failure(
                         Signature(final[0].property), last, end, violation=final[0]
                     )
+        if self.lockstep is not None:
+            self.lockstep.close()  # a helper running the impl ahead is not needed now
         verdicts = [p1_verdict(self.engine_name, self.divergence, self.impl_spec)]
         if self.checker is not None:
             verdicts += self.checker.verdicts()

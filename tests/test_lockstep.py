@@ -14,6 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from conformance.ahead import possible as ahead_possible
 from conformance.lockstep import Lockstep, first_divergence, json_differences
 from conformance.strategies import configs, operations
 from impl import Engine
@@ -99,10 +100,31 @@ def test_P1_lockstep_names_the_same_first_operation_as_a_per_step_comparison(
 ) -> None:
     """`replayed`: the lockstep reads the operations again from a source (as replay and
     check do) instead of recording them."""
+    same_first_operation(bug, state_every, "replayed" if replayed else "recorded", run)
+
+
+@pytest.mark.skipif(not ahead_possible(), reason="a helper needs a second CPU and fork")
+@pytest.mark.parametrize("bug", STATE_ONLY_BUGS + PLANTED_BUGS, ids=lambda bug: bug.__name__)
+@pytest.mark.parametrize("state_every", [None, 1, 7])
+@settings(max_examples=15)
+@given(run=runs())
+def test_P1_lockstep_ahead_names_the_same_first_operation_as_a_per_step_comparison(
+    bug: type[Engine], state_every: int | None, run: tuple[Config, list[Op]]
+) -> None:
+    """The impl runs ahead in a helper process (conformance/ahead.py) that reads the
+    operations too: only digests are compared here until one differs."""
+    same_first_operation(bug, state_every, "ahead", run)
+
+
+def same_first_operation(
+    bug: type[Engine], state_every: int | None, mode: str, run: tuple[Config, list[Op]]
+) -> None:
     config, ops = run
     expected = per_step_reference(config, ops, bug)
-    replay = (lambda: iter(ops)) if replayed else None
-    lockstep = Lockstep(config, bug, replay=replay, state_every=state_every)
+    replay = (lambda: iter(ops)) if mode != "recorded" else None
+    ahead = replay if mode == "ahead" else None
+    lockstep = Lockstep(config, bug, replay=replay, state_every=state_every, ahead=ahead)
+    assert lockstep.ahead == (mode == "ahead")
     for op in ops:
         lockstep.step(op)
         if lockstep.divergence is not None:

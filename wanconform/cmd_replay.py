@@ -10,6 +10,7 @@ diverged (`--engine both`) or violated a property (`--check-properties`).
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
@@ -120,6 +121,17 @@ def register(subparsers: Any) -> None:
         "--checkpoint",
         metavar="OUT",
         help="write the engine's full state after the run as a checkpoint (one trace)",
+    )
+    parser.add_argument(
+        "--one-process",
+        action="store_true",
+        help=(
+            "with --engine both, model and impl both in this process, on one core (by "
+            "default, on a trace of 20,000 operations or more and with a second CPU, the "
+            "impl runs ahead in a helper process and only digests of its observations and "
+            "states are compared here; any difference is checked again here: the same "
+            "result, sooner)"
+        ),
     )
     add_segment_arguments(parser, "trace")
     declare_outputs(parser, files=["report", "checkpoint"])
@@ -403,6 +415,23 @@ def from_checkpoint(args: argparse.Namespace, source: Source, engine: str) -> di
     }
 
 
+def runs_ahead(
+    args: argparse.Namespace, source: Source, engine: str, impl: Any, offset: int
+) -> bool:
+    """May the impl run ahead in a helper process (`conformance.ahead`)? With --engine
+    both on a trace (not a log) of at least `AHEAD_OPERATIONS` operations, unless
+    --one-process, or the impl keeps a durable store (two would write it)."""
+    from conformance.ahead import AHEAD_OPERATIONS
+
+    return (
+        engine == "both"
+        and not getattr(args, "one_process", True)
+        and not isinstance(source, LogSource)
+        and not isinstance(impl, StoreEngines)
+        and source.op_count - offset >= AHEAD_OPERATIONS
+    )
+
+
 def show(
     args: argparse.Namespace, result: RunResult, steps: list[dict[str, Any]] | None, other: str
 ) -> int:
@@ -452,14 +481,18 @@ def replay_sources(
         # With --report the operations are kept (the examples shrink them), and the
         # lockstep re-reads them from memory: the file is read twice, validation and run.
         ops: list[tuple[int, Op]] | None = [] if args.report and not no_example else None
-        replay = (
-            (lambda ops=ops: (op for _, op in ops))
-            if ops is not None
-            else (lambda source=source: (op for _, op in source.ops()))
-        )
         engines: dict[str, Any] = {"impl": impl_of(source)}
         if start is not None:  # --from: both engines built from the checkpoint
             engines |= from_checkpoint(args, source, engine)
+        offset = engines.get("offset", 0)
+
+        def read_again(source: Source = source, offset: int = offset) -> Iterator[Op]:
+            """The run's operations again, from the file (from --from's position)."""
+            return (op for _, op in itertools.islice(source.ops(), offset, None))
+
+        replay = (lambda ops=ops: (op for _, op in ops)) if ops is not None else read_again
+        if runs_ahead(args, source, engine, engines["impl"], offset):
+            engines["ahead"] = read_again
         trace_run = TraceRun(
             source.name,
             source.config,
