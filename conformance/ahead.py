@@ -116,7 +116,8 @@ def _stop(pid: int, records: BinaryIO) -> None:
     records.close()
     with contextlib.suppress(ProcessLookupError):
         os.kill(pid, signal.SIGKILL)
-    os.waitpid(pid, 0)
+    with contextlib.suppress(ChildProcessError):  # already reaped
+        os.waitpid(pid, 0)
 
 
 def _helper(

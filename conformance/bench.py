@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import impl
+from conformance.ahead import possible as ahead_possible
 from conformance.check import check_trace
 from traces.canonical import canonical_json
 from traces.engine import make_engine
@@ -40,14 +41,17 @@ def time_engine(name: str, config: Any, ops: list[Op]) -> float:
     return time.perf_counter() - start
 
 
-def time_lockstep(config: Any, ops: list[Op]) -> float:
+def time_lockstep(config: Any, ops: list[Op], ahead: bool = False) -> float:
     """Seconds model and impl take in lockstep (`replay --engine both`, P1) over every
-    operation, state comparisons included (garbage collected first)."""
+    operation, state comparisons included (garbage collected first); `ahead`: the impl
+    in a helper process (`conformance.ahead`), its start included."""
     from conformance.lockstep import Lockstep
 
-    lockstep = Lockstep(config, replay=lambda: ops)
     gc.collect()
     start = time.perf_counter()
+    replay = lambda: ops  # noqa: E731
+    lockstep = Lockstep(config, replay=replay, ahead=replay if ahead else None)
+    assert lockstep.ahead == ahead
     for op in ops:
         lockstep.step(op)
     lockstep.finish()
@@ -93,6 +97,8 @@ def engines(ops: int, keys: int, seed: int, repeat: int, say: Say) -> dict[str, 
         "impl": lambda: time_engine("impl", config, workload),
         "lockstep": lambda: time_lockstep(config, workload),
     }
+    if ahead_possible():
+        timers["lockstep ahead"] = lambda: time_lockstep(config, workload, ahead=True)
     for name, timer in timers.items():
         runs = []
         for attempt in range(1, repeat + 1):
@@ -117,6 +123,12 @@ def engines(ops: int, keys: int, seed: int, repeat: int, say: Say) -> dict[str, 
         "lockstep_seconds": round(seconds["lockstep"], 3),
         "lockstep_events_per_s": round(events / seconds["lockstep"]),
         "lockstep_vs_model": round(seconds["lockstep"] / seconds["model"], 2),
+        # None without a second CPU (or fork): the impl cannot run ahead
+        "lockstep_ahead_vs_model": (
+            round(seconds["lockstep ahead"] / seconds["model"], 2)
+            if "lockstep ahead" in seconds
+            else None
+        ),
         "read_canonical_ops_per_s": round(len(workload) / read["canonical"]),
         "read_plain_ops_per_s": round(len(workload) / read["plain"]),
         "impl_compiled": impl.COMPILED,  # mypyc-compiled (tools/build_compiled.py) or Python

@@ -21,6 +21,11 @@ already demands: the engines are deterministic.
 A transient state-only difference, one that appears and disappears again between two
 scheduled comparisons without changing any observation, is not seen; callers whose
 states are small by construction (the Hypothesis machine) compare after every step.
+
+With a second CPU the impl can run ahead in a helper process (`ahead`,
+`conformance.ahead`): the same schedule, digests compared instead of observations and
+states, and at the first digest that differs the impl brought into this process, so
+that everything above happens here, exactly as it would have.
 """
 
 from __future__ import annotations

@@ -104,7 +104,8 @@ def register(subparsers: Any) -> None:
         action="store_true",
         help=(
             "print one JSON line: ops, events, model_events_per_s, impl_events_per_s, "
-            "speedup, lockstep_events_per_s, lockstep_vs_model, read_canonical_ops_per_s, "
+            "speedup, lockstep_events_per_s, lockstep_vs_model, lockstep_ahead_vs_model "
+            "(null without a second CPU), read_canonical_ops_per_s, "
             "read_plain_ops_per_s, impl_compiled"
         ),
     )
@@ -141,6 +142,11 @@ def run(args: argparse.Namespace) -> int:
     print(
         f"lockstep: {result['lockstep_events_per_s']:>7,} events/s "
         f"({result['lockstep_seconds']:.3f} s, {result['lockstep_vs_model']}x the model alone)"
+    )
+    ahead = result["lockstep_ahead_vs_model"]
+    print(
+        "lockstep, the impl ahead in a helper process: "
+        + (f"{ahead}x the model alone" if ahead is not None else "not here (one CPU or no fork)")
     )
     print(f"reading, canonical lines: {result['read_canonical_ops_per_s']:>9,} ops/s")
     print(f"reading, json.dumps lines: {result['read_plain_ops_per_s']:>8,} ops/s")
