@@ -240,13 +240,14 @@ def test_engine_both_json_reports_a_divergence_on_its_line_and_goes_on(
     [
         (["--impl", "nope"], "--impl nope: expected module:Class, e.g. impl:Engine"),
         (["--impl", "impl:Engine"], "--impl: needs --engine impl or --engine both"),
+        (["--one-process"], "--one-process: needs --engine both (one engine runs alone)"),
     ],
 )
-def test_impl_option_errors_are_one_line(
+def test_impl_and_one_process_option_errors_are_one_line(
     argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     trace = str(EXAMPLES / "batching_by_size.jsonl")
-    engine = ["--engine", "both"] if argv[1] == "nope" else []
+    engine = ["--engine", "both"] if argv[1:] == ["nope"] else []
     assert main(["replay", trace, *engine, *argv]) == 2
     out, err = capsys.readouterr()
     assert (out, err) == ("", f"wanconform: error: {message}\n")

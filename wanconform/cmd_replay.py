@@ -349,6 +349,8 @@ def run(args: argparse.Namespace) -> int:
     impl_spec = args.impl or DEFAULT_IMPL
     if impl_factory is not None and args.engine == "model":
         raise WanconformError("--impl: needs --engine impl or --engine both")
+    if args.one_process and args.engine != "both":
+        raise WanconformError("--one-process: needs --engine both (one engine runs alone)")
     stores = dlq_stores(args.dlq_dir, args.traces, args.engine, args.impl, search)
     if args.checkpoint and len(args.traces) > 1:
         raise WanconformError("--checkpoint: give one trace")
