@@ -43,14 +43,12 @@ reading of the trace; a few milliseconds), a guide for callers."""
 OBSERVED, STATE = b"o", b"s"
 """Record kinds: a step's observations, an observable state (each with its digest)."""
 DIGEST = 16
-RECORD = 1 + DIGEST
+_STEP = struct.Struct("<cQq")  # a step's record: kind, the text's length, its hash
+RECORD = _STEP.size  # every record: 1 + 16 bytes
 PIPE_BYTES = 1 << 20
 """The pipe's capacity asked for (Linux allows 1 MiB unprivileged): the fewer times the
 two processes wait for each other, the better (64 KiB, the default, cost 0.5 s in 300,000
 operations)."""
-
-
-_STEP = struct.Struct("<cQq")
 
 
 def record(kind: bytes, text: bytes) -> bytes:

@@ -220,7 +220,8 @@ class Lockstep:
     operations from there). `ahead()`, with `replay`, yields every operation the lockstep
     will step, from the first, read on its own (a new reader of the trace): then, where a
     second CPU allows, the impl runs ahead in a helper process (`conformance.ahead`) and
-    only digests are compared here, with the same result.
+    only digests are compared here, with the same result. Not for an impl whose states are
+    logged now and then (a log): its caller leaves `ahead` out, as `replay` does.
     """
 
     def __init__(
