@@ -12,8 +12,19 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from impl.applied import AppliedRanges
-from impl.state import AckMessage, BatchMessage, Entry, Event, FailEntry, InFlight
-from traces.checkpoint import event_doc, sender_doc, site_doc
+from impl.state import (
+    AckMessage,
+    BatchMessage,
+    DispatcherState,
+    Entry,
+    Event,
+    FailEntry,
+    InFlight,
+    SenderState,
+    bucket_of,
+    size,
+)
+from traces.checkpoint import dispatcher_doc, event_doc, sender_doc, site_doc
 
 if TYPE_CHECKING:
     from impl.engine import Engine
@@ -35,6 +46,29 @@ def _event(event: Event) -> dict[str, Any]:
         event.recipients,
         event.possible_duplicate,
         event.enqueued_at,
+        event.thread,
+    )
+
+
+def _dispatcher(engine: Engine, observed: dict[str, Any], dispatcher: DispatcherState) -> dict[str, Any]:
+    batch, ack = dispatcher.batch_message, dispatcher.ack_message
+    queued = dispatcher.order.events() if dispatcher.cursor >= 0 else dispatcher.queue.events()
+    return dispatcher_doc(
+        observed,
+        [_event(event) for event in queued],
+        dispatcher.last_batch_id,
+        None
+        if batch is None
+        else (
+            batch.batch_id,
+            zip([_event(e) for e in batch.events], batch.as_delta, strict=True),
+        ),
+        None
+        if ack is None
+        else (
+            ack.batch_id,
+            ((status, ack.exceptions.get(i)) for i, status in enumerate(ack.statuses)),
+        ),
     )
 
 
@@ -52,23 +86,13 @@ def export(engine: Engine) -> dict[str, Any]:
             ((key, fail.exception, fail.remaining) for key, fail in site.fails.items()),
         )
     for sender in engine._sender_list:
-        batch, ack = sender.batch_message, sender.ack_message
+        observed = seen["senders"][sender.id]
         seen["senders"][sender.id] = sender_doc(
-            seen["senders"][sender.id],
-            [_event(event) for event in sender.queue.events()],
-            sender.last_batch_id,
-            None
-            if batch is None
-            else (
-                batch.batch_id,
-                zip([_event(e) for e in batch.events], batch.as_delta, strict=True),
-            ),
-            None
-            if ack is None
-            else (
-                ack.batch_id,
-                ((status, ack.exceptions.get(i)) for i, status in enumerate(ack.statuses)),
-            ),
+            observed,
+            [
+                _dispatcher(engine, part, dispatcher)
+                for part, dispatcher in zip(observed["dispatchers"], sender.dispatchers, strict=True)
+            ],
         )
     return seen
 
@@ -77,7 +101,9 @@ def _entry(value: dict[str, Any] | None, tag: list[int]) -> Entry:
     return Entry(value, tag[0], tag[1], tag[2])
 
 
-def _restored_event(doc: dict[str, Any]) -> Event:
+def _restored_event(doc: dict[str, Any], buckets: int) -> Event:
+    """A checkpoint's event at a site of `buckets` buckets (0: replicated); its size (R4)
+    and bucket (R28) follow from it."""
     base = doc["base_version"]
     event = Event(
         doc["event"],
@@ -91,6 +117,9 @@ def _restored_event(doc: dict[str, Any]) -> Event:
         doc["converted"],
         frozenset(doc["recipients"]),
         doc["enqueued_at"],
+        doc["thread"],
+        size(doc["value"]),
+        -1 if buckets == 0 else bucket_of(doc["key"], buckets),
     )
     event.possible_duplicate = doc["possible_duplicate"]
     return event
@@ -120,32 +149,58 @@ def restore(engine: Engine, doc: dict[str, Any]) -> None:
         }
     for sender in engine._sender_list:
         saved = doc["senders"][sender.id]
-        for queued in saved["queue"]:
-            sender.queue.append(_restored_event(queued))
-        sender.next_retry_at = saved["next_retry_at"]
-        sender.last_batch_id = saved["last_batch_id"]
-        sender.stats = dict(saved["stats"])
+        sender.running = saved["running"]
+        sender.paused = saved["paused"]
+        sender.stats = {name: saved["stats"][name] for name in sender.stats}
         sender.dlq = [dict(record) for record in saved["dlq"]]
-        in_flight = saved["in_flight"]
-        if in_flight is not None:
-            ids = list(in_flight["events"])
-            events = sender.queue.prefix(len(ids))
-            sender.in_flight = InFlight(in_flight["batch_id"], events, ids, in_flight["sent_at"])
-        batch = saved["batch"]
-        if batch is not None:
-            sender.batch_message = BatchMessage(
-                batch["batch_id"],
-                [_restored_event(event) for event in batch["events"]],
-                [event["as_delta"] for event in batch["events"]],
-            )
-        ack = saved["ack"]
-        if ack is not None:
-            statuses = [status for status, _ in ack["statuses"]]
-            exceptions = {
-                index: exception
-                for index, (_, exception) in enumerate(ack["statuses"])
-                if exception is not None
-            }
-            sender.ack_message = AckMessage(
-                ack["batch_id"], statuses, exceptions, statuses.count("invalid_delta")
-            )
+        buckets = sender.home.buckets
+        for dispatcher, part in zip(sender.dispatchers, saved["dispatchers"], strict=True):
+            _restore_dispatcher(engine, sender, dispatcher, part, buckets)
+
+
+def _restore_dispatcher(
+    engine: Engine, sender: SenderState, dispatcher: DispatcherState, saved: dict[str, Any], buckets: int
+) -> None:
+    """One dispatcher of a checkpoint: its queue appended again in order, then its
+    batch, timers and R35's accounting as the document says."""
+    by_id: dict[str, Event] = {}
+    on_disk = set(saved["on_disk"])
+    for queued in saved["queue"]:
+        event = _restored_event(queued, buckets)
+        engine._append(sender, dispatcher, event)
+        event.on_disk = event.id in on_disk
+        by_id[event.id] = event
+    dispatcher.memory_bytes = saved["memory_bytes"]
+    dispatcher.on_disk = len(on_disk)
+    dispatcher.resend = [by_id[event_id] for event_id in saved["resend"]]
+    if saved["cursor"] is not None:
+        dispatcher.cursor = saved["cursor"]
+    dispatcher.next_retry_at = saved["next_retry_at"]
+    dispatcher.last_batch_id = saved["last_batch_id"]
+    in_flight = saved["in_flight"]
+    if in_flight is not None:
+        ids = list(in_flight["events"])
+        events = [by_id[event_id] for event_id in ids]
+        memory = sum(event.size for event in events if not event.on_disk)
+        held = sum(1 for event in events if event.on_disk)
+        dispatcher.in_flight = InFlight(
+            in_flight["batch_id"], events, ids, in_flight["sent_at"], memory, held
+        )
+    batch = saved["batch"]
+    if batch is not None:
+        dispatcher.batch_message = BatchMessage(
+            batch["batch_id"],
+            [_restored_event(event, buckets) for event in batch["events"]],
+            [event["as_delta"] for event in batch["events"]],
+        )
+    ack = saved["ack"]
+    if ack is not None:
+        statuses = [status for status, _ in ack["statuses"]]
+        exceptions = {
+            index: exception
+            for index, (_, exception) in enumerate(ack["statuses"])
+            if exception is not None
+        }
+        dispatcher.ack_message = AckMessage(
+            ack["batch_id"], statuses, exceptions, statuses.count("invalid_delta")
+        )

@@ -131,7 +131,9 @@ def live_records(payloads: list[dict[str, Any]]) -> list[dict[str, Any]]:
     records: dict[str, dict[str, Any]] = {}
     for payload in payloads:
         if "add" in payload:
-            records[payload["add"]["event_id"]] = payload["add"]
+            record = payload["add"]
+            record.setdefault("thread", 0)  # a store written before SPEC v2.0 (R29)
+            records[record["event_id"]] = record
         else:
             for event_id in payload["remove"]:
                 records.pop(event_id, None)
@@ -261,6 +263,7 @@ def crash_record(number: int) -> dict[str, Any]:
         "version": [1, number, 1],
         "value": {"v": number, "pad": "x" * (number % 50)},
         "recipients": [1, 2],
+        "thread": 0,
     }
 
 

@@ -1,19 +1,23 @@
-"""The fast engine: one mutable state, changed in place by `apply(op)` (SPEC §3-§10).
+"""The fast engine: one mutable state, changed in place by `apply(op)` (SPEC §3-§10, §16).
 
 Rules: R3 (sequence numbers), R9-R11 (client writes and enqueue), R14-R15 (payload and
 flush), R16-R17 (receiver and ack), R18-R19 (acknowledgements, full-value fallback), R20
 (timeouts), R21 (sites down and up, wipe), R22 (forwarding), R24 (dead letters), R25
-(settle), §10 (observations, in the order of `traces/observations.py`; observable state).
+(settle), R28-R31 (buckets, dispatchers and their routes, per-dispatcher batching,
+parallel batch formation), R35 (queue memory), R39 (settle over dispatchers), §10 and
+§16.6 (observations, in the order of `traces/observations.py`; observable state).
 
-Step order (§3): a skipped (not enabled) operation changes nothing and is observed only
-as `skipped`; an enabled one has its effect, then for `tick` the timeouts of R20 in sorted
-sender id order, then the flush of R15 for every sender in sorted id order. `settle`'s
-effect is its inner operations, each a full step; the final flush follows it too.
+Step order (§3, §16.2): a skipped (not enabled) operation changes nothing and is observed
+only as `skipped`; an enabled one has its effect, then for `tick` the timeouts of R20 per
+(sender id, dispatcher index), then the flush of R15 for every (sender id, dispatcher
+index) in that order. `settle`'s effect is its inner operations, each a full step; the
+final flush follows it too.
 
 Each decision a conformance test may want to break has its own small method, so a test
 plants a bug by subclassing `Engine` and overriding one of them:
 `_is_duplicate` (R16.1), `_mark_resend` (R20), `_requeue_invalid_delta` (R19),
-`_should_forward` (R22), `_batch_time_due` (R15), `_dead_letter_record` (R24).
+`_should_forward` (R22), `_batch_time_due` (R15), `_dead_letter_record` (R24),
+`_route` (R29).
 
 Cost: every per-event path is O(1) in the common case: queues are `state.EventQueue`s,
 entries and the applied memory are dicts, the duplicate check is `impl/applied.py`. Sizes
@@ -33,6 +37,7 @@ Observations share the (never mutated) value dicts of the state; treat them as r
 from __future__ import annotations
 
 import sys
+from bisect import bisect_left, insort
 from collections.abc import Mapping
 from typing import Any, Final
 
@@ -44,14 +49,19 @@ from impl.dlq_store import SenderLog, open_store
 from impl.state import (
     AckMessage,
     BatchMessage,
+    DispatcherState,
     Entry,
     Event,
+    EventQueue,
     FailEntry,
     InFlight,
     Scalar,
     SenderState,
     SiteState,
     Value,
+    bucket_of,
+    java_hash,
+    size,
     total_size,
 )
 from traces.checkpoint import check_fits, document
@@ -104,7 +114,12 @@ class Engine:
         self._config = config
         self._now = 0  # R5
         self._sites: dict[int, SiteState] = {
-            site: SiteState(site, config.receiver(site)) for site in sorted(config.sites)
+            site: SiteState(
+                site,
+                config.receiver(site),
+                config.region(site).total_num_buckets if config.region(site).partitioned else 0,
+            )
+            for site in sorted(config.sites)
         }
         ordered = sorted(config.senders, key=lambda sender: sender.id)
         self._sender_list: tuple[SenderState, ...] = tuple(
@@ -117,6 +132,12 @@ class Engine:
             site.sender_ids = [s.id for s in site.senders]
             site.remotes = frozenset(s.remote for s in site.senders)
             site.origin_recipients = frozenset({site.id}) | site.remotes
+            if site.buckets == 0 and all(
+                s.dispatcher_threads == 1 and not s.parallel for s in site.senders
+            ):  # every route is the same (R29): one shared, read-only routes object
+                site.enqueued["routes"] = {
+                    s.id: {"dispatcher": 0, "bucket": None} for s in site.senders
+                }
         # The durable dead-letter store (impl/dlq_store.py), when given a directory: the
         # records it recovers are the senders' dead letters (a restart).
         self._store: dict[str, SenderLog] | None = None
@@ -154,25 +175,52 @@ class Engine:
             }
         senders: dict[str, Any] = {}
         for sender in self._sender_list:
-            in_flight = sender.in_flight
+            dispatchers = [self._observe_dispatcher(d) for d in sender.dispatchers]
+            stats = dict(sender.stats)
+            on_disk = [e for d in sender.dispatchers for e in self._queued(sender, d) if e.on_disk]
+            stats["entries_overflowed"] = len(on_disk)  # R35's gauges
+            stats["bytes_overflowed"] = sum(event.size for event in on_disk)
             senders[sender.id] = {
-                "queue": [event.id for event in sender.queue.events()],
-                "in_flight": None
-                if in_flight is None
-                else {
-                    "batch_id": in_flight.batch_id,
-                    "events": in_flight.ids.copy(),
-                    "sent_at": in_flight.sent_at,
-                },
-                "next_retry_at": sender.next_retry_at,
-                "network": {
-                    "batch": sender.batch_message is not None,
-                    "ack": sender.ack_message is not None,
-                },
-                "stats": dict(sender.stats),
+                "running": sender.running,
+                "paused": sender.paused,
+                "dispatchers": dispatchers,
+                "stats": stats,
                 "dlq": [_copy_record(record) for record in self._dead_letters(sender)],
             }
         return {"time": self._now, "sites": sites, "senders": senders}
+
+    def _queued(self, sender: SenderState, dispatcher: DispatcherState) -> list[Event]:
+        """A dispatcher's queued events, in append order."""
+        if sender.parallel:
+            return dispatcher.order.events()
+        return dispatcher.queue.events()
+
+    def _observe_dispatcher(self, dispatcher: DispatcherState) -> dict[str, Any]:
+        """One dispatcher's part of the observable state (§16.6)."""
+        sender_parallel = dispatcher.cursor >= 0
+        events = dispatcher.order.events() if sender_parallel else dispatcher.queue.events()
+        in_flight = dispatcher.in_flight
+        return {
+            "queue": [event.id for event in events],
+            "resend": [event.id for event in dispatcher.resend],
+            "cursor": dispatcher.cursor if sender_parallel else None,
+            "in_flight": None
+            if in_flight is None
+            else {
+                "batch_id": in_flight.batch_id,
+                "events": in_flight.ids.copy(),
+                "shipped": in_flight.ids.copy(),
+                "sent_at": in_flight.sent_at,
+            },
+            "next_retry_at": dispatcher.next_retry_at,
+            "network": {
+                "batch": dispatcher.batch_message is not None,
+                "ack": dispatcher.ack_message is not None,
+            },
+            "recovered": [],
+            "on_disk": [event.id for event in events if event.on_disk],
+            "memory_bytes": dispatcher.memory_bytes,
+        }
 
     def checkpoint(self) -> dict[str, Any]:
         """The full state as a checkpoint document (docs/CHECKPOINT.md)."""
@@ -259,7 +307,7 @@ class Engine:
         if not site.up:
             return False
         key = op.key
-        self._write(site, key, _stored(op.value), None, site.entries.get(key), out)
+        self._write(site, key, _stored(op.value), None, site.entries.get(key), op.thread, out)
         return True
 
     def _delta(self, op: Delta, out: list[Observation]) -> bool:
@@ -274,7 +322,7 @@ class Engine:
         changes = _stored(op.changes)
         value = old.copy()  # R10: a new dict; stored values are never mutated
         value.update(changes)
-        self._write(site, key, value, changes, current, out)
+        self._write(site, key, value, changes, current, op.thread, out)
         return True
 
     def _destroy(self, op: Destroy, out: list[Observation]) -> bool:
@@ -283,7 +331,7 @@ class Engine:
         current = site.entries.get(key)
         if not site.up or current is None or current.value is None:
             return False
-        self._write(site, key, None, None, current, out)
+        self._write(site, key, None, None, current, op.thread, out)
         return True
 
     def _putall(self, op: PutAll, out: list[Observation]) -> bool:
@@ -292,7 +340,9 @@ class Engine:
             return False
         entries = op.entries
         for key in sorted(entries):  # R3: one sequence number per entry, sorted key order
-            self._write(site, key, _stored(entries[key]), None, site.entries.get(key), out)
+            self._write(
+                site, key, _stored(entries[key]), None, site.entries.get(key), op.thread, out
+            )
         return True
 
     def _write(
@@ -302,9 +352,11 @@ class Engine:
         value: Value | None,
         changes: Value | None,
         current: Entry | None,
+        thread: int,
         out: list[Observation],
     ) -> None:
-        """R9-R11: one client write at `site` (value None = destroy; changes = a delta)."""
+        """R9-R11: one client write at `site` (value None = destroy; changes = a delta) by
+        client thread `thread`; each sender queues it on the dispatcher of its route (R29)."""
         now = self._now
         origin = site.id
         if current is None:
@@ -330,9 +382,17 @@ class Engine:
         base = current if changes is not None else None  # only a delta has a base (R10)
         recipients = site.origin_recipients
         senders = site.senders
+        bucket = -1 if site.buckets == 0 else bucket_of(key, site.buckets)  # R28
+        routes: dict[str, object] | None = None
         if senders:  # R11: one event in the queue of every sender at the origin
+            weight = size(value)  # R4, once for every copy
+            if site.enqueued["routes"] is None:
+                routes = {}
             for sender in senders:
-                sender.queue.append(
+                dispatcher = sender.dispatchers[self._route(sender, key, thread, bucket)]
+                self._append(
+                    sender,
+                    dispatcher,
                     Event(
                         event_id,
                         origin,
@@ -345,11 +405,23 @@ class Engine:
                         False,
                         recipients,
                         now,
-                    )
+                        thread,
+                        weight,
+                        bucket,
+                    ),
                 )
+                if routes is not None:
+                    routes[sender.id] = {
+                        "dispatcher": dispatcher.index,
+                        "bucket": None if bucket < 0 else bucket,
+                    }
+        elif site.enqueued["routes"] is None:
+            routes = {}
         # The observation, filled in from the site's template (a dict copy is cheaper
         # than building a dict key by key).
         observation = site.enqueued.copy()
+        if routes is not None:
+            observation["routes"] = routes
         observation["event"] = event_id
         observation["key"] = key
         observation["op"] = label
@@ -358,57 +430,130 @@ class Engine:
         observation["senders"] = site.sender_ids.copy()
         out.append(observation)
 
+    # ------------------------------------------------------------------ queues
+
+    def _route(self, sender: SenderState, key: str, thread: int, bucket: int) -> int:
+        """R29: the dispatcher of `sender` that queues an event of `key` written by client
+        thread `thread` (`bucket`: the key's bucket at the sender's site, -1 if none)."""
+        count = sender.dispatcher_threads
+        if sender.parallel:
+            return bucket % count
+        if count == 1:
+            return 0
+        policy = sender.order_policy
+        if policy == "thread":
+            return thread % count
+        if policy == "partition" and bucket >= 0:
+            return bucket % count
+        return abs(java_hash(key)) % count
+
+    def _append(self, sender: SenderState, dispatcher: DispatcherState, event: Event) -> None:
+        """Queue `event` on `dispatcher`: in memory or on disk (R35); a parallel one's
+        append order and the FIFO of the event's bucket (R31)."""
+        if dispatcher.memory_bytes + event.size <= sender.memory_limit:
+            dispatcher.memory_bytes += event.size
+        else:
+            event.on_disk = True
+            dispatcher.on_disk += 1
+        if not sender.parallel:
+            dispatcher.queue.append(event)
+            return
+        dispatcher.order.append(event)
+        bucket = event.bucket
+        fifo = dispatcher.buckets.get(bucket)
+        if fifo is None:
+            fifo = dispatcher.buckets[bucket] = EventQueue()
+        if fifo.size() == 0:
+            insort(dispatcher.nonempty, bucket)
+        fifo.append(event)
+
+    def _left(self, dispatcher: DispatcherState, event: Event) -> None:
+        """R35: a queued event left: it frees its memory, or its place on disk."""
+        if event.on_disk:
+            dispatcher.on_disk -= 1
+        else:
+            dispatcher.memory_bytes -= event.size
+
     # ------------------------------------------------------------------ sender: flush
 
     def _flush_all(self, out: list[Observation]) -> None:
-        """R15 for every sender, in sorted id order."""
+        """R15/R30 for every (sender, dispatcher), in sorted id and index order."""
         now = self._now
         for sender in self._sender_list:
-            queue = sender.queue
-            waiting = queue.size()
-            if not waiting or sender.in_flight is not None:
+            if not sender.running or sender.paused or not sender.home.up:  # R37
                 continue
-            if waiting < sender.batch_size and not self._batch_time_due(sender, queue.head()):
-                continue
-            if now < sender.next_retry_at or not sender.home.up:
-                continue
-            if not sender.remote_site.up:  # R15: the connection fails, nothing is sent
-                sender.next_retry_at = now + sender.retry_interval_ms
-                sender.stats["connection_failures"] += 1
-                out.append(
-                    {"kind": "connection_failed", "sender": sender.id, "remote": sender.remote}
-                )
-            else:
-                self._send(sender, out)
+            parallel = sender.parallel
+            for dispatcher in sender.dispatchers:
+                if dispatcher.in_flight is not None:
+                    continue
+                if parallel:
+                    order = dispatcher.order
+                    waiting = order.size()
+                    if not waiting:
+                        continue
+                    head = order.head()
+                else:
+                    queue = dispatcher.queue
+                    waiting = queue.size()
+                    if not waiting:
+                        continue
+                    head = queue.head()
+                if waiting < sender.batch_size and not self._batch_time_due(sender, head):
+                    continue
+                if now < dispatcher.next_retry_at:
+                    continue
+                if not sender.remote_site.up:  # R15: the connection fails, nothing is sent
+                    dispatcher.next_retry_at = now + sender.retry_interval_ms
+                    sender.stats["connection_failures"] += 1
+                    out.append(
+                        {
+                            "kind": "connection_failed",
+                            "sender": sender.id,
+                            "dispatcher": dispatcher.index,
+                            "remote": sender.remote,
+                        }
+                    )
+                else:
+                    self._send(sender, dispatcher, out)
 
     def _batch_time_due(self, sender: SenderState, head: Event) -> bool:
         """R15: the head event has waited the batch time interval."""
         return self._now - head.enqueued_at >= sender.batch_time_interval_ms
 
-    def _send(self, sender: SenderState, out: list[Observation]) -> None:
-        """R13-R15: send the queue's prefix as the next batch; R14 picks each payload."""
-        events = sender.queue.prefix(sender.batch_size)
+    def _send(
+        self, sender: SenderState, dispatcher: DispatcherState, out: list[Observation]
+    ) -> None:
+        """R13-R15: send the dispatcher's next batch (a serial one's queue prefix, a
+        parallel one's R31 batch); R14 picks each payload."""
+        if sender.parallel:
+            events = self._parallel_batch(sender, dispatcher)
+        else:
+            events = dispatcher.queue.prefix(sender.batch_size)
         ships_deltas = sender.delta
         as_delta: list[bool] = []
-        deltas: list[Value] = []  # R14 payloads shipped as deltas ...
-        values: list[Value] = []  # ... and as full values (a destroy ships 0 bytes)
+        deltas: list[Value] = []  # R14 payloads shipped as deltas
+        bytes_full = 0  # ... and the sizes of those shipped full (a destroy ships 0 bytes)
         resent = 0
+        memory = 0
+        on_disk = 0
         for event in events:
             if ships_deltas and event.delta is not None and not event.converted:
                 as_delta.append(True)
                 deltas.append(event.delta)
             else:
                 as_delta.append(False)
-                if event.value is not None:
-                    values.append(event.value)
+                bytes_full += event.size
             if event.possible_duplicate:
                 resent += 1
-        bytes_full = total_size(values)
+            if event.on_disk:
+                on_disk += 1
+            else:
+                memory += event.size
         bytes_delta = total_size(deltas)
-        batch_id = sender.last_batch_id = sender.last_batch_id + 1
+        batch_id = dispatcher.last_batch_id = dispatcher.last_batch_id + 1
         ids = [event.id for event in events]
-        sender.in_flight = InFlight(batch_id, events, ids, self._now)
-        sender.batch_message = BatchMessage(batch_id, events, as_delta)
+        dispatcher.in_flight = InFlight(batch_id, events, ids, self._now, memory, on_disk)
+        dispatcher.batch_message = BatchMessage(batch_id, events, as_delta)
         stats = sender.stats
         stats["batches_sent"] += 1
         stats["events_sent"] += len(events)
@@ -419,6 +564,7 @@ class Engine:
             {
                 "kind": "sent",
                 "sender": sender.id,
+                "dispatcher": dispatcher.index,
                 "batch_id": batch_id,
                 "events": ids.copy(),
                 "bytes_full": bytes_full,
@@ -427,16 +573,47 @@ class Engine:
             }
         )
 
+    def _parallel_batch(self, sender: SenderState, dispatcher: DispatcherState) -> list[Event]:
+        """R31: the resend list first, then round robin over the owned buckets from the
+        cursor, one bucket's oldest event not yet in the batch at a time."""
+        batch = dispatcher.resend
+        dispatcher.resend = []
+        taken: dict[int, int] = {}
+        for event in batch:  # a bucket's events in `resend` are its FIFO's first ones
+            taken[event.bucket] = taken.get(event.bucket, 0) + 1
+        buckets = dispatcher.buckets
+        candidates = [b for b in dispatcher.nonempty if buckets[b].size() > taken.get(b, 0)]
+        cursor = dispatcher.cursor
+        step = sender.dispatcher_threads
+        total = sender.home.buckets
+        size_wanted = sender.batch_size
+        while len(batch) < size_wanted and candidates:
+            at = bisect_left(candidates, cursor)
+            if at == len(candidates):
+                at = 0
+            bucket = candidates[at]
+            fifo = buckets[bucket]
+            count = taken.get(bucket, 0)
+            batch.append(fifo.at(count))
+            taken[bucket] = count + 1
+            if count + 1 == fifo.size():
+                del candidates[at]
+            cursor = bucket + step if bucket + step < total else dispatcher.index
+        dispatcher.cursor = cursor
+        return batch
+
     # ------------------------------------------------------------------ receiver
 
     def _deliver(self, op: Deliver, out: list[Observation]) -> bool:
-        """R16-R17: the remote site applies the batch, in order, and answers with an ack."""
+        """R16-R17: the remote site applies the dispatcher's batch, in order, and answers
+        with an ack."""
         sender = self._senders[op.sender]
-        message = sender.batch_message
+        dispatcher = sender.dispatchers[op.dispatcher]
+        message = dispatcher.batch_message
         site = sender.remote_site
         if message is None or not site.up:
             return False
-        sender.batch_message = None
+        dispatcher.batch_message = None
         site_id = site.id
         sender_id = sender.id
         entries = site.entries
@@ -540,7 +717,7 @@ class Engine:
             if forwards:
                 self._forward(site, event, out)
         stats["applied"] += applied
-        sender.ack_message = AckMessage(message.batch_id, statuses, exceptions, invalid_deltas)
+        dispatcher.ack_message = AckMessage(message.batch_id, statuses, exceptions, invalid_deltas)
         return True
 
     def _attempt(self, site: SiteState, fail: FailEntry) -> str | None:
@@ -567,15 +744,26 @@ class Engine:
         return memory is not None and event.seq in memory
 
     def _forward(self, site: SiteState, event: Event, out: list[Observation]) -> None:
-        """R22: offer an event applied ok at `site` to its senders, in sorted id order."""
+        """R22: offer an event applied ok at `site` to its senders, in sorted id order;
+        each queues it on the dispatcher of its route at this site (R28, R29)."""
         recipients = event.recipients | site.remotes
         now = self._now
+        bucket = -2  # not yet computed
         for sender in site.senders:
             if not self._should_forward(sender, event):
                 continue
-            sender.queue.append(event.copy_for_queue(recipients, now))
+            if bucket == -2:
+                bucket = -1 if site.buckets == 0 else bucket_of(event.key, site.buckets)
+            dispatcher = sender.dispatchers[self._route(sender, event.key, event.thread, bucket)]
+            self._append(sender, dispatcher, event.copy_for_queue(recipients, now, bucket))
             out.append(
-                {"kind": "forwarded", "site": site.id, "sender": sender.id, "event": event.id}
+                {
+                    "kind": "forwarded",
+                    "site": site.id,
+                    "sender": sender.id,
+                    "dispatcher": dispatcher.index,
+                    "event": event.id,
+                }
             )
 
     def _should_forward(self, sender: SenderState, event: Event) -> bool:
@@ -585,55 +773,116 @@ class Engine:
     # ------------------------------------------------------------------ sender: acks
 
     def _deliver_ack(self, op: DeliverAck, out: list[Observation]) -> bool:
-        """R18: settle each event of the acknowledged batch, in batch order."""
+        """R18: settle each event of the dispatcher's acknowledged batch, in batch order."""
         sender = self._senders[op.sender]
-        ack = sender.ack_message
+        dispatcher = sender.dispatchers[op.dispatcher]
+        ack = dispatcher.ack_message
         if ack is None or not sender.home.up:
             return False
-        in_flight = sender.in_flight
+        in_flight = dispatcher.in_flight
         assert in_flight is not None, "R13: an ack in the network implies a batch in flight"
-        sender.ack_message = None
-        sender.in_flight = None  # next_retry_at is unchanged
+        dispatcher.ack_message = None
+        dispatcher.in_flight = None  # next_retry_at is unchanged
         events = in_flight.events
-        queue = sender.queue
-        queue.remove_prefix(len(events))  # the batch is the queue's prefix (R12)
-        if len(ack.statuses) == ack.removed_count:
+        index = dispatcher.index
+        if len(ack.statuses) == ack.removed_count:  # every event leaves the queue
+            dispatcher.memory_bytes -= in_flight.memory  # R35
+            dispatcher.on_disk -= in_flight.on_disk
+            if sender.parallel:
+                self._leave_parallel(dispatcher, events, [])
+            else:
+                dispatcher.queue.remove_prefix(len(events))  # the batch is its prefix (R12)
             removed = in_flight.ids.copy()
             out.append(
-                {"kind": "acked", "sender": sender.id, "batch_id": ack.batch_id, "removed": removed}
+                {
+                    "kind": "acked",
+                    "sender": sender.id,
+                    "dispatcher": index,
+                    "batch_id": ack.batch_id,
+                    "removed": removed,
+                }
             )
             return True
         removed = []
         out.append(
-            {"kind": "acked", "sender": sender.id, "batch_id": ack.batch_id, "removed": removed}
+            {
+                "kind": "acked",
+                "sender": sender.id,
+                "dispatcher": index,
+                "batch_id": ack.batch_id,
+                "removed": removed,
+            }
         )
         kept: list[Event] = []
         statuses = ack.statuses
-        for index in range(len(events)):
-            event = events[index]
-            status = statuses[index]
+        for position in range(len(events)):
+            event = events[position]
+            status = statuses[position]
             if status == "invalid_delta":
-                if self._requeue_invalid_delta(sender, event, out):
+                if self._requeue_invalid_delta(sender, dispatcher, event, out):
                     kept.append(event)
                     continue
             elif status == "failed":
-                self._failed(sender, event, ack.exceptions[index], out)
+                self._failed(sender, dispatcher, event, ack.exceptions[position], out)
+            self._left(dispatcher, event)
             removed.append(event.id)
-        if kept:
-            queue.push_front(kept)  # R19: back at the head, in batch order
+        if sender.parallel:
+            self._leave_parallel(dispatcher, events, kept)
+            dispatcher.resend = kept  # R31: the kept events go first in the next batch
+        else:
+            dispatcher.queue.remove_prefix(len(events))
+            if kept:
+                dispatcher.queue.push_front(kept)  # R19: back at the head, in batch order
         return True
 
+    def _leave_parallel(
+        self, dispatcher: DispatcherState, events: list[Event], kept: list[Event]
+    ) -> None:
+        """The batch `events` leaves a parallel dispatcher, but for `kept`: each bucket's
+        members were its FIFO's first ones (R31), so they come off its front and the kept
+        ones go back there, in batch order; the append order skips those that left."""
+        per_bucket: dict[int, int] = {}
+        for event in events:
+            per_bucket[event.bucket] = per_bucket.get(event.bucket, 0) + 1
+        for event in events:
+            event.queued = False
+        for event in kept:
+            event.queued = True
+        buckets = dispatcher.buckets
+        for bucket, count in per_bucket.items():
+            fifo = buckets[bucket]
+            fifo.remove_prefix(count)
+            back = [event for event in kept if event.bucket == bucket]
+            if back:
+                fifo.push_front(back)
+            elif fifo.size() == 0:
+                nonempty = dispatcher.nonempty
+                del nonempty[bisect_left(nonempty, bucket)]
+        dispatcher.order.left(len(events) - len(kept))
+
     def _requeue_invalid_delta(
-        self, sender: SenderState, event: Event, out: list[Observation]
+        self, sender: SenderState, dispatcher: DispatcherState, event: Event, out: list[Observation]
     ) -> bool:
         """R19: keep the event (True) at the queue head, converted to ship its full value."""
         event.converted = True
         sender.stats["invalid_deltas"] += 1
-        out.append({"kind": "invalid_delta", "sender": sender.id, "event": event.id})
+        out.append(
+            {
+                "kind": "invalid_delta",
+                "sender": sender.id,
+                "dispatcher": dispatcher.index,
+                "event": event.id,
+            }
+        )
         return True
 
     def _failed(
-        self, sender: SenderState, event: Event, exception: str, out: list[Observation]
+        self,
+        sender: SenderState,
+        dispatcher: DispatcherState,
+        event: Event,
+        exception: str,
+        out: list[Observation],
     ) -> None:
         """R18, R24: a failed event is dead-lettered by the listener, or dropped."""
         if sender.dlq_enabled:
@@ -646,7 +895,15 @@ class Engine:
         else:
             sender.stats["events_dropped"] += 1
             kind = "dropped"
-        out.append({"kind": kind, "sender": sender.id, "event": event.id, "exception": exception})
+        out.append(
+            {
+                "kind": kind,
+                "sender": sender.id,
+                "dispatcher": dispatcher.index,
+                "event": event.id,
+                "exception": exception,
+            }
+        )
 
     def _dead_letter_record(
         self, sender: SenderState, event: Event, exception: str
@@ -663,6 +920,7 @@ class Engine:
         if not sender.dlq_secure:
             record["value"] = None if event.value is None else dict(event.value)
         record["recipients"] = sorted(event.recipients)  # v1.2, for R26
+        record["thread"] = event.thread  # v2.0: R26 requeues it by the same route
         return record
 
     # ------------------------------------------------------------------ redelivery
@@ -702,6 +960,10 @@ class Engine:
                 origin, _, seq = event_id.partition(":")
                 recipients = record["recipients"]
                 assert isinstance(recipients, list)
+                thread = record["thread"]
+                assert isinstance(thread, int)
+                home = sender.home
+                bucket = -1 if home.buckets == 0 else bucket_of(key, home.buckets)
                 event = Event(
                     event_id,
                     int(origin),
@@ -714,9 +976,13 @@ class Engine:
                     False,
                     frozenset(int(site) for site in recipients),
                     self._now,
+                    thread,
+                    size(entry.value),
+                    bucket,
                 )
                 event.possible_duplicate = True
-                sender.queue.append(event)
+                dispatcher = sender.dispatchers[self._route(sender, key, thread, bucket)]
+                self._append(sender, dispatcher, event)
                 sender.stats["redelivered"] += 1
             elif outcome == "superseded":
                 sender.stats["redelivery_superseded"] += 1
@@ -736,48 +1002,51 @@ class Engine:
     # ------------------------------------------------------------------ network faults
 
     def _timeouts(self, out: list[Observation]) -> None:
-        """R20 (on tick only): a batch unacknowledged for ack_timeout_ms is given up."""
+        """R20 (on tick only): a batch unacknowledged for ack_timeout_ms is given up, per
+        (sender, dispatcher); a parallel dispatcher will send it first again (R31)."""
         now = self._now
         for sender in self._sender_list:
-            in_flight = sender.in_flight
-            if (
-                in_flight is None
-                or not sender.home.up
-                or now < in_flight.sent_at + sender.ack_timeout_ms
-            ):
+            if not sender.home.up:
                 continue
-            sender.batch_message = None
-            sender.ack_message = None
-            for event in in_flight.events:  # still the head of the queue
-                self._mark_resend(event)
-            sender.in_flight = None
-            sender.next_retry_at = now + sender.retry_interval_ms
-            sender.stats["batches_timed_out"] += 1
-            out.append(
-                {
-                    "kind": "timeout",
-                    "sender": sender.id,
-                    "batch_id": in_flight.batch_id,
-                    "events": in_flight.ids.copy(),
-                }
-            )
+            for dispatcher in sender.dispatchers:
+                in_flight = dispatcher.in_flight
+                if in_flight is None or now < in_flight.sent_at + sender.ack_timeout_ms:
+                    continue
+                dispatcher.batch_message = None
+                dispatcher.ack_message = None
+                for event in in_flight.events:  # still queued
+                    self._mark_resend(event)
+                if sender.parallel:
+                    dispatcher.resend = in_flight.events.copy()
+                dispatcher.in_flight = None
+                dispatcher.next_retry_at = now + sender.retry_interval_ms
+                sender.stats["batches_timed_out"] += 1
+                out.append(
+                    {
+                        "kind": "timeout",
+                        "sender": sender.id,
+                        "dispatcher": dispatcher.index,
+                        "batch_id": in_flight.batch_id,
+                        "events": in_flight.ids.copy(),
+                    }
+                )
 
     def _mark_resend(self, event: Event) -> None:
         """R20: a timed-out event will be re-sent flagged as a possible duplicate."""
         event.possible_duplicate = True
 
     def _drop(self, op: Drop, out: list[Observation]) -> bool:
-        sender = self._senders[op.sender]
-        if sender.batch_message is None:
+        dispatcher = self._senders[op.sender].dispatchers[op.dispatcher]
+        if dispatcher.batch_message is None:
             return False
-        sender.batch_message = None
+        dispatcher.batch_message = None
         return True
 
     def _drop_ack(self, op: DropAck, out: list[Observation]) -> bool:
-        sender = self._senders[op.sender]
-        if sender.ack_message is None:
+        dispatcher = self._senders[op.sender].dispatchers[op.dispatcher]
+        if dispatcher.ack_message is None:
             return False
-        sender.ack_message = None
+        dispatcher.ack_message = None
         return True
 
     def _site_down(self, op: SiteDown, out: list[Observation]) -> bool:
@@ -788,8 +1057,9 @@ class Engine:
         site.up = False
         for sender in self._sender_list:
             if sender.site == site.id or sender.remote == site.id:
-                sender.batch_message = None
-                sender.ack_message = None
+                for dispatcher in sender.dispatchers:
+                    dispatcher.batch_message = None
+                    dispatcher.ack_message = None
         return True
 
     def _site_up(self, op: SiteUp, out: list[Observation]) -> bool:
@@ -805,11 +1075,10 @@ class Engine:
             site.entries = {}
             site.applied = {}
             for sender in site.senders:
-                sender.queue.clear()
-                sender.in_flight = None
-                sender.batch_message = None
-                sender.ack_message = None
-                sender.next_retry_at = 0
+                for dispatcher in sender.dispatchers:
+                    dispatcher.reset(sender.parallel)
+                sender.running = True
+                sender.paused = False
         return True
 
     # ------------------------------------------------------------------ settle
@@ -830,39 +1099,53 @@ class Engine:
         return True
 
     def _settle_next(self) -> Op | None:
-        """R25: the lowest-id deliver, else the lowest-id deliver_ack, else a tick."""
+        """R39: over (sender, dispatcher) pairs, the first deliver, else the first
+        deliver_ack, else a tick."""
         for sender in self._sender_list:
-            if sender.batch_message is not None and sender.remote_site.up:
-                return Deliver(sender.id)
+            if sender.remote_site.up:
+                for dispatcher in sender.dispatchers:
+                    if dispatcher.batch_message is not None:
+                        return Deliver(sender.id, dispatcher.index)
         for sender in self._sender_list:
-            if sender.ack_message is not None and sender.home.up:
-                return DeliverAck(sender.id)
+            if sender.home.up:
+                for dispatcher in sender.dispatchers:
+                    if dispatcher.ack_message is not None:
+                        return DeliverAck(sender.id, dispatcher.index)
         ms = self._settle_wait()
         return None if ms is None else Tick(ms)
 
     def _settle_wait(self) -> int | None:
-        """R25: how long to tick until the next due sender, or None if none is due."""
+        """R39: how long to tick until the next due dispatcher, or None if none is due:
+        a timeout whatever the sender's state, a flush only while it runs unpaused."""
         now = self._now
         due: int | None = None
         for sender in self._sender_list:
             if not (sender.home.up and sender.remote_site.up):
                 continue
-            in_flight = sender.in_flight
-            queue = sender.queue
-            waiting = queue.size()
-            if in_flight is not None:
-                at = in_flight.sent_at + sender.ack_timeout_ms
-            elif waiting:
-                ready = (
-                    now
-                    if waiting >= sender.batch_size
-                    else queue.head().enqueued_at + sender.batch_time_interval_ms
-                )
-                at = max(sender.next_retry_at, ready)
-            else:
-                continue
-            if due is None or at < due:
-                due = at
+            flushes = sender.running and not sender.paused
+            for dispatcher in sender.dispatchers:
+                in_flight = dispatcher.in_flight
+                if in_flight is not None:
+                    at = in_flight.sent_at + sender.ack_timeout_ms
+                elif not flushes:
+                    continue
+                else:
+                    if sender.parallel:
+                        waiting = dispatcher.order.size()
+                        head = dispatcher.order.head() if waiting else None
+                    else:
+                        waiting = dispatcher.queue.size()
+                        head = dispatcher.queue.head() if waiting else None
+                    if head is None:
+                        continue
+                    ready = (
+                        now
+                        if waiting >= sender.batch_size
+                        else head.enqueued_at + sender.batch_time_interval_ms
+                    )
+                    at = max(dispatcher.next_retry_at, ready)
+                if due is None or at < due:
+                    due = at
         if due is None or due > INT64_MAX:  # v1.2: settle never ticks past 2^63-1
             return None
         return max(1, due - now)

@@ -1,8 +1,11 @@
-"""The mutable state of the fast engine: gateway events, sites, senders, network messages.
+"""The mutable state of the fast engine: gateway events, sites, senders and their
+dispatchers, network messages.
 
 Rules: R2 (entries: a value and its version tag; tombstones have value None), R4 (sizes,
-counted field by field, per batch), R11 (the fields of a queued gateway event), R13 (one
-in-flight batch per sender), R17 (the ack message), R22 (the forwarded copy of an event).
+counted field by field, once per event), R11 (the fields of a queued gateway event), R13
+(one in-flight batch per dispatcher), R17 (the ack message), R22 (the forwarded copy of
+an event), R29-R31 (dispatchers; a parallel one's append order and bucket FIFOs), R35
+(queue memory).
 
 Values (dicts of field -> scalar) are never mutated once stored: a write or a delta
 builds a new dict, so events, entries and observations can share them.
@@ -180,6 +183,26 @@ def total_size(values: list[Value]) -> int:
     return _encoded_size(values) - len(values) - 1
 
 
+def java_hash(key: str) -> int:
+    """R28: Java's `String.hashCode` of `key`, over its UTF-16 code units (a character
+    outside the BMP is two surrogates), as a signed 32-bit integer."""
+    h = 0
+    for character in key:
+        code = ord(character)
+        if code > 0xFFFF:
+            code -= 0x10000
+            h = (31 * h + 0xD800 + (code >> 10)) & 0xFFFFFFFF
+            h = (31 * h + 0xDC00 + (code & 0x3FF)) & 0xFFFFFFFF
+        else:
+            h = (31 * h + code) & 0xFFFFFFFF
+    return h - 0x100000000 if h >= 0x80000000 else h
+
+
+def bucket_of(key: str, buckets: int) -> int:
+    """R28: `|hashCode rem B|`, Java's `%` truncating toward zero."""
+    return abs(java_hash(key)) % buckets
+
+
 @final
 @mypyc_attr(acyclic=True)
 class Event:
@@ -197,17 +220,22 @@ class Event:
 
     __slots__ = (
         "base",
+        "bucket",
         "converted",
         "delta",
         "enqueued_at",
         "entry",
         "id",
         "key",
+        "on_disk",
         "op",
         "origin",
         "possible_duplicate",
+        "queued",
         "recipients",
         "seq",
+        "size",
+        "thread",
         "value",
     )
 
@@ -224,6 +252,9 @@ class Event:
         converted: bool,
         recipients: frozenset[int],
         enqueued_at: int,
+        thread: int,
+        size: int,
+        bucket: int,
     ) -> None:
         self.id = id  # f"{origin}:{seq}"
         self.origin = origin
@@ -238,17 +269,23 @@ class Event:
         self.recipients = recipients
         self.possible_duplicate = False
         self.enqueued_at = enqueued_at
+        self.thread = thread  # v2.0: the client thread (R29's "thread" policy)
+        self.size = size  # R4 of the full value: what it ships full and holds (R35)
+        self.bucket = bucket  # R28 at the site whose queue holds it; -1 when replicated
+        self.on_disk = False  # R35: held on disk, not in memory
+        self.queued = True  # a parallel queue's: still in its dispatcher's queue
 
     @property
     def tag(self) -> tuple[int, int, int]:
         """The version tag of the event's entry (R2)."""
         return self.entry.tag()
 
-    def copy_for_queue(self, recipients: frozenset[int], enqueued_at: int) -> Event:
-        """Another queue's copy (R11 for a second sender, R22 for forwarding).
+    def copy_for_queue(self, recipients: frozenset[int], enqueued_at: int, bucket: int) -> Event:
+        """Another queue's copy (R22 for forwarding).
 
-        Keeps id, origin, key, op, entry, base, delta and the R19 `converted` flag; sets
-        `recipients` and `enqueued_at`; `possible_duplicate` starts false.
+        Keeps id, origin, key, op, entry, base, delta, thread, size and the R19 `converted`
+        flag; sets `recipients`, `enqueued_at` and the bucket at the new site (R28);
+        `possible_duplicate` starts false.
         """
         return Event(
             self.id,
@@ -262,6 +299,9 @@ class Event:
             self.converted,
             recipients,
             enqueued_at,
+            self.thread,
+            self.size,
+            bucket,
         )
 
 
@@ -286,6 +326,10 @@ class EventQueue:
     def head(self) -> Event:
         """The oldest event (the queue must not be empty)."""
         return self._events[self._head]
+
+    def at(self, index: int) -> Event:
+        """The event `index` places behind the head."""
+        return self._events[self._head + index]
 
     def append(self, event: Event) -> None:
         self._events.append(event)
@@ -330,16 +374,80 @@ class EventQueue:
 
 @final
 @mypyc_attr(acyclic=True)
+class AppendOrder:
+    """A parallel dispatcher's queue in append order (R31): its events leave out of order
+    (a batch takes its buckets' oldest), so one that leaves is unflagged (`queued`) and
+    skipped; the head moves past the unflagged ones. Amortized O(1) per event."""
+
+    __slots__ = ("_events", "_head", "_live")
+
+    def __init__(self) -> None:
+        self._events: list[Event] = []
+        self._head = 0
+        self._live = 0
+
+    def size(self) -> int:
+        return self._live
+
+    def head(self) -> Event:
+        """The oldest queued event (the queue must not be empty)."""
+        return self._events[self._head]
+
+    def append(self, event: Event) -> None:
+        event.queued = True
+        self._events.append(event)
+        self._live += 1
+
+    def left(self, count: int) -> None:
+        """`count` of its events were unflagged: move the head past the gone ones."""
+        self._live -= count
+        events = self._events
+        head = self._head
+        end = len(events)
+        while head < end and not events[head].queued:
+            head += 1
+        if head >= end:
+            events.clear()
+            head = 0
+        elif head >= 64 and 2 * head >= end:
+            del events[:head]
+            head = 0
+        self._head = head
+
+    def clear(self) -> None:
+        self._events.clear()
+        self._head = 0
+        self._live = 0
+
+    def events(self) -> list[Event]:
+        """The queued events, oldest first (a copy)."""
+        return [event for event in self._events[self._head :] if event.queued]
+
+
+@final
+@mypyc_attr(acyclic=True)
 class InFlight:
-    """R13: the one unacknowledged batch of a sender; its events are the queue's prefix."""
+    """R13: a dispatcher's one unacknowledged batch (a serial one's queue prefix, a
+    parallel one's buckets' oldest events, R31), and what its events hold of queue
+    memory (R35): the bytes of those in memory and how many are on disk."""
 
-    __slots__ = ("batch_id", "events", "ids", "sent_at")
+    __slots__ = ("batch_id", "events", "ids", "memory", "on_disk", "sent_at")
 
-    def __init__(self, batch_id: int, events: list[Event], ids: list[str], sent_at: int) -> None:
+    def __init__(
+        self,
+        batch_id: int,
+        events: list[Event],
+        ids: list[str],
+        sent_at: int,
+        memory: int,
+        on_disk: int,
+    ) -> None:
         self.batch_id = batch_id
         self.events = events
         self.ids = ids  # the event ids, for observations
         self.sent_at = sent_at
+        self.memory = memory
+        self.on_disk = on_disk
 
 
 @final
@@ -401,6 +509,13 @@ SENDER_STATS: Final = (
     "redelivered",  # R26 (v1.2)
     "redelivery_superseded",
     "redelivery_unrecoverable",
+    "events_conflated_in_queue",  # v2.0 (§16.6)
+    "events_conflated_from_batches",
+    "conflation_full_values",
+    "events_lost_on_restart",
+    "events_not_queued_stopped",
+    "events_discarded_clean_start",
+    "events_exceeding_alert_threshold",
 )
 
 
@@ -410,6 +525,7 @@ class SiteState:
 
     __slots__ = (
         "applied",
+        "buckets",
         "enqueued",
         "entries",
         "event_prefix",
@@ -427,8 +543,9 @@ class SiteState:
         "up",
     )
 
-    def __init__(self, site: int, receiver: ReceiverConfig) -> None:
+    def __init__(self, site: int, receiver: ReceiverConfig, buckets: int) -> None:
         self.id = site
+        self.buckets = buckets  # R28: total_num_buckets of a partitioned region, else 0
         self.up = True
         self.seq = 0  # the last sequence number given out (R3); survives a wipe
         self.timestamp_floor = 0  # R9, R21: the least timestamp of a tag issued here
@@ -444,6 +561,7 @@ class SiteState:
             "version": None,
             "value": None,
             "senders": None,
+            "routes": None,
         }
         self.entries: dict[str, Entry] = {}
         self.stats: dict[str, int] = dict.fromkeys(SITE_STATS, 0)
@@ -457,28 +575,84 @@ class SiteState:
 
 
 @final
-class SenderState:
-    """One serial gateway sender (R12-R15, R18-R20, R24)."""
+class DispatcherState:
+    """One dispatcher of a sender (R29): its queue, batch in flight, timers, network
+    slots and batch ids; a parallel one's append order, bucket FIFOs, resend list and
+    cursor (R31); its queue memory (R35)."""
 
     __slots__ = (
         "ack_message",
-        "ack_timeout_ms",
         "batch_message",
+        "buckets",
+        "cursor",
+        "in_flight",
+        "index",
+        "last_batch_id",
+        "memory_bytes",
+        "next_retry_at",
+        "nonempty",
+        "on_disk",
+        "order",
+        "queue",
+        "resend",
+    )
+
+    def __init__(self, index: int, parallel: bool) -> None:
+        self.index = index
+        self.queue = EventQueue()  # serial: the queue (R12)
+        self.order = AppendOrder()  # parallel: the queue, in append order (R31)
+        self.buckets: dict[int, EventQueue] = {}  # parallel: bucket -> its FIFO (R31)
+        self.nonempty: list[int] = []  # parallel: the buckets with queued events, ascending
+        self.resend: list[Event] = []  # parallel: sent first by the next flush (R31)
+        self.cursor = index if parallel else -1  # R31; -1: serial (observed as null)
+        self.in_flight: InFlight | None = None
+        self.next_retry_at = 0
+        self.batch_message: BatchMessage | None = None
+        self.ack_message: AckMessage | None = None
+        self.last_batch_id = 0  # never reset, not even by a wipe (R15)
+        self.memory_bytes = 0  # R35
+        self.on_disk = 0  # R35: how many queued events are on disk
+
+    def reset(self, parallel: bool) -> None:
+        """R21's wipe: empty, idle; the batch-id counter is kept."""
+        self.queue.clear()
+        self.order.clear()
+        self.buckets = {}
+        self.nonempty = []
+        self.resend = []
+        self.cursor = self.index if parallel else -1
+        self.in_flight = None
+        self.batch_message = None
+        self.ack_message = None
+        self.next_retry_at = 0
+        self.memory_bytes = 0
+        self.on_disk = 0
+
+
+@final
+class SenderState:
+    """One gateway sender (R12-R15, R18-R20, R24) and its dispatchers (R29-R31)."""
+
+    __slots__ = (
+        "ack_timeout_ms",
         "batch_size",
         "batch_time_interval_ms",
         "delta",
+        "dispatcher_threads",
+        "dispatchers",
         "dlq",
         "dlq_enabled",
         "dlq_secure",
         "home",
         "id",
-        "in_flight",
-        "last_batch_id",
-        "next_retry_at",
-        "queue",
+        "memory_limit",
+        "order_policy",
+        "parallel",
+        "paused",
         "remote",
         "remote_site",
         "retry_interval_ms",
+        "running",
         "site",
         "stats",
     )
@@ -496,11 +670,15 @@ class SenderState:
         self.delta = config.delta
         self.dlq_enabled = config.failure_listener == "dlq"
         self.dlq_secure = config.dlq_secure
-        self.queue = EventQueue()
-        self.in_flight: InFlight | None = None
-        self.next_retry_at = 0
-        self.batch_message: BatchMessage | None = None
-        self.ack_message: AckMessage | None = None
-        self.last_batch_id = 0  # never reset, not even by a wipe (R15)
+        self.parallel = config.parallel
+        self.dispatcher_threads = config.dispatcher_threads
+        self.order_policy = config.order_policy
+        # R35: each dispatcher's share of the sender's queue memory
+        self.memory_limit = config.maximum_queue_memory_bytes // config.dispatcher_threads
+        self.dispatchers: list[DispatcherState] = [
+            DispatcherState(index, config.parallel) for index in range(config.dispatcher_threads)
+        ]
+        self.running = True  # R37
+        self.paused = False
         self.stats: dict[str, int] = dict.fromkeys(SENDER_STATS, 0)
         self.dlq: list[dict[str, object]] = []

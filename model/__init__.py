@@ -1,11 +1,12 @@
-"""The reference model of the WAN gateway protocol (SPEC.md R1-R25): pure, obviously correct.
+"""The reference model of the WAN gateway protocol (SPEC.md R1-R31, R35, R39): pure, obviously correct.
 
     state = initial_state(config)
     state, observations = step(config, state, op)   # never mutates `state`
     observe(state)                                  # SPEC §10 observable state
 
-Modules: client (R3, R9-R11), sender (R12-R15, R18-R20, R24), receiver (R16, R17, R22),
-faults (R21 and the fault operations), settle (R25), step (§3), observe (§10).
+Modules: client (R3, R9-R11), routing (R28, R29's routes), queues (R29-R31's dispatcher
+queues, R35), sender (R12-R15, R18-R20, R24, R26, R30, R31), receiver (R16, R17, R22),
+faults (R21 and the fault operations), settle (R25, R39), step (§3), observe (§10, §16.6).
 The configuration rules R6-R8 are checked once, before any step, in traces/config.py;
 R23 (which topologies are supported) is analysed in conformance/topology.py.
 `Engine` wraps the pure functions in the surface shared with `impl` (traces.engine).
@@ -52,5 +53,5 @@ class Engine:
         """An engine in the state of checkpoint `doc` (a `CheckpointError` if it does not
         fit `config`: `where` names the document in the message)."""
         engine = cls(config)
-        engine.state = from_state_doc(check_fits(config, doc, where))
+        engine.state = from_state_doc(config, check_fits(config, doc, where))
         return engine

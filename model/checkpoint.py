@@ -13,12 +13,15 @@ from typing import Any
 from immutables import Map
 
 from model.observe import observe
+from model.queues import append, new_sender, with_dispatcher
+from model.routing import bucket_of
 from model.state import (
     BLOCK,
     AckMessage,
     AppliedIds,
     BatchMessage,
     DeadLetter,
+    Dispatcher,
     Entry,
     Failure,
     GatewayEvent,
@@ -30,7 +33,9 @@ from model.state import (
     SiteStats,
     State,
 )
-from traces.checkpoint import event_doc, sender_doc, site_doc
+from traces.canonical import size
+from traces.checkpoint import dispatcher_doc, event_doc, sender_doc, site_doc
+from traces.config import Config, SenderConfig
 
 
 def _event(event: GatewayEvent) -> dict[str, Any]:
@@ -49,6 +54,7 @@ def _event(event: GatewayEvent) -> dict[str, Any]:
         event.recipients,
         event.possible_duplicate,
         event.enqueued_at,
+        event.thread,
     )
 
 
@@ -56,7 +62,8 @@ def _tag(listed: list[int]) -> tuple[int, int, int]:
     return (listed[0], listed[1], listed[2])
 
 
-def _gateway_event(doc: dict[str, Any]) -> GatewayEvent:
+def _gateway_event(config: Config, site: int, doc: dict[str, Any]) -> GatewayEvent:
+    """A queued event of a checkpoint at `site` (its size, R4, and bucket, R28, follow)."""
     base = doc["base_version"]
     return GatewayEvent(
         event_id=doc["event"],
@@ -72,6 +79,9 @@ def _gateway_event(doc: dict[str, Any]) -> GatewayEvent:
         recipients=frozenset(doc["recipients"]),
         possible_duplicate=doc["possible_duplicate"],
         enqueued_at=doc["enqueued_at"],
+        thread=doc["thread"],
+        size=size(doc["value"]),
+        bucket=bucket_of(config, site, doc["key"]),
     )
 
 
@@ -107,6 +117,19 @@ def _applied_ids(doc: dict[str, list[list[int]]]) -> AppliedIds:
     return AppliedIds(Map(blocks))
 
 
+def _dispatcher_doc(observed: dict[str, Any], dispatcher: Dispatcher) -> dict[str, Any]:
+    batch, ack = dispatcher.batch_message, dispatcher.ack_message
+    return dispatcher_doc(
+        observed,
+        [_event(event) for event in dispatcher.queue],
+        dispatcher.last_batch_id,
+        None
+        if batch is None
+        else (batch.batch_id, ((_event(event), ships) for event, ships in batch.events)),
+        None if ack is None else (ack.batch_id, ack.statuses),
+    )
+
+
 def to_state_doc(state: State) -> dict[str, Any]:
     """The `state` part of a checkpoint of `state`."""
     seen = observe(state)
@@ -126,17 +149,12 @@ def to_state_doc(state: State) -> dict[str, Any]:
     senders = {
         sender_id: sender_doc(
             seen["senders"][sender_id],
-            [_event(event) for event in sender.queue],
-            sender.last_batch_id,
-            None
-            if sender.batch_message is None
-            else (
-                sender.batch_message.batch_id,
-                ((_event(event), ships) for event, ships in sender.batch_message.events),
-            ),
-            None
-            if sender.ack_message is None
-            else (sender.ack_message.batch_id, sender.ack_message.statuses),
+            [
+                _dispatcher_doc(observed, dispatcher)
+                for observed, dispatcher in zip(
+                    seen["senders"][sender_id]["dispatchers"], sender.dispatchers, strict=True
+                )
+            ],
         )
         for sender_id, sender in state.senders.items()
     }
@@ -154,14 +172,67 @@ def _dead_letter(doc: dict[str, Any]) -> DeadLetter:
         value=doc.get("value"),
         has_value="value" in doc,
         recipients=tuple(doc["recipients"]),
+        thread=doc["thread"],
     )
 
 
 def _seq(items: list[Any]) -> Seq[Any]:
-    return Seq(0, Map(enumerate(items)))
+    return Seq(0, len(items), Map(enumerate(items)))
 
 
-def from_state_doc(doc: dict[str, Any]) -> State:
+def _sender(config: Config, sender: SenderConfig, doc: dict[str, Any]) -> Sender:
+    """A sender of a checkpoint: each dispatcher's queue appended again in order (to the
+    dispatcher that held it), then its batch, timers, R35's accounting and counters set
+    as the document says."""
+    current = new_sender(sender)._replace(
+        running=doc["running"],
+        paused=doc["paused"],
+        stats=SenderStats(
+            **{name: doc["stats"][name] for name in SenderStats._fields}  # R35's gauges derive
+        ),
+        dead_letters=_seq([_dead_letter(record) for record in doc["dlq"]]),
+    )
+    for index, saved in enumerate(doc["dispatchers"]):
+        dispatcher = current.dispatchers[index]._replace(last_batch_id=saved["last_batch_id"])
+        current = with_dispatcher(current, index, dispatcher)
+        for event in saved["queue"]:
+            current = append(sender, current, index, _gateway_event(config, sender.site, event))
+        dispatcher = current.dispatchers[index]
+        positions = {event.event_id: p for p, event in dispatcher.queue.positioned()}
+        in_flight, batch, ack = saved["in_flight"], saved["batch"], saved["ack"]
+        on_disk = {positions[i]: dispatcher.queue.at(positions[i]).size for i in saved["on_disk"]}
+        dispatcher = dispatcher._replace(
+            resend=tuple(positions[i] for i in saved["resend"]),
+            cursor=saved["cursor"],
+            in_flight=None
+            if in_flight is None
+            else InFlight(
+                in_flight["batch_id"],
+                tuple(positions[i] for i in in_flight["events"]),
+                tuple(in_flight["events"]),
+                in_flight["sent_at"],
+            ),
+            next_retry_at=saved["next_retry_at"],
+            batch_message=None
+            if batch is None
+            else BatchMessage(
+                batch["batch_id"],
+                tuple(
+                    (_gateway_event(config, sender.site, event), event["as_delta"])
+                    for event in batch["events"]
+                ),
+            ),
+            ack_message=None
+            if ack is None
+            else AckMessage(ack["batch_id"], tuple((s, e) for s, e in ack["statuses"])),
+            memory_bytes=saved["memory_bytes"],
+            on_disk=Map(on_disk),
+        )
+        current = with_dispatcher(current, index, dispatcher)
+    return current
+
+
+def from_state_doc(config: Config, doc: dict[str, Any]) -> State:
     """The `State` a checkpoint's `state` part describes (checked by `check_fits`)."""
     sites: dict[int, Site] = {}
     failures: dict[tuple[int, str], Failure] = {}
@@ -183,26 +254,8 @@ def from_state_doc(doc: dict[str, Any]) -> State:
         )
         for key, failure in site["failures"].items():
             failures[site_id, key] = Failure(failure["exception"], failure["remaining"])
-    senders: dict[str, Sender] = {}
-    for sender_id, sender in doc["senders"].items():
-        in_flight, batch, ack = sender["in_flight"], sender["batch"], sender["ack"]
-        senders[sender_id] = Sender(
-            queue=_seq([_gateway_event(event) for event in sender["queue"]]),
-            in_flight=None
-            if in_flight is None
-            else InFlight(in_flight["batch_id"], tuple(in_flight["events"]), in_flight["sent_at"]),
-            next_retry_at=sender["next_retry_at"],
-            last_batch_id=sender["last_batch_id"],
-            batch_message=None
-            if batch is None
-            else BatchMessage(
-                batch["batch_id"],
-                tuple((_gateway_event(event), event["as_delta"]) for event in batch["events"]),
-            ),
-            ack_message=None
-            if ack is None
-            else AckMessage(ack["batch_id"], tuple((s, e) for s, e in ack["statuses"])),
-            stats=SenderStats(**sender["stats"]),
-            dead_letters=_seq([_dead_letter(record) for record in sender["dlq"]]),
-        )
+    senders = {
+        sender_id: _sender(config, config.sender(sender_id), sender)
+        for sender_id, sender in doc["senders"].items()
+    }
     return State(time=doc["time"], sites=Map(sites), senders=Map(senders), failures=Map(failures))

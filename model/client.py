@@ -1,4 +1,5 @@
-"""Client operations at the origin site: R3, R9, R10, R11.
+"""Client operations at the origin site: R3, R9, R10, R11 (and R29: each sender queues
+the event on the dispatcher of its route).
 
 A client write takes the origin's next sequence number (R3), gets a local version tag
 (R9), changes the entry (R10) and enqueues one gateway event on every sender of the
@@ -7,7 +8,10 @@ origin site (R11).
 
 from __future__ import annotations
 
-from model.state import Entry, GatewayEvent, OpLabel, Sender, State, Tag
+from model.routing import bucket_of
+from model.queues import enqueue
+from model.state import Entry, GatewayEvent, OpLabel, State, Tag
+from traces.canonical import size
 from traces.config import Config
 from traces.observations import Observation
 from traces.ops import Delta, Destroy, Put, PutAll, Value
@@ -35,8 +39,10 @@ def write(
     key: str,
     value: Value | None,
     delta: Value | None,
+    thread: int,
 ) -> tuple[State, Observation]:
-    """R3, R9-R11: one client write of `value` (None: destroy) at `origin`."""
+    """R3, R9-R11: one client write of `value` (None: destroy) at `origin` by client
+    thread `thread`."""
     site = state.sites[origin]
     current = site.entries.get(key)
     live = current is not None and current.value is not None
@@ -52,6 +58,7 @@ def write(
     senders_here = config.senders_at(origin)
     base_version = current.version if delta is not None and current is not None else None
     recipients = config.site_and_remotes(origin)  # R11
+    bucket = bucket_of(config, origin, key)  # R28
     event = GatewayEvent(  # positional (twice as fast as by keyword): the fields in order
         event_id,
         origin,
@@ -66,11 +73,16 @@ def write(
         recipients,
         False,  # possible_duplicate
         state.time,  # enqueued_at
+        thread,
+        size(value),
+        bucket,
     )
     senders = state.senders
+    routes: dict[str, dict[str, int | None]] = {}
     for sender_config in senders_here:
-        sender: Sender = senders[sender_config.id]
-        senders = senders.set(sender_config.id, sender._replace(queue=sender.queue.append(event)))
+        sender, index = enqueue(sender_config, senders[sender_config.id], event)
+        senders = senders.set(sender_config.id, sender)
+        routes[sender_config.id] = {"dispatcher": index, "bucket": bucket}
     observation: Observation = {
         "kind": "enqueued",
         "site": origin,
@@ -80,13 +92,14 @@ def write(
         "version": list(version),
         "value": value,
         "senders": [s.id for s in senders_here],
+        "routes": routes,
     }
     return state._replace(sites=state.sites.set(origin, site), senders=senders), observation
 
 
 def put(config: Config, state: State, op: Put) -> tuple[State, list[Observation]]:
     """R10 put: store the full value."""
-    state, observation = write(config, state, op.site, op.key, op.value, None)
+    state, observation = write(config, state, op.site, op.key, op.value, None, op.thread)
     return state, [observation]
 
 
@@ -95,13 +108,13 @@ def apply_delta(config: Config, state: State, op: Delta) -> tuple[State, list[Ob
     current = state.sites[op.site].entries[op.key]
     assert current.value is not None  # enabled() guarantees a live entry
     value = {**current.value, **op.changes}
-    state, observation = write(config, state, op.site, op.key, value, op.changes)
+    state, observation = write(config, state, op.site, op.key, value, op.changes, op.thread)
     return state, [observation]
 
 
 def destroy(config: Config, state: State, op: Destroy) -> tuple[State, list[Observation]]:
     """R10 destroy: store a tombstone (kept forever, R2)."""
-    state, observation = write(config, state, op.site, op.key, None, None)
+    state, observation = write(config, state, op.site, op.key, None, None, op.thread)
     return state, [observation]
 
 
@@ -109,6 +122,6 @@ def putall(config: Config, state: State, op: PutAll) -> tuple[State, list[Observ
     """R10 putall: puts in sorted key order, one sequence number each (R3), never deltas."""
     observations: list[Observation] = []
     for key in sorted(op.entries):
-        state, observation = write(config, state, op.site, key, op.entries[key], None)
+        state, observation = write(config, state, op.site, key, op.entries[key], None, op.thread)
         observations.append(observation)
     return state, observations

@@ -9,23 +9,26 @@ from __future__ import annotations
 
 from immutables import Map
 
-from model.state import AppliedIds, Failure, Sender, State
+from model.queues import fresh_dispatchers, with_dispatcher
+from model.state import AppliedIds, Failure, State
 from traces.config import Config
 from traces.observations import Observation
 from traces.ops import Drop, DropAck, Fail, SiteDown, SiteUp
 
 
 def drop(config: Config, state: State, op: Drop) -> tuple[State, list[Observation]]:
-    """The network loses the sender's batch message; the sender will time out (R20)."""
+    """The network loses the dispatcher's batch message; it will time out (R20)."""
     current = state.senders[op.sender]
-    updated = current._replace(batch_message=None)
+    dispatcher = current.dispatchers[op.dispatcher]._replace(batch_message=None)
+    updated = with_dispatcher(current, op.dispatcher, dispatcher)
     return state._replace(senders=state.senders.set(op.sender, updated)), []
 
 
 def drop_ack(config: Config, state: State, op: DropAck) -> tuple[State, list[Observation]]:
-    """The network loses the ack message; the sender will time out and resend (R20)."""
+    """The network loses the ack message; the dispatcher will time out and resend (R20)."""
     current = state.senders[op.sender]
-    updated = current._replace(ack_message=None)
+    dispatcher = current.dispatchers[op.dispatcher]._replace(ack_message=None)
+    updated = with_dispatcher(current, op.dispatcher, dispatcher)
     return state._replace(senders=state.senders.set(op.sender, updated)), []
 
 
@@ -36,18 +39,24 @@ def fail(config: Config, state: State, op: Fail) -> tuple[State, list[Observatio
 
 
 def site_down(config: Config, state: State, op: SiteDown) -> tuple[State, list[Observation]]:
-    """R21: the site stops; every batch or ack message to or from it is lost."""
+    """R21: the site stops; every batch or ack message to or from it is lost (R30: of
+    every dispatcher)."""
     senders = state.senders
     for sender in config.senders:
         if op.site in (sender.site, sender.remote):
             current = senders[sender.id]
-            senders = senders.set(sender.id, current._replace(batch_message=None, ack_message=None))
+            dispatchers = tuple(
+                d._replace(batch_message=None, ack_message=None) for d in current.dispatchers
+            )
+            senders = senders.set(sender.id, current._replace(dispatchers=dispatchers))
     sites = state.sites.set(op.site, state.sites[op.site]._replace(up=False))
     return state._replace(sites=sites, senders=senders), []
 
 
 def site_up(config: Config, state: State, op: SiteUp) -> tuple[State, list[Observation]]:
-    """R21: the site restarts; with `wipe` its region, memory and queues start empty."""
+    """R21: the site restarts; with `wipe` its region, memory and queues start empty
+    (v2.0: every dispatcher of its senders as new, batch-id counters kept; the sender
+    running and not paused)."""
     site = state.sites[op.site]._replace(up=True)
     senders = state.senders
     if op.wipe:
@@ -55,10 +64,10 @@ def site_up(config: Config, state: State, op: SiteUp) -> tuple[State, list[Obser
         site = site._replace(entries=Map(), applied=AppliedIds(), timestamp_floor=floor)
         for sender in config.senders_at(op.site):
             current = senders[sender.id]
-            fresh = Sender(
-                last_batch_id=current.last_batch_id,
-                stats=current.stats,
-                dead_letters=current.dead_letters,
+            fresh = current._replace(
+                dispatchers=fresh_dispatchers(sender, current.dispatchers),
+                running=True,
+                paused=False,
             )
             senders = senders.set(sender.id, fresh)
     return state._replace(sites=state.sites.set(op.site, site), senders=senders), []

@@ -1,14 +1,16 @@
-"""SPEC §10: the observable state, a plain JSON object (canonical JSON sorts its keys).
+"""SPEC §10 and §16.6: the observable state, a plain JSON object (canonical JSON sorts
+its keys).
 
-Field names, nesting and list order are exactly §10's; everything else in the state
-(applied-event memory, flags, messages' contents, injected failures) is not observable.
+Field names, nesting and list order are exactly §16.6's; everything else in the state
+(applied-event memory, flags, messages' contents, injected failures, queue positions,
+bucket FIFOs) is not observable.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from model.state import DeadLetter, Sender, SenderStats, Site, SiteStats, State
+from model.state import DeadLetter, Dispatcher, Sender, SenderStats, Site, SiteStats, State
 
 
 def _counters(stats: SiteStats | SenderStats) -> dict[str, int]:
@@ -40,29 +42,48 @@ def _dead_letter(record: DeadLetter) -> dict[str, Any]:
         "exception": record.exception,
         "version": list(record.version),
         "recipients": list(record.recipients),
+        "thread": record.thread,
     }
     if record.has_value:  # R24 / P7: omitted with dlq_secure
         out["value"] = record.value
     return out
 
 
-def _sender(sender: Sender) -> dict[str, Any]:
-    in_flight = sender.in_flight
+def _dispatcher(dispatcher: Dispatcher) -> dict[str, Any]:
+    in_flight = dispatcher.in_flight
+    queue = dispatcher.queue
     return {
-        "queue": [event.event_id for event in sender.queue],
+        "queue": [event.event_id for event in queue],
+        "resend": [queue.at(position).event_id for position in dispatcher.resend],
+        "cursor": dispatcher.cursor,
         "in_flight": None
         if in_flight is None
         else {
             "batch_id": in_flight.batch_id,
             "events": list(in_flight.event_ids),
+            "shipped": list(in_flight.event_ids),
             "sent_at": in_flight.sent_at,
         },
-        "next_retry_at": sender.next_retry_at,
+        "next_retry_at": dispatcher.next_retry_at,
         "network": {
-            "batch": sender.batch_message is not None,
-            "ack": sender.ack_message is not None,
+            "batch": dispatcher.batch_message is not None,
+            "ack": dispatcher.ack_message is not None,
         },
-        "stats": _counters(sender.stats),
+        "recovered": [],
+        "on_disk": [queue.at(position).event_id for position in sorted(dispatcher.on_disk)],
+        "memory_bytes": dispatcher.memory_bytes,
+    }
+
+
+def _sender(sender: Sender) -> dict[str, Any]:
+    stats = _counters(sender.stats)
+    stats["entries_overflowed"] = sum(len(d.on_disk) for d in sender.dispatchers)  # R35
+    stats["bytes_overflowed"] = sum(sum(d.on_disk.values()) for d in sender.dispatchers)
+    return {
+        "running": sender.running,
+        "paused": sender.paused,
+        "dispatchers": [_dispatcher(dispatcher) for dispatcher in sender.dispatchers],
+        "stats": stats,
         "dlq": [_dead_letter(record) for record in sender.dead_letters],
     }
 

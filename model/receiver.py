@@ -1,4 +1,5 @@
-"""The gateway receiver: R16 (apply a batch), R17 (the ack) and R22 (forwarding).
+"""The gateway receiver: R16 (apply a batch), R17 (the ack) and R22 (forwarding, to the
+dispatcher of each sender that R29 routes the event to).
 
 R16's checks run in the spec's order for every event, and the receiver never stops
 early: 1 duplicate, 2 injected failure (with retries), 3 conflict, 4 delta base, 5 ok.
@@ -10,6 +11,8 @@ from collections import Counter
 
 from immutables import Map
 
+from model.queues import enqueue, with_dispatcher
+from model.routing import bucket_of
 from model.state import AckMessage, Entry, Failure, GatewayEvent, Sender, State, Status, Tag
 from traces.config import Config
 from traces.observations import Observation
@@ -45,12 +48,23 @@ def forward(
         return senders, []
     recipients = event.recipients | {s.remote for s in senders_here}
     observations: list[Observation] = []
+    copy = event._replace(
+        recipients=recipients,
+        possible_duplicate=False,
+        enqueued_at=now,
+        bucket=bucket_of(config, site_id, event.key),  # R28: at the forwarding site
+    )
     for sender in offered:
-        copy = event._replace(recipients=recipients, possible_duplicate=False, enqueued_at=now)
-        current = senders[sender.id]
-        senders = senders.set(sender.id, current._replace(queue=current.queue.append(copy)))
+        current, index = enqueue(sender, senders[sender.id], copy)
+        senders = senders.set(sender.id, current)
         observations.append(
-            {"kind": "forwarded", "site": site_id, "sender": sender.id, "event": event.event_id}
+            {
+                "kind": "forwarded",
+                "site": site_id,
+                "sender": sender.id,
+                "dispatcher": index,
+                "event": event.event_id,
+            }
         )
     return senders, observations
 
@@ -76,8 +90,11 @@ def attempt(
     return failures, None if succeeded else failure.exception, attempts - 1
 
 
-def deliver(config: Config, state: State, sender_id: str) -> tuple[State, list[Observation]]:
-    """R16, R17: the remote site applies the batch in the network and answers with an ack.
+def deliver(
+    config: Config, state: State, sender_id: str, index: int
+) -> tuple[State, list[Observation]]:
+    """R16, R17: the remote site applies the batch that dispatcher `index` of the sender
+    has in the network and answers with an ack.
 
     The site's region, applied-event memory and counters are carried through the batch
     in local variables and stored once at the end; the region as a private mutable copy
@@ -86,7 +103,7 @@ def deliver(config: Config, state: State, sender_id: str) -> tuple[State, list[O
     sender = config.sender(sender_id)
     site_id = sender.remote
     retry_attempts = config.receiver(site_id).retry_attempts
-    message = state.senders[sender_id].batch_message
+    message = state.senders[sender_id].dispatchers[index].batch_message
     assert message is not None  # enabled() guarantees the batch is in the network
     site = state.sites[site_id]
     entries = site.entries.mutate()
@@ -150,9 +167,14 @@ def deliver(config: Config, state: State, sender_id: str) -> tuple[State, list[O
         applied=applied,
         stats=stats._replace(**{name: getattr(stats, name) + n for name, n in counts.items()}),
     )
-    updated = senders[sender_id]._replace(
-        batch_message=None,
-        ack_message=AckMessage(message.batch_id, tuple(statuses)),  # R17
+    sending = senders[sender_id]
+    updated = with_dispatcher(
+        sending,
+        index,
+        sending.dispatchers[index]._replace(
+            batch_message=None,
+            ack_message=AckMessage(message.batch_id, tuple(statuses)),  # R17
+        ),
     )
     return state._replace(
         sites=state.sites.set(site_id, site),

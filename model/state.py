@@ -1,4 +1,5 @@
-"""The model's state: immutable records only (R1, R2, R12, R13, R24's dead letters).
+"""The model's state: immutable records only (R1, R2, R12, R13, R24's dead letters, and
+v2.0's dispatchers, R29-R31, R35, §16.6).
 
 Nothing here is ever mutated once built; a step returns new records and shares the rest.
 Records are NamedTuples (tuples: they cannot change; `_replace` builds a changed copy).
@@ -6,6 +7,11 @@ Maps are `immutables.Map` (a hash array mapped trie) so that one step costs the 
 whatever the number of keys or events already seen, queues are `Seq`, a persistent
 sequence on top of such a map, and R16.1's applied-event memory is `AppliedIds`, bitmaps
 in such a map (one bit per event, so a long run does not fill memory with event ids).
+
+A sender (v2.0) is its `dispatchers`, each with its own queue, batch in flight, network
+slots and timers (R29). A queue is a `Seq` in append order; an event that leaves it
+leaves a hole at its position (a parallel dispatcher's batch is not a prefix, R31), so
+batches, resend lists and the memory accounting name events by position.
 """
 
 from __future__ import annotations
@@ -27,38 +33,72 @@ Status = Literal["ok", "duplicate", "conflict", "failed", "invalid_delta"]
 
 @dataclass(frozen=True, slots=True)
 class Seq(Generic[T]):
-    """A persistent FIFO sequence: O(log n) append, prefix read and prefix replacement.
+    """A persistent FIFO sequence of positioned items: O(log n) append, read and removal.
 
-    Item `i` (0-based) lives at map key `start + i`; replacing a prefix shifts `start`.
+    Each item keeps the position it was appended at (`end` before the append): the map
+    key. Removing items leaves holes; `start` is the first live position (or `end`), so
+    the head is found at once and a walk costs the live items plus the holes among them.
     """
 
     start: int = 0
+    end: int = 0
     items: Map[int, T] = Map()
 
     def __len__(self) -> int:
         return len(self.items)
 
     def __iter__(self) -> Iterator[T]:
-        return (self.items[self.start + i] for i in range(len(self.items)))
+        items = self.items
+        if self.end - self.start == len(items):
+            return (items[i] for i in range(self.start, self.end))
+        return (items[i] for i in range(self.start, self.end) if i in items)
 
-    def __getitem__(self, index: int) -> T:
-        return self.items[self.start + index]
+    def positioned(self) -> Iterator[tuple[int, T]]:
+        """(position, item) pairs, oldest first."""
+        items = self.items
+        return ((i, items[i]) for i in range(self.start, self.end) if i in items)
+
+    def head(self) -> T:
+        """The oldest item (the sequence must not be empty)."""
+        return self.items[self.start]
+
+    def at(self, position: int) -> T:
+        return self.items[position]
 
     def append(self, item: T) -> Seq[T]:
-        return Seq(self.start, self.items.set(self.start + len(self.items), item))
+        return Seq(self.start, self.end + 1, self.items.set(self.end, item))
 
-    def prefix(self, count: int) -> tuple[T, ...]:
-        return tuple(self.items[self.start + i] for i in range(min(count, len(self.items))))
+    def first(self, count: int) -> list[tuple[int, T]]:
+        """The oldest `count` items (fewer if shorter), with their positions."""
+        out: list[tuple[int, T]] = []
+        items = self.items
+        position = self.start
+        while len(out) < count and position < self.end:
+            item = items.get(position, _HOLE)
+            if item is not _HOLE:
+                out.append((position, item))  # type: ignore[arg-type]
+            position += 1
+        return out
 
-    def replace_prefix(self, count: int, new_items: tuple[T, ...]) -> Seq[T]:
-        """The sequence with its first `count` items replaced by `new_items`."""
-        start = self.start + count - len(new_items)
+    def replace(self, changed: dict[int, T]) -> Seq[T]:
+        """The sequence with the items at these positions replaced (in place, same order)."""
         items = self.items.mutate()  # a private copy: `self.items` never changes
-        for i in range(count):
-            del items[self.start + i]
-        for i, item in enumerate(new_items):
-            items[start + i] = item
-        return Seq(start, items.finish())
+        for position, item in changed.items():
+            items[position] = item
+        return Seq(self.start, self.end, items.finish())
+
+    def remove(self, positions: Iterator[int] | list[int] | tuple[int, ...]) -> Seq[T]:
+        """The sequence without the items at `positions`."""
+        items = self.items.mutate()
+        for position in positions:
+            del items[position]
+        start = self.start
+        while start < self.end and start not in items:
+            start += 1
+        return Seq(start, self.end, items.finish())
+
+
+_HOLE = object()
 
 
 BLOCK = 1024
@@ -93,7 +133,11 @@ class Entry(NamedTuple):
 
 
 class GatewayEvent(NamedTuple):
-    """R11/R22: one queued gateway event. It always keeps its full value (or tombstone)."""
+    """R11/R22: one queued gateway event. It always keeps its full value (or tombstone).
+
+    `size` is R4's size of the value (0 for a destroy): what a full value ships (R14) and
+    what it holds of queue memory (R35). `bucket` is the key's bucket at the site whose
+    queue holds it (R28; None at a replicated site)."""
 
     event_id: str  # "origin:seq"
     origin: int
@@ -108,6 +152,9 @@ class GatewayEvent(NamedTuple):
     recipients: frozenset[int]
     possible_duplicate: bool
     enqueued_at: int
+    thread: int  # v2.0: the client thread of the write (R27, R29's "thread" policy)
+    size: int
+    bucket: int | None
 
 
 class BatchMessage(NamedTuple):
@@ -125,9 +172,12 @@ class AckMessage(NamedTuple):
 
 
 class InFlight(NamedTuple):
-    """R13: the one unacknowledged batch; its events are the queue's first ones."""
+    """R13: a dispatcher's one unacknowledged batch: its members' queue positions and ids,
+    in batch order (a serial dispatcher's are its queue's first events, R15; a parallel
+    one's its buckets' first events, R31)."""
 
     batch_id: int
+    positions: tuple[int, ...]
     event_ids: tuple[str, ...]
     sent_at: int
 
@@ -144,6 +194,7 @@ class DeadLetter(NamedTuple):
     value: Value | None
     has_value: bool
     recipients: tuple[int, ...]  # v1.2: the event's recipients, sorted (for R26)
+    thread: int  # v2.0: the event's client thread, so R26 requeues it by the same route
 
 
 class SiteStats(NamedTuple):
@@ -156,6 +207,9 @@ class SiteStats(NamedTuple):
 
 
 class SenderStats(NamedTuple):
+    """A sender's counters (§10, §16.6); R35's gauges `entries_overflowed` and
+    `bytes_overflowed` are sums over its dispatchers, computed when observed."""
+
     batches_sent: int = 0
     events_sent: int = 0
     events_resent: int = 0
@@ -169,6 +223,13 @@ class SenderStats(NamedTuple):
     redelivered: int = 0  # R26 (v1.2)
     redelivery_superseded: int = 0
     redelivery_unrecoverable: int = 0
+    events_conflated_in_queue: int = 0  # v2.0, §16.6
+    events_conflated_from_batches: int = 0
+    conflation_full_values: int = 0
+    events_lost_on_restart: int = 0
+    events_not_queued_stopped: int = 0
+    events_discarded_clean_start: int = 0
+    events_exceeding_alert_threshold: int = 0
 
 
 class Site(NamedTuple):
@@ -183,15 +244,31 @@ class Site(NamedTuple):
     stats: SiteStats = SiteStats()
 
 
-class Sender(NamedTuple):
-    """A gateway sender's state (R12-R15, R18-R20, R24)."""
+class Dispatcher(NamedTuple):
+    """One dispatcher of a sender (R29): its own queue, batch in flight (R13), timers,
+    network slots and batch ids; R31's buckets, resend list and cursor when parallel;
+    R35's queue memory."""
 
     queue: Seq[GatewayEvent] = Seq()
+    buckets: Map[int, Seq[int]] = Map()  # parallel: bucket -> queue positions (R31's FIFOs)
+    resend: tuple[int, ...] = ()  # parallel: positions to send first (R31, R19, R20)
+    cursor: int | None = None  # parallel: the bucket R31 looks at first; None when serial
     in_flight: InFlight | None = None
     next_retry_at: int = 0
-    last_batch_id: int = 0  # R15: batch ids 1, 2, ... never reset
+    last_batch_id: int = 0  # R15: batch ids 1, 2, ... per dispatcher, never reset
     batch_message: BatchMessage | None = None
     ack_message: AckMessage | None = None
+    memory_bytes: int = 0  # R35: the sizes of the queued events held in memory
+    on_disk: Map[int, int] = Map()  # R35: positions of the events on disk -> their size
+
+
+class Sender(NamedTuple):
+    """A gateway sender's state (R12-R15, R18-R20, R24, R29): its dispatchers, whether
+    it runs (R37), its counters and its dead letters."""
+
+    dispatchers: tuple[Dispatcher, ...]
+    running: bool = True
+    paused: bool = False
     stats: SenderStats = SenderStats()
     dead_letters: Seq[DeadLetter] = Seq()
 
@@ -241,6 +318,7 @@ RECORDS: tuple[type[tuple[object, ...]], ...] = (
     SiteStats,
     SenderStats,
     Site,
+    Dispatcher,
     Sender,
     Failure,
     State,

@@ -3,9 +3,9 @@
 `step(config, state, op)` is pure. When `op` is not enabled, the state is returned
 unchanged with the single observation `skipped`: nothing else happens, not even a flush.
 When it is enabled: the operation's own effect; then, for `tick` only, the timeouts of
-R20; then R15's flush for every sender in sorted id order. `settle` is an operation like
-any other (our reading of §3's "after every operation"): its inner operations flush, and
-so does the settle itself once it stops.
+R20 per dispatcher; then R15's flush for every (sender id, dispatcher index) in that
+order (§16.2). `settle` is an operation like any other (our reading of §3's "after every
+operation"): its inner operations flush, and so does the settle itself once it stops.
 """
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ from typing import Any
 from immutables import Map
 
 from model import client, faults, receiver, sender, settle
-from model.state import Sender, Site, State
+from model.queues import new_sender
+from model.state import Site, State
 from traces.config import Config
 from traces.enabled import why_skipped
 from traces.observations import Observation
@@ -40,11 +41,11 @@ from traces.ops import (
 
 
 def initial_state(config: Config) -> State:
-    """Time 0, every site up and empty (R1, R5), every sender idle."""
+    """Time 0, every site up and empty (R1, R5), every sender idle with its dispatchers."""
     return State(
         time=0,
         sites=Map({site: Site() for site in config.sites}),
-        senders=Map({s.id: Sender() for s in config.senders}),
+        senders=Map({s.id: new_sender(s) for s in config.senders}),
         failures=Map(),
     )
 
@@ -64,11 +65,11 @@ class _View:
         entry = self.state.sites[site].entries.get(key)
         return entry is not None and entry.value is not None
 
-    def batch_in_network(self, sender: str) -> bool:
-        return self.state.senders[sender].batch_message is not None
+    def batch_in_network(self, sender: str, dispatcher: int) -> bool:
+        return self.state.senders[sender].dispatchers[dispatcher].batch_message is not None
 
-    def ack_in_network(self, sender: str) -> bool:
-        return self.state.senders[sender].ack_message is not None
+    def ack_in_network(self, sender: str, dispatcher: int) -> bool:
+        return self.state.senders[sender].dispatchers[dispatcher].ack_message is not None
 
     def dead_letters(self, sender: str) -> list[str]:
         return [record.event_id for record in self.state.senders[sender].dead_letters]
@@ -94,8 +95,10 @@ _EFFECTS: dict[type[Any], Callable[[Config, State, Any], tuple[State, list[Obser
     Destroy: client.destroy,
     PutAll: client.putall,
     Tick: _tick,
-    Deliver: lambda config, state, op: receiver.deliver(config, state, op.sender),
-    DeliverAck: lambda config, state, op: sender.deliver_ack(config, state, op.sender),
+    Deliver: lambda config, state, op: receiver.deliver(config, state, op.sender, op.dispatcher),
+    DeliverAck: lambda config, state, op: sender.deliver_ack(
+        config, state, op.sender, op.dispatcher
+    ),
     Drop: faults.drop,
     DropAck: faults.drop_ack,
     SiteDown: faults.site_down,

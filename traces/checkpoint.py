@@ -26,14 +26,15 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from traces.canonical import canonical_json
-from traces.config import Config
+from traces.canonical import canonical_json, size
+from traces.config import Config, SenderConfig
 from traces.errors import TraceError
 from traces.files import read_text
 from traces.tracefile import surrogate_problem
 
 FORMAT = "wanconform-checkpoint"
-VERSION = 1
+VERSION = 2
+"""Version 2 (SPEC v2.0): each sender's queues, batches and timers under `dispatchers`."""
 SCHEMA_FILE = Path(__file__).with_name("checkpoint.schema.json")
 
 
@@ -64,6 +65,12 @@ def validate(doc: Any, where: str) -> None:
         raise CheckpointError(
             f"{where}: version: {version} is newer than this wanconform reads ({VERSION}); "
             "upgrade wanconform"
+        )
+    if isinstance(version, int) and not isinstance(version, bool) and 1 <= version < VERSION:
+        raise CheckpointError(
+            f"{where}: version: {version} was written for SPEC v1.2 (one queue per sender); "
+            f"this wanconform reads version {VERSION} (SPEC v2.0, queues per dispatcher): "
+            "write the checkpoint again with this wanconform (replay --checkpoint)"
         )
     import jsonschema
 
@@ -110,28 +117,68 @@ def check_fits(config: Config, doc: dict[str, Any], where: str) -> dict[str, Any
                     f"seq is {issued}; sequence numbers only grow, R3, R21)"
                 )
     for sender_id, sender in state["senders"].items():
-        at = f"{where}: state.senders.{sender_id}"
-        queue_ids = [event["event"] for event in sender["queue"]]
-        in_flight, batch, ack = sender["in_flight"], sender["batch"], sender["ack"]
+        _check_dispatchers(config.sender(sender_id), sender, f"{where}: state.senders.{sender_id}")
+    return state
+
+
+def _check_dispatchers(sender: SenderConfig, doc: dict[str, Any], at: str) -> None:
+    """R29-R31: one dispatcher per dispatcher thread; each one's batch in flight is made of
+    its queued events (a serial one's first events, R13), the batch in the network is that
+    batch (R15), an ack answers it (R17); `resend`, `recovered` and `on_disk` name queued
+    events; a parallel dispatcher's cursor is a bucket it owns, a serial one has none."""
+    dispatchers = doc["dispatchers"]
+    if len(dispatchers) != sender.dispatcher_threads:
+        raise CheckpointError(
+            f"{at}.dispatchers: {len(dispatchers)} dispatchers, but the sender has "
+            f"dispatcher_threads {sender.dispatcher_threads} (R29)"
+        )
+    for index, dispatcher in enumerate(dispatchers):
+        here = f"{at}.dispatchers[{index}]"
+        queue_ids = [event["event"] for event in dispatcher["queue"]]
+        if len(set(queue_ids)) != len(queue_ids):
+            raise CheckpointError(f"{here}.queue: an event is queued twice")
+        queued = set(queue_ids)
+        for name in ("resend", "recovered", "on_disk"):
+            if not set(dispatcher[name]) <= queued:
+                raise CheckpointError(f"{here}.{name}: names an event that is not queued")
+        held = sum(size(e["value"]) for e in dispatcher["queue"] if e["event"] not in dispatcher["on_disk"])
+        if dispatcher["memory_bytes"] != held:
+            raise CheckpointError(
+                f"{here}.memory_bytes: {dispatcher['memory_bytes']}, but the queued events "
+                f"not on disk hold {held} bytes (R35)"
+            )
+        in_flight, batch, ack = dispatcher["in_flight"], dispatcher["batch"], dispatcher["ack"]
         if in_flight is not None:
             ids = in_flight["events"]
-            if queue_ids[: len(ids)] != ids:
-                raise CheckpointError(f"{at}.in_flight.events: not the queue's first events (R13)")
+            if not set(ids) <= queued or len(set(ids)) != len(ids):
+                raise CheckpointError(f"{here}.in_flight.events: not queued events (R13)")
+            if not sender.parallel and queue_ids[: len(ids)] != ids:
+                raise CheckpointError(f"{here}.in_flight.events: not the queue's first events (R13)")
+            if in_flight["shipped"] != ids:
+                raise CheckpointError(f"{here}.in_flight.shipped: not the batch's events")
+            if in_flight["batch_id"] > dispatcher["last_batch_id"]:
+                raise CheckpointError(f"{here}.in_flight.batch_id: after last_batch_id (R15)")
         if batch is not None and (
             in_flight is None
             or batch["batch_id"] != in_flight["batch_id"]
             or [event["event"] for event in batch["events"]] != in_flight["events"]
         ):
-            raise CheckpointError(f"{at}.batch: not the batch in flight (R13, R15)")
+            raise CheckpointError(f"{here}.batch: not the batch in flight (R13, R15)")
         if ack is not None and (
             in_flight is None
             or ack["batch_id"] != in_flight["batch_id"]
             or len(ack["statuses"]) != len(in_flight["events"])
         ):
-            raise CheckpointError(f"{at}.ack: does not answer the batch in flight (R17)")
-        if in_flight is not None and in_flight["batch_id"] > sender["last_batch_id"]:
-            raise CheckpointError(f"{at}.in_flight.batch_id: after last_batch_id (R15)")
-    return state
+            raise CheckpointError(f"{here}.ack: does not answer the batch in flight (R17)")
+        cursor = dispatcher["cursor"]
+        if not sender.parallel and cursor is not None:
+            raise CheckpointError(f"{here}.cursor: a serial dispatcher has no cursor (R31)")
+        if sender.parallel and (
+            cursor is None or cursor % sender.dispatcher_threads != index
+        ):
+            raise CheckpointError(f"{here}.cursor: not a bucket this dispatcher owns (R31)")
+        if sender.parallel and dispatcher["resend"] and in_flight is not None:
+            raise CheckpointError(f"{here}.resend: a batch in flight left nothing to resend")
 
 
 def event_doc(
@@ -148,8 +195,10 @@ def event_doc(
     recipients: Iterable[int],
     possible_duplicate: bool,
     enqueued_at: int,
+    thread: int,
 ) -> dict[str, Any]:
-    """One queued gateway event (R11, R22), every field."""
+    """One queued gateway event (R11, R22; v2.0: its client thread), every field; its
+    size (R4) and bucket (R28) follow from it."""
     return {
         "event": event_id,
         "origin": origin,
@@ -164,6 +213,7 @@ def event_doc(
         "recipients": sorted(recipients),
         "possible_duplicate": possible_duplicate,
         "enqueued_at": enqueued_at,
+        "thread": thread,
     }
 
 
@@ -187,16 +237,16 @@ def site_doc(
     }
 
 
-def sender_doc(
+def dispatcher_doc(
     observed: dict[str, Any],
     queue: list[dict[str, Any]],
     last_batch_id: int,
     batch: tuple[int, Iterable[tuple[dict[str, Any], bool]]] | None,
     ack: tuple[int, Iterable[tuple[str, str | None]]] | None,
 ) -> dict[str, Any]:
-    """A sender: its §10 observable part (without `network`, which `batch` and `ack`
-    hold in full) and its queue's events, batch counter (R15), batch as shipped (R14,
-    R15: (batch id, (event, as_delta) ...)) and ack (R17: (batch id, (status,
+    """A dispatcher (R29): its §16.6 observable part (without `network`, which `batch` and
+    `ack` hold in full) and its queue's events, batch counter (R15), batch as shipped
+    (R14, R15: (batch id, (event, as_delta) ...)) and ack (R17: (batch id, (status,
     exception) ...))."""
     doc = {name: item for name, item in observed.items() if name != "network"}
     return doc | {
@@ -212,6 +262,12 @@ def sender_doc(
         if ack is None
         else {"batch_id": ack[0], "statuses": [[status, exc] for status, exc in ack[1]]},
     }
+
+
+def sender_doc(observed: dict[str, Any], dispatchers: list[dict[str, Any]]) -> dict[str, Any]:
+    """A sender: its §16.6 observable part (`running`, `paused`, `stats`, `dlq`) with its
+    dispatchers in full (`dispatcher_doc`)."""
+    return observed | {"dispatchers": dispatchers}
 
 
 def document(config: Config, state: dict[str, Any]) -> dict[str, Any]:

@@ -1,4 +1,5 @@
-"""Configuration types and their validation: R6, R7, R8 (SPEC §2).
+"""Configuration types and their validation: R6, R7, R8 (SPEC §2) and R27 (v2.0: regions,
+parallel senders, dispatcher threads, order policies, queue memory).
 
 A configuration is checked whole before anything runs. Errors name the field as a path
 (`senders[0].batch_size`) and say what is wrong, so a user can fix the trace at once.
@@ -70,9 +71,39 @@ def int64_error(value: Any) -> str | None:
     return f"{text} is outside the signed 64-bit range (SPEC §3)"
 
 
+ORDER_POLICIES = ("key", "thread", "partition")  # R27, Geode's GatewaySender.OrderPolicy
+REGION_TYPES = ("replicate", "partition")  # R27
+DEFAULT_BUCKETS = 113  # R27: Geode's GLOBAL_MAX_BUCKETS_DEFAULT
+DEFAULT_QUEUE_MEMORY = 104_857_600  # R27: Geode's maximum-queue-memory default, 100 MB
+INT32_MAX = 2**31 - 1  # Java's int: total-num-buckets and dispatcher-threads are ints
+MAX_DISPATCHERS = 1024
+"""wanconform keeps every dispatcher's state (R29); Geode sets no bound, its default is 5."""
+
+
+@dataclass(frozen=True, slots=True)
+class RegionConfig:
+    """R27: the region of one site: replicated (v1.2's R1) or partitioned into buckets."""
+
+    type: str = "replicate"
+    total_num_buckets: int = DEFAULT_BUCKETS
+
+    @property
+    def partitioned(self) -> bool:
+        return self.type == "partition"
+
+    def to_json(self) -> dict[str, Any]:
+        if not self.partitioned:
+            return {"type": self.type}
+        return {"type": self.type, "total_num_buckets": self.total_num_buckets}
+
+
+REPLICATE = RegionConfig()
+
+
 @dataclass(frozen=True, slots=True)
 class SenderConfig:
-    """One serial gateway sender at `site` shipping to `remote` (Geode `gateway-sender`)."""
+    """One gateway sender at `site` shipping to `remote` (Geode `gateway-sender`): serial or
+    parallel (R27), with `dispatcher_threads` dispatchers (R29)."""
 
     id: str
     site: int
@@ -84,9 +115,15 @@ class SenderConfig:
     delta: bool = False
     failure_listener: str | None = None
     dlq_secure: bool = False
+    parallel: bool = False  # R27 (v2.0)
+    dispatcher_threads: int = 1
+    order_policy: str = "key"
+    maximum_queue_memory_bytes: int = DEFAULT_QUEUE_MEMORY
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        """The v1.2 fields always; the v2.0 fields when they differ from their defaults,
+        so that a v1.2 configuration is written as the same text as before."""
+        out: dict[str, Any] = {
             "id": self.id,
             "site": self.site,
             "remote": self.remote,
@@ -98,6 +135,11 @@ class SenderConfig:
             "failure_listener": self.failure_listener,
             "dlq_secure": self.dlq_secure,
         }
+        for name in V2_SENDER_FIELDS:
+            value = getattr(self, name)
+            if value != _V2_DEFAULTS[name]:
+                out[name] = value
+        return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,13 +158,21 @@ class ReceiverConfig:
         }
 
 
+V2_SENDER_FIELDS = ("parallel", "dispatcher_threads", "order_policy", "maximum_queue_memory_bytes")
+_V2_DEFAULTS: dict[str, Any] = {
+    name: SenderConfig.__dataclass_fields__[name].default for name in V2_SENDER_FIELDS
+}
+
+
 @dataclass(frozen=True, slots=True)
 class Config:
-    """A whole WAN: its sites (sorted), senders (sorted by id) and one receiver per site."""
+    """A whole WAN: its sites (sorted), senders (sorted by id), one receiver per site and
+    (v2.0) the region of each site that is not replicated."""
 
     sites: tuple[int, ...]
     senders: tuple[SenderConfig, ...]
     receivers: tuple[ReceiverConfig, ...]
+    regions: Mapping[int, RegionConfig] = field(default_factory=dict, hash=False)
     # Look-up indexes, built once; not part of the value (compare=False).
     _by_id: Mapping[str, SenderConfig] = field(init=False, repr=False, compare=False)
     _by_site: Mapping[int, tuple[SenderConfig, ...]] = field(init=False, repr=False, compare=False)
@@ -152,12 +202,19 @@ class Config:
         starts with these recipients)."""
         return self._reached[site]
 
+    def region(self, site: int) -> RegionConfig:
+        """R27: the site's region (replicated unless `regions` says otherwise)."""
+        return self.regions.get(site, REPLICATE)
+
     def to_json(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "sites": list(self.sites),
             "senders": [s.to_json() for s in self.senders],
             "receivers": [r.to_json() for r in self.receivers],
         }
+        if self.regions:  # v2.0: only when some site is not replicated
+            out["regions"] = {str(site): self.regions[site].to_json() for site in sorted(self.regions)}
+        return out
 
 
 _SENDER_INTS: dict[str, tuple[int, int]] = {  # field -> (default, smallest allowed value)
@@ -260,7 +317,9 @@ def _parse_sites(raw: Mapping[str, Any]) -> tuple[int, ...]:
     return tuple(sorted(seen))
 
 
-def _parse_sender(raw: Any, where: str, sites: set[int]) -> SenderConfig:
+def _parse_sender(
+    raw: Any, where: str, sites: set[int], regions: Mapping[int, RegionConfig]
+) -> SenderConfig:
     obj = _object(raw, where)
     _check_fields(obj, set(SenderConfig.__dataclass_fields__), where)
     sender_id = obj.get("id")
@@ -279,6 +338,33 @@ def _parse_sender(raw: Any, where: str, sites: set[int]) -> SenderConfig:
         raise ConfigError(
             f'{where}.failure_listener: must be null or "dlq" (R7), got {show(listener)}'
         )
+    parallel = _bool_field(obj, "parallel", where)
+    dispatchers = _int_field(obj, "dispatcher_threads", where, 1, 1)
+    if dispatchers > MAX_DISPATCHERS:
+        raise ConfigError(
+            f"{where}.dispatcher_threads: at most {MAX_DISPATCHERS} (wanconform keeps every "
+            f"dispatcher's state, R29), got {dispatchers}"
+        )
+    policy = obj.get("order_policy", "key")
+    if policy not in ORDER_POLICIES:
+        raise ConfigError(
+            f'{where}.order_policy: must be "key", "thread" or "partition" (R27), got '
+            f"{show(policy)}"
+        )
+    if parallel:
+        region = regions.get(site, REPLICATE)
+        if not region.partitioned:
+            raise ConfigError(
+                f"{where}.parallel: a parallel sender needs a partitioned region at site "
+                f"{site}; Geode: 'Parallel Gateway Sender {sender_id} can not be used with "
+                "replicated region' (R27)"
+            )
+        if policy == "thread":
+            raise ConfigError(
+                f"{where}.order_policy: a parallel sender cannot use the thread policy; "
+                f"Geode: 'Parallel Gateway Sender {sender_id} can not be created with "
+                "OrderPolicy THREAD' (R27)"
+            )
     return SenderConfig(
         id=sender_id,
         site=site,
@@ -286,6 +372,12 @@ def _parse_sender(raw: Any, where: str, sites: set[int]) -> SenderConfig:
         delta=_bool_field(obj, "delta", where),
         failure_listener=listener,
         dlq_secure=_bool_field(obj, "dlq_secure", where),
+        parallel=parallel,
+        dispatcher_threads=dispatchers,
+        order_policy=policy,
+        maximum_queue_memory_bytes=_int_field(
+            obj, "maximum_queue_memory_bytes", where, DEFAULT_QUEUE_MEMORY, 0
+        ),
         **ints,
     )
 
@@ -302,19 +394,53 @@ def _parse_receiver(raw: Any, where: str, sites: set[int]) -> ReceiverConfig:
     )
 
 
+def _parse_regions(obj: Mapping[str, Any], sites: set[int]) -> dict[int, RegionConfig]:
+    """R27: `regions` maps a site, as a string, to its region; only partitioned ones are
+    kept (a replicated region is the default)."""
+    raw = _object(obj.get("regions", {}), "regions")
+    regions: dict[int, RegionConfig] = {}
+    for name, value in raw.items():
+        where = f"regions.{name}"
+        if not (name.isascii() and name.isdigit() and str(int(name)) == name):
+            raise ConfigError(f"{where}: a region is keyed by a site id as a string, e.g. \"1\"")
+        if int(name) not in sites:
+            raise ConfigError(f"{where}: site {name} is not in 'sites'")
+        region = _object(value, where)
+        _check_fields(region, {"type", "total_num_buckets"}, where)
+        kind = region.get("type", "replicate")
+        if kind not in REGION_TYPES:
+            raise ConfigError(
+                f'{where}.type: must be "replicate" or "partition" (R27), got {show(kind)}'
+            )
+        if kind == "replicate":
+            if "total_num_buckets" in region:
+                raise ConfigError(
+                    f'{where}.total_num_buckets: allowed only with "type": "partition" (R27)'
+                )
+            continue
+        buckets = _int_field(region, "total_num_buckets", where, DEFAULT_BUCKETS, 1)
+        if buckets > INT32_MAX:
+            raise ConfigError(
+                f"{where}.total_num_buckets: at most {INT32_MAX} (a Java int), got {buckets}"
+            )
+        regions[int(name)] = RegionConfig("partition", buckets)
+    return regions
+
+
 def parse_config(raw: Any) -> Config:
     """Validate a SPEC §2 configuration object; raise ConfigError naming the field."""
     obj = _object(raw, "config")
-    _check_fields(obj, {"sites", "senders", "receivers"}, "config")
+    _check_fields(obj, {"sites", "senders", "receivers", "regions"}, "config")
     sites = _parse_sites(obj)
     site_set = set(sites)
+    regions = _parse_regions(obj, site_set)
     raw_senders = obj.get("senders", [])
     if not isinstance(raw_senders, list):
         raise ConfigError(f"senders: must be a list, got {json_kind(raw_senders)}")
     senders: dict[str, SenderConfig] = {}
     pairs: dict[tuple[int, int], str] = {}
     for index, raw_sender in enumerate(raw_senders):
-        sender = _parse_sender(raw_sender, f"senders[{index}]", site_set)
+        sender = _parse_sender(raw_sender, f"senders[{index}]", site_set, regions)
         if sender.id in senders:
             raise ConfigError(f"senders[{index}].id: sender id {sender.id!r} is used twice (R6)")
         pair = (sender.site, sender.remote)
@@ -338,4 +464,5 @@ def parse_config(raw: Any) -> Config:
         sites=sites,
         senders=tuple(senders[i] for i in sorted(senders)),
         receivers=tuple(receivers.get(site, ReceiverConfig(site=site)) for site in sites),
+        regions=regions,
     )

@@ -41,9 +41,9 @@ class StateView(Protocol):
 
     def live(self, site: int, key: str) -> bool: ...
 
-    def batch_in_network(self, sender: str) -> bool: ...
+    def batch_in_network(self, sender: str, dispatcher: int) -> bool: ...
 
-    def ack_in_network(self, sender: str) -> bool: ...
+    def ack_in_network(self, sender: str, dispatcher: int) -> bool: ...
 
     def dead_letters(self, sender: str) -> list[str]:
         """The event ids of the sender's dead-letter records, in queue order (R24)."""
@@ -64,17 +64,24 @@ LIVE_ENTRY = Condition(
     lambda c, op: f"{op.key} has no live entry at site {op.site}",
 )
 SOME_ENTRIES = Condition(lambda c, v, op: len(op.entries) > 0, lambda c, op: "putall of no entries")
+def _of(config: Config, op: Any) -> str:
+    """The sender of a network operation, and its dispatcher when it has several (R29)."""
+    if config.sender(op.sender).dispatcher_threads == 1:
+        return str(op.sender)
+    return f"{op.sender} dispatcher {op.dispatcher}"
+
+
 BATCH_IN_NETWORK = Condition(
-    lambda c, v, op: v.batch_in_network(op.sender),
-    lambda c, op: f"no batch of {op.sender} in the network",
+    lambda c, v, op: v.batch_in_network(op.sender, op.dispatcher),
+    lambda c, op: f"no batch of {_of(c, op)} in the network",
 )
 REMOTE_UP = Condition(
     lambda c, v, op: v.site_up(c.sender(op.sender).remote),
     lambda c, op: f"site {c.sender(op.sender).remote} is down",
 )
 ACK_IN_NETWORK = Condition(
-    lambda c, v, op: v.ack_in_network(op.sender),
-    lambda c, op: f"no ack of {op.sender} in the network",
+    lambda c, v, op: v.ack_in_network(op.sender, op.dispatcher),
+    lambda c, op: f"no ack of {_of(c, op)} in the network",
 )
 SENDER_SITE_UP = Condition(
     lambda c, v, op: v.site_up(c.sender(op.sender).site),
@@ -147,11 +154,11 @@ class ObservedState:
         entry = self._state["sites"][str(site)]["entries"].get(key)
         return entry is not None and entry["value"] is not None
 
-    def batch_in_network(self, sender: str) -> bool:
-        return bool(self._state["senders"][sender]["network"]["batch"])
+    def batch_in_network(self, sender: str, dispatcher: int) -> bool:
+        return bool(self._state["senders"][sender]["dispatchers"][dispatcher]["network"]["batch"])
 
-    def ack_in_network(self, sender: str) -> bool:
-        return bool(self._state["senders"][sender]["network"]["ack"])
+    def ack_in_network(self, sender: str, dispatcher: int) -> bool:
+        return bool(self._state["senders"][sender]["dispatchers"][dispatcher]["network"]["ack"])
 
     def dead_letters(self, sender: str) -> list[str]:
         return [record["event_id"] for record in self._state["senders"][sender]["dlq"]]

@@ -5,37 +5,46 @@ contract for both. Observations are plain JSON objects (dicts); all fields are a
 present unless marked "only when". Tags are `[entry_version, timestamp, dsid]` lists.
 
     skipped           {"kind", "op"}                     the operation was not enabled (§3)
-    enqueued          {"kind", "site", "event", "key", "op", "version", "value", "senders"}
+    enqueued          {"kind", "site", "event", "key", "op", "version", "value", "senders",
+                       "routes"}
                       one per client write (a putall gives one per entry, in sorted key
                       order); "op" is create|update|destroy, "value" the full value (null
                       for a destroy), "senders" the sorted ids of the senders at the site
-                      whose queues got the event (R11; may be empty)
-    sent              {"kind", "sender", "batch_id", "events", "bytes_full", "bytes_delta",
-                       "events_resent"}                   R15, one per batch sent
-    connection_failed {"kind", "sender", "remote"}       R15 with the remote site down
+                      whose queues got the event (R11; may be empty); "routes" (v2.0, R29)
+                      maps each of those senders to {"dispatcher": d, "bucket": b}, the
+                      dispatcher that queued it and the key's bucket at the site (R28;
+                      null at a replicated site)
+    sent              {"kind", "sender", "dispatcher", "batch_id", "events", "bytes_full",
+                       "bytes_delta", "events_resent"}   R15/R30, one per batch sent
+    connection_failed {"kind", "sender", "dispatcher", "remote"}  R15 with the remote down
     applied           {"kind", "site", "sender", "event", "key", "status"}
                       R16, one per event of a delivered batch, in batch order; "site" is
                       the receiving site; status is ok|duplicate|conflict|failed|
                       invalid_delta; only when failed: "exception"; only when ok and the
                       event was shipped as a delta: "value", the value it built (P6)
-    forwarded         {"kind", "site", "sender", "event"} R22, right after the `applied`
-                      of that event, one per sender that queued it, in sorted id order
-    acked             {"kind", "sender", "batch_id", "removed"}
+    forwarded         {"kind", "site", "sender", "dispatcher", "event"} R22, right after
+                      the `applied` of that event, one per sender that queued it, in sorted
+                      id order; "dispatcher" the one that queued it (R29)
+    acked             {"kind", "sender", "dispatcher", "batch_id", "removed"}
                       R18, first observation of a deliver_ack; "removed" lists, in batch
                       order, the events that left the queue (all but invalid_delta ones)
-    dropped           {"kind", "sender", "event", "exception"}   R18, failed, no listener
-    dlq               {"kind", "sender", "event", "exception"}   R24, failed, dead-lettered
-    invalid_delta     {"kind", "sender", "event"}        R19, kept and converted to full
-                      (dropped / dlq / invalid_delta follow `acked`, in batch order)
-    timeout           {"kind", "sender", "batch_id", "events"}   R20
+    dropped           {"kind", "sender", "dispatcher", "event", "exception"}   R18, failed,
+                      no listener
+    dlq               {"kind", "sender", "dispatcher", "event", "exception"}   R24, failed,
+                      dead-lettered
+    invalid_delta     {"kind", "sender", "dispatcher", "event"}  R19, kept and converted
+                      to full (dropped / dlq / invalid_delta follow `acked`, in batch order)
+    timeout           {"kind", "sender", "dispatcher", "batch_id", "events"}   R20
     redelivery        {"kind", "sender", "event", "outcome"}      R26 (v1.2), one per
                       selected record in queue order; outcome requeued|superseded|
                       unrecoverable
 
-Order within one step (§3): the operation's own observations; then, for `tick`, the
-timeouts of R20 in sorted sender id order; then the flushes of R15 (`sent` or
-`connection_failed`) in sorted sender id order. `settle` returns the concatenated
-observations of its inner operations.
+Order within one step (§3, §16.2): the operation's own observations; then, for `tick`,
+the timeouts of R20 per (sender id, dispatcher index) in that order; then the flushes of
+R15/R30 (`sent` or `connection_failed`) per (sender id, dispatcher index). `settle`
+returns the concatenated observations of its inner operations. v2.0 (§16.6): every
+sender-scoped kind but `redelivery` names its `dispatcher` (0 for a sender with one);
+`applied` does not (its `deliver` names the sender and dispatcher).
 """
 
 from __future__ import annotations

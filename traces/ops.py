@@ -36,6 +36,7 @@ class Put:
     site: int
     key: str
     value: Value
+    thread: int = 0  # v2.0 (R27): the client thread, read only by order_policy "thread"
     op = "put"
 
 
@@ -44,6 +45,7 @@ class Delta:
     site: int
     key: str
     changes: Value
+    thread: int = 0
     op = "delta"
 
 
@@ -51,6 +53,7 @@ class Delta:
 class Destroy:
     site: int
     key: str
+    thread: int = 0
     op = "destroy"
 
 
@@ -58,6 +61,7 @@ class Destroy:
 class PutAll:
     site: int
     entries: Mapping[str, Value]
+    thread: int = 0
     op = "putall"
 
 
@@ -70,24 +74,28 @@ class Tick:
 @dataclass(frozen=True, slots=True)
 class Deliver:
     sender: str
+    dispatcher: int = 0  # v2.0 (R29): which of the sender's dispatchers
     op = "deliver"
 
 
 @dataclass(frozen=True, slots=True)
 class DeliverAck:
     sender: str
+    dispatcher: int = 0  # v2.0 (R29): which of the sender's dispatchers
     op = "deliver_ack"
 
 
 @dataclass(frozen=True, slots=True)
 class Drop:
     sender: str
+    dispatcher: int = 0  # v2.0 (R29): which of the sender's dispatchers
     op = "drop"
 
 
 @dataclass(frozen=True, slots=True)
 class DropAck:
     sender: str
+    dispatcher: int = 0  # v2.0 (R29): which of the sender's dispatchers
     op = "drop_ack"
 
 
@@ -166,12 +174,18 @@ OP_TYPES: dict[str, type[Op]] = {
 OP_NAMES: tuple[str, ...] = tuple(OP_TYPES)
 
 
+OMITTED_AT_ZERO = frozenset({"thread", "dispatcher"})
+"""v2.0's optional counts, left out of a trace line when 0 (their default): a v1.2
+operation is written as the same text as before."""
+
+
 def op_to_json(op: Op) -> dict[str, Any]:
-    """The trace line of an operation: `{"op": name, ...fields}`, all fields explicit."""
+    """The trace line of an operation: `{"op": name, ...fields}`, all fields explicit
+    except an absent `events` (R26: every record) and a `thread` or `dispatcher` of 0."""
     out: dict[str, Any] = {"op": op.op}
     for name in op.__dataclass_fields__:
         value = getattr(op, name)
-        if value is None:
+        if value is None or (value == 0 and name in OMITTED_AT_ZERO):
             continue  # an optional field left out (R26's `events`: every record)
         if isinstance(value, Mapping):
             value = {k: dict(v) if isinstance(v, Mapping) else v for k, v in value.items()}
@@ -184,15 +198,15 @@ def op_to_json(op: Op) -> dict[str, Any]:
 # Field kinds: what each field of each operation must hold (also read by the trace reader's
 # fast decoder, `traces.tracefile`, which builds its typed schema from this table).
 FIELD_KINDS: dict[str, dict[str, str]] = {
-    "put": {"site": "site", "key": "key", "value": "value"},
-    "delta": {"site": "site", "key": "key", "changes": "value"},
-    "destroy": {"site": "site", "key": "key"},
-    "putall": {"site": "site", "entries": "entries"},
+    "put": {"site": "site", "key": "key", "value": "value", "thread": "count?"},
+    "delta": {"site": "site", "key": "key", "changes": "value", "thread": "count?"},
+    "destroy": {"site": "site", "key": "key", "thread": "count?"},
+    "putall": {"site": "site", "entries": "entries", "thread": "count?"},
     "tick": {"ms": "positive"},
-    "deliver": {"sender": "sender"},
-    "deliver_ack": {"sender": "sender"},
-    "drop": {"sender": "sender"},
-    "drop_ack": {"sender": "sender"},
+    "deliver": {"sender": "sender", "dispatcher": "count?"},
+    "deliver_ack": {"sender": "sender", "dispatcher": "count?"},
+    "drop": {"sender": "sender", "dispatcher": "count?"},
+    "drop_ack": {"sender": "sender", "dispatcher": "count?"},
     "site_down": {"site": "site"},
     "site_up": {"site": "site", "wipe": "bool?"},
     "fail": {"site": "site", "key": "key", "exception": "name", "times": "positive"},
@@ -220,7 +234,7 @@ def _value(raw: Any, field: str) -> Value:
 
 
 def _check(kind: str, raw: Any, field: str, config: Config) -> Any:
-    if kind in ("site", "positive") and (problem := int64_error(raw)):
+    if kind in ("site", "positive", "count?") and (problem := int64_error(raw)):
         raise OpError(field, problem)
     if kind == "site":
         if not isinstance(raw, int) or isinstance(raw, bool):
@@ -250,6 +264,12 @@ def _check(kind: str, raw: Any, field: str, config: Config) -> Any:
             raise OpError(field, f"must be an integer > 0, got {json_kind(raw)}")
         if raw <= 0:
             raise OpError(field, f"must be an integer > 0, got {raw}")
+        return raw
+    if kind == "count?":
+        if not isinstance(raw, int) or isinstance(raw, bool):
+            raise OpError(field, f"must be an integer >= 0, got {json_kind(raw)}")
+        if raw < 0:
+            raise OpError(field, f"must be an integer >= 0, got {raw}")
         return raw
     if kind == "bool?":
         if not isinstance(raw, bool):
@@ -293,4 +313,18 @@ def parse_op(raw: Any, config: Config) -> Op:
                 continue
             raise OpError(field, f"missing (required by {name!r})")
         args[field] = _check(kind, raw[field], field, config)
+    if "dispatcher" in args:
+        check_dispatcher(config, args["sender"], args["dispatcher"])
     return OP_TYPES[name](**args)
+
+
+def check_dispatcher(config: Config, sender: str, dispatcher: int) -> None:
+    """§16.2: a dispatcher index the sender does not have is a malformed operation."""
+    count = config.sender(sender).dispatcher_threads
+    if dispatcher >= count:
+        valid = "0" if count == 1 else f"0..{count - 1}"
+        raise OpError(
+            "dispatcher",
+            f"sender {sender!r} has no dispatcher {dispatcher}: it has "
+            f"{count} dispatcher thread{'s' if count > 1 else ''} ({valid}) (R29)",
+        )

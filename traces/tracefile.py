@@ -37,7 +37,16 @@ from traces.canonical import canonical_json
 from traces.config import INT64_MAX, INT64_MIN, Config, JsonNumber, parse_config
 from traces.errors import ConfigError, TraceError
 from traces.files import read_chunks
-from traces.ops import FIELD_KINDS, OP_TYPES, Op, OpError, Tick, op_to_json, parse_op
+from traces.ops import (
+    FIELD_KINDS,
+    OMITTED_AT_ZERO,
+    OP_TYPES,
+    Op,
+    OpError,
+    Tick,
+    op_to_json,
+    parse_op,
+)
 from traces.outputs import write_text_atomically
 
 BOM = "\ufeff"  # accepted at the start of a file, as RFC 8259 §8.1 allows a parser to
@@ -351,6 +360,7 @@ def fast_path(config: Config) -> Callable[[bytes | str], Op | None]:
     encode = _ENCODER.encode
     astuple = msgspec.structs.astuple
     unset = msgspec.UNSET
+    dispatchers = {s.id: s.dispatcher_threads for s in config.senders}
 
     def fast(line: bytes | str) -> Op | None:
         if type(line) is not bytes:
@@ -380,6 +390,9 @@ def fast_path(config: Config) -> Callable[[bytes | str], Op | None]:
         names = op_type.__dataclass_fields__
         values = astuple(struct)
         op = op_type(**{n: v for n, v in zip(names, values, strict=True) if v is not unset})
+        dispatcher = getattr(op, "dispatcher", 0)
+        if dispatcher and dispatcher >= dispatchers[op.sender]:  # type: ignore[union-attr]
+            return None  # §16.2: malformed; the precise validator says so
         return op
 
     return fast
@@ -398,6 +411,7 @@ def _fast_decoder(
         "key": str,
         "name": Annotated[str, msgspec.Meta(min_length=1)],
         "positive": Annotated[int, msgspec.Meta(gt=0, le=INT64_MAX)],
+        "count?": Annotated[int, msgspec.Meta(ge=0, le=INT64_MAX)],
         "bool?": bool,
         "value": _VALUE,
         "entries": dict[str, _VALUE],
@@ -443,8 +457,8 @@ def op_line(op: Op) -> str:
     out: dict[str, Any] = {"op": op.op}
     for name in _FIELD_NAMES[type(op)]:
         value = getattr(op, name)
-        if value is not None:  # an optional field left out, as `op_to_json` does
-            out[name] = value
+        if value is not None and not (value == 0 and name in OMITTED_AT_ZERO):
+            out[name] = value  # an optional field left out as `op_to_json` does
     try:
         data = _ENCODER.encode(out)
     except (TypeError, OverflowError, msgspec.EncodeError):  # a Mapping that is no dict, ...

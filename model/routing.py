@@ -1,0 +1,54 @@
+"""Where an event goes: R28 (the bucket of a key) and R29 (the dispatcher of a sender).
+
+Written as the spec says it, for the reader to check against it: Java's
+`String.hashCode` over UTF-16 code units in signed 32-bit arithmetic, Java's `%`
+(which truncates toward zero, so `|x rem n| == |x| mod n`), then the order policies.
+"""
+
+from __future__ import annotations
+
+from traces.config import Config, SenderConfig
+
+
+def java_hash(key: str) -> int:
+    """Java's `String.hashCode`: `h = 31*h + c` for each UTF-16 code unit `c`, as a
+    signed 32-bit integer (a key outside the BMP counts its two surrogates)."""
+    units = key.encode("utf-16-be", "surrogatepass")
+    h = 0
+    for i in range(0, len(units), 2):
+        h = (31 * h + (units[i] << 8 | units[i + 1])) & 0xFFFFFFFF
+    return h - (1 << 32) if h >= 1 << 31 else h
+
+
+def java_abs_rem(x: int, n: int) -> int:
+    """`|x rem n|` with Java's truncating `%` (n > 0)."""
+    return abs(x) % n
+
+
+def bucket_of(config: Config, site: int, key: str) -> int | None:
+    """R28: the key's bucket at `site`, or None when the site's region is replicated."""
+    region = config.region(site)
+    if not region.partitioned:
+        return None
+    return java_abs_rem(java_hash(key), region.total_num_buckets)
+
+
+def dispatcher_of(sender: SenderConfig, key: str, thread: int, bucket: int | None) -> int:
+    """R29: the dispatcher of `sender` that queues an event of `key` written by client
+    thread `thread` (`bucket`: the key's bucket at the sender's site, or None)."""
+    count = sender.dispatcher_threads
+    if sender.parallel:
+        assert bucket is not None  # R27: a parallel sender's site is partitioned
+        return bucket % count
+    if count == 1:
+        return 0
+    if sender.order_policy == "thread":
+        return java_abs_rem(thread, count)
+    if sender.order_policy == "partition" and bucket is not None:
+        return java_abs_rem(bucket, count)
+    return java_abs_rem(java_hash(key), count)
+
+
+def owned_buckets(sender: SenderConfig, dispatcher: int, buckets: int) -> range:
+    """R31: the buckets a parallel dispatcher owns, ascending: d, d+N, d+2N, ... < B."""
+    return range(dispatcher, buckets, sender.dispatcher_threads)
