@@ -478,7 +478,7 @@ def test_good_trace_replays_with_exit_0(tmp_path: Path, capsys: pytest.CaptureFi
     assert (document["operations"], document["skipped"], document["converged"]) == (1, 0, False)
     state = document["state"]
     assert state["sites"]["1"]["entries"] == {"k": {"value": {"f": 1}, "version": [1, 0, 1]}}
-    assert state["senders"]["ny"]["queue"] == ["1:1"]
+    assert state["senders"]["ny"]["dispatchers"][0]["queue"] == ["1:1"]
 
 
 @pytest.mark.parametrize(

@@ -78,17 +78,29 @@ def test_the_fields_of_a_checkpoint_by_hand(name: str) -> None:
     assert state["sites"]["1"]["seq"] == 1
     assert state["sites"]["1"]["last_issued"] == 0
     sender = state["senders"]["ny"]
-    assert [event["event"] for event in sender["queue"]] == ["1:1"]
-    assert sender["queue"][0]["recipients"] == [1, 2]
-    assert sender["in_flight"] == {"batch_id": 1, "events": ["1:1"], "sent_at": 0}
-    assert sender["batch"]["batch_id"] == 1
-    assert sender["batch"]["events"][0]["as_delta"] is False
-    assert sender["last_batch_id"] == 1
+    assert [event["event"] for event in sender["dispatchers"][0]["queue"]] == ["1:1"]
+    assert sender["dispatchers"][0]["queue"][0]["recipients"] == [1, 2]
+    assert sender["dispatchers"][0]["in_flight"] == {
+        "batch_id": 1,
+        "events": ["1:1"],
+        "shipped": ["1:1"],
+        "sent_at": 0,
+    }
+    lane = sender["dispatchers"][0]
+    assert lane["batch"]["batch_id"] == 1
+    assert lane["batch"]["events"][0]["as_delta"] is False
+    assert lane["batch"]["events"][0]["thread"] == 0
+    assert lane["last_batch_id"] == 1
+    assert lane["memory_bytes"] == 7  # R35: size({"a":1})
+    assert sender["running"] is True and sender["paused"] is False
     run(engine, {"op": "deliver", "sender": "ny"})
     state = engine.checkpoint()["state"]
     assert state["sites"]["2"]["applied"] == {"1": [[1, 1]]}
-    assert state["senders"]["ny"]["batch"] is None
-    assert state["senders"]["ny"]["ack"] == {"batch_id": 1, "statuses": [["ok", None]]}
+    assert state["senders"]["ny"]["dispatchers"][0]["batch"] is None
+    assert state["senders"]["ny"]["dispatchers"][0]["ack"] == {
+        "batch_id": 1,
+        "statuses": [["ok", None]],
+    }
     run(engine, {"op": "fail", "site": 2, "key": "k", "times": 3, "exception": "E"})
     assert engine.checkpoint()["state"]["sites"]["2"]["failures"] == {
         "k": {"exception": "E", "remaining": 3}
@@ -103,7 +115,12 @@ def write(path: Path, doc: Any) -> Path:
 @pytest.mark.parametrize(
     ("change", "message"),
     [
-        (lambda d: d | {"version": 2}, "version: 2 is newer than this wanconform reads (1)"),
+        (lambda d: d | {"version": 3}, "version: 3 is newer than this wanconform reads (2)"),
+        (
+            lambda d: d | {"version": 1},
+            "version: 1 was written for SPEC v1.2 (one queue per sender); this wanconform "
+            "reads version 2",
+        ),
         (lambda d: d | {"format": "x"}, "format: not a checkpoint"),
         (lambda d: d | {"state": {**d["state"], "time": -1}}, "state.time: -1 is less than"),
         (lambda d: "{", "not JSON"),
@@ -131,8 +148,10 @@ def test_a_bad_checkpoint_file_is_one_line(tmp_path: Path, change: Any, message:
 @pytest.mark.parametrize("name", sorted(ENGINES))
 def test_an_inconsistent_checkpoint_is_refused(name: str) -> None:
     doc = run(model.Engine(CONFIG), {"op": "put", "site": 1, "key": "k", "value": {}}).checkpoint()
-    doc["state"]["senders"]["ny"]["in_flight"]["events"] = ["1:9"]  # not the queue's head
-    with pytest.raises(CheckpointError, match=r"in_flight\.events: not the queue's first events"):
+    doc["state"]["senders"]["ny"]["dispatchers"][0]["in_flight"]["events"] = [
+        "1:9"
+    ]  # not the queue's head
+    with pytest.raises(CheckpointError, match=r"dispatchers\[0\]\.in_flight\.events: not queued"):
         ENGINES[name].from_checkpoint(CONFIG, doc, "c.json")
     # R3: site 1 has issued one event (seq 1); site 2 cannot have applied 1:2 .. 1:2^32.
     doc = run(model.Engine(CONFIG), {"op": "put", "site": 1, "key": "k", "value": {}}).checkpoint()
@@ -154,7 +173,7 @@ def test_replay_from_a_bad_checkpoint_is_exit_2(
     path = write(tmp_path / "c.json", doc)
     assert main(["replay", str(trace), "--from", str(path)]) == 2
     err = capsys.readouterr().err
-    expected = f"{path}: version: 3 is newer than this wanconform reads (1); upgrade wanconform"
+    expected = f"{path}: version: 3 is newer than this wanconform reads (2); upgrade wanconform"
     assert err == f"wanconform: error: {expected}\n"
 
 
@@ -182,8 +201,8 @@ def test_replay_checkpoint_then_from_it_goes_on_where_it_stopped(
         assert main(argv) == 0
         result = json.loads(capsys.readouterr().out)
         sender = result["state"]["senders"]["ny"]
-        assert sender["queue"] == ["1:1", "1:2", "1:3"]
-        assert sender["in_flight"]["events"] == ["1:1"]
+        assert sender["dispatchers"][0]["queue"] == ["1:1", "1:2", "1:3"]
+        assert sender["dispatchers"][0]["in_flight"]["events"] == ["1:1"]
         assert sender["stats"]["batches_sent"] == 1
         site = result["state"]["sites"]["1"]
         assert sorted(site["entries"]) == ["k1", "k2", "k3"]

@@ -37,7 +37,7 @@ def dead_letters(engine: Engine, *keys: str) -> None:
 def record(event: str, key: str) -> dict[str, Any]:
     value = {"v": f"SECRET-{key}"}
     return {"event_id": event, "sender": "ny", "key": key, "op": "create", "exception": "E",
-            "version": [1, 0, 1], "value": value, "recipients": [1, 2]}  # fmt: skip
+            "version": [1, 0, 1], "value": value, "recipients": [1, 2], "thread": 0}  # fmt: skip
 
 
 def test_r24_records_are_in_the_file_and_a_new_engine_recovers_them(tmp_path: Path) -> None:

@@ -43,8 +43,8 @@ def test_batching_by_size(run_example: Any) -> None:
     ]
     assert r.steps[10] == [acked("ny", 2, ["1:4", "1:5", "1:6"])]
     ny = r.state["senders"]["ny"]
-    assert ny["queue"] == ["1:7"]  # 1 < 3 and age 0 < 1000: not yet
-    assert ny["in_flight"] is None
+    assert ny["dispatchers"][0]["queue"] == ["1:7"]  # 1 < 3 and age 0 < 1000: not yet
+    assert ny["dispatchers"][0]["in_flight"] is None
     assert ny["stats"] == sender_stats(batches_sent=2, events_sent=6, bytes_full=42)
     site1, site2 = r.state["sites"]["1"]["entries"], r.state["sites"]["2"]["entries"]
     assert sorted(site2) == ["a", "b", "c", "d", "e", "f"]
@@ -78,7 +78,13 @@ def test_failed_event_dropped(run_example: Any) -> None:
     ]
     assert r.steps[5] == [
         acked("ny", 1, ["1:1", "1:2", "1:3"]),
-        {"kind": "dropped", "sender": "ny", "event": "1:2", "exception": "IOException"},
+        {
+            "kind": "dropped",
+            "sender": "ny",
+            "dispatcher": 0,
+            "event": "1:2",
+            "exception": "IOException",
+        },
     ]
     assert sorted(r.state["sites"]["1"]["entries"]) == ["a", "b", "c"]
     assert sorted(r.state["sites"]["2"]["entries"]) == ["a", "c"]  # b is lost
@@ -88,7 +94,7 @@ def test_failed_event_dropped(run_example: Any) -> None:
         batches_sent=1, events_sent=3, bytes_full=21, events_dropped=1
     )
     assert ny["dlq"] == []
-    assert ny["queue"] == []
+    assert ny["dispatchers"][0]["queue"] == []
 
 
 @pytest.mark.parametrize(
@@ -102,13 +108,19 @@ def test_failed_event_dead_lettered(run_example: Any, name: str, value: Obs) -> 
     r = run_example(name)
     assert r.steps[5] == [
         acked("ny", 1, ["1:1", "1:2", "1:3"]),
-        {"kind": "dlq", "sender": "ny", "event": "1:2", "exception": "IOException"},
+        {
+            "kind": "dlq",
+            "sender": "ny",
+            "dispatcher": 0,
+            "event": "1:2",
+            "exception": "IOException",
+        },
     ]
     ny = r.state["senders"]["ny"]
     assert ny["dlq"] == [
         {"event_id": "1:2", "sender": "ny", "key": "b", "op": "create",
          "exception": "IOException", "version": [1, 0, 1], **value,
-         "recipients": [1, 2]},  # R11: {origin 1} and ny's remote 2 (v1.2 keeps them)
+         "recipients": [1, 2], "thread": 0},  # R11: {origin 1} and ny's remote 2 (v1.2)
     ]  # fmt: skip
     assert ny["stats"] == sender_stats(batches_sent=1, events_sent=3, bytes_full=21, dlq_records=1)
     assert sorted(r.state["sites"]["2"]["entries"]) == ["a", "c"]
@@ -139,7 +151,13 @@ def test_lost_ack_resend(run_example: Any) -> None:
     r = run_example("lost_ack_resend")  # ack_timeout 2000, retry_interval 500
     assert r.steps[5] == []  # now 1000 < 0 + 2000
     assert r.steps[6] == [
-        {"kind": "timeout", "sender": "ny", "batch_id": 1, "events": ["1:1", "1:2", "1:3"]}
+        {
+            "kind": "timeout",
+            "sender": "ny",
+            "dispatcher": 0,
+            "batch_id": 1,
+            "events": ["1:1", "1:2", "1:3"],
+        }
     ]
     assert r.steps[7] == [sent("ny", 2, ["1:1", "1:2", "1:3"], 21, 0, 3)]  # at 2000 + 500
     assert r.steps[8] == [
@@ -151,8 +169,8 @@ def test_lost_ack_resend(run_example: Any) -> None:
     assert ny["stats"] == sender_stats(
         batches_sent=2, events_sent=6, events_resent=3, bytes_full=42, batches_timed_out=1
     )
-    assert ny["queue"] == [] and ny["in_flight"] is None
-    assert ny["next_retry_at"] == 2500
+    assert ny["dispatchers"][0]["queue"] == [] and ny["dispatchers"][0]["in_flight"] is None
+    assert ny["dispatchers"][0]["next_retry_at"] == 2500
     assert r.state["sites"]["2"]["stats"] == site_stats(applied=3, duplicates=3)
     assert r.state["sites"]["1"]["entries"] == r.state["sites"]["2"]["entries"]
     assert len(r.state["sites"]["2"]["entries"]) == 3
@@ -162,9 +180,13 @@ def test_lost_ack_resend(run_example: Any) -> None:
 def test_site_down_and_back(run_example: Any) -> None:
     r = run_example("site_down_and_back")  # ack_timeout 1000, retry_interval 500
     assert r.steps[2] == [{"kind": "skipped", "op": "put"}]  # site 2 is down
-    assert r.steps[4] == [{"kind": "timeout", "sender": "ny", "batch_id": 1, "events": ["1:1"]}]
+    assert r.steps[4] == [
+        {"kind": "timeout", "sender": "ny", "dispatcher": 0, "batch_id": 1, "events": ["1:1"]}
+    ]
     # now 1500 >= next_retry_at 1500, remote still down
-    assert r.steps[5] == [{"kind": "connection_failed", "sender": "ny", "remote": 2}]
+    assert r.steps[5] == [
+        {"kind": "connection_failed", "sender": "ny", "dispatcher": 0, "remote": 2}
+    ]
     assert r.steps[6] == []  # site_up at 1500 < next_retry_at 2000
     assert r.steps[7] == [sent("ny", 2, ["1:1"], 7, 0, 1)]
     assert r.steps[8] == [
@@ -194,7 +216,7 @@ def test_delta_and_full_fallback_after_wipe(run_example: Any) -> None:
     assert r.steps[9] == [applied(2, "ny", "1:3", "k", "invalid_delta")]  # wiped: no base
     assert r.steps[10] == [
         acked("ny", 3, []),
-        {"kind": "invalid_delta", "sender": "ny", "event": "1:3"},
+        {"kind": "invalid_delta", "sender": "ny", "dispatcher": 0, "event": "1:3"},
         sent("ny", 4, ["1:3"], 25),  # '{"name":"widget","qty":3}' = 25
     ]
     assert r.steps[11] == [applied(2, "ny", "1:3", "k", "ok")]
@@ -241,10 +263,10 @@ def test_forwarding_ring(run_example: Any) -> None:
     forwarded = [o for o in r.observations if o["kind"] == "forwarded"]
     # each event is forwarded once, by the second site on its way; never back to its origin
     assert forwarded == [
-        {"kind": "forwarded", "site": 2, "sender": "r23", "event": "1:1"},
-        {"kind": "forwarded", "site": 3, "sender": "r31", "event": "2:1"},
-        {"kind": "forwarded", "site": 1, "sender": "r12", "event": "3:1"},
-        {"kind": "forwarded", "site": 2, "sender": "r23", "event": "1:2"},
+        {"kind": "forwarded", "site": 2, "sender": "r23", "dispatcher": 0, "event": "1:1"},
+        {"kind": "forwarded", "site": 3, "sender": "r31", "dispatcher": 0, "event": "2:1"},
+        {"kind": "forwarded", "site": 1, "sender": "r12", "dispatcher": 0, "event": "3:1"},
+        {"kind": "forwarded", "site": 2, "sender": "r23", "dispatcher": 0, "event": "1:2"},
     ]
     events_sent = {s: r.state["senders"][s]["stats"]["events_sent"] for s in ("r12", "r23", "r31")}
     assert events_sent == {"r12": 3, "r23": 3, "r31": 2}

@@ -75,7 +75,30 @@ SENDER_STATS_ZERO = {
     "redelivered": 0,  # R26 (v1.2)
     "redelivery_superseded": 0,
     "redelivery_unrecoverable": 0,
+    "events_conflated_in_queue": 0,  # v2.0 (§16.6)
+    "events_conflated_from_batches": 0,
+    "conflation_full_values": 0,
+    "events_lost_on_restart": 0,
+    "events_not_queued_stopped": 0,
+    "events_discarded_clean_start": 0,
+    "events_exceeding_alert_threshold": 0,
+    "entries_overflowed": 0,
+    "bytes_overflowed": 0,
 }
+
+
+IDLE_DISPATCHER = {
+    "queue": [],
+    "resend": [],
+    "cursor": None,
+    "in_flight": None,
+    "next_retry_at": 0,
+    "network": {"batch": False, "ack": False},
+    "recovered": [],
+    "on_disk": [],
+    "memory_bytes": 0,
+}
+"""A serial dispatcher with nothing to do (§16.6)."""
 
 
 def two_sites(**sender: Any) -> Config:
@@ -103,7 +126,7 @@ def run(engine: Engine, *ops: Op) -> list[Observation]:
 # ---------------------------------------------------------------------- observable state
 
 
-def test_initial_state_has_the_exact_shape_of_spec_section_10() -> None:
+def test_initial_state_has_the_exact_shape_of_spec_section_16_6() -> None:
     engine = Engine(two_sites())
     assert engine.observe() == {
         "time": 0,
@@ -125,10 +148,9 @@ def test_initial_state_has_the_exact_shape_of_spec_section_10() -> None:
         },
         "senders": {
             "ny": {
-                "queue": [],
-                "in_flight": None,
-                "next_retry_at": 0,
-                "network": {"batch": False, "ack": False},
+                "running": True,
+                "paused": False,
+                "dispatchers": [IDLE_DISPATCHER],
                 "stats": SENDER_STATS_ZERO,
                 "dlq": [],
             }
@@ -142,10 +164,10 @@ def test_observe_returns_copies_that_do_not_alias_the_state() -> None:
     state = engine.observe()
     state["sites"]["1"]["entries"]["k"]["value"]["a"] = 99
     state["sites"]["1"]["stats"]["applied"] = 99
-    state["senders"]["ny"]["queue"].clear()
+    state["senders"]["ny"]["dispatchers"][0]["queue"].clear()
     assert engine.observe()["sites"]["1"]["entries"]["k"]["value"] == {"a": 1}
     assert engine.observe()["sites"]["1"]["stats"]["applied"] == 0
-    assert engine.observe()["senders"]["ny"]["queue"] == ["1:1"]
+    assert engine.observe()["senders"]["ny"]["dispatchers"][0]["queue"] == ["1:1"]
 
 
 def test_section10_observations_are_plain_json_whatever_mapping_an_operation_carries() -> None:
@@ -186,6 +208,7 @@ def test_observe_copies_dead_letter_records_too() -> None:
             "version": [1, 0, 1],  # R9: a create at time 0 by site 1
             "value": {"a": 1},
             "recipients": [1, 2],  # R11: origin 1 and ny's remote 2 (v1.2)
+            "thread": 0,  # v2.0: the event's client thread
         }
     ]
 
@@ -205,18 +228,25 @@ def test_r11_r15_r16_r18_one_batch_end_to_end() -> None:
         sent("ny", 1, ["1:1", "1:2"], bytes_full=16),
     ]
     mid = engine.observe()
-    assert mid["senders"]["ny"]["queue"] == ["1:1", "1:2"]  # R12: peek does not remove
-    assert mid["senders"]["ny"]["in_flight"] == {
+    assert mid["senders"]["ny"]["dispatchers"][0]["queue"] == [
+        "1:1",
+        "1:2",
+    ]  # R12: peek does not remove
+    assert mid["senders"]["ny"]["dispatchers"][0]["in_flight"] == {
         "batch_id": 1,
         "events": ["1:1", "1:2"],
+        "shipped": ["1:1", "1:2"],
         "sent_at": 0,
     }
-    assert mid["senders"]["ny"]["network"] == {"batch": True, "ack": False}
+    assert mid["senders"]["ny"]["dispatchers"][0]["network"] == {"batch": True, "ack": False}
     assert engine.apply(Deliver("ny")) == [
         applied(2, "ny", "1:1", "a", "ok"),
         applied(2, "ny", "1:2", "b", "ok"),
     ]
-    assert engine.observe()["senders"]["ny"]["network"] == {"batch": False, "ack": True}
+    assert engine.observe()["senders"]["ny"]["dispatchers"][0]["network"] == {
+        "batch": False,
+        "ack": True,
+    }
     assert engine.apply(DeliverAck("ny")) == [acked("ny", 1, ["1:1", "1:2"])]
     entries = {
         "a": {"value": {"x": 1}, "version": [1, 0, 1]},
@@ -242,10 +272,9 @@ def test_r11_r15_r16_r18_one_batch_end_to_end() -> None:
         },
         "senders": {
             "ny": {
-                "queue": [],
-                "in_flight": None,
-                "next_retry_at": 0,
-                "network": {"batch": False, "ack": False},
+                "running": True,
+                "paused": False,
+                "dispatchers": [IDLE_DISPATCHER],
                 "stats": sender_stats(batches_sent=1, events_sent=2, bytes_full=16),
                 "dlq": [],
             }
@@ -259,7 +288,7 @@ def test_r15_batch_time_interval_is_inclusive() -> None:
     assert engine.apply(Tick(999)) == []
     # now - enqueued_at == 1000 >= batch_time_interval_ms; '{}' is 2 bytes.
     assert engine.apply(Tick(1)) == [sent("ny", 1, ["1:1"], bytes_full=2)]
-    assert engine.observe()["senders"]["ny"]["in_flight"]["sent_at"] == 1000
+    assert engine.observe()["senders"]["ny"]["dispatchers"][0]["in_flight"]["sent_at"] == 1000
 
 
 def test_r15_one_batch_in_flight_and_batch_size_prefix() -> None:
@@ -272,7 +301,7 @@ def test_r15_one_batch_in_flight_and_batch_size_prefix() -> None:
         acked("ny", 1, ["1:1", "1:2"]),
         sent("ny", 2, ["1:3", "1:4"], bytes_full=14),
     ]
-    assert engine.observe()["senders"]["ny"]["queue"] == ["1:3", "1:4", "1:5"]
+    assert engine.observe()["senders"]["ny"]["dispatchers"][0]["queue"] == ["1:3", "1:4", "1:5"]
 
 
 # ---------------------------------------------------------------------- skipped ops
@@ -317,11 +346,11 @@ def test_section3_skipped_op_does_not_flush_but_enabled_one_does() -> None:
     engine.apply(SiteDown(2))
     assert engine.apply(Put(1, "k", {"a": 1})) == [
         enqueued(1, "1:1", "k", "create", [1, 0, 1], {"a": 1}, ["ny"]),
-        {"kind": "connection_failed", "sender": "ny", "remote": 2},
+        {"kind": "connection_failed", "sender": "ny", "dispatcher": 0, "remote": 2},
     ]
     assert engine.apply(Deliver("ny")) == [{"kind": "skipped", "op": "deliver"}]
     assert engine.apply(Fail(2, "x", "E", 1)) == [
-        {"kind": "connection_failed", "sender": "ny", "remote": 2}
+        {"kind": "connection_failed", "sender": "ny", "dispatcher": 0, "remote": 2}
     ]
     assert engine.observe()["senders"]["ny"]["stats"] == sender_stats(connection_failures=2)
 
@@ -504,7 +533,7 @@ def test_r19_invalid_delta_is_kept_converted_and_resent_full() -> None:
     assert engine.apply(Deliver("ny")) == [applied(2, "ny", "1:1", "k", "failed", exception="Boom")]
     assert engine.apply(DeliverAck("ny")) == [
         acked("ny", 1, ["1:1"]),
-        {"kind": "dropped", "sender": "ny", "event": "1:1", "exception": "Boom"},
+        {"kind": "dropped", "sender": "ny", "dispatcher": 0, "event": "1:1", "exception": "Boom"},
     ]
     assert engine.apply(Delta(1, "k", {"a": 2})) == [  # R9: now 0 <= 0 -> ts 1
         enqueued(1, "1:2", "k", "update", [2, 1, 1], {"a": 2}, ["ny"]),
@@ -514,7 +543,7 @@ def test_r19_invalid_delta_is_kept_converted_and_resent_full() -> None:
     assert engine.apply(Deliver("ny")) == [applied(2, "ny", "1:2", "k", "invalid_delta")]
     assert engine.apply(DeliverAck("ny")) == [
         acked("ny", 2, []),
-        {"kind": "invalid_delta", "sender": "ny", "event": "1:2"},
+        {"kind": "invalid_delta", "sender": "ny", "dispatcher": 0, "event": "1:2"},
         sent("ny", 3, ["1:2"], bytes_full=7),  # converted: its full value this time
     ]
     assert engine.apply(Deliver("ny")) == [applied(2, "ny", "1:2", "k", "ok")]
@@ -546,11 +575,11 @@ def test_r19_invalid_deltas_stay_at_the_queue_head_in_batch_order() -> None:
     ]
     assert engine.apply(DeliverAck("ny")) == [
         acked("ny", 2, ["1:5"]),
-        {"kind": "invalid_delta", "sender": "ny", "event": "1:4"},
-        {"kind": "invalid_delta", "sender": "ny", "event": "1:6"},
+        {"kind": "invalid_delta", "sender": "ny", "dispatcher": 0, "event": "1:4"},
+        {"kind": "invalid_delta", "sender": "ny", "dispatcher": 0, "event": "1:6"},
         sent("ny", 3, ["1:4", "1:6", "1:7"], bytes_full=21),
     ]
-    assert engine.observe()["senders"]["ny"]["queue"] == ["1:4", "1:6", "1:7"]
+    assert engine.observe()["senders"]["ny"]["dispatchers"][0]["queue"] == ["1:4", "1:6", "1:7"]
 
 
 # ---------------------------------------------------------------------- R16 receiver
@@ -563,12 +592,12 @@ def test_r20_timeout_resend_is_a_possible_duplicate_and_r16_1_skips_it() -> None
     assert engine.apply(DropAck("ny")) == []
     assert engine.apply(Tick(9_999)) == []
     assert engine.apply(Tick(1)) == [
-        {"kind": "timeout", "sender": "ny", "batch_id": 1, "events": ["1:1"]}
+        {"kind": "timeout", "sender": "ny", "dispatcher": 0, "batch_id": 1, "events": ["1:1"]}
     ]
     state = engine.observe()["senders"]["ny"]
-    assert state["in_flight"] is None
-    assert state["next_retry_at"] == 15_000
-    assert state["queue"] == ["1:1"]
+    assert state["dispatchers"][0]["in_flight"] is None
+    assert state["dispatchers"][0]["next_retry_at"] == 15_000
+    assert state["dispatchers"][0]["queue"] == ["1:1"]
     assert engine.apply(Tick(4_999)) == []
     assert engine.apply(Tick(1)) == [sent("ny", 2, ["1:1"], bytes_full=7, events_resent=1)]
     assert engine.apply(Deliver("ny")) == [applied(2, "ny", "1:1", "k", "duplicate")]
@@ -583,13 +612,16 @@ def test_r20_timeout_resend_is_a_possible_duplicate_and_r16_1_skips_it() -> None
 def test_r20_timeout_also_removes_a_pending_ack_and_needs_the_site_up() -> None:
     engine = Engine(two_sites(batch_size=1, ack_timeout_ms=100))
     run(engine, Put(1, "k", {"a": 1}), Deliver("ny"))
-    assert engine.observe()["senders"]["ny"]["network"] == {"batch": False, "ack": True}
+    assert engine.observe()["senders"]["ny"]["dispatchers"][0]["network"] == {
+        "batch": False,
+        "ack": True,
+    }
     run(engine, SiteDown(1))  # removes the ack message; in_flight stays
-    assert engine.observe()["senders"]["ny"]["in_flight"] is not None
+    assert engine.observe()["senders"]["ny"]["dispatchers"][0]["in_flight"] is not None
     assert engine.apply(Tick(100)) == []  # the sender's site is down: no timeout
     run(engine, SiteUp(1))
     assert engine.apply(Tick(1)) == [
-        {"kind": "timeout", "sender": "ny", "batch_id": 1, "events": ["1:1"]}
+        {"kind": "timeout", "sender": "ny", "dispatcher": 0, "batch_id": 1, "events": ["1:1"]}
     ]
 
 
@@ -650,7 +682,7 @@ def test_r16_3_conflict_resolution_between_two_origins() -> None:
     assert state["sites"]["1"]["entries"]["k"] == {"value": {"v": 2}, "version": [1, 0, 2]}
     assert state["sites"]["2"]["stats"] == site_stats(conflicts=1)
     # R22: b's event is not offered back to site 2 (a.remote == 2 is in its recipients).
-    assert state["senders"]["a"]["queue"] == ["1:1"]
+    assert state["senders"]["a"]["dispatchers"][0]["queue"] == ["1:1"]
 
 
 def test_r16_3_same_dsid_older_tag_arriving_late_is_a_conflict() -> None:
@@ -709,7 +741,7 @@ def test_r24_dead_letter_record_and_p7_secure_omits_the_value(secure: bool) -> N
     run(engine, Fail(2, "k", "Poison", 1), Put(1, "k", {"a": 1}), Deliver("ny"))
     assert engine.apply(DeliverAck("ny")) == [
         acked("ny", 1, ["1:1"]),
-        {"kind": "dlq", "sender": "ny", "event": "1:1", "exception": "Poison"},
+        {"kind": "dlq", "sender": "ny", "dispatcher": 0, "event": "1:1", "exception": "Poison"},
     ]
     record: dict[str, Any] = {
         "event_id": "1:1",
@@ -719,6 +751,7 @@ def test_r24_dead_letter_record_and_p7_secure_omits_the_value(secure: bool) -> N
         "exception": "Poison",
         "version": [1, 0, 1],
         "recipients": [1, 2],  # R11: origin 1 and ny's remote 2 (v1.2)
+        "thread": 0,  # v2.0: the event's client thread
     }
     if not secure:
         record["value"] = {"a": 1}
@@ -743,6 +776,7 @@ def test_r24_dead_letter_of_a_destroy_has_a_null_value() -> None:
             "version": [2, 1, 1],  # R9: now 0 <= 0 -> ts 1
             "value": None,
             "recipients": [1, 2],
+            "thread": 0,
         }
     ]
 
@@ -754,9 +788,9 @@ def test_r21_remote_down_connection_fails_and_retries_after_the_interval() -> No
     engine = Engine(two_sites(batch_size=1))
     run(engine, SiteDown(2))
     assert engine.apply(Put(1, "k", {"a": 1}))[1:] == [
-        {"kind": "connection_failed", "sender": "ny", "remote": 2}
+        {"kind": "connection_failed", "sender": "ny", "dispatcher": 0, "remote": 2}
     ]
-    assert engine.observe()["senders"]["ny"]["next_retry_at"] == 5_000
+    assert engine.observe()["senders"]["ny"]["dispatchers"][0]["next_retry_at"] == 5_000
     assert engine.apply(SiteUp(2)) == []  # now 0 < next_retry_at
     assert engine.apply(Tick(5_000)) == [sent("ny", 1, ["1:1"], bytes_full=7)]
 
@@ -766,8 +800,8 @@ def test_r21_site_down_removes_messages_to_and_from_it() -> None:
     run(engine, Put(1, "k", {"a": 1}))
     assert engine.apply(SiteDown(2)) == []
     sender = engine.observe()["senders"]["ny"]
-    assert sender["network"] == {"batch": False, "ack": False}
-    assert sender["in_flight"] == {"batch_id": 1, "events": ["1:1"], "sent_at": 0}
+    assert sender["dispatchers"][0]["network"] == {"batch": False, "ack": False}
+    assert sender["dispatchers"][0]["in_flight"] == {"batch_id": 1, "events": ["1:1"], "shipped": ["1:1"], "sent_at": 0}
     assert engine.apply(Deliver("ny")) == [{"kind": "skipped", "op": "deliver"}]
 
 
@@ -787,10 +821,9 @@ def test_r21_wipe_starts_a_new_system_but_keeps_counters_seq_and_batch_ids() -> 
         "stats": SITE_STATS_ZERO,
     }
     assert state["senders"]["ny"] == {
-        "queue": [],
-        "in_flight": None,
-        "next_retry_at": 0,
-        "network": {"batch": False, "ack": False},
+        "running": True,
+        "paused": False,
+        "dispatchers": [IDLE_DISPATCHER],  # R21 (v2.0): as new; batch ids go on (R15)
         "stats": sender_stats(batches_sent=3, events_sent=3, bytes_full=21, dlq_records=1),
         "dlq": [
             {
@@ -802,6 +835,7 @@ def test_r21_wipe_starts_a_new_system_but_keeps_counters_seq_and_batch_ids() -> 
                 "version": [1, 0, 1],
                 "value": {"a": 1},
                 "recipients": [1, 2],
+                "thread": 0,
             }
         ],
     }
@@ -837,10 +871,10 @@ def test_r22_forwarding_skips_the_origin_and_known_recipients() -> None:
     run(engine, Put(1, "k", {"v": 1}))
     assert engine.apply(Deliver("a")) == [
         applied(2, "a", "1:1", "k", "ok"),
-        {"kind": "forwarded", "site": 2, "sender": "b", "event": "1:1"},
+        {"kind": "forwarded", "site": 2, "sender": "b", "dispatcher": 0, "event": "1:1"},
         sent("b", 1, ["1:1"], bytes_full=7),
     ]
-    assert engine.observe()["senders"]["c"]["queue"] == []
+    assert engine.observe()["senders"]["c"]["dispatchers"][0]["queue"] == []
     assert engine.apply(Deliver("b")) == [applied(3, "b", "1:1", "k", "ok")]
 
 
@@ -867,7 +901,7 @@ def test_r22_ring_forwards_until_the_origin() -> None:
     engine = Engine(parse_config({"sites": [1, 2, 3], "senders": senders}))
     out = run(engine, Put(1, "k", {"v": 1}), Settle())
     assert [o for o in out if o["kind"] == "forwarded"] == [
-        {"kind": "forwarded", "site": 2, "sender": "r2", "event": "1:1"}
+        {"kind": "forwarded", "site": 2, "sender": "r2", "dispatcher": 0, "event": "1:1"}
     ]
     # Site 3's sender r3 goes back to the origin: never offered (R22).
     assert engine.observe()["sites"]["3"]["entries"]["k"]["version"] == [1, 0, 1]
@@ -892,7 +926,13 @@ def test_r25_settle_recovers_a_lost_batch_by_timeout() -> None:
     engine = Engine(two_sites(batch_size=1))
     run(engine, Put(1, "k", {"v": 1}), Drop("ny"))
     assert engine.apply(Settle()) == [
-        {"kind": "timeout", "sender": "ny", "batch_id": 1, "events": ["1:1"]},  # t=10000
+        {
+            "kind": "timeout",
+            "sender": "ny",
+            "dispatcher": 0,
+            "batch_id": 1,
+            "events": ["1:1"],
+        },  # t=10000
         sent("ny", 2, ["1:1"], bytes_full=7, events_resent=1),  # t=15000
         applied(2, "ny", "1:1", "k", "ok"),
         acked("ny", 2, ["1:1"]),
@@ -920,7 +960,7 @@ def test_r25_settle_leaves_down_sites_down() -> None:
     assert engine.apply(Settle()) == []
     state = engine.observe()
     assert state["sites"]["2"]["up"] is False
-    assert state["senders"]["ny"]["queue"] == ["1:1"]
+    assert state["senders"]["ny"]["dispatchers"][0]["queue"] == ["1:1"]
 
 
 def test_r25_settle_is_followed_by_the_flush_of_every_enabled_operation() -> None:
@@ -928,7 +968,9 @@ def test_r25_settle_is_followed_by_the_flush_of_every_enabled_operation() -> Non
     # shows with the remote down and retry_interval_ms 0 (a due sender fails again).
     engine = Engine(two_sites(batch_size=1, retry_interval_ms=0))
     run(engine, SiteDown(2), Put(1, "k", {"v": 1}))
-    assert engine.apply(Settle()) == [{"kind": "connection_failed", "sender": "ny", "remote": 2}]
+    assert engine.apply(Settle()) == [
+        {"kind": "connection_failed", "sender": "ny", "dispatcher": 0, "remote": 2}
+    ]
 
 
 def test_r25_settle_stops_after_its_operation_budget(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -940,7 +982,7 @@ def test_r25_settle_stops_after_its_operation_budget(monkeypatch: pytest.MonkeyP
         acked("ny", 1, ["1:1"]),  # inner operation 2: deliver_ack, then its flush
         sent("ny", 2, ["1:2"], bytes_full=7),
     ]
-    assert engine.observe()["senders"]["ny"]["queue"] == ["1:2", "1:3"]
+    assert engine.observe()["senders"]["ny"]["dispatchers"][0]["queue"] == ["1:2", "1:3"]
 
 
 def test_r25_settle_delivers_lowest_sender_id_first() -> None:

@@ -88,7 +88,10 @@ def test_P5_convergence_after_settle(trace: tuple[Config, list[Op]]) -> None:
     checker, violations, final = check_run(config, ops)
     assert violations == []
     for sender in final["senders"].values():  # settle with every site up leaves nothing
-        assert sender["queue"] == [] and sender["in_flight"] is None
+        assert (
+            sender["dispatchers"][0]["queue"] == []
+            and sender["dispatchers"][0]["in_flight"] is None
+        )
     verdicts = {v.property: v for v in checker.verdicts()}
     assert not any(v.status == "failed" for v in verdicts.values())
     lost = any(

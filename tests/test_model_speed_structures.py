@@ -1,6 +1,6 @@
 """The model's persistent containers (model/state.py): `AppliedIds` (R16.1's memory) and
-`Seq` (R12's queues, R24's dead letters), each against hand-derived values and, with
-Hypothesis, against a plain Python set or list; and the model against the impl on long
+`Seq` (R12's queues with R31's out-of-order removals, R24's dead letters), each against
+hand-derived values and, with Hypothesis, against a plain Python set or list; and the model against the impl on long
 steady traces whose sequence numbers cross several bitmap blocks (R16.1, P1)."""
 
 from __future__ import annotations
@@ -59,18 +59,22 @@ def test_r16_1_applied_ids_is_a_set_of_event_ids(
 def test_seq_hand_derived() -> None:
     empty: Seq[str] = Seq()
     abc = empty.append("a").append("b").append("c")
-    assert list(abc) == ["a", "b", "c"] and len(abc) == 3 and abc[0] == "a"
-    assert abc.prefix(2) == ("a", "b") and abc.prefix(9) == ("a", "b", "c")
-    # An acknowledged batch of two leaves one event (R18): the queue starts one later.
-    acked = abc.replace_prefix(2, ())
-    assert list(acked) == ["c"] and acked.start == 2 and acked[0] == "c"
+    assert list(abc) == ["a", "b", "c"] and len(abc) == 3 and abc.head() == "a"
+    assert abc.first(2) == [(0, "a"), (1, "b")] and len(abc.first(9)) == 3
+    # An acknowledged batch of two leaves one event (R18): the head moves past them.
+    acked = abc.remove([0, 1])
+    assert list(acked) == ["c"] and acked.start == 2 and acked.head() == "c"
     # A batch of two flagged on a timeout (R20) is replaced in place.
-    flagged = abc.replace_prefix(2, ("A", "B"))
+    flagged = abc.replace({0: "A", 1: "B"})
     assert list(flagged) == ["A", "B", "c"] and flagged.start == 0
-    # R19: of a batch of three, one event stays (converted) at the head.
-    kept = abc.replace_prefix(3, ("b'",))
-    assert list(kept) == ["b'"] and kept.start == 2
+    # R19: of a batch of three, the middle one stays (converted) at the head.
+    kept = abc.replace({1: "b'"}).remove([0, 2])
+    assert list(kept) == ["b'"] and kept.start == 1 and kept.head() == "b'"
     assert list(kept.append("d")) == ["b'", "d"]
+    assert list(kept.append("d").positioned()) == [(1, "b'"), (3, "d")]
+    # R31: a parallel batch leaves out of order; the holes are skipped.
+    holes = abc.append("d").remove([1, 3])
+    assert list(holes) == ["a", "c"] and holes.first(5) == [(0, "a"), (2, "c")]
     assert list(abc) == ["a", "b", "c"] and list(empty) == []  # nothing built is changed
 
 
@@ -79,7 +83,7 @@ def seq_actions(draw: st.DrawFn) -> list[tuple[str, int, int]]:
     return draw(
         st.lists(
             st.tuples(
-                st.sampled_from(["append", "replace_prefix"]),
+                st.sampled_from(["append", "remove", "replace"]),
                 st.integers(0, 6),
                 st.integers(0, 6),
             ),
@@ -89,26 +93,32 @@ def seq_actions(draw: st.DrawFn) -> list[tuple[str, int, int]]:
 
 
 @given(seq_actions())
-def test_seq_is_a_list(actions: list[tuple[str, int, int]]) -> None:
+def test_seq_is_a_list_of_positioned_items(actions: list[tuple[str, int, int]]) -> None:
     seq: Seq[int] = Seq()
-    plain: list[int] = []
+    plain: list[tuple[int, int]] = []  # (position, item)
     history = [(seq, list(plain))]
     counter = 0
-    for action, count, new in actions:
+    for action, first, second in actions:
         if action == "append":
             counter += 1
-            seq, plain = seq.append(counter), [*plain, counter]
-        else:
-            count = min(count, len(plain))
-            new = min(new, count)  # a batch's replacement is never longer than the batch
-            batch = tuple(range(-new, 0))
-            seq, plain = seq.replace_prefix(count, batch), [*batch, *plain[count:]]
+            plain = [*plain, (seq.end, counter)]
+            seq = seq.append(counter)
+        elif action == "remove":  # any two of the live items
+            chosen = [plain[i][0] for i in {first, second} if i < len(plain)]
+            seq = seq.remove(chosen)
+            plain = [(p, item) for p, item in plain if p not in chosen]
+        elif plain:
+            position = plain[first % len(plain)][0]
+            seq = seq.replace({position: -second})
+            plain = [(p, -second if p == position else item) for p, item in plain]
         history.append((seq, list(plain)))
-        assert list(seq) == plain and len(seq) == len(plain)
-        assert [seq[i] for i in range(len(plain))] == plain
-        assert seq.prefix(3) == tuple(plain[:3])
+        assert list(seq.positioned()) == plain and len(seq) == len(plain)
+        assert list(seq) == [item for _, item in plain]
+        assert seq.first(3) == plain[:3]
+        if plain:
+            assert seq.head() == plain[0][1] and seq.start == plain[0][0]
     for version, items in history:
-        assert list(version) == items
+        assert list(version.positioned()) == items
 
 
 def test_p1_model_and_impl_agree_on_steady_traces_across_applied_blocks() -> None:

@@ -46,7 +46,7 @@ def test_P4_edge_by_edge_check_agrees_with_networkx(shippers: list[str]) -> None
             expected = index
     found = None
     for index, sender_id in enumerate(shippers):
-        sent = {"kind": "sent", "sender": sender_id, "batch_id": index + 1, "events": ["1:1"],
+        sent = {"kind": "sent", "sender": sender_id, "dispatcher": 0, "batch_id": index + 1, "events": ["1:1"],
                 "bytes_full": 2, "bytes_delta": 0, "events_resent": 0}  # fmt: skip
         if checker.after_step(Tick(1), [sent], dict) and found is None:
             found = index

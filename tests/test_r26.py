@@ -64,7 +64,7 @@ def redelivery(event: str, outcome: str, sender: str = "ny") -> Obs:
 # is dead-lettered. put: 1:1 [1,0,1], batch 1 of size({"v":1}) = 7 bytes (R4, R15).
 FAILED_K = [fail(2, "k"), put(1, "k", {"v": 1}), DELIVER, ACK]
 RECORD_K = {"event_id": "1:1", "sender": "ny", "key": "k", "op": "create", "exception": "E",
-            "version": [1, 0, 1], "value": {"v": 1}, "recipients": [1, 2]}  # fmt: skip
+            "version": [1, 0, 1], "value": {"v": 1}, "recipients": [1, 2], "thread": 0}  # fmt: skip
 
 
 def test_r24_v12_a_record_keeps_the_events_recipients(run_each: Any) -> None:
@@ -96,7 +96,7 @@ def test_r26_1_superseded_the_key_123_case(run_each: Any) -> None:
     for site in ("1", "2"):
         assert r.state["sites"][site]["entries"] == {"k": entry({"v": 456}, [2, 1, 1])}
     ny = r.state["senders"]["ny"]
-    assert ny["dlq"] == [] and ny["queue"] == []
+    assert ny["dlq"] == [] and ny["dispatchers"][0]["queue"] == []
     assert ny["stats"] == sender_stats(
         batches_sent=2, events_sent=2, bytes_full=18, dlq_records=1, redelivery_superseded=1
     )
@@ -145,7 +145,7 @@ def test_r26_3_a_secure_record_of_a_create_is_unrecoverable(run_each: Any) -> No
     r = run_each(SECURE, [*FAILED_K, *WIPE_1, redeliver()])
     assert r.steps[6] == [redelivery("1:1", "unrecoverable")]
     ny = r.state["senders"]["ny"]
-    assert ny["dlq"] == [] and ny["queue"] == []
+    assert ny["dlq"] == [] and ny["dispatchers"][0]["queue"] == []
     assert ny["stats"] == sender_stats(
         batches_sent=1, events_sent=1, bytes_full=7, dlq_records=1, redelivery_unrecoverable=1
     )
@@ -350,8 +350,8 @@ def test_r25_v12_settle_never_ticks_past_the_largest_64_bit_integer(run_each: An
     )  # fmt: skip
     assert r.steps[3] == []
     assert r.state["time"] == forever + 1
-    assert r.state["senders"]["ny"]["in_flight"] == {
-        "batch_id": 1, "events": ["1:1"], "sent_at": forever + 1
+    assert r.state["senders"]["ny"]["dispatchers"][0]["in_flight"] == {
+        "batch_id": 1, "events": ["1:1"], "shipped": ["1:1"], "sent_at": forever + 1
     }  # fmt: skip
 
 

@@ -221,6 +221,7 @@ def test_engine_both_json_reports_a_divergence_on_its_line_and_goes_on(
                 "model": {
                     "kind": "sent",
                     "sender": "ny",
+                    "dispatcher": 0,
                     "batch_id": 1,
                     "events": ["1:1"],
                     "bytes_full": 7,

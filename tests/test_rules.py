@@ -22,6 +22,7 @@ from expected import (
     acked,
     applied,
     connection_failed,
+    dispatcher,
     dlq,
     dropped,
     enqueued,
@@ -30,6 +31,7 @@ from expected import (
     in_flight,
     invalid_delta,
     network,
+    sender_state,
     sender_stats,
     sent,
     site_stats,
@@ -181,8 +183,8 @@ def test_R01_down_site_neither_flushes_nor_receives(run_each: Any) -> None:
         "stats": site_stats(),
     }
     ny = r.state["senders"]["ny"]
-    assert ny["in_flight"] == in_flight(1, ["1:1"], 1000)
-    assert ny["network"] == network(False, False)
+    assert ny["dispatchers"][0]["in_flight"] == in_flight(1, ["1:1"], 1000)
+    assert ny["dispatchers"][0]["network"] == network(False, False)
 
 
 def test_R02_tombstones_kept_with_value_null(run_each: Any) -> None:
@@ -654,9 +656,9 @@ def test_R11_enqueue_to_every_sender_with_recipients(run: Any) -> None:
     ]
     assert r.steps[1] == [applied(2, "a", "1:1", "k", "ok")]
     assert r.steps[2] == [enqueued(3, "3:1", "m", "create", [1, 0, 3], {"v": 2}, [])]
-    assert r.state["senders"]["a"]["queue"] == ["1:1"]
-    assert r.state["senders"]["b"]["queue"] == ["1:1"]
-    assert r.state["senders"]["c"]["queue"] == []
+    assert r.state["senders"]["a"]["dispatchers"][0]["queue"] == ["1:1"]
+    assert r.state["senders"]["b"]["dispatchers"][0]["queue"] == ["1:1"]
+    assert r.state["senders"]["c"]["dispatchers"][0]["queue"] == []
 
 
 def test_R11_enqueued_at_is_the_write_time(run: Any) -> None:
@@ -687,16 +689,16 @@ def test_R12_peek_does_not_remove(run: Any) -> None:
     assert r.steps[1][-1] == sent("ny", 1, ["1:1", "1:2"], 14)
     assert r.steps[4] == [acked("ny", 1, ["1:1", "1:2"])]
     ny = r.state["senders"]["ny"]
-    assert ny["queue"] == ["1:3"]
-    assert ny["in_flight"] is None
+    assert ny["dispatchers"][0]["queue"] == ["1:3"]
+    assert ny["dispatchers"][0]["in_flight"] is None
 
 
 def test_R12_queue_keeps_sent_events_until_ack(run: Any) -> None:
     r = run(one_way(batch_size=2), [put(1, "a", {"v": 1}), put(1, "b", {"v": 2}), deliver("ny")])
     ny = r.state["senders"]["ny"]
-    assert ny["queue"] == ["1:1", "1:2"]
-    assert ny["in_flight"] == in_flight(1, ["1:1", "1:2"], 0)
-    assert ny["network"] == network(False, True)
+    assert ny["dispatchers"][0]["queue"] == ["1:1", "1:2"]
+    assert ny["dispatchers"][0]["in_flight"] == in_flight(1, ["1:1", "1:2"], 0)
+    assert ny["dispatchers"][0]["network"] == network(False, True)
 
 
 def test_R13_one_batch_in_flight(run: Any) -> None:
@@ -714,9 +716,9 @@ def test_R13_one_batch_in_flight(run: Any) -> None:
     assert r.steps[3] == [enqueued(1, "1:3", "c", "create", [1, 0, 1], {"v": 3}, ["ny"])]
     assert r.steps[4] == [acked("ny", 1, ["1:1"]), sent("ny", 2, ["1:2"], 7)]
     ny = r.state["senders"]["ny"]
-    assert ny["queue"] == ["1:2", "1:3"]
-    assert ny["in_flight"] == in_flight(2, ["1:2"], 0)
-    assert ny["network"] == network(True, False)
+    assert ny["dispatchers"][0]["queue"] == ["1:2", "1:3"]
+    assert ny["dispatchers"][0]["in_flight"] == in_flight(2, ["1:2"], 0)
+    assert ny["dispatchers"][0]["network"] == network(True, False)
 
 
 @pytest.mark.parametrize(
@@ -764,7 +766,7 @@ def test_R15_flush_by_time_exact_boundary(run: Any) -> None:
     )
     assert r.steps[2] == []  # 1009 - 10 = 999 < 1000
     assert r.steps[3] == [sent("ny", 1, ["1:1"], 7)]  # 1010 - 10 = 1000 >= 1000
-    assert r.state["senders"]["ny"]["in_flight"] == in_flight(1, ["1:1"], 1010)
+    assert r.state["senders"]["ny"]["dispatchers"][0]["in_flight"] == in_flight(1, ["1:1"], 1010)
 
 
 def test_R15_connection_failure_when_remote_down(run: Any) -> None:
@@ -794,8 +796,8 @@ def test_R15_connection_failure_when_remote_down(run: Any) -> None:
     assert r.steps[8] == [acked("ny", 1, ["1:1", "1:2"])]
     assert r.steps[9] == [sent("ny", 2, ["1:3"], 7)]
     ny = r.state["senders"]["ny"]
-    assert ny["next_retry_at"] == 200
-    assert ny["in_flight"] == in_flight(2, ["1:3"], 1000)
+    assert ny["dispatchers"][0]["next_retry_at"] == 200
+    assert ny["dispatchers"][0]["in_flight"] == in_flight(2, ["1:3"], 1000)
     assert ny["stats"] == sender_stats(
         batches_sent=2, events_sent=3, bytes_full=21, connection_failures=2
     )
@@ -815,7 +817,7 @@ def test_R15_connection_retried_after_every_enabled_op_only(run: Any) -> None:
     assert r.steps[2] == [skipped("deliver")]
     assert r.steps[3] == [connection_failed("ny", 2)]
     assert r.state["senders"]["ny"]["stats"] == sender_stats(connection_failures=2)
-    assert r.state["senders"]["ny"]["next_retry_at"] == 0
+    assert r.state["senders"]["ny"]["dispatchers"][0]["next_retry_at"] == 0
 
 
 # ========================================================================================
@@ -1072,16 +1074,16 @@ def test_R17_ack_message_in_the_network(run: Any) -> None:
     assert r.steps[5] == [skipped("drop_ack")]
     assert r.steps[6] == [skipped("drop")]
     ny = r.state["senders"]["ny"]
-    assert ny["network"] == network(False, False)
-    assert ny["in_flight"] == in_flight(1, ["1:1"], 0)  # only R20 clears it now
-    assert ny["queue"] == ["1:1"]
+    assert ny["dispatchers"][0]["network"] == network(False, False)
+    assert ny["dispatchers"][0]["in_flight"] == in_flight(1, ["1:1"], 0)  # only R20 clears it now
+    assert ny["dispatchers"][0]["queue"] == ["1:1"]
 
 
 def test_R17_network_holds_the_ack_after_deliver(run: Any) -> None:
     r = run(one_way(batch_size=1), [put(1, "k", {"v": 1}), deliver("ny")])
     ny = r.state["senders"]["ny"]
-    assert ny["network"] == network(False, True)
-    assert ny["in_flight"] == in_flight(1, ["1:1"], 0)
+    assert ny["dispatchers"][0]["network"] == network(False, True)
+    assert ny["dispatchers"][0]["in_flight"] == in_flight(1, ["1:1"], 0)
 
 
 # ========================================================================================
@@ -1140,9 +1142,9 @@ def test_R18_ack_removes_per_status(run: Any) -> None:
     assert r.steps[13] == [applied(2, "ny", "1:5", "a", "ok")]  # full value: no "value" field
     assert r.steps[14] == [acked("ny", 3, ["1:5"])]
     ny = r.state["senders"]["ny"]
-    assert ny["queue"] == []
-    assert ny["in_flight"] is None
-    assert ny["next_retry_at"] == 100
+    assert ny["dispatchers"][0]["queue"] == []
+    assert ny["dispatchers"][0]["in_flight"] is None
+    assert ny["dispatchers"][0]["next_retry_at"] == 100
     # events 1 + 5 + 1 = 7; full 7 + 28 + 13 = 48
     assert ny["stats"] == sender_stats(
         batches_sent=3, events_sent=7, events_resent=1, bytes_full=48, bytes_delta=7,
@@ -1233,7 +1235,7 @@ def test_R20_timeout_marks_possible_duplicates_and_waits_retry_interval(run: Any
     assert r.steps[6] == [applied(2, "ny", "1:1", "k", "ok")]
     assert r.steps[7] == [acked("ny", 2, ["1:1"])]
     ny = r.state["senders"]["ny"]
-    assert ny["next_retry_at"] == 150
+    assert ny["dispatchers"][0]["next_retry_at"] == 150
     assert ny["stats"] == sender_stats(
         batches_sent=2, events_sent=2, events_resent=1, bytes_full=14, batches_timed_out=1
     )
@@ -1245,10 +1247,12 @@ def test_R20_timeout_state_between_timeout_and_resend(run: Any) -> None:
         [put(1, "k", {"v": 1}), deliver("ny"), tick(100)],
     )
     ny = r.state["senders"]["ny"]
-    assert ny["queue"] == ["1:1"]
-    assert ny["in_flight"] is None
-    assert ny["network"] == network(False, False)  # the undelivered ack is gone too
-    assert ny["next_retry_at"] == 150
+    assert ny["dispatchers"][0]["queue"] == ["1:1"]
+    assert ny["dispatchers"][0]["in_flight"] is None
+    assert ny["dispatchers"][0]["network"] == network(
+        False, False
+    )  # the undelivered ack is gone too
+    assert ny["dispatchers"][0]["next_retry_at"] == 150
 
 
 def test_R21_site_down_removes_messages_and_sender_waits_until_up(run: Any) -> None:
@@ -1278,8 +1282,8 @@ def test_R21_site_down_removes_messages_and_sender_waits_until_up(run: Any) -> N
 def test_R21_site_down_removes_the_batch_to_it(run: Any) -> None:
     r = run(one_way(batch_size=1), [put(1, "k", {"v": 1}), site_down(2)])
     ny = r.state["senders"]["ny"]
-    assert ny["network"] == network(False, False)
-    assert ny["in_flight"] == in_flight(1, ["1:1"], 0)
+    assert ny["dispatchers"][0]["network"] == network(False, False)
+    assert ny["dispatchers"][0]["in_flight"] == in_flight(1, ["1:1"], 0)
 
 
 def test_R21_wipe_forgets_applied_events(run: Any) -> None:
@@ -1342,19 +1346,16 @@ def test_R21_wipe_keeps_stats_dlq_seq_batch_ids_and_failures(run_each: Any) -> N
         "entries": {},
         "stats": site_stats(applied=1, failures=2),
     }
-    assert r.state["senders"]["ny"] == {
-        "queue": [],
-        "in_flight": None,
-        "next_retry_at": 0,
-        "network": network(False, False),
-        "stats": sender_stats(batches_sent=4, events_sent=4, bytes_full=28, dlq_records=2),
-        "dlq": [
+    assert r.state["senders"]["ny"] == sender_state(
+        [dispatcher()],  # R21 (v2.0): every dispatcher as new, its batch ids kept
+        sender_stats(batches_sent=4, events_sent=4, bytes_full=28, dlq_records=2),
+        [
             {"event_id": "1:2", "sender": "ny", "key": "k", "op": "create", "exception": "E",
-             "version": [1, 0, 1], "value": {"v": 2}, "recipients": [1, 2]},
+             "version": [1, 0, 1], "value": {"v": 2}, "recipients": [1, 2], "thread": 0},
             {"event_id": "1:5", "sender": "ny", "key": "k", "op": "create", "exception": "E",
-             "version": [1, 2, 1], "value": {"v": 5}, "recipients": [1, 2]},
+             "version": [1, 2, 1], "value": {"v": 5}, "recipients": [1, 2], "thread": 0},
         ],
-    }  # fmt: skip
+    )  # fmt: skip
 
 
 def test_R21_timestamp_floor_after_wipe(run_each: Any) -> None:
@@ -1415,8 +1416,8 @@ def test_R21_wipe_resets_next_retry_at(run: Any) -> None:
     )
     assert r.steps[1][-1] == connection_failed("ny", 2)  # next_retry_at 700
     ny = r.state["senders"]["ny"]
-    assert ny["next_retry_at"] == 0
-    assert ny["queue"] == []
+    assert ny["dispatchers"][0]["next_retry_at"] == 0
+    assert ny["dispatchers"][0]["queue"] == []
     assert ny["stats"] == sender_stats(connection_failures=1)
 
 
@@ -1480,8 +1481,8 @@ def test_R22_forwarding_in_a_ring(run: Any) -> None:
     }
     for site in ("1", "2", "3"):
         assert r.state["sites"][site]["entries"] == expected
-    assert r.state["senders"]["a"]["queue"] == []
-    assert r.state["senders"]["c"]["queue"] == ["2:1"]
+    assert r.state["senders"]["a"]["dispatchers"][0]["queue"] == []
+    assert r.state["senders"]["c"]["dispatchers"][0]["queue"] == ["2:1"]
 
 
 def test_R22_forwarded_delta_ships_per_the_forwarding_senders_setting(run_each: Any) -> None:
@@ -1680,12 +1681,12 @@ def test_R24_dead_letter_records_with_and_without_values(run_each: Any) -> None:
     ny, ldn = r.state["senders"]["ny"], r.state["senders"]["ldn"]
     assert ny["dlq"] == [
         {"event_id": e, "sender": "ny", "key": "k", "op": op, "exception": cwe, "version": v,
-         "value": value, "recipients": [1, 2, 3]}  # R11: origin 1, remotes 2 and 3
+         "value": value, "recipients": [1, 2, 3], "thread": 0}  # R11: origin 1, remotes 2, 3
         for e, op, v, value in records
     ]  # fmt: skip
     assert ldn["dlq"] == [  # dlq_secure: no "value" at all
         {"event_id": e, "sender": "ldn", "key": "k", "op": op, "exception": cwe, "version": v,
-         "recipients": [1, 2, 3]}
+         "recipients": [1, 2, 3], "thread": 0}
         for e, op, v, _ in records
     ]  # fmt: skip
     for sender in (ny, ldn):  # bytes 7 + 7 + 0
@@ -1773,4 +1774,4 @@ def test_R25_settle_leaves_down_sites_down(run: Any) -> None:
     assert r.steps[2] == []  # the only sender's remote is down: no due time, stop
     assert r.state["time"] == 0
     assert r.state["sites"]["2"]["up"] is False
-    assert r.state["senders"]["ny"]["queue"] == ["1:1"]
+    assert r.state["senders"]["ny"]["dispatchers"][0]["queue"] == ["1:1"]

@@ -75,7 +75,7 @@ def test_r16_1_and_r16_4_are_their_own_signatures() -> None:
 
 
 def test_an_observation_one_side_made_names_the_rule_that_makes_it() -> None:
-    forwarded = {"kind": "forwarded", "site": 2, "sender": "s2-3", "event": "1:1"}
+    forwarded = {"kind": "forwarded", "site": 2, "sender": "s2-3", "dispatcher": 0, "event": "1:1"}
     ok = applied(2, "1:1", "ok")
     # R22: the impl forwards an event the model does not; the rest of the step shifts.
     assert (
@@ -86,7 +86,7 @@ def test_an_observation_one_side_made_names_the_rule_that_makes_it() -> None:
         signature(Deliver("ny"), [ok, forwarded], [ok])
         == "P1 observations: forwarding (R22) differ"
     )
-    sent = {"kind": "sent", "sender": "ny", "batch_id": 1, "events": ["1:1"], "bytes_full": 9,
+    sent = {"kind": "sent", "sender": "ny", "dispatcher": 0, "batch_id": 1, "events": ["1:1"], "bytes_full": 9,
             "bytes_delta": 0, "events_resent": 0}  # fmt: skip
     family = "P1 observations: batch dispatch and timers (R13, R15, R20, R25) differ"
     assert signature(Tick(1), [sent], []) == family

@@ -205,7 +205,7 @@ def test_the_example_log_of_docs_log_md_is_valid_and_agrees_with_the_model(
     result = json.loads(capsys.readouterr().out)
     assert (result["operations"], result["p1"]["status"]) == (3, "held")
     sender = result["state"]["senders"]["ny"]
-    assert sender["in_flight"]["events"] == ["1:1", "1:2"]
+    assert sender["dispatchers"][0]["in_flight"]["events"] == ["1:1", "1:2"]
     assert sender["stats"]["bytes_full"] == 14
 
 
