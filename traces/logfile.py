@@ -23,7 +23,7 @@ from typing import Any
 
 from traces.config import Config, JsonNumber, int64_error, json_kind
 from traces.errors import TraceError
-from traces.observations import KINDS, Observation
+from traces.observations import FIELDS, KINDS, OPTIONAL_FIELDS, Observation
 from traces.ops import Op, Tick
 from traces.tracefile import PROGRESS_EVERY, Reader, file_lines, numbered_lines, where
 
@@ -83,6 +83,7 @@ class _LogReader(Reader):
                     f"{at}: kind: must be one of {', '.join(KINDS)} (SPEC §10), got "
                     + (repr(kind) if isinstance(kind, str) else json_kind(kind))
                 )
+            check_fields(at, kind, observation)
         for field, value in (("observed", observed), ("state", state)):
             if (found := _number_not_int(value, field)) is not None:
                 raise TraceError(
@@ -92,6 +93,51 @@ class _LogReader(Reader):
         if state is not None:
             check_state(here, state)
         return LogEntry(number, op, observed, state)
+
+
+_JSON_TYPES: dict[str, Callable[[Any], bool]] = {
+    "integer": lambda v: (isinstance(v, int) and not isinstance(v, bool)) or (
+        isinstance(v, JsonNumber) and v.is_integer
+    ),
+    "string": lambda v: isinstance(v, str),
+    "array": lambda v: isinstance(v, list),
+    "object": lambda v: isinstance(v, dict),
+    "object or null": lambda v: v is None or isinstance(v, dict),
+}
+
+
+_TYPE_NAMES = {
+    "integer": "an integer",
+    "string": "a string",
+    "array": "a list",
+    "object": "an object",
+    "object or null": "an object or null",
+}
+
+
+def check_fields(at: str, kind: str, observation: dict[str, Any]) -> None:
+    """An observation's fields as `traces.observations.FIELDS` lists them: each one
+    present, of its JSON type, and no other (a field the model does not make would be a
+    disagreement on every line; a missing one is a bad line, not a disagreement)."""
+    required = FIELDS[kind]
+    optional = OPTIONAL_FIELDS.get(kind, {})
+    for name, json_type in required.items():
+        if name not in observation:
+            raise TraceError(
+                f"{at}: {kind}.{name}: missing (SPEC §10: {kind} has "
+                f"{', '.join(['kind', *required])}; traces/observations.py)"
+            )
+    for name, value in observation.items():
+        json_type = required.get(name) or optional.get(name)
+        if name == "kind":
+            continue
+        if json_type is None:
+            allowed = ", ".join(["kind", *required, *optional])
+            raise TraceError(f"{at}: {kind}.{name}: unknown field (SPEC §10: {kind} has {allowed})")
+        if not _JSON_TYPES[json_type](value):
+            raise TraceError(
+                f"{at}: {kind}.{name}: must be {_TYPE_NAMES[json_type]}, got {json_kind(value)}"
+            )
 
 
 def check_state(here: str, state: Any) -> None:

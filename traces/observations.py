@@ -53,19 +53,53 @@ from typing import Any
 
 Observation = dict[str, Any]
 
-KINDS = (
-    "skipped",
-    "enqueued",
-    "sent",
-    "connection_failed",
-    "applied",
-    "forwarded",
-    "acked",
-    "dropped",
-    "dlq",
-    "invalid_delta",
-    "timeout",
-    "redelivery",
-)
+FIELDS: dict[str, dict[str, str]] = {
+    "skipped": {"op": "string"},
+    "enqueued": {
+        "site": "integer",
+        "event": "string",
+        "key": "string",
+        "op": "string",
+        "version": "array",
+        "value": "object or null",
+        "senders": "array",
+        "routes": "object",
+    },
+    "sent": {
+        "sender": "string",
+        "dispatcher": "integer",
+        "batch_id": "integer",
+        "events": "array",
+        "bytes_full": "integer",
+        "bytes_delta": "integer",
+        "events_resent": "integer",
+    },
+    "connection_failed": {"sender": "string", "dispatcher": "integer", "remote": "integer"},
+    "applied": {
+        "site": "integer",
+        "sender": "string",
+        "event": "string",
+        "key": "string",
+        "status": "string",
+    },
+    "forwarded": {"site": "integer", "sender": "string", "dispatcher": "integer", "event": "string"},
+    "acked": {"sender": "string", "dispatcher": "integer", "batch_id": "integer", "removed": "array"},
+    "dropped": {"sender": "string", "dispatcher": "integer", "event": "string", "exception": "string"},
+    "dlq": {"sender": "string", "dispatcher": "integer", "event": "string", "exception": "string"},
+    "invalid_delta": {"sender": "string", "dispatcher": "integer", "event": "string"},
+    "timeout": {"sender": "string", "dispatcher": "integer", "batch_id": "integer", "events": "array"},
+    "redelivery": {"sender": "string", "event": "string", "outcome": "string"},
+}
+"""Every kind's fields besides `kind`, each with its JSON type: the one list the docs
+above describe, the log reader checks (traces/logfile.py) and the log's JSON Schema is
+made from (traces/logschema.py)."""
+
+OPTIONAL_FIELDS: dict[str, dict[str, str]] = {
+    "applied": {"exception": "string", "value": "object"},
+}
+"""Fields present only sometimes (`applied`: `exception` when failed, `value` when a delta
+built it)."""
+
+KINDS = tuple(FIELDS)
 
 RECEIVER_STATUSES = ("ok", "duplicate", "conflict", "failed", "invalid_delta")

@@ -81,7 +81,8 @@ public class SerialSender {
         observed.add("{\"kind\":\"enqueued\",\"site\":1,\"event\":" + str(event.id())
                 + ",\"key\":" + str(key) + ",\"op\":" + str(current == null ? "create" : "update")
                 + ",\"version\":" + tag.json() + ",\"value\":" + value(n)
-                + ",\"senders\":[\"ny\"]}");
+                + ",\"senders\":[\"ny\"]"
+                + ",\"routes\":{\"ny\":{\"dispatcher\":0,\"bucket\":null}}}"); // R29: one dispatcher
         flush(observed);
         line("\"op\":\"put\",\"site\":1,\"key\":" + str(key) + ",\"value\":" + value(n), observed);
     }
@@ -122,7 +123,7 @@ public class SerialSender {
             observed.add("{\"kind\":\"skipped\",\"op\":\"deliver_ack\"}");
         } else {
             ackInNetwork = false;
-            observed.add("{\"kind\":\"acked\",\"sender\":\"ny\",\"batch_id\":" + inFlightId
+            observed.add("{\"kind\":\"acked\",\"sender\":\"ny\",\"dispatcher\":0,\"batch_id\":" + inFlightId
                     + ",\"removed\":" + ids(inFlight) + "}");
             queue.subList(0, inFlight.size()).clear(); // R18
             inFlight = null;
@@ -152,7 +153,7 @@ public class SerialSender {
         batchInNetwork = true;
         long bytes = 0;
         for (Event e : inFlight) bytes += value(e.n()).getBytes(StandardCharsets.UTF_8).length;
-        observed.add("{\"kind\":\"sent\",\"sender\":\"ny\",\"batch_id\":" + inFlightId
+        observed.add("{\"kind\":\"sent\",\"sender\":\"ny\",\"dispatcher\":0,\"batch_id\":" + inFlightId
                 + ",\"events\":" + ids(inFlight) + ",\"bytes_full\":" + bytes
                 + ",\"bytes_delta\":0,\"events_resent\":0}");
     }
