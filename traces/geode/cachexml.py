@@ -15,7 +15,10 @@ What is read (everything else of the file is not about gateways):
   `<gateway-event-failure-listener>` of the dead-letter proposal (R24) and the filters;
 - `<gateway-receiver>`: its attributes and transport filters;
 - `<region>` (nested ones too) and named `<region-attributes id=...>` reached through
-  `refid`: `gateway-sender-ids` and `concurrency-checks-enabled`;
+  `refid`: `gateway-sender-ids`, `concurrency-checks-enabled` and (SPEC §16.9) the
+  region's type: a `RegionShortcut` refid (`PARTITION_REDUNDANT`, ...), `data-policy`
+  (`partition`, `persistent-partition`) or `<partition-attributes>`, with its
+  `total-num-buckets`;
 - `<gateway-conflict-resolver>`;
 - `<gateway-hub>` (the pre-7.0 WAN) is reported as not modelled.
 
@@ -37,6 +40,7 @@ import defusedxml.sax
 from defusedxml.common import DefusedXmlException, EntitiesForbidden
 
 from traces.geode.declarations import (
+    REGION_SHORTCUTS,
     GeodeImportError,
     ReceiverDeclaration,
     RegionDeclaration,
@@ -44,6 +48,7 @@ from traces.geode.declarations import (
     SiteDeclarations,
     Written,
     expand_placeholders,
+    is_partition_shortcut,
 )
 
 CACHE_NAMESPACES = (
@@ -87,6 +92,9 @@ RECEIVER_ATTRIBUTES = (
     "wait-time-between-retry-attempts",
 )
 """The attributes of `<gateway-receiver>`."""
+
+PARTITION_DATA_POLICIES = ("partition", "persistent-partition")
+"""The `data-policy` values of a partitioned region in Geode's cache.xml schema."""
 
 FAILURE_LISTENER = "gateway-event-failure-listener"
 SENDER_FILTERS = (
@@ -410,17 +418,25 @@ class _CacheReader:
         return ReceiverDeclaration(self.where(element), label, settings)
 
     def region(self, element: _Element, parent: str) -> None:
-        """A region and its subregions; their names are full paths (`/a/b`)."""
+        """A region and its subregions; their names are full paths (`/a/b`).
+
+        Its attributes come, weakest first, from the region's `refid`, then from its own
+        `<region-attributes>` (and that one's `refid`), as Geode's `RegionCreation` does.
+        """
         name = f"{parent}/{element.attributes.get('name', '?')}"
         declaration = RegionDeclaration(name, self.where(element))
         label = f"<region name={name!r}>"
-        chain: list[tuple[_Element, str]] = []  # attribute sources, weakest first
-        own = [c for c in element.children if self.ours(c) and c.name == "region-attributes"]
-        for source in own:
-            chain = [*self._named(source.attributes.get("refid"), label), (source, label)]
-        if not own:
-            chain = self._named(element.attributes.get("refid"), label)
+        chain = self._named(element, label)  # attribute sources, weakest first
+        for source in element.children:
+            if self.ours(source) and source.name == "region-attributes":
+                chain = [*chain, *self._named(source, label), (source, label)]
+        partition_attributes: _Element | None = None
         for source, source_label in chain:
+            if source.name != "region-attributes":  # the RegionShortcut a refid names
+                shortcut = source.attributes["refid"]
+                declaration.type = Written("refid", shortcut, self.where(source))
+                declaration.partitioned = is_partition_shortcut(shortcut)
+                continue
             if "gateway-sender-ids" in source.attributes:
                 declaration.sender_ids = Written(
                     "gateway-sender-ids",
@@ -433,22 +449,61 @@ class _CacheReader:
                     self.value(source, "concurrency-checks-enabled", source_label),
                     self.where(source),
                 )
+            if "data-policy" in source.attributes:
+                policy = self.value(source, "data-policy", source_label)
+                declaration.type = Written("data-policy", policy, self.where(source))
+                declaration.partitioned = policy.strip() in PARTITION_DATA_POLICIES
+            for child in source.children:
+                if self.ours(child) and child.name == "partition-attributes":
+                    partition_attributes = child
+                    if "total-num-buckets" in child.attributes:
+                        declaration.total_num_buckets = Written(
+                            "total-num-buckets",
+                            self.value(child, "total-num-buckets", source_label),
+                            self.where(child),
+                        )
+        if partition_attributes is not None:
+            self._partition_attributes(declaration, partition_attributes, label)
         self.site.regions[name] = declaration
         for child in element.children:
             if self.ours(child) and child.name == "region":
                 self.region(child, name)
 
-    def _named(self, refid: str | None, label: str) -> list[tuple[_Element, str]]:
-        """The named region-attributes `refid` leads to, following their own refids.
+    def _partition_attributes(
+        self, declaration: RegionDeclaration, element: _Element, label: str
+    ) -> None:
+        """`<partition-attributes>` makes a region without a data policy partitioned
+        (Geode's `RegionAttributesCreation.setPartitionAttributes`); with a data policy
+        that is not a partition one, Geode refuses the region."""
+        if declaration.type is None:
+            declaration.partitioned = True
+            declaration.type = Written("<partition-attributes>", "", self.where(element))
+        elif not declaration.partitioned:
+            written = declaration.type
+            raise GeodeImportError(
+                f"{self.where(element)}: {label}: <partition-attributes> on a region whose "
+                f"{written.name} is {written.value!r} ({written.where}); Geode: 'Data policy "
+                f"{written.value} is not allowed for a partitioned region'"
+            )
 
-        A refid naming no region-attributes of the file is a region shortcut
-        (`REPLICATE`, `PARTITION`, ...), which sets no gateway senders.
+    def _named(self, element: _Element, label: str) -> list[tuple[_Element, str]]:
+        """The named region-attributes `element`'s refid leads to, following their own
+        refids, weakest first.
+
+        A refid naming no region-attributes of the file but a `RegionShortcut`
+        (`REPLICATE`, `PARTITION`, ...) sets the region's type (SPEC §16.9) and no gateway
+        senders; it comes first in the list, as the element that names it.
         """
         chain: list[tuple[_Element, str]] = []
         seen: set[str] = set()
+        source = element
+        refid = element.attributes.get("refid")
         while refid is not None and refid in self.named_attributes and refid not in seen:
             seen.add(refid)
             source = self.named_attributes[refid]
             chain.insert(0, (source, f"{label} via <region-attributes id={refid!r}>"))
             refid = source.attributes.get("refid")
+        if refid is not None and refid in REGION_SHORTCUTS:
+            shortcut = _Element(source.namespace, "refid", {"refid": refid}, source.line)
+            chain.insert(0, (shortcut, label))
         return chain

@@ -53,14 +53,53 @@ class ReceiverDeclaration:
     settings: dict[str, Written] = field(default_factory=dict)
 
 
+REGION_SHORTCUTS = (
+    "PARTITION",
+    "PARTITION_REDUNDANT",
+    "PARTITION_PERSISTENT",
+    "PARTITION_REDUNDANT_PERSISTENT",
+    "PARTITION_OVERFLOW",
+    "PARTITION_REDUNDANT_OVERFLOW",
+    "PARTITION_PERSISTENT_OVERFLOW",
+    "PARTITION_REDUNDANT_PERSISTENT_OVERFLOW",
+    "PARTITION_HEAP_LRU",
+    "PARTITION_REDUNDANT_HEAP_LRU",
+    "REPLICATE",
+    "REPLICATE_PERSISTENT",
+    "REPLICATE_OVERFLOW",
+    "REPLICATE_PERSISTENT_OVERFLOW",
+    "REPLICATE_HEAP_LRU",
+    "LOCAL",
+    "LOCAL_PERSISTENT",
+    "LOCAL_HEAP_LRU",
+    "LOCAL_OVERFLOW",
+    "LOCAL_PERSISTENT_OVERFLOW",
+    "PARTITION_PROXY",
+    "PARTITION_PROXY_REDUNDANT",
+    "REPLICATE_PROXY",
+)
+"""Geode's `RegionShortcut` names; `RegionShortcut.isPartition()` is "the name contains
+PARTITION", and so is `is_partition_shortcut`."""
+
+
+def is_partition_shortcut(name: str) -> bool:
+    """A `RegionShortcut` of a partitioned region (`PARTITION`, `PARTITION_REDUNDANT`, ...)."""
+    return "PARTITION" in name
+
+
 @dataclass(slots=True)
 class RegionDeclaration:
-    """A region: the gateway senders it ships through and its concurrency checks."""
+    """A region: the gateway senders it ships through, its concurrency checks and (SPEC
+    §16.9) its type: `partitioned` with the `type` that says so (a `RegionShortcut`, a
+    `data-policy` or `<partition-attributes>`) and its `total-num-buckets`."""
 
     name: str
     where: str
     sender_ids: Written | None = None
     concurrency_checks: Written | None = None
+    partitioned: bool = False
+    type: Written | None = None
+    total_num_buckets: Written | None = None
 
     def senders(self) -> tuple[str, ...]:
         """The ids of `gateway-sender-ids` (comma separated, blanks dropped)."""

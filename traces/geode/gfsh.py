@@ -21,11 +21,12 @@ command of its own and fail.
 
 Commands that configure gateways are read: `create|alter|destroy gateway-sender`,
 `create|destroy gateway-receiver`, `create|alter|destroy region` (their
-`--gateway-sender-id` and `--enable-concurrency-checks`), `start locator|server` (their
-`--J=-Dgemfire.distributed-system-id=N`, the site's dsid), `set variable`, and `stop` or
-`pause gateway-sender` (a warning: the model's senders always run). Any other command
-naming a gateway is an error; the rest (`connect`, `list members`, `deploy`, ...) is not
-configuration and is skipped.
+`--gateway-sender-id` and `--enable-concurrency-checks`; `create region`'s `--type`, read
+as gfsh's EnumConverter reads it, `--total-num-buckets` and `--template-region`), `start
+locator|server` (their `--J=-Dgemfire.distributed-system-id=N`, the site's dsid), `set
+variable`, and `stop` or `pause gateway-sender` (a warning: the model's senders always
+run). Any other command naming a gateway is an error; the rest (`connect`, `list
+members`, `deploy`, ...) is not configuration and is skipped.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from dataclasses import dataclass, field
 
 from traces.geode.cachexml import FAILURE_LISTENER, RECEIVER_ATTRIBUTES, SENDER_ATTRIBUTES
 from traces.geode.declarations import (
+    REGION_SHORTCUTS,
     GeodeImportError,
     ReceiverDeclaration,
     RegionDeclaration,
@@ -44,6 +46,7 @@ from traces.geode.declarations import (
     SiteDeclarations,
     Written,
     expand_placeholders,
+    is_partition_shortcut,
 )
 
 PROMPT = re.compile(r"\s*gfsh>\s?")
@@ -249,6 +252,15 @@ class _ScriptReader:
         for required in ("id", "remote-distributed-system-id"):
             if required not in options:
                 raise GeodeImportError(f"{command.where}: {label}: option --{required} is missing")
+        parallel = options.get("parallel", "false").strip().lower() == "true"
+        threads = options.get("dispatcher-threads", "").strip()
+        serial_threads = not parallel and threads.isdigit() and int(threads) > 1
+        if serial_threads and "order-policy" not in options:
+            raise GeodeImportError(
+                f"{command.where}: {label}: --dispatcher-threads={threads} on a serial "
+                "sender needs --order-policy (gfsh: 'Must specify --order-policy when "
+                "--dispatcher-threads is larger than 1.')"
+            )
         declaration = SenderDeclaration(str(sender_id), command.where, label)
         self._sender_options(declaration, options, command.where)
         self.site.add_sender(declaration)
@@ -348,6 +360,33 @@ class _ScriptReader:
             copied = self.site.regions[_slash(template)]
             declaration.sender_ids = copied.sender_ids
             declaration.concurrency_checks = copied.concurrency_checks
+            declaration.partitioned = copied.partitioned
+            declaration.type = copied.type
+            declaration.total_num_buckets = copied.total_num_buckets
+        if "type" in options:
+            # gfsh's EnumConverter: '-' read as '_', then the name as given or upper-cased.
+            shortcut = options["type"].replace("-", "_")
+            if shortcut not in REGION_SHORTCUTS:
+                shortcut = shortcut.upper()
+            if shortcut not in REGION_SHORTCUTS:
+                close = difflib.get_close_matches(shortcut, REGION_SHORTCUTS, n=1)
+                hint = f" (did you mean {close[0]}?)" if close else ""
+                raise GeodeImportError(
+                    f"{command.where}: create region --name={name}: --type: "
+                    f"{options['type']!r} is not a Geode region shortcut{hint}"
+                )
+            declaration.type = Written("--type", options["type"], command.where)
+            declaration.partitioned = is_partition_shortcut(shortcut)
+        if "total-num-buckets" in options:
+            declaration.total_num_buckets = Written(
+                "--total-num-buckets", options["total-num-buckets"], command.where
+            )
+            if not declaration.partitioned:
+                raise GeodeImportError(
+                    f"{command.where}: create region --name={name}: --total-num-buckets "
+                    "can be used only for creating a Partitioned Region (gfsh), and the "
+                    f"region is not one"
+                )
         self._region_options(declaration, options, command.where)
         self.site.regions[name] = declaration
 

@@ -1,4 +1,4 @@
-"""From what the sites' Geode files declare to a SPEC §2 configuration (R6, R7).
+"""From what the sites' Geode files declare to a SPEC §2 configuration (R6, R7, R27).
 
 What maps onto the model:
 
@@ -8,9 +8,30 @@ What maps onto the model:
                      batch-time-interval                 -> senders[].batch_time_interval_ms
                      socket-read-timeout                 -> senders[].ack_timeout_ms (below)
                      gateway-event-failure-listener      -> senders[].failure_listener "dlq" (R24)
+                     parallel                            -> senders[].parallel (§16.9)
+                     dispatcher-threads (unset: 5)       -> senders[].dispatcher_threads
+                     order-policy KEY|THREAD|PARTITION   -> senders[].order_policy "key"|...
+                     maximum-queue-memory (MB; unset:    -> senders[].maximum_queue_memory_bytes
+                       100)                                 (x 1,048,576)
     gateway-receiver retry-attempts                      -> receivers[].retry_attempts
                      wait-time-between-retry-attempts    -> receivers[].wait_time_between_
                                                             retry_attempts_ms
+    region           PARTITION* shortcut, data-policy    -> regions[site] = partition with
+                     partition|persistent-partition, or     total-num-buckets (unset: 113)
+                     <partition-attributes>
+
+The defaults are Geode's (`GatewaySender.DEFAULT_DISPATCHER_THREADS` 5,
+`DEFAULT_ORDER_POLICY` KEY, `DEFAULT_MAXIMUM_QUEUE_MEMORY` 100 MB,
+`PartitionAttributesFactory.GLOBAL_MAX_BUCKETS_DEFAULT` 113), not SPEC §2's, so an
+imported sender behaves as the Geode one: an unset `dispatcher-threads` is 5 dispatchers
+with order policy key (SPEC §16.9). `order-policy` is read in any case, as Geode
+upper-cases it. Errors where Geode refuses too (SPEC R27): a parallel sender with order
+policy THREAD (`GatewaySenderFactoryImpl.create()`), and a region that names a parallel
+sender in `gateway-sender-ids` but is not partitioned
+(`DistributedRegion.validateAsynchronousEventDispatcher()`: any region without a PARTITION
+type, including one that declares no type, is a DistributedRegion there). Both are
+checked for every sender of a site, also one that R6 leaves out below, because Geode
+would not create the sender or the region at all.
 
 `socket-read-timeout` is how long Geode's sender waits for an ack (R20's
 `ack_timeout_ms`). Geode's default and the value 0 mean "wait forever"; SPEC §2 has no
@@ -20,30 +41,40 @@ that never fires, yet `sent_at + ack_timeout_ms` stays a signed 64-bit integer (
 30,000 ms, and so does the import (with a warning).
 
 Warnings say what Geode does that the model does not, and what the model does instead;
-a setting whose value the model matches (`parallel="false"`, `dispatcher-threads="1"`,
-`enable-batch-conflation="false"`, `enable-persistence="false"`, ...) gives none. The
-settings of what SPEC §13 lists as not modelled warn once per sender that sets them:
-`enable-persistence="true"` and `disk-synchronous` (queue persistence),
-`maximum-queue-memory` (overflow to disk), `disk-store-name` (the disk store of both);
-so do `parallel`, `enable-batch-conflation` and a cache.xml `<pdx>` (PDX type
-propagation). These are read but never warn,
-because they change nothing the model observes: `socket-buffer-size`, `alert-threshold`,
-`order-policy` (it orders the several dispatchers that `dispatcher-threads` > 1
-warns about), `group-transaction-events` (no transactions in the model),
-`enforce-threads-connect-same-receiver`, transport filters, a receiver's ports, bind
-address, host name and ping interval, and gfsh's `--groups`/`--members` (a site is one
-system, R1). An unset `dispatcher-threads` (Geode's default 5, with order-policy KEY,
-which keeps each key's events in order) is read as the model's one dispatcher.
+a setting whose value the model matches (`enable-batch-conflation="false"`,
+`enable-persistence="false"`, and every setting mapped above) gives none. The settings
+the import does not map yet warn once per sender that sets them: `enable-persistence="true"`
+and `disk-synchronous` (queue persistence), `disk-store-name`, `manual-start="true"`,
+`enable-batch-conflation="true"`; so does a cache.xml `<pdx>` (PDX type propagation).
+These are read but never warn, because they change nothing the model observes:
+`socket-buffer-size`, `alert-threshold`, `group-transaction-events` (no transactions in
+the model), `enforce-threads-connect-same-receiver`, transport filters, a receiver's
+ports, bind address, host name and ping interval, and gfsh's `--groups`/`--members` (a
+site is one system, R1).
 
 What Geode would do differently in a way the model cannot express is settled here:
 
 - Regions: a sender that no region of its site names in `gateway-sender-ids` ships
   nothing in Geode; it is left out (warning). If a site's files create no region at
   all, a warning says that the model ships every write through every sender.
+- One region per site (R1, R27). The site's region is read from its *shipping* regions,
+  those whose `gateway-sender-ids` name a sender the import keeps (a region on no kept
+  sender ships nothing and does not count): if none of them is partitioned, the site is
+  replicated (no `regions` entry, the default); if any is, the site is partitioned,
+  because a parallel sender can only ship a partitioned region in Geode and a serial
+  one routes a partitioned region's events by bucket (R29's order policy partition).
+  Its `total_num_buckets` is that of the first shipping partitioned region (in the
+  order the files create them) that a kept parallel sender ships, else of the first
+  shipping partitioned region. When the shipping regions are of different types, or
+  the partitioned ones have different bucket counts, one warning per site names them
+  and says which was taken. A site that creates no region but has a kept parallel
+  sender is read as partitioned with 113 buckets (warning): the only kind a parallel
+  sender ships.
 - Sender ids are per site in Geode and global in a trace (SPEC §13): an id used at
   several sites becomes `SITE/ID` (`1/sender3`) with a warning naming the user's id.
-- A serial and a parallel sender to the same remote: the serial one is kept and the
-  parallel one left out (warning); two of a kind is an R6 error.
+- A serial and a parallel sender to the same remote (not modelled, SPEC §16.10): the
+  serial one is kept, as a serial sender, and the parallel one left out (warning); two
+  of a kind is an R6 error. A parallel sender alone to its remote imports as parallel.
 - A sender to a site that declares no gateway-receiver can never connect, and a site
   whose files declare no gateway at all, or an import left with no sender, imports
   nothing useful: these are errors, unless `allow_partial`, which leaves such senders
@@ -61,11 +92,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from traces.config import Config, parse_config
+from traces.config import DEFAULT_BUCKETS, INT32_MAX, Config, parse_config
 from traces.errors import ConfigError
 from traces.geode.declarations import (
     GeodeImportError,
     ReceiverDeclaration,
+    RegionDeclaration,
     SenderDeclaration,
     SiteDeclarations,
     Written,
@@ -78,6 +110,13 @@ WAIT_FOREVER_MS = 2**62
 MINIMUM_SOCKET_READ_TIMEOUT_MS = 30_000
 """Geode raises a non-zero `socket-read-timeout` below this to this value."""
 
+GEODE_DISPATCHER_THREADS = 5
+"""Geode's `GatewaySender.DEFAULT_DISPATCHER_THREADS`: an unset `dispatcher-threads`."""
+
+MEGABYTE = 1_048_576
+"""Geode's unit of `maximum-queue-memory`."""
+
+_ORDER_POLICIES = ("KEY", "THREAD", "PARTITION")  # Geode's GatewaySender.OrderPolicy
 _INTEGER = re.compile(r"[+-]?[0-9]+")
 _FIELD_ERROR = re.compile(r"^(?:senders|receivers)\[0\]\.(\w+): (.*)$", re.DOTALL)
 
@@ -87,6 +126,12 @@ _SENDER_INTEGERS = {
     "batch-size": "batch_size",
     "batch-time-interval": "batch_time_interval_ms",
 }
+_SENDER_V2 = {  # Geode attribute -> SPEC R27 field, read by their own functions below
+    "parallel": "parallel",
+    "dispatcher-threads": "dispatcher_threads",
+    "order-policy": "order_policy",
+    "maximum-queue-memory": "maximum_queue_memory_bytes",
+}
 _RECEIVER_INTEGERS = {
     "retry-attempts": "retry_attempts",
     "wait-time-between-retry-attempts": "wait_time_between_retry_attempts_ms",
@@ -94,11 +139,6 @@ _RECEIVER_INTEGERS = {
 
 # Boolean sender settings whose `true` the model does not do: what Geode then does.
 _SENDER_TRUE_DIFFERS = {
-    "parallel": (
-        "Geode's parallel sender keeps one queue per bucket on every member and ships "
-        "them independently, so events of different keys may arrive in another order; "
-        "the model ships them as one serial sender (R12, SPEC §13)"
-    ),
     "manual-start": (
         "Geode does not start the sender until 'start gateway-sender'; the model's "
         "sender runs from the start"
@@ -120,6 +160,7 @@ _SENDER_TRUE_DIFFERS["enable-persistence"] = (
     "wipe (queue persistence is not modelled, SPEC §13)"
 )
 _BOOLEANS = (
+    "parallel",
     *_SENDER_TRUE_DIFFERS,
     "disk-synchronous",
     "group-transaction-events",
@@ -127,10 +168,6 @@ _BOOLEANS = (
 )
 # Sender settings of what SPEC §13 does not model: a warning whenever one is set.
 _SENDER_SET_DIFFERS = {
-    "maximum-queue-memory": (
-        "Geode overflows queued events beyond this many megabytes to disk; the model's "
-        "queue has no memory limit (queue overflow is not modelled, SPEC §13)"
-    ),
     "disk-store-name": (
         "the disk store of the queue's persistence and overflow is not modelled (SPEC §13)"
     ),
@@ -186,8 +223,10 @@ def map_sites(sites: Mapping[int, SiteDeclarations], allow_partial: bool = False
         declared = sites[site]
         warnings.extend(_site_warnings(site, declared))
         attached = _attached_senders(site, declared, warnings)
+        parsed = {d.id: _sender(d, site, site_ids) for d in declared.senders.values()}
+        _check_parallel_regions(declared, parsed)
         for declaration in declared.senders.values():
-            sender = _sender(declaration, site, site_ids)
+            sender = parsed[declaration.id]
             if attached is not None and declaration.id not in attached:
                 warnings.append(
                     f"{declaration.where}: {declaration.label}: no region of site {site} "
@@ -218,6 +257,12 @@ def map_sites(sites: Mapping[int, SiteDeclarations], allow_partial: bool = False
         warnings.extend(sender.warnings)
     if not senders:
         partial("no gateway-sender to import: events never leave their site")
+    regions = {}
+    for site in site_ids:
+        kept = [s for s in senders if s.site == site]
+        region = _site_region(site, sites[site], kept, warnings)
+        if region is not None:
+            regions[str(site)] = region
     names = _unique_ids(senders, warnings)
     try:
         config = parse_config(
@@ -225,6 +270,7 @@ def map_sites(sites: Mapping[int, SiteDeclarations], allow_partial: bool = False
                 "sites": site_ids,
                 "senders": [s.raw for s in senders],
                 "receivers": list(receivers.values()),
+                "regions": regions,
             }
         )
     except ConfigError as exc:  # checked piecewise above; kept as a safety net
@@ -297,6 +343,98 @@ def _attached_senders(
     return attached
 
 
+def _check_parallel_regions(declared: SiteDeclarations, senders: Mapping[str, _Sender]) -> None:
+    """R27: a region that names a parallel sender must be partitioned, as in Geode
+    (`DistributedRegion.validateAsynchronousEventDispatcher()`); checked for every sender
+    of the site, also one that R6 leaves out, since Geode would not create the region."""
+    for region in declared.regions.values():
+        for sender_id in region.senders():
+            sender = senders.get(sender_id)
+            if sender is None or not sender.parallel or region.partitioned:
+                continue
+            written = region.sender_ids
+            assert written is not None  # the ids come from it
+            kind = region.type
+            declared_as = (
+                f"{kind.name}={kind.value} at {kind.where}"
+                if kind is not None
+                else "it declares no PARTITION type"
+            )
+            raise GeodeImportError(
+                f"{written.where}: region {region.name!r}: parallel gateway sender "
+                f"{sender_id!r} cannot be used with a replicated region ({declared_as}; Geode: "
+                f"'Parallel Gateway Sender {sender_id} can not be used with replicated region "
+                f"{region.name}'; SPEC R27)"
+            )
+
+
+def _buckets(region: RegionDeclaration) -> int:
+    """A partitioned region's `total-num-buckets` (Geode's default 113)."""
+    written = region.total_num_buckets
+    if written is None:
+        return DEFAULT_BUCKETS
+    label = f"region {region.name!r}: {written.name}"
+    if not _INTEGER.fullmatch(written.value.strip()):
+        raise GeodeImportError(
+            f"{written.where}: {label}: must be an integer, got {written.value!r}"
+        )
+    buckets = int(written.value)
+    if not 1 <= buckets <= INT32_MAX:  # Geode: PartitionAttributesImpl.validateAttributes()
+        raise GeodeImportError(
+            f"{written.where}: {label}: must be from 1 to {INT32_MAX} (Geode refuses "
+            f"'TotalNumBuckets {buckets}'), got {buckets}"
+        )
+    return buckets
+
+
+def _site_region(
+    site: int, declared: SiteDeclarations, kept: list[_Sender], warnings: list[str]
+) -> dict[str, Any] | None:
+    """R27: the one region of a site, from the regions that ship through its kept
+    senders (see the module docstring); None for a replicated one (the default)."""
+    partitioned_buckets = {
+        name: _buckets(region) for name, region in declared.regions.items() if region.partitioned
+    }
+    ids = {s.declaration.id for s in kept}
+    parallel = sorted(s.declaration.id for s in kept if s.parallel)
+    if not declared.regions:
+        if not parallel:
+            return None
+        warnings.append(
+            f"{_files(declared)}: site {site}: parallel {_senders(parallel)} and no region: the "
+            f"site's region is read as partitioned with Geode's default {DEFAULT_BUCKETS} "
+            "buckets, the only kind a parallel sender ships (R27)"
+        )
+        return {"type": "partition"}
+    shipping = [r for r in declared.regions.values() if ids & set(r.senders())]
+    partitioned = [r for r in shipping if r.partitioned]
+    if not partitioned:
+        return None
+    chosen = next((r for r in partitioned if set(parallel) & set(r.senders())), partitioned[0])
+    buckets = partitioned_buckets[chosen.name]
+    replicated = [r for r in shipping if not r.partitioned]
+    if replicated or any(partitioned_buckets[r.name] != buckets for r in partitioned):
+        listed = ", ".join(f"{r.name} ({partitioned_buckets[r.name]} buckets)" for r in partitioned)
+        if replicated:
+            listed += f"; replicated: {', '.join(r.name for r in replicated)}"
+        with_parallel = sorted(set(parallel) & set(chosen.senders()))
+        reason = (
+            f"the region of parallel {_senders(with_parallel)}"
+            if with_parallel
+            else "the first partitioned one"
+        )
+        warnings.append(
+            f"{_files(declared)}: site {site}: the regions that ship through its senders "
+            f"differ (partitioned: {listed}); the model has one region per site (R1, R27): "
+            f"partitioned with {buckets} buckets, as {chosen.name}, {reason}"
+        )
+    return {"type": "partition", "total_num_buckets": buckets}
+
+
+def _senders(ids: list[str]) -> str:
+    return f"{'sender' if len(ids) == 1 else 'senders'} {', '.join(ids)}"
+
+
 def _integer(declaration: SenderDeclaration | ReceiverDeclaration, written: Written) -> int:
     if not _INTEGER.fullmatch(written.value.strip()):
         raise GeodeImportError(
@@ -344,20 +482,12 @@ def _sender(declaration: SenderDeclaration, site: int, sites: list[int]) -> _Sen
             warnings.append(
                 f"{written.where}: {label}: {written.name}={written.value}: {difference}"
             )
-    if "dispatcher-threads" in settings:
-        written = settings["dispatcher-threads"]
-        threads = _integer(declaration, written)
-        if threads < 1:
-            raise GeodeImportError(
-                f"{written.where}: {label}: {written.name}: must be >= 1, got {threads}"
-            )
-        if threads > 1:
-            warnings.append(
-                f"{written.where}: {label}: {written.name}={threads}: Geode dispatches up "
-                f"to {threads} batches at once from {threads} queues (split by "
-                "order-policy); the model sends one batch at a time from one FIFO queue "
-                "(R12, R13)"
-            )
+    parallel = "parallel" in settings and _boolean(settings["parallel"], label)
+    raw["parallel"] = parallel
+    raw["dispatcher_threads"] = _dispatcher_threads(declaration)
+    raw["order_policy"] = _order_policy(declaration, parallel)
+    if "maximum-queue-memory" in settings:
+        raw["maximum_queue_memory_bytes"] = _queue_memory(declaration)
     for written in declaration.filters:
         kind = written.name.strip("<>-")
         if kind in _CHANGING_FILTERS:
@@ -374,9 +504,54 @@ def _sender(declaration: SenderDeclaration, site: int, sites: list[int]) -> _Sen
             "proposal's listener, which Geode 1.15 does not have (SPEC §13); modelled as "
             'failure_listener "dlq" (R24)'
         )
-    parallel = "parallel" in settings and _boolean(settings["parallel"], label)
     _validated(declaration, "senders", raw, sites)
     return _Sender(declaration, site, raw, parallel, warnings)
+
+
+def _dispatcher_threads(declaration: SenderDeclaration) -> int:
+    """`dispatcher-threads`; unset is Geode's `DEFAULT_DISPATCHER_THREADS`, 5 (SPEC §16.9)."""
+    written = declaration.settings.get("dispatcher-threads")
+    if written is None:
+        return GEODE_DISPATCHER_THREADS
+    threads = _integer(declaration, written)
+    if threads < 1:  # GatewaySenderFactoryImpl.create(): "... dispatcher threads less than 1"
+        raise GeodeImportError(
+            f"{written.where}: {declaration.label}: {written.name}: must be >= 1, got {threads}"
+        )
+    return threads
+
+
+def _order_policy(declaration: SenderDeclaration, parallel: bool) -> str:
+    """`order-policy` KEY, THREAD or PARTITION in any case (Geode upper-cases it); unset is
+    Geode's `DEFAULT_ORDER_POLICY`, KEY. A parallel sender refuses THREAD (R27)."""
+    written = declaration.settings.get("order-policy")
+    if written is None:
+        return "key"
+    policy = written.value.strip().upper()
+    if policy not in _ORDER_POLICIES:
+        raise GeodeImportError(
+            f"{written.where}: {declaration.label}: {written.name}: must be KEY, THREAD or "
+            f"PARTITION, got {written.value!r}"
+        )
+    if parallel and policy == "THREAD":
+        raise GeodeImportError(
+            f"{written.where}: {declaration.label}: {written.name}={written.value}: a "
+            "parallel sender cannot use the thread order policy (Geode: 'Parallel Gateway "
+            f"Sender {declaration.id} can not be created with OrderPolicy THREAD'; SPEC R27)"
+        )
+    return policy.lower()
+
+
+def _queue_memory(declaration: SenderDeclaration) -> int:
+    """`maximum-queue-memory`, in megabytes in Geode, as `maximum_queue_memory_bytes`."""
+    written = declaration.settings["maximum-queue-memory"]
+    megabytes = _integer(declaration, written)
+    if not 0 <= megabytes <= INT32_MAX:
+        raise GeodeImportError(
+            f"{written.where}: {declaration.label}: {written.name}: must be from 0 to "
+            f"{INT32_MAX} megabytes (a Java int), got {megabytes}"
+        )
+    return megabytes * MEGABYTE
 
 
 def _ack_timeout(declaration: SenderDeclaration, warnings: list[str]) -> int:
@@ -474,16 +649,22 @@ def _validated(
     raw: dict[str, Any],
     sites: list[int],
 ) -> None:
-    """Check one sender or receiver with `parse_config`; errors quote the Geode name."""
+    """Check one sender or receiver with `parse_config`; errors quote the Geode name.
+
+    A parallel sender is checked as if its site were partitioned: its regions are checked
+    by `_check_parallel_regions`, with Geode's message."""
+    check: dict[str, Any] = {"sites": sites, key: [raw]}
+    if raw.get("parallel"):
+        check["regions"] = {str(raw["site"]): {"type": "partition"}}
     try:
-        parse_config({"sites": sites, key: [raw]})
+        parse_config(check)
     except ConfigError as exc:
         message = str(exc)
         match = _FIELD_ERROR.match(message)
         if match is None:
             raise GeodeImportError(f"{declaration.where}: {declaration.label}: {message}") from None
         spec_field, problem = match.groups()
-        by_field = {**_SENDER_INTEGERS, **_RECEIVER_INTEGERS, "id": "id"}
+        by_field = {**_SENDER_INTEGERS, **_RECEIVER_INTEGERS, **_SENDER_V2, "id": "id"}
         geode_name = next((g for g, f in by_field.items() if f == spec_field), spec_field)
         written = declaration.settings.get(geode_name)
         where = written.where if written is not None else declaration.where
