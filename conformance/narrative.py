@@ -40,21 +40,24 @@ from traces.ops import (
 from traces.text import plural
 
 
-def op_text(op: Op) -> str:
-    """An operation as a user writes it: `deliver ny`, `put 1 k {"v":1}`, `tick 100`."""
+def op_text(op: Op, config: Config | None = None) -> str:
+    """An operation as a user writes it: `deliver ny`, `put 1 k {"v":1}`, `tick 100`;
+    v2.0's `thread` when not 0, and the dispatcher of a sender that has several (or, without
+    the configuration, when not 0): `deliver ny d1`."""
     match op:
-        case Put(site=site, key=key, value=value):
-            return f"put {site} {key} {canonical_json(value)}"
-        case Delta(site=site, key=key, changes=changes):
-            return f"delta {site} {key} {canonical_json(changes)}"
-        case Destroy(site=site, key=key):
-            return f"destroy {site} {key}"
-        case PutAll(site=site, entries=entries):
-            return f"putall {site} {canonical_json({k: dict(v) for k, v in entries.items()})}"
+        case Put(site=site, key=key, value=value, thread=thread):
+            return f"put {site} {key} {canonical_json(value)}{_thread(thread)}"
+        case Delta(site=site, key=key, changes=changes, thread=thread):
+            return f"delta {site} {key} {canonical_json(changes)}{_thread(thread)}"
+        case Destroy(site=site, key=key, thread=thread):
+            return f"destroy {site} {key}{_thread(thread)}"
+        case PutAll(site=site, entries=entries, thread=thread):
+            entries_text = canonical_json({k: dict(v) for k, v in entries.items()})
+            return f"putall {site} {entries_text}{_thread(thread)}"
         case Tick(ms=ms):
             return f"tick {ms}"
         case Deliver(sender=s) | DeliverAck(sender=s) | Drop(sender=s) | DropAck(sender=s):
-            return f"{op.op} {s}"
+            return f"{op.op} {lane(s, op.dispatcher, config)}"
         case SiteDown(site=site):
             return f"site_down {site}"
         case SiteUp(site=site, wipe=wipe):
@@ -72,42 +75,69 @@ def _ids(events: list[str]) -> str:
     return ", ".join(events) if events else "none"
 
 
-def describe(obs: Observation) -> str:
-    """One observation as a clause (without the operation)."""
+def _thread(thread: int) -> str:
+    return f" thread {thread}" if thread else ""
+
+
+def lane(sender: str, dispatcher: int, config: Config | None = None) -> str:
+    """A sender's dispatcher as the words name it (R29): the sender alone when it has one
+    dispatcher, else `ny d1`; without the configuration, `d0` is left out."""
+    if config is None:
+        several = dispatcher != 0
+    else:
+        several = config.sender(sender).dispatcher_threads > 1
+    return f"{sender} d{dispatcher}" if several else sender
+
+
+def _route(sender: str, route: dict[str, Any] | None, config: Config | None) -> str:
+    """A sender of an `enqueued` and, when there is a choice, where it queued the event."""
+    if route is None:
+        return sender
+    bucket = route.get("bucket")
+    where = lane(sender, route.get("dispatcher", 0), config)
+    return where + (f" (bucket {bucket})" if bucket is not None else "")
+
+
+def describe(obs: Observation, config: Config | None = None) -> str:
+    """One observation as a clause (without the operation); with the configuration, a
+    sender with several dispatchers is named with the dispatcher (`ny d1`)."""
     kind = obs["kind"]
+    who = lane(obs["sender"], obs.get("dispatcher", 0), config) if "sender" in obs else ""
     if kind == "enqueued":
         senders = obs["senders"]
+        routes = obs.get("routes", {})
         version = canonical_json(obs["version"])
-        queued = f"queued on {', '.join(senders)}" if senders else "no sender at the site"
+        queued = (
+            "queued on " + ", ".join(_route(s, routes.get(s), config) for s in senders)
+            if senders
+            else "no sender at the site"
+        )
         what = f"{obs['op']} {obs['key']}, {version}"
         return f"site {obs['site']} wrote {obs['event']} ({what}), {queued}"
     if kind == "sent":
         text = (
-            f"{obs['sender']} sent batch {obs['batch_id']} [{_ids(obs['events'])}] "
+            f"{who} sent batch {obs['batch_id']} [{_ids(obs['events'])}] "
             f"({obs['bytes_full']} bytes full, {obs['bytes_delta']} delta"
         )
         resent = obs["events_resent"]
         return text + (f", {resent} resent as possible duplicates)" if resent else ")")
     if kind == "connection_failed":
-        return f"{obs['sender']} cannot connect: site {obs['remote']} is down"
+        return f"{who} cannot connect: site {obs['remote']} is down"
     if kind == "applied":
         status = obs["status"]
         if status == "failed":
             status = f"failed ({obs['exception']})"
         return f"site {obs['site']} applied {obs['event']} {status}"
     if kind == "forwarded":
-        return f"site {obs['site']} forwarded {obs['event']} on {obs['sender']}"
+        return f"site {obs['site']} forwarded {obs['event']} on {who}"
     if kind == "acked":
-        return (
-            f"{obs['sender']} got the ack of batch {obs['batch_id']}, "
-            f"removed [{_ids(obs['removed'])}]"
-        )
+        return f"{who} got the ack of batch {obs['batch_id']}, removed [{_ids(obs['removed'])}]"
     if kind == "dropped":
-        return f"{obs['sender']} dropped {obs['event']} ({obs['exception']}): data loss"
+        return f"{who} dropped {obs['event']} ({obs['exception']}): data loss"
     if kind == "dlq":
-        return f"{obs['sender']} dead-lettered {obs['event']} ({obs['exception']})"
+        return f"{who} dead-lettered {obs['event']} ({obs['exception']})"
     if kind == "invalid_delta":
-        return f"{obs['sender']} keeps {obs['event']} to resend as its full value (invalid delta)"
+        return f"{who} keeps {obs['event']} to resend as its full value (invalid delta)"
     if kind == "redelivery":
         return {
             "requeued": f"dead letter {obs['event']} redelivered: back in {obs['sender']}'s queue",
@@ -117,7 +147,7 @@ def describe(obs: Observation) -> str:
         }[obs["outcome"]] + " (R26)"
     if kind == "timeout":
         return (
-            f"{obs['sender']} timed out on batch {obs['batch_id']} "
+            f"{who} timed out on batch {obs['batch_id']} "
             f"[{_ids(obs['events'])}], will resend them"
         )
     if kind == "skipped":
@@ -148,7 +178,7 @@ class Narrator:
 
     def __init__(self, config: Config) -> None:
         self.config = config
-        self._batch: dict[str, int] = {}  # the batch each sender last sent
+        self._batch: dict[tuple[str, int], int] = {}  # the batch each dispatcher last sent
 
     def line(
         self,
@@ -158,21 +188,24 @@ class Narrator:
         state_before: Callable[[], dict[str, Any]],
     ) -> str:
         """`where op → what happened`; `state_before` is asked only for a skipped op."""
-        head = f"{where} {op_text(op)} → "
+        config = self.config
+        head = f"{where} {op_text(op, config)} → "
         if len(observations) == 1 and observations[0]["kind"] == "skipped":
             return head + "skipped: " + self.why_skipped(op, state_before())
-        clauses = [(obs["kind"], describe(obs)) for obs in observations]
+        clauses = [(obs["kind"], describe(obs, config)) for obs in observations]
         for obs in observations:
             if obs["kind"] == "sent":
-                self._batch[obs["sender"]] = obs["batch_id"]
+                self._batch[(obs["sender"], obs["dispatcher"])] = obs["batch_id"]
         words = _join_applied(clauses)
         match op:
-            case Deliver(sender=sender):
-                words.append(f"ack of batch {self._batch.get(sender, '?')} in the network")
-            case Drop(sender=sender):
-                words.insert(0, f"batch {self._batch.get(sender, '?')} of {sender} lost")
-            case DropAck(sender=sender):
-                words.insert(0, f"ack of batch {self._batch.get(sender, '?')} of {sender} lost")
+            case Deliver(sender=sender, dispatcher=d):
+                words.append(f"ack of batch {self._batch.get((sender, d), '?')} in the network")
+            case Drop(sender=sender, dispatcher=d):
+                batch = self._batch.get((sender, d), "?")
+                words.insert(0, f"batch {batch} of {lane(sender, d, config)} lost")
+            case DropAck(sender=sender, dispatcher=d):
+                batch = self._batch.get((sender, d), "?")
+                words.insert(0, f"ack of batch {batch} of {lane(sender, d, config)} lost")
             case SiteDown(site=site):
                 words.insert(0, f"site {site} down, messages to and from it lost")
             case SiteUp(site=site, wipe=wipe):

@@ -1,4 +1,5 @@
-"""The properties of SPEC §11 (P2-P7) in one place, for Hypothesis, trace replay and Spark.
+"""The properties of SPEC §11 and §16.7 (P2-P8, P12) in one place, for Hypothesis, trace
+replay and Spark.
 
 `PropertyChecker` follows a run step by step from the observations alone: `after_step`
 returns the violations a step shows (P3, P4, P6 at once; P2 and P5 after a `settle` that
@@ -37,6 +38,17 @@ Readings where §11 is silent (also in the README):
   which is the total order (timestamp, dsid, entry_version).
 - P4 applies only to supported topologies (R23); P3 when some event was applied, P6
   when some value was built from a delta, P7 when a secure sender wrote a dead letter.
+  P4's edge is the sender, whatever its dispatchers (§16.7).
+- P8 (v2.0): "appended to g" is each append (R11, R22, R26's requeue: a requeued event is
+  appended again); "processes (first time)" is the first `applied` of that append,
+  whatever its status. A sender using the thread policy with several dispatchers is left
+  out (Example R29); P8 applies when some other sender had two events of one key
+  processed. The checker also counts cross-key reordering (an event processed after a
+  later-appended one of another key), the "sometimes" property §16.7 asks campaigns for.
+- P12 (v2.0) is checked after every `settle`, on the dispatchers of the senders that run
+  unpaused with their site and remote up; a dispatcher whose next due time may lie past
+  2^63-1, or a settle stopped at its inner-operation cap (the engine's `settle_capped`,
+  when it has one), makes the check not applicable there.
 """
 
 from __future__ import annotations
@@ -46,18 +58,18 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from conformance.topology import analyse_topology, delivery_paths, sender_graph
-from traces.config import Config
+from traces.config import INT64_MAX, Config, SenderConfig
 from traces.observations import Observation
 from traces.ops import Op, Settle, SiteUp
 from traces.text import plural
 
-PROPERTIES = ("P2", "P3", "P4", "P5", "P6", "P7")
+PROPERTIES = ("P2", "P3", "P4", "P5", "P6", "P7", "P8", "P12")
 Status = Literal["held", "failed", "not applicable"]
 
 
 @dataclass(frozen=True, slots=True)
 class Violation:
-    property: str  # "P2" .. "P7"
+    property: str  # "P2" .. "P12"
     message: str
     where: str = ""  # the operation that showed it, e.g. "t.jsonl:9"
 
@@ -95,6 +107,34 @@ def fully_connected(config: Config) -> bool:
     import networkx as nx  # here: start-up stays quick
 
     return bool(nx.is_strongly_connected(sender_graph(config)))
+
+
+def _not_quiescent(dispatcher: dict[str, Any]) -> list[str]:
+    """What keeps a dispatcher's observed state from quiescence (P12), in words."""
+    left = []
+    if dispatcher["queue"]:
+        shown = ", ".join(dispatcher["queue"][:3]) + ("..." if len(dispatcher["queue"]) > 3 else "")
+        left.append(f"{plural(len(dispatcher['queue']), 'queued event')} ({shown})")
+    if dispatcher.get("resend"):
+        left.append(f"{plural(len(dispatcher['resend']), 'event')} to resend")
+    if dispatcher["in_flight"] is not None:
+        left.append(f"batch {dispatcher['in_flight']['batch_id']} in flight")
+    if dispatcher["network"]["batch"] or dispatcher["network"]["ack"]:
+        left.append("a message in the network")
+    return left
+
+
+def _due_past_the_end(sender: SenderConfig, dispatcher: dict[str, Any], now: int) -> bool:
+    """Might R39's next due time of this dispatcher lie past 2^63-1 (where settle stops)?
+    Exact for a batch in flight; for a queue, its head's enqueue time is not observable,
+    so any head that could wait past the end counts."""
+    in_flight = dispatcher["in_flight"]
+    if in_flight is not None:
+        return bool(in_flight["sent_at"] + sender.ack_timeout_ms > INT64_MAX)
+    if dispatcher["next_retry_at"] > INT64_MAX:
+        return True
+    waiting = len(dispatcher["queue"])
+    return waiting < sender.batch_size and now + sender.batch_time_interval_ms > INT64_MAX
 
 
 @dataclass(slots=True)
@@ -151,6 +191,23 @@ class PropertyChecker:
         self._secure_dead_letters = 0
         self._step = 0
         self._leaving: list[str] = []  # events that left their last queue in this step
+        # P8: each sender's appends, numbered; an append is forgotten once processed.
+        self._unordered = {  # the thread policy with several dispatchers (Example R29)
+            s.id: s.dispatcher_threads
+            for s in config.senders
+            if s.order_policy == "thread" and s.dispatcher_threads > 1 and not s.parallel
+        }
+        self._appends: dict[str, int] = {}  # sender -> appends so far
+        self._appended: dict[tuple[str, str], int] = {}  # (sender, event) -> its append
+        self._last_of_key: dict[tuple[str, str], tuple[int, str]] = {}  # (sender, key) ->
+        #   the latest append processed, and its event
+        self._last_of_sender: dict[str, int] = {}  # sender -> the latest append processed
+        self._p8_checks = 0  # processings that followed another of the same key and sender
+        self.reordered = 0  # cross-key reorderings seen (§16.7's "sometimes" property)
+        # P12
+        self._p12_checks = 0  # dispatchers found quiescent or not after a settle
+        self._p12_exempt = ""  # why a settle left a dispatcher unchecked (the last reason)
+        self._any_settle = False
 
     def clone(self) -> PropertyChecker:
         """An independent copy of the checker as it is now (exhaustive exploration,
@@ -180,6 +237,10 @@ class PropertyChecker:
         other._keys_before_wipe = set(self._keys_before_wipe)
         other._keys_dropped = set(self._keys_dropped)
         other._leaving = list(self._leaving)
+        other._appends = dict(self._appends)
+        other._appended = dict(self._appended)
+        other._last_of_key = dict(self._last_of_key)
+        other._last_of_sender = dict(self._last_of_sender)
         return other
 
     # -- following the run ---------------------------------------------------------------
@@ -190,10 +251,13 @@ class PropertyChecker:
         observations: list[Observation],
         observe: Callable[[], dict[str, Any]],
         where: str = "",
+        settle_capped: Callable[[], bool] | None = None,
     ) -> list[Violation]:
         """Record one step and return the violations it shows. `observe` returns the
         observable state after the step; it is called only after a `settle`. `where`
-        names the operation in messages (default: "operation N", 1-based)."""
+        names the operation in messages (default: "operation N", 1-based).
+        `settle_capped` says whether the engine's last settle stopped at its cap of inner
+        operations (R25), for P12; without it, no settle is taken to have."""
         self._step += 1
         where = where or f"operation {self._step}"
         found: list[Violation] = []
@@ -212,12 +276,16 @@ class PropertyChecker:
                 )
                 self._written_since_wipe += 1
                 self._keys_written.add(obs["key"])
+                for sender in obs["senders"]:
+                    self._append(sender, obs["event"])
                 if not obs["senders"]:
                     self._leaving.append(obs["event"])
             elif kind == "applied":
+                found.extend(self._processed(obs, where))
                 found.extend(self._applied(obs, where))
             elif kind == "forwarded":
                 self._events[obs["event"]].queues.add(obs["sender"])
+                self._append(obs["sender"], obs["event"])
             elif kind == "sent":
                 found.extend(self._sent(obs, where))
             elif kind in ("dropped", "dlq"):
@@ -243,13 +311,17 @@ class PropertyChecker:
                 known = self._dead_lettered.pop((obs["sender"], obs["event"]))
                 if obs["outcome"] == "requeued":  # the same event, queued again
                     self._events.setdefault(obs["event"], known).queues.add(obs["sender"])
+                    self._append(obs["sender"], obs["event"])
         for event_id in self._leaving:  # after the step: its drops and conflicts are known
             leaving = self._events.get(event_id)
             if leaving is not None and not leaving.queues:
                 self._forget(event_id)
         self._leaving.clear()
         if isinstance(op, Settle):  # never skipped
+            self._any_settle = True
             state = observe()
+            capped = settle_capped is not None and settle_capped()
+            found.extend(self._p12(state, capped, where))
             if all(site["up"] for site in state["sites"].values()):
                 found.extend(self._at_quiescence(state, where))
         for violation in found:
@@ -277,6 +349,82 @@ class PropertyChecker:
         """P2-P7, each held, failed or not applicable (with the reason)."""
         return [self._verdict(name) for name in PROPERTIES]
 
+    # -- P8: per-key order ----------------------------------------------------------------
+
+    def _append(self, sender: str, event: str) -> None:
+        """An append of `event` to `sender`'s queue (any dispatcher), numbered in order."""
+        count = self._appends.get(sender, 0)
+        self._appends[sender] = count + 1
+        self._appended[(sender, event)] = count
+
+    def _processed(self, obs: Observation, where: str) -> list[Violation]:
+        """P8: the receiver processes an event the sender shipped; the first time for this
+        append, it must come after every processed append of the same key."""
+        sender, event, key = obs["sender"], obs["event"], obs["key"]
+        append = self._appended.pop((sender, event), None)
+        if append is None:
+            return []  # processed before (a resend): only the first time counts
+        latest = self._last_of_sender.get(sender, -1)
+        if append < latest:
+            self.reordered += 1  # an earlier append after a later one (of some key)
+        self._last_of_sender[sender] = max(latest, append)
+        if sender in self._unordered:
+            return []
+        before = self._last_of_key.get((sender, key))
+        if before is None or before[0] < append:
+            if before is not None:
+                self._p8_checks += 1
+            self._last_of_key[(sender, key)] = (append, event)
+            return []
+        self._p8_checks += 1
+        return [
+            Violation(
+                "P8",
+                f"sender {sender}: event {event} (key {key!r}) processed at site {obs['site']} "
+                f"after {before[1]}, which was appended to {sender} after it",
+                where,
+            )
+        ]
+
+    # -- P12: quiescence -----------------------------------------------------------------
+
+    def _p12(self, state: dict[str, Any], capped: bool, where: str) -> list[Violation]:
+        """P12 after a settle: every dispatcher of a running, unpaused sender whose site
+        and remote are up has nothing queued, to resend, in flight or in the network."""
+        if capped:
+            self._p12_exempt = f"the settle at {where} stopped at its cap of inner operations"
+            return []
+        sites = state["sites"]
+        now = state["time"]
+        out: list[Violation] = []
+        for sender in self.config.senders:
+            seen = state["senders"][sender.id]
+            if not (sites[str(sender.site)]["up"] and sites[str(sender.remote)]["up"]):
+                continue
+            if not seen.get("running", True) or seen.get("paused", False):
+                continue
+            for index, dispatcher in enumerate(seen["dispatchers"]):
+                left = _not_quiescent(dispatcher)
+                if not left:
+                    self._p12_checks += 1
+                    continue
+                if _due_past_the_end(sender, dispatcher, now):
+                    self._p12_exempt = (
+                        f"after the settle at {where}, sender {sender.id} dispatcher {index} is "
+                        "next due past 2^63-1 (R25)"
+                    )
+                    continue
+                self._p12_checks += 1
+                out.append(
+                    Violation(
+                        "P12",
+                        f"after settle, sender {sender.id} dispatcher {index} still has "
+                        + ", ".join(left),
+                        where,
+                    )
+                )
+        return out
+
     # -- the events' lives ---------------------------------------------------------------
 
     def _wipe(self, site: int, where: str) -> None:
@@ -294,6 +442,8 @@ class PropertyChecker:
         for event_id, event in self._events.items():
             for sender in wiped & event.queues:
                 self._leave_queue(event_id, sender)
+        if wiped:  # P8: the wiped queues' appends will never be processed
+            self._appended = {k: v for k, v in self._appended.items() if k[0] not in wiped}
 
     def _leave_queue(self, event_id: str, sender: str) -> None:
         """The event left one queue; once it has left all of them (at the end of the
@@ -499,6 +649,23 @@ class PropertyChecker:
             if not any(s.dlq_secure for s in self.config.senders):
                 return "no sender has dlq_secure"
             return "" if self._secure_dead_letters else "no secure sender wrote a dead letter"
+        if name == "P8":
+            if self._p8_checks:
+                return ""
+            ordered = [s.id for s in self.config.senders if s.id not in self._unordered]
+            if not ordered:
+                return "order_policy thread: " + ", ".join(
+                    f"{sender} has {count} dispatchers" for sender, count in self._unordered.items()
+                ) + " and per-key order is not kept across them (Example R29)"
+            return "no sender had two events of one key processed"
+        if name == "P12":
+            if self._p12_checks:
+                return ""
+            if self._p12_exempt:
+                return self._p12_exempt
+            if not self._any_settle:
+                return "no settle"
+            return "no settle left a running sender with its site and remote up"
         raise ValueError(name)
 
     def _verdict(self, name: str) -> Verdict:
@@ -510,4 +677,10 @@ class PropertyChecker:
             return Verdict(name, "not applicable", reason)
         if name == "P2" and self._wiped_at:
             return Verdict(name, "held", "on the events written after the last wipe")
+        if name == "P8" and self._unordered:
+            return Verdict(
+                name,
+                "held",
+                "not applicable to " + ", ".join(self._unordered) + ": order_policy thread",
+            )
         return Verdict(name, "held")

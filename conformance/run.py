@@ -377,6 +377,11 @@ class TraceRun:
         """The observable state now: the model's when it runs."""
         return self.engine.observe()
 
+    def _settle_capped(self) -> bool:
+        """Did the engine's last settle stop at its cap (R25)? An engine that does not say
+        (an optional part of the engine surface, traces/engine.py) is taken not to have."""
+        return bool(getattr(self.engine, "settle_capped", False))
+
     @property
     def divergence(self) -> Divergence | None:
         return None if self.lockstep is None else self.lockstep.divergence
@@ -404,7 +409,9 @@ class TraceRun:
         self.events += sum(1 for obs in observations if obs["kind"] == "enqueued")
         violations: list[Violation] = []
         if self.checker is not None:
-            violations = self.checker.after_step(op, observations, self.engine.observe, where)
+            violations = self.checker.after_step(
+                op, observations, self.engine.observe, where, self._settle_capped
+            )
         self.last_violations = violations
         if self.failure is None:
             self._first_failure(index, where, observations, violations, in_lockstep)

@@ -113,6 +113,7 @@ class Engine:
     def __init__(self, config: Config, dlq_dir: str | None = None) -> None:
         self._config = config
         self._now = 0  # R5
+        self.settle_capped = False  # the last settle stopped at its cap (R25; P12)
         self._sites: dict[int, SiteState] = {
             site: SiteState(
                 site,
@@ -1090,12 +1091,14 @@ class Engine:
         a flush, which matters only for a sender whose remote is down and whose
         retry_interval_ms is 0: it fails to connect once more.
         """
+        self.settle_capped = False
         for _ in range(SETTLE_MAX_OPERATIONS):
             inner = self._settle_next()
             if inner is None:
-                break
+                return True
             enabled = self._step(inner, out)
             assert enabled, f"settle chose {inner!r}, which is not enabled"
+        self.settle_capped = self._settle_next() is not None
         return True
 
     def _settle_next(self) -> Op | None:

@@ -19,11 +19,11 @@ from typing import Any
 from model.checkpoint import from_state_doc, to_state_doc
 from model.observe import observe
 from model.state import State
-from model.step import enabled, initial_state, step
+from model.step import enabled, initial_state, settle_step, step
 from traces.checkpoint import check_fits, document
 from traces.config import Config
 from traces.observations import Observation
-from traces.ops import Op
+from traces.ops import Op, Settle
 
 __all__ = ["Engine", "enabled", "initial_state", "observe", "step"]
 
@@ -34,8 +34,12 @@ class Engine:
     def __init__(self, config: Config) -> None:
         self.config = config
         self.state: State = initial_state(config)
+        self.settle_capped = False  # the last settle stopped at its cap (R25; P12)
 
     def apply(self, op: Op) -> list[Observation]:
+        if type(op) is Settle:
+            self.state, observations, self.settle_capped = settle_step(self.config, self.state)
+            return observations
         self.state, observations = step(self.config, self.state, op)
         return observations
 

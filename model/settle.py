@@ -68,13 +68,14 @@ def next_operation(config: Config, state: State, enabled: Enabled) -> Op | None:
 
 def settle(
     config: Config, state: State, step: Step, enabled: Enabled
-) -> tuple[State, list[Observation]]:
-    """R25/R39: run inner operations until nothing is left to do (or the cap is reached)."""
+) -> tuple[State, list[Observation], bool]:
+    """R25/R39: run inner operations until nothing is left to do, or the cap is reached
+    (the third value: True when it stopped at the cap with something still to do)."""
     observations: list[Observation] = []
     for _ in range(MAX_INNER_OPERATIONS):
         op = next_operation(config, state, enabled)
         if op is None:
-            break
+            return state, observations, False
         state, inner = step(config, state, op)
         observations.extend(inner)
-    return state, observations
+    return state, observations, next_operation(config, state, enabled) is not None

@@ -86,7 +86,14 @@ def _tick(config: Config, state: State, op: Tick) -> tuple[State, list[Observati
 
 
 def _settle(config: Config, state: State, op: Settle) -> tuple[State, list[Observation]]:
-    return settle.settle(config, state, step, enabled)
+    state, observations, _ = settle.settle(config, state, step, enabled)
+    return state, observations
+
+
+def settle_step(config: Config, state: State) -> tuple[State, list[Observation], bool]:
+    """`step(config, state, Settle())`, and whether the settle stopped at its cap (R25)."""
+    state, observations, capped = settle.settle(config, state, step, enabled)
+    return (*_flush(config, state, observations), capped)
 
 
 _EFFECTS: dict[type[Any], Callable[[Config, State, Any], tuple[State, list[Observation]]]] = {
@@ -114,6 +121,13 @@ def step(config: Config, state: State, op: Op) -> tuple[State, list[Observation]
     if not enabled(config, state, op):
         return state, [{"kind": "skipped", "op": op.op}]
     state, observations = _EFFECTS[type(op)](config, state, op)
+    return _flush(config, state, observations)
+
+
+def _flush(
+    config: Config, state: State, observations: list[Observation]
+) -> tuple[State, list[Observation]]:
+    """§3: after an operation's effect, R15 for every (sender, dispatcher) in order."""
     for sender_config in config.senders:
         state, flushed = sender.flush(config, state, sender_config)
         observations.extend(flushed)

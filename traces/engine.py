@@ -3,6 +3,9 @@
     engine = Engine(config)              # initial state of SPEC §2's configuration
     observations = engine.apply(op)      # one step (SPEC §3); list of §10 observations
     state = engine.observe()             # SPEC §10 observable state, a JSON object
+    engine.settle_capped                 # optional: did the last settle stop at its cap
+                                         # (R25)? P12 is then not applicable; an engine
+                                         # without it is taken never to stop there
 
 `model.Engine` wraps the pure `model.step`; `impl.Engine` is the fast mutable engine.
 `make_engine("model" | "impl", config)` builds one of the two by name; `load_impl(spec)`

@@ -22,7 +22,7 @@ from conformance.run import RunResult, Step, TraceRun, stopped_line
 from conformance.stores import StoreEngines, store_engine_class
 from impl.dlq_store import check_directory
 from traces.canonical import canonical_json
-from traces.config import Config
+from traces.config import Config, SenderConfig
 from traces.engine import DEFAULT_IMPL, EngineFactory, load_impl
 from traces.errors import WanconformError
 from traces.logfile import LogSource
@@ -248,6 +248,40 @@ def convergence(state: dict[str, Any]) -> tuple[bool, list[str]]:
     return not differing, lines
 
 
+def sender_line(config: SenderConfig, sender: dict[str, Any]) -> str:
+    """One sender's observed state in a line: its kind (R27, R29), queue and batches in
+    flight (per dispatcher when it has several), dead letters and counters."""
+    lanes = sender["dispatchers"]
+    kind = ""
+    if config.parallel or len(lanes) > 1:
+        kind = ", parallel" if config.parallel else ", serial"
+        kind += f", {plural(len(lanes), 'dispatcher')}"
+        if not config.parallel:
+            kind += f" by {config.order_policy}"
+    if not sender.get("running", True):
+        kind += ", STOPPED"
+    elif sender.get("paused", False):
+        kind += ", PAUSED"
+    flights = [(index, lane["in_flight"]) for index, lane in enumerate(lanes) if lane["in_flight"]]
+    in_flight = (
+        "none"
+        if not flights
+        else "; ".join(
+            ("" if len(lanes) == 1 else f"d{index} ")
+            + f"batch {flight['batch_id']} ({plural(len(flight['events']), 'event')}, "
+            f"sent at {flight['sent_at']})"
+            for index, flight in flights
+        )
+    )
+    queued = sum(len(lane["queue"]) for lane in lanes)
+    nonzero = " ".join(f"{k}={v}" for k, v in sender["stats"].items() if v)
+    return (
+        f"sender {config.id} ({config.site}->{config.remote}{kind}): "
+        f"queue {queued}, in flight {in_flight}, "
+        f"{plural(len(sender['dlq']), 'dead letter')}; {nonzero or 'no traffic'}"
+    )
+
+
 def summary(result: RunResult, other: str = "impl") -> str:
     """The text a person reads after a replay (`other`: what the model ran against)."""
     state = result.state
@@ -262,20 +296,7 @@ def summary(result: RunResult, other: str = "impl") -> str:
             f"{plural(len(site['entries']), 'entry', 'entries')}; {stats}"
         )
     for sender_id, sender in sorted(state["senders"].items()):
-        config = result.config.sender(sender_id)
-        flight = sender["in_flight"]
-        in_flight = (
-            "none"
-            if flight is None
-            else f"batch {flight['batch_id']} ({plural(len(flight['events']), 'event')}, "
-            f"sent at {flight['sent_at']})"
-        )
-        nonzero = " ".join(f"{k}={v}" for k, v in sender["stats"].items() if v)
-        lines.append(
-            f"  sender {sender_id} ({config.site}->{config.remote}): "
-            f"queue {len(sender['queue'])}, in flight {in_flight}, "
-            f"{plural(len(sender['dlq']), 'dead letter')}; {nonzero or 'no traffic'}"
-        )
+        lines.append(f"  {sender_line(result.config.sender(sender_id), sender)}")
     if result.divergence is not None:
         described = result.divergence.describe().replace("\n", "\n  ")
         lines.append(f"  P1: FAILED: model and {other} diverge at {described}")
