@@ -1,7 +1,8 @@
 """The conformance machine: a Hypothesis RuleBasedStateMachine over SPEC §3's operations.
 
 Every rule is named after the operation it performs and draws sites and keys from
-bundles (senders, which depend on the drawn configuration, are drawn inside the rule),
+bundles (senders and their dispatchers, which depend on the drawn configuration, are
+drawn inside the rule; writes draw a client thread, R29),
 so a printed counterexample reads as a trace. Each step is applied to the
 model and to the impl; after every step the machine asserts P1 (same observations, same
 observable state) and P3, P4, P6, P7; at the end of a run it brings every site back up,
@@ -35,7 +36,7 @@ from hypothesis.stateful import (
 
 from conformance.coverage import Coverage
 from conformance.run import TraceRun
-from conformance.strategies import EXCEPTIONS, KEYS, bulk_entries, configs, values
+from conformance.strategies import EXCEPTIONS, KEYS, bulk_entries, configs, threads, values
 from traces.canonical import canonical_json
 from traces.config import Config, SenderConfig
 from traces.engine import DEFAULT_IMPL, EngineFactory, make_engine
@@ -92,6 +93,7 @@ class WanConformance(RuleBasedStateMachine):
     @initialize(target=sites, config=configs(), deep=st.integers(0, 3))
     def configure(self, config: Config, deep: int) -> Any:
         self.config = config
+        type(self).coverage.start_run(config)  # R28-R31's branches need the configuration
         # One run in four may issue one bulk `putall` (deep queues): every later step
         # compares a large state, so the others stay small (cost).
         self.bulk_done = deep != 0
@@ -113,17 +115,18 @@ class WanConformance(RuleBasedStateMachine):
     def choose_keys(self) -> Any:
         return multiple(*KEYS)
 
-    def draw_sender(self, data: st.DataObject, message: str) -> str:
-        """A sender of this run's configuration, most often one whose `message` ("batch"
-        or "ack") is in the network, so that deliveries and drops are not mostly skipped."""
+    def draw_sender(self, data: st.DataObject, message: str) -> tuple[str, int]:
+        """A dispatcher of a sender of this run's configuration (R29), most often one whose
+        `message` ("batch" or "ack") is in the network, so that deliveries and drops are
+        not mostly skipped."""
         assert self.config is not None
-        ids = [s.id for s in self.config.senders]
+        lanes = [(s.id, d) for s in self.config.senders for d in range(s.dispatcher_threads)]
         senders = self.state["senders"]
-        waiting = [i for i in ids if senders[i]["network"][message]]
+        waiting = [(i, d) for i, d in lanes if senders[i]["dispatchers"][d]["network"][message]]
         if waiting and data.draw(st.integers(0, 9), label="prefer waiting") < 8:
-            ids = waiting
-        sender: str = data.draw(st.sampled_from(ids), label="sender")
-        return sender
+            lanes = waiting
+        lane: tuple[str, int] = data.draw(st.sampled_from(lanes), label="sender")
+        return lane
 
     def draw_live_key(self, data: st.DataObject, site: int, key: str) -> str:
         """Most often a key with a live entry at `site`, so deltas and destroys run."""
@@ -179,24 +182,30 @@ class WanConformance(RuleBasedStateMachine):
     # -- the operations of SPEC §3 -----------------------------------------------------
 
     @precondition(configured)
-    @rule(site=sites, key=keys, value=values)
-    def put(self, site: int, key: str, value: dict[str, Any]) -> None:
-        self.apply(Put(site, key, value))
+    @rule(site=sites, key=keys, value=values, thread=threads)
+    def put(self, site: int, key: str, value: dict[str, Any], thread: int) -> None:
+        self.apply(Put(site, key, value, thread))
 
     @precondition(configured)
-    @rule(site=sites, key=keys, changes=values, data=st.data())
-    def delta(self, site: int, key: str, changes: dict[str, Any], data: st.DataObject) -> None:
-        self.apply(Delta(site, self.draw_live_key(data, site, key), changes))
+    @rule(site=sites, key=keys, changes=values, thread=threads, data=st.data())
+    def delta(
+        self, site: int, key: str, changes: dict[str, Any], thread: int, data: st.DataObject
+    ) -> None:
+        self.apply(Delta(site, self.draw_live_key(data, site, key), changes, thread))
 
     @precondition(configured)
-    @rule(site=sites, key=keys, data=st.data())
-    def destroy(self, site: int, key: str, data: st.DataObject) -> None:
-        self.apply(Destroy(site, self.draw_live_key(data, site, key)))
+    @rule(site=sites, key=keys, thread=threads, data=st.data())
+    def destroy(self, site: int, key: str, thread: int, data: st.DataObject) -> None:
+        self.apply(Destroy(site, self.draw_live_key(data, site, key), thread))
 
     @precondition(configured)
-    @rule(site=sites, entries=st.dictionaries(st.sampled_from(KEYS), values, max_size=2))
-    def putall(self, site: int, entries: dict[str, dict[str, Any]]) -> None:
-        self.apply(PutAll(site, entries))
+    @rule(
+        site=sites,
+        entries=st.dictionaries(st.sampled_from(KEYS), values, max_size=2),
+        thread=threads,
+    )
+    def putall(self, site: int, entries: dict[str, dict[str, Any]], thread: int) -> None:
+        self.apply(PutAll(site, entries, thread))
 
     @precondition(lambda machine: configured(machine) and not machine.bulk_done)
     @rule(site=sites, entries=bulk_entries)
@@ -214,22 +223,22 @@ class WanConformance(RuleBasedStateMachine):
     @precondition(configured)
     @rule(data=st.data())
     def deliver(self, data: st.DataObject) -> None:
-        self.apply(Deliver(self.draw_sender(data, "batch")))
+        self.apply(Deliver(*self.draw_sender(data, "batch")))
 
     @precondition(configured)
     @rule(data=st.data())
     def deliver_ack(self, data: st.DataObject) -> None:
-        self.apply(DeliverAck(self.draw_sender(data, "ack")))
+        self.apply(DeliverAck(*self.draw_sender(data, "ack")))
 
     @precondition(configured)
     @rule(data=st.data())
     def drop(self, data: st.DataObject) -> None:
-        self.apply(Drop(self.draw_sender(data, "batch")))
+        self.apply(Drop(*self.draw_sender(data, "batch")))
 
     @precondition(configured)
     @rule(data=st.data())
     def drop_ack(self, data: st.DataObject) -> None:
-        self.apply(DropAck(self.draw_sender(data, "ack")))
+        self.apply(DropAck(*self.draw_sender(data, "ack")))
 
     @precondition(configured)
     @rule(site=sites)

@@ -35,7 +35,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from conformance.coverage import Coverage
+from conformance.coverage import CROSS_KEY_REORDERING, Coverage
 from conformance.lockstep import Divergence, Lockstep
 from conformance.narrative import Narrator
 from conformance.properties import PropertyChecker, Verdict, Violation
@@ -361,7 +361,7 @@ class TraceRun:
         self.on_step = on_step
         self.steps: list[Step] | None = [] if explain and on_step is None else None
         self.stop_at_failure = stop_at_failure
-        self.coverage = Coverage()
+        self.coverage = Coverage(config)
         self.count_coverage = coverage  # False: no counts (a segment: its fast pass counts)
         self.operations = offset
         self.skipped = 0
@@ -486,6 +486,8 @@ class TraceRun:
         verdicts = [p1_verdict(self.engine_name, self.divergence, self.impl_spec)]
         if self.checker is not None:
             verdicts += self.checker.verdicts()
+            if self.checker.reordered and self.count_coverage:  # §16.7's "sometimes"
+                self.coverage.counts[CROSS_KEY_REORDERING] += self.checker.reordered
         return RunResult(
             name=self.name,
             config=self.config,

@@ -1,4 +1,9 @@
-"""Hypothesis strategies for configurations and operations (SPEC §2, §3).
+"""Hypothesis strategies for configurations and operations (SPEC §2, §3, §16.1, §16.2).
+
+v2.0: sites are partitioned (R27) with few buckets or Geode's 113; senders are parallel
+where they can be, with 1-5 dispatchers and every valid order policy (R29), sometimes a
+queue memory small enough to overflow (R35); writes carry a client thread and network
+operations a dispatcher index of their sender.
 
 Topologies are the supported shapes of R23 (pair, chain, ring, mesh, star) plus the
 unsupported diamond. Site ids are drawn so that string order and numeric order differ
@@ -64,8 +69,12 @@ ESCAPED = ('"', "\\", "a\nb", "\t", "\x01", "\x1f", "\x7f", "\b\f\r", "日本", 
 
 
 @st.composite
-def sender_options(draw: st.DrawFn) -> dict[str, Any]:
-    listener = draw(st.sampled_from([None, "dlq"]))
+def sender_options(draw: st.DrawFn, partitioned: bool = False) -> dict[str, Any]:
+    """A sender's settings; `partitioned`: its site's region is (a parallel one may be)."""
+    listener = draw(st.sampled_from([None, "dlq", "dlq"]))
+    parallel = partitioned and draw(st.booleans())
+    dispatchers = draw(st.sampled_from([1, 1, 2, 3, 5]))
+    policies = ["key", "partition"] if parallel else ["key", "thread", "partition"]
     return {
         "batch_size": draw(st.one_of(st.integers(1, 4), st.just(64))),
         "batch_time_interval_ms": draw(st.sampled_from([0, 10, 100, 1000])),
@@ -74,26 +83,43 @@ def sender_options(draw: st.DrawFn) -> dict[str, Any]:
         "delta": draw(st.booleans()),
         "failure_listener": listener,
         "dlq_secure": draw(st.booleans()) if listener else False,
+        "parallel": parallel,
+        "dispatcher_threads": dispatchers,
+        "order_policy": draw(st.sampled_from(policies)),
+        # R35: now and then a limit a few events fill (overflow changes nothing observed)
+        "maximum_queue_memory_bytes": draw(st.sampled_from([104_857_600] * 3 + [0, 30])),
     }
 
 
 @st.composite
 def configs(draw: st.DrawFn, shapes: tuple[str, ...] = SUPPORTED_TOPOLOGIES) -> Config:
-    """A valid configuration over one of `shapes`."""
+    """A valid configuration over one of `shapes`; about half its sites partitioned."""
     shape = draw(st.sampled_from(shapes))
     least = {"pair": 2, "diamond": 4}.get(shape, 2)
     most = {"pair": 2, "diamond": 4, "star": 5}.get(shape, 4)  # a hub of 5: 4 senders
     count = draw(st.integers(least, most))
     sites = draw(st.permutations(SITE_POOL))[:count]
     edges = topology_edges(shape, sites, draw(st.integers(0, count - 1)))
+    regions = {
+        str(site): {"type": "partition", "total_num_buckets": draw(st.sampled_from([1, 2, 3, 113]))}
+        for site in sites
+        if draw(st.booleans())
+    }
     senders = [
-        {"id": f"s{site}-{remote}", "site": site, "remote": remote, **draw(sender_options())}
+        {
+            "id": f"s{site}-{remote}",
+            "site": site,
+            "remote": remote,
+            **draw(sender_options(str(site) in regions)),
+        }
         for site, remote in edges
     ]
     receivers = [
         {"site": site, "retry_attempts": draw(st.sampled_from([-1, 0, 0, 1, 2]))} for site in sites
     ]
-    return parse_config({"sites": sites, "senders": senders, "receivers": receivers})
+    return parse_config(
+        {"sites": sites, "senders": senders, "receivers": receivers, "regions": regions}
+    )
 
 
 scalars = st.one_of(
@@ -122,25 +148,32 @@ bulk_entries = st.lists(st.sampled_from(BULK_KEYS), min_size=65, max_size=80, un
 """The entries of a bulk `putall`: 65 to 80 events at once, a queue deeper than a batch."""
 
 
+threads = st.sampled_from([0, 0, 1, 2, 3])
+"""Client threads (R29's "thread" policy): mostly 0, as in v1.2."""
+
+
 def operations(config: Config, *, faults: bool = True, wipes: bool = True) -> st.SearchStrategy[Op]:
     """Any well-formed operation on `config`; many will be not enabled (and skipped)."""
     sites = st.sampled_from(config.sites)
     keys = st.sampled_from(KEYS)
     choices: list[st.SearchStrategy[Op]] = [
-        st.builds(Put, sites, keys, values),
-        st.builds(Delta, sites, keys, values),
-        st.builds(Destroy, sites, keys),
-        st.builds(PutAll, sites, st.dictionaries(keys, values, max_size=2)),
+        st.builds(Put, sites, keys, values, threads),
+        st.builds(Delta, sites, keys, values, threads),
+        st.builds(Destroy, sites, keys, threads),
+        st.builds(PutAll, sites, st.dictionaries(keys, values, max_size=2), threads),
         st.builds(Tick, st.sampled_from([1, 10, 100, 1000, 6000])),
     ]
     if config.senders:
-        senders = st.sampled_from([s.id for s in config.senders])
+        lanes = st.sampled_from(
+            [(s.id, d) for s in config.senders for d in range(s.dispatcher_threads)]
+        )
         choices += [
-            st.builds(Deliver, senders),
-            st.builds(DeliverAck, senders),
+            lanes.map(lambda lane: Deliver(*lane)),
+            lanes.map(lambda lane: DeliverAck(*lane)),
         ]
+        senders = st.sampled_from([s.id for s in config.senders])
         if faults:
-            choices += [st.builds(Drop, senders), st.builds(DropAck, senders)]
+            choices += [lanes.map(lambda lane: Drop(*lane)), lanes.map(lambda lane: DropAck(*lane))]
     if faults:
         choices += [
             st.builds(SiteDown, sites),
