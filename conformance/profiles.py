@@ -26,6 +26,10 @@ Profiles (what each exercises):
   the dead-letter listener, secure or not (R24, P7), drops without a listener (R18),
   redelivery of dead letters, all or some of them (R26).
 - `chaos`: all of it: any shape, any options, every operation of SPEC §3.
+- `parallel` (v2.0): 2-4 sites whose regions are partitioned with few buckets or
+  Geode's 113 (R27, R28), parallel and serial senders with 1-5 dispatchers and every
+  valid order policy (R29), writes from several client threads over many keys, lost
+  batches and acks per dispatcher, timeouts, sites down and up, `settle` (R30, R31, R39).
 
 Except `steady`, a generator drives the impl (`impl.Engine`) alongside and reads its
 observations to pick operations that are enabled (a deliver when a batch is in the
@@ -39,7 +43,7 @@ import hashlib
 import random
 from bisect import bisect
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import accumulate, islice
 from typing import Any
 
@@ -127,6 +131,10 @@ def _config(
 # -- operations: the impl alongside tells what is enabled --------------------------------
 
 
+Lane = tuple[str, int]
+"""A sender and one of its dispatchers (R29)."""
+
+
 class _Shadow:
     """What the generator believes is enabled, read from the impl's observations. Only a
     hint: a wrong guess costs one skipped operation and corrects the belief."""
@@ -135,8 +143,8 @@ class _Shadow:
         self.engine = Engine(config)
         self.config = config
         self.up = set(config.sites)
-        self.batch: set[str] = set()  # senders whose batch is in the network
-        self.ack: set[str] = set()  # senders whose ack is in the network
+        self.batch: set[Lane] = set()  # dispatchers whose batch is in the network
+        self.ack: set[Lane] = set()  # dispatchers whose ack is in the network
         self.live: dict[int, set[str]] = {site: set() for site in config.sites}
         self.dead: dict[str, list[str]] = {s.id: [] for s in config.senders}  # R24 records
         self.skipped = 0
@@ -148,11 +156,11 @@ class _Shadow:
             self._refute(op)
             return
         if isinstance(op, Deliver | Drop):
-            self.batch.discard(op.sender)
+            self.batch.discard((op.sender, op.dispatcher))
             if isinstance(op, Deliver):
-                self.ack.add(op.sender)
+                self.ack.add((op.sender, op.dispatcher))
         elif isinstance(op, DeliverAck | DropAck):
-            self.ack.discard(op.sender)
+            self.ack.discard((op.sender, op.dispatcher))
         elif isinstance(op, SiteDown):
             self.up.discard(op.site)
         elif isinstance(op, SiteUp):
@@ -165,7 +173,7 @@ class _Shadow:
         for obs in observations:
             kind = obs["kind"]
             if kind == "sent":
-                self.batch.add(obs["sender"])
+                self.batch.add((obs["sender"], obs["dispatcher"]))
             elif kind == "enqueued":
                 keys = self.live[obs["site"]]
                 if obs["op"] == "destroy":
@@ -181,9 +189,9 @@ class _Shadow:
 
     def _refute(self, op: Op) -> None:
         if isinstance(op, Deliver | Drop):
-            self.batch.discard(op.sender)
+            self.batch.discard((op.sender, op.dispatcher))
         elif isinstance(op, DeliverAck | DropAck):
-            self.ack.discard(op.sender)
+            self.ack.discard((op.sender, op.dispatcher))
         elif isinstance(op, Delta | Destroy):
             self.live[op.site].discard(op.key)
 
@@ -220,15 +228,21 @@ class Mix:
         return self._names[bisect(self._cumulative, rng.random() * total, 0, len(self._names) - 1)]
 
 
-def _driven_ops(rng: random.Random, config: Config, mix: Mix) -> Iterator[Op]:
+def _driven_ops(
+    rng: random.Random, config: Config, mix: Mix, threads: int = 1, key_counts: tuple[int, ...] = (4, 16, 64)
+) -> Iterator[Op]:
+    """Operations of `mix` that the impl alongside says are likely enabled; writes come
+    from `threads` client threads (1: every write is thread 0, no draw, as in v1.2)."""
     shadow = _Shadow(config)
-    keys = [f"k{i}" for i in range(rng.choice((4, 16, 64)))]
+    keys = [f"k{i}" for i in range(rng.choice(key_counts))]
     senders = [s.id for s in config.senders]
     sites = list(config.sites)
     while True:
         op = _choose(rng, mix.draw(rng), shadow, keys, senders, sites)
         if op is None:
             continue
+        if threads > 1 and isinstance(op, Put | Delta | Destroy | PutAll):
+            op = replace(op, thread=rng.randrange(threads))
         shadow.apply(op)
         yield op
 
@@ -261,14 +275,14 @@ def _choose(
         waiting = sorted(shadow.batch)
         if not waiting:
             return None
-        sender = rng.choice(waiting)
-        return Deliver(sender) if kind == "deliver" else Drop(sender)
+        lane = rng.choice(waiting)
+        return Deliver(*lane) if kind == "deliver" else Drop(*lane)
     if kind in ("deliver_ack", "drop_ack"):
         waiting = sorted(shadow.ack)
         if not waiting:
             return None
-        sender = rng.choice(waiting)
-        return DeliverAck(sender) if kind == "deliver_ack" else DropAck(sender)
+        lane = rng.choice(waiting)
+        return DeliverAck(*lane) if kind == "deliver_ack" else DropAck(*lane)
     if kind == "site_down":
         return SiteDown(rng.choice(up)) if len(up) > 1 else None
     if kind == "site_up":
@@ -304,6 +318,8 @@ class Profile:
     summary: str  # what it exercises (shown by `wanconform generate --help`)
     config: Callable[[random.Random], Config]
     mix: Mix | None  # None: the steady workload
+    threads: int = 1  # client threads of the writes (R29's "thread" policy)
+    key_counts: tuple[int, ...] = (4, 16, 64)  # how many keys a trace writes, one drawn
 
     def mix_on_given_config(self) -> Mix:
         """The operation mix on a configuration given by the user."""
@@ -312,6 +328,33 @@ class Profile:
 
 _STEADY_MIX = Mix({"put": 10, "delta": 30, **_TRAFFIC})
 """`steady` on a given configuration: the workload's puts and deltas, on every sender."""
+
+
+def _parallel_config(rng: random.Random) -> Config:
+    """R27-R29: a small topology whose sites are partitioned (each with few buckets or
+    Geode's 113) and whose senders are parallel or serial, each with 1-5 dispatchers and
+    a valid order policy; the other options as the `faults` profile draws them."""
+    shape = rng.choice(("pair", "pair", "chain", "ring", "mesh", "star"))
+    count = 2 if shape == "pair" else rng.randint(3, 4)
+    sites = rng.sample(SITE_POOL, count)
+    regions = {
+        str(site): {"type": "partition", "total_num_buckets": rng.choice((1, 2, 3, 4, 7, 113))}
+        for site in sites
+    }
+    senders = []
+    for site, remote in topology_edges(shape, sites):
+        parallel = rng.random() < 0.6
+        policies = ("key", "partition") if parallel else ("key", "thread", "partition")
+        senders.append(
+            {"id": f"s{site}-{remote}", "site": site, "remote": remote}
+            | _sender_options(rng, None)
+            | {
+                "parallel": parallel,
+                "dispatcher_threads": rng.randint(1, 5),
+                "order_policy": rng.choice(policies),
+            }
+        )
+    return parse_config({"sites": sites, "senders": senders, "regions": regions})
 
 
 def _no_listener(rng: random.Random) -> str | None:
@@ -364,6 +407,15 @@ PROFILES: dict[str, Profile] = {
             lambda r: _config(r, ALL_SHAPES, _any_listener, (-1, 0, 1, 2)),
             Mix({**_WRITES, **_TRAFFIC, **_FAULTS, "fail": 4, "redeliver": 1}),
         ),
+        Profile(
+            "parallel",
+            "partitioned regions (few buckets and 113), parallel and serial senders with 1-5 "
+            "dispatchers and every order policy, faults per dispatcher",
+            _parallel_config,
+            Mix({**_WRITES, **_TRAFFIC, "tick": 12, **_FAULTS}),
+            threads=4,
+            key_counts=(16, 64, 256),
+        ),
     )
 }
 
@@ -382,12 +434,13 @@ def generate_trace(
     chosen = check_profile(profile)
     rng = random.Random(trace_seed(seed, trace_id, profile, ops, config))
     if config is not None:
-        return config, islice(_driven_ops(rng, config, chosen.mix_on_given_config()), ops)
+        mix = chosen.mix_on_given_config()
+        return config, islice(_driven_ops(rng, config, mix, chosen.threads), ops)
     config = chosen.config(rng)
     if chosen.mix is None:
         stream = steady_ops(rng, keys=_steady_keys(ops))
     else:
-        stream = _driven_ops(rng, config, chosen.mix)
+        stream = _driven_ops(rng, config, chosen.mix, chosen.threads, chosen.key_counts)
     return config, islice(stream, ops)
 
 
