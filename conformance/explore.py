@@ -40,7 +40,7 @@ from conformance.lockstep import json_differences, same_state
 from conformance.properties import PropertyChecker, Violation, fully_connected
 from model import enabled, initial_state, observe, step
 from model.settle import due_time
-from model.state import GatewayEvent, Sender, Site, State
+from model.state import Dispatcher, GatewayEvent, Sender, Site, State
 from traces import ops as vocab
 from traces.config import INT64_MAX, Config
 from traces.engine import EngineFactory
@@ -74,6 +74,17 @@ def key_names(count: int) -> tuple[str, ...]:
     return tuple(f"k{i}" for i in range(1, count + 1))
 
 
+def client_threads(config: Config, site: int) -> range:
+    """The client threads of the writes tried at `site`: 0 only, unless a sender there
+    routes by thread (R29), then 0 and 1 (two threads reach two of its dispatchers;
+    more would only repeat a route)."""
+    by_thread = any(
+        s.order_policy == "thread" and s.dispatcher_threads > 1 and not s.parallel
+        for s in config.senders_at(site)
+    )
+    return range(2 if by_thread else 1)
+
+
 def fail_times(retry_attempts: int) -> tuple[int, ...]:
     """`fail`'s attempt counts with distinct outcomes at a receiver (R16.2): succeeds
     after retries (1, when it retries), fails this delivery exactly (1 + retry_attempts),
@@ -95,26 +106,29 @@ def alphabet(config: Config, keys: int, values: int, names: Iterable[str]) -> tu
     vs = tuple({FIELD: i} for i in range(1, values + 1))
     out: list[Op] = []
     for site in config.sites:
-        if "put" in chosen:
-            out += [vocab.Put(site, k, v) for k in ks for v in vs]
-        if "delta" in chosen:
-            out += [vocab.Delta(site, k, v) for k in ks for v in vs]
-        if "destroy" in chosen:
-            out += [vocab.Destroy(site, k) for k in ks]
-        if "putall" in chosen:
-            for size in range(2, len(ks) + 1):
-                for subset in itertools.combinations(ks, size):
-                    for assignment in itertools.product(vs, repeat=size):
-                        out.append(vocab.PutAll(site, dict(zip(subset, assignment, strict=True))))
+        for t in client_threads(config, site):
+            if "put" in chosen:
+                out += [vocab.Put(site, k, v, t) for k in ks for v in vs]
+            if "delta" in chosen:
+                out += [vocab.Delta(site, k, v, t) for k in ks for v in vs]
+            if "destroy" in chosen:
+                out += [vocab.Destroy(site, k, t) for k in ks]
+            if "putall" in chosen:
+                for size in range(2, len(ks) + 1):
+                    for subset in itertools.combinations(ks, size):
+                        for assignment in itertools.product(vs, repeat=size):
+                            entries = dict(zip(subset, assignment, strict=True))
+                            out.append(vocab.PutAll(site, entries, t))
     for sender in config.senders:
-        for name, cls in (
-            ("deliver", vocab.Deliver),
-            ("deliver_ack", vocab.DeliverAck),
-            ("drop", vocab.Drop),
-            ("drop_ack", vocab.DropAck),
-        ):
-            if name in chosen:
-                out.append(cls(sender.id))
+        for dispatcher in range(sender.dispatcher_threads):  # R29: each dispatcher's messages
+            for name, cls in (
+                ("deliver", vocab.Deliver),
+                ("deliver_ack", vocab.DeliverAck),
+                ("drop", vocab.Drop),
+                ("drop_ack", vocab.DropAck),
+            ):
+                if name in chosen:
+                    out.append(cls(sender.id, dispatcher))
     for site in config.sites:
         if "site_down" in chosen:
             out.append(vocab.SiteDown(site))
@@ -136,7 +150,13 @@ def enabling_groups(ops: Sequence[Op]) -> list[list[Op]]:
     groups: dict[tuple[Any, ...], list[Op]] = {}
     for op in ops:
         key = op.key if isinstance(op, vocab.Delta | vocab.Destroy) else None
-        reads = (type(op), getattr(op, "site", None), key, getattr(op, "sender", None))
+        reads = (
+            type(op),
+            getattr(op, "site", None),
+            key,
+            getattr(op, "sender", None),
+            getattr(op, "dispatcher", None),
+        )
         groups.setdefault(reads, []).append(op)
     return list(groups.values())
 
@@ -151,9 +171,12 @@ def tick_amounts(config: Config, state: State) -> list[int]:
     for sender in config.senders:
         if not state.sites[sender.site].up:
             continue
-        due = due_time(sender, state)
-        if due is not None and now < due <= INT64_MAX:
-            amounts.add(due - now)
+        current = state.senders[sender.id]
+        flushes = current.running and not current.paused
+        for dispatcher in current.dispatchers:  # R30: each dispatcher's timers
+            due = due_time(sender, dispatcher, now, flushes)
+            if due is not None and now < due <= INT64_MAX:
+                amounts.add(due - now)
     return sorted(amounts)
 
 
@@ -215,6 +238,7 @@ def _event(event: GatewayEvent, r: Relabel) -> tuple[Any, ...]:
         tuple(sorted(event.recipients)),
         event.possible_duplicate,
         event.enqueued_at,
+        event.thread,
     )
 
 
@@ -225,18 +249,31 @@ def _site(site_id: int, site: Site, r: Relabel) -> tuple[Any, ...]:
             tuple(entries), tuple(applied), tuple(site.stats))  # fmt: skip
 
 
-def _sender(sender_id: str, s: Sender, r: Relabel) -> tuple[Any, ...]:
-    batch = s.batch_message
+def _dispatcher(d: Dispatcher, r: Relabel) -> tuple[Any, ...]:
+    """A dispatcher as a checkpoint has it: events named by id, not by queue position."""
+    batch, queue, flight = d.batch_message, d.queue, d.in_flight
     return (
-        sender_id,
-        tuple(_event(e, r) for e in s.queue),
-        None if s.in_flight is None else tuple(s.in_flight),
-        s.next_retry_at,
-        s.last_batch_id,
+        tuple(_event(e, r) for e in queue),
+        tuple(queue.at(p).event_id for p in d.resend),
+        d.cursor,
+        None if flight is None else (flight.batch_id, flight.event_ids, flight.sent_at),
+        d.next_retry_at,
+        d.last_batch_id,
         None
         if batch is None
-        else (batch.batch_id, tuple((_event(e, r), d) for e, d in batch.events)),
-        None if s.ack_message is None else tuple(s.ack_message),
+        else (batch.batch_id, tuple((_event(e, r), shipped) for e, shipped in batch.events)),
+        None if d.ack_message is None else tuple(d.ack_message),
+        d.memory_bytes,
+        tuple(sorted(queue.at(p).event_id for p in d.on_disk)),
+    )
+
+
+def _sender(sender_id: str, s: Sender, r: Relabel) -> tuple[Any, ...]:
+    return (
+        sender_id,
+        s.running,
+        s.paused,
+        tuple(_dispatcher(d, r) for d in s.dispatchers),
         tuple(s.stats),
         tuple(
             (
@@ -247,6 +284,7 @@ def _sender(sender_id: str, s: Sender, r: Relabel) -> tuple[Any, ...]:
                 d.version,
                 r.value(d.value) if d.has_value else (),
                 d.recipients,
+                d.thread,
             )
             for d in s.dead_letters
         ),
@@ -314,13 +352,14 @@ def canonical_relabel(state: State, keys: Sequence[str], rename_keys: bool = Tru
 
     for sender_id in sorted(state.senders):
         s = state.senders[sender_id]
-        for event in s.queue:
-            order.setdefault(event.key, None)
-            value_of(event.value)
-            value_of(event.delta)
-        if s.batch_message is not None:
-            for event, _ in s.batch_message.events:
+        for dispatcher in s.dispatchers:
+            for event in dispatcher.queue:
                 order.setdefault(event.key, None)
+                value_of(event.value)
+                value_of(event.delta)
+            if dispatcher.batch_message is not None:
+                for event, _ in dispatcher.batch_message.events:
+                    order.setdefault(event.key, None)
         for record in s.dead_letters:
             order.setdefault(record.key, None)
             value_of(record.value)
