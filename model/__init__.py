@@ -7,7 +7,7 @@
 Modules: client (R3, R9-R11), sender (R12-R15, R18-R20, R24), receiver (R16, R17, R22),
 faults (R21 and the fault operations), settle (R25), step (§3), observe (§10).
 The configuration rules R6-R8 are checked once, before any step, in traces/config.py;
-R23 (which topologies are supported) is analysed in conformance/topology.py.
+R23 (which topologies are supported) is analysed in conformance/properties/topology.py.
 `Engine` wraps the pure functions in the surface shared with `impl` (traces.engine).
 """
 

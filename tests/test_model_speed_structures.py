@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from immutables import Map
 
-from conformance.lockstep import first_divergence
+from conformance.running.lockstep import first_divergence
 from model import state
 from model.state import BLOCK, RECORDS, AppliedIds, Seq
 from traces.generate import steady_workload

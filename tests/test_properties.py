@@ -1,4 +1,4 @@
-"""The property checker's own mechanics (conformance/properties.py)."""
+"""The property checker's own mechanics (conformance/properties/checker.py)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import networkx as nx
 from hypothesis import given
 from hypothesis import strategies as st
 
-from conformance.properties import PropertyChecker
+from conformance.properties.checker import PropertyChecker
 from traces.config import Config, parse_config
 from traces.ops import Tick
 

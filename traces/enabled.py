@@ -1,7 +1,7 @@
 """SPEC §3's "enabled when" column, as data: what must hold for an operation to run.
 
 One table, two readers. The model decides with it, on its own state
-(`model.step.enabled`); `conformance.narrative` says why an operation was skipped, from
+(`model.step.enabled`); `conformance.running.narrative` says why an operation was skipped, from
 the observable state of §10 (`ObservedState`), so the words always match the decision.
 An operation is enabled when every condition of its row holds; the first one that does
 not is the reason it was skipped. The impl decides on its own (it is the engine under

@@ -11,7 +11,7 @@ trace, with the trace's messages; `observed` a list of observation objects of SP
 kinds; `state` an object with the observable state's top-level fields). `LogSource.engine`
 is an engine (`traces.engine.Engine`) made of the log: it answers each operation with
 what the log says the system observed, and its observable state where the log has one,
-so the model can be run against it in lockstep (`conformance.run`, P1) like any impl.
+so the model can be run against it in lockstep (`conformance.running.run`, P1) like any impl.
 """
 
 from __future__ import annotations
@@ -154,7 +154,7 @@ class LogSource:
 
     def entries_from(self, offset: int, first: int) -> Iterator[tuple[int, LogEntry]]:
         """(byte offset, entry) of the log from byte `offset`, the start of line `first`
-        (a segment of a validated log, `conformance.segments`)."""
+        (a segment of a validated log, `conformance.spark.segments`)."""
         reader = _LogReader(self.name)
         reader.config = self.config
         for number, position, line in numbered_lines(self.name, offset, first):
@@ -174,7 +174,7 @@ class LogSource:
 class LoggedEngine:
     """The system under test as its log tells it: `apply(op)` returns the observations
     logged for the next operation (which must be `op`), `observe()` the state logged
-    with it; `state_logged()` says whether there is one (`conformance.lockstep` then
+    with it; `state_logged()` says whether there is one (`conformance.running.lockstep` then
     compares states exactly there and nowhere else)."""
 
     def __init__(self, config: Config, entries: Iterator[LogEntry]) -> None:

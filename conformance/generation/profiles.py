@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from itertools import accumulate, islice
 from typing import Any
 
-from conformance.topology import topology_edges
+from conformance.properties.topology import topology_edges
 from impl import Engine
 from traces.canonical import canonical_json
 from traces.config import Config, parse_config
