@@ -51,7 +51,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 def _harness_counts() -> dict[str, int]:
-    from conformance.machine import WanConformance
+    from conformance.search.machine import WanConformance
 
     return dict(WanConformance.coverage.counts)
 
@@ -72,7 +72,7 @@ def pytest_testnodedown(node: Any, error: Any) -> None:
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
-    from conformance.coverage import Coverage
+    from conformance.running.coverage import Coverage
 
     coverage = Coverage()
     coverage.merge(_harness_counts())

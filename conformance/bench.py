@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 import impl
-from conformance.ahead import possible as ahead_possible
-from conformance.check import check_trace
+from conformance.running.ahead import possible as ahead_possible
+from conformance.spark.check import check_trace
 from traces.canonical import canonical_json
 from traces.engine import make_engine
 from traces.generate import steady_workload
@@ -44,8 +44,8 @@ def time_engine(name: str, config: Any, ops: list[Op]) -> float:
 def time_lockstep(config: Any, ops: list[Op], ahead: bool = False) -> float:
     """Seconds model and impl take in lockstep (`replay --engine both`, P1) over every
     operation, state comparisons included (garbage collected first); `ahead`: the impl
-    in a helper process (`conformance.ahead`), its start included."""
-    from conformance.lockstep import Lockstep
+    in a helper process (`conformance.running.ahead`), its start included."""
+    from conformance.running.lockstep import Lockstep
 
     gc.collect()
     start = time.perf_counter()
@@ -219,9 +219,9 @@ def spark_campaign(
 ) -> dict[str, Any]:
     """Campaign figures: generation and check on Spark (wall and CPU seconds of the whole
     process tree: driver, JVM, Python workers; peak resident memory of that tree), and the
-    plain single-process lockstep (`conformance.check.check_trace`, same operation parser)
+    plain single-process lockstep (`conformance.spark.check.check_trace`, same operation parser)
     on the same traces, for Spark's overhead."""
-    from conformance import spark as glue
+    from conformance.spark import glue
 
     cores = glue.parallelism(spark)
     operations = traces * ops
@@ -284,7 +284,7 @@ def spark_campaign(
 
 
 def dlq_crash(kills: int, seed: int, say: Say) -> dict[str, Any]:
-    """`bench --dlq-crash N`: a real writer process (`conformance.dlq_writer`) appends
+    """`bench --dlq-crash N`: a real writer process (`conformance.running.dlq_writer`) appends
     and removes dead letters in one store directory and is killed with SIGKILL at a
     random moment, N times, each time restarted on the same directory. After each kill:
     the store opens; every record the writer had reported durable (and not removed) is
@@ -309,7 +309,7 @@ def dlq_crash(kills: int, seed: int, say: Say) -> dict[str, Any]:
     for kill in range(kills):
         start = str((kill + 1) * 1_000_000)
         writer = subprocess.Popen(
-            [sys.executable, "-m", "conformance.dlq_writer", str(folder), start],
+            [sys.executable, "-m", "conformance.running.dlq_writer", str(folder), start],
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
             text=True,
@@ -443,7 +443,7 @@ def explore_rate(depth: int, keys: int, say: Say) -> dict[str, Any]:
     `keys` keys and one value (every operation of SPEC §3, P2-P7 checked): distinct
     states per second, and the search's time over the model's plain steps of the same
     transitions (and settle checks), one core."""
-    from conformance.explore import Bounds, explore
+    from conformance.search.explore import Bounds, explore
     from traces.config import parse_config
 
     config = parse_config(EXPLORE_CONFIG)

@@ -50,7 +50,9 @@ def _event(event: Event) -> dict[str, Any]:
     )
 
 
-def _dispatcher(engine: Engine, observed: dict[str, Any], dispatcher: DispatcherState) -> dict[str, Any]:
+def _dispatcher(
+    engine: Engine, observed: dict[str, Any], dispatcher: DispatcherState
+) -> dict[str, Any]:
     batch, ack = dispatcher.batch_message, dispatcher.ack_message
     queued = dispatcher.order.events() if dispatcher.cursor >= 0 else dispatcher.queue.events()
     return dispatcher_doc(
@@ -91,7 +93,9 @@ def export(engine: Engine) -> dict[str, Any]:
             observed,
             [
                 _dispatcher(engine, part, dispatcher)
-                for part, dispatcher in zip(observed["dispatchers"], sender.dispatchers, strict=True)
+                for part, dispatcher in zip(
+                    observed["dispatchers"], sender.dispatchers, strict=True
+                )
             ],
         )
     return seen
@@ -159,7 +163,11 @@ def restore(engine: Engine, doc: dict[str, Any]) -> None:
 
 
 def _restore_dispatcher(
-    engine: Engine, sender: SenderState, dispatcher: DispatcherState, saved: dict[str, Any], buckets: int
+    engine: Engine,
+    sender: SenderState,
+    dispatcher: DispatcherState,
+    saved: dict[str, Any],
+    buckets: int,
 ) -> None:
     """One dispatcher of a checkpoint: its queue appended again in order, then its
     batch, timers and R35's accounting as the document says."""

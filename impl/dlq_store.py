@@ -271,7 +271,7 @@ def crash_writer(folder: str, start: int) -> None:
     """Append records `start`, `start + 1`, ... to sender ny's log in `folder` until
     killed, removing an earlier one now and then; print `add ID` / `remove ID` only once
     the store has made it durable (that is what the bench holds the store to). Run as
-    `python -m conformance.dlq_writer FOLDER START`."""
+    `python -m conformance.running.dlq_writer FOLDER START`."""
     log = SenderLog(Path(folder) / sender_file("ny"), lambda line: None)
     print("ready", flush=True)
     live = [str(record["event_id"]) for record in log.records]

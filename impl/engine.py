@@ -17,7 +17,7 @@ Each decision a conformance test may want to break has its own small method, so 
 plants a bug by subclassing `Engine` and overriding one of them:
 `_is_duplicate` (R16.1), `_mark_resend` (R20), `_requeue_invalid_delta` (R19),
 `_should_forward` (R22), `_batch_time_due` (R15), `_dead_letter_record` (R24),
-`_route` (R29).
+`_route` (R29), `_dispatcher_due` (R39).
 
 Cost: every per-event path is O(1) in the common case: queues are `state.EventQueue`s,
 entries and the applied memory are dicts, the duplicate check is `impl/applied.py`. Sizes
@@ -1118,40 +1118,44 @@ class Engine:
         return None if ms is None else Tick(ms)
 
     def _settle_wait(self) -> int | None:
-        """R39: how long to tick until the next due dispatcher, or None if none is due:
-        a timeout whatever the sender's state, a flush only while it runs unpaused."""
+        """R39: how long to tick until the next due dispatcher, or None if none is due."""
         now = self._now
-        due: int | None = None
+        due = -1
         for sender in self._sender_list:
             if not (sender.home.up and sender.remote_site.up):
                 continue
-            flushes = sender.running and not sender.paused
             for dispatcher in sender.dispatchers:
-                in_flight = dispatcher.in_flight
-                if in_flight is not None:
-                    at = in_flight.sent_at + sender.ack_timeout_ms
-                elif not flushes:
-                    continue
-                else:
-                    if sender.parallel:
-                        waiting = dispatcher.order.size()
-                        head = dispatcher.order.head() if waiting else None
-                    else:
-                        waiting = dispatcher.queue.size()
-                        head = dispatcher.queue.head() if waiting else None
-                    if head is None:
-                        continue
-                    ready = (
-                        now
-                        if waiting >= sender.batch_size
-                        else head.enqueued_at + sender.batch_time_interval_ms
-                    )
-                    at = max(dispatcher.next_retry_at, ready)
-                if due is None or at < due:
+                at = self._dispatcher_due(sender, dispatcher)
+                if at >= 0 and (due < 0 or at < due):
                     due = at
-        if due is None or due > INT64_MAX:  # v1.2: settle never ticks past 2^63-1
+        if due < 0 or due > INT64_MAX:  # v1.2: settle never ticks past 2^63-1
             return None
         return max(1, due - now)
+
+    def _dispatcher_due(self, sender: SenderState, dispatcher: DispatcherState) -> int:
+        """R39: when a dispatcher's timer fires next (-1: none): its batch's ack timeout
+        whatever the sender's state; a flush only while the sender runs unpaused."""
+        in_flight = dispatcher.in_flight
+        if in_flight is not None:
+            return in_flight.sent_at + sender.ack_timeout_ms
+        if not sender.running or sender.paused:
+            return -1
+        if sender.parallel:
+            waiting = dispatcher.order.size()
+            if not waiting:
+                return -1
+            head = dispatcher.order.head()
+        else:
+            waiting = dispatcher.queue.size()
+            if not waiting:
+                return -1
+            head = dispatcher.queue.head()
+        ready = (
+            self._now
+            if waiting >= sender.batch_size
+            else head.enqueued_at + sender.batch_time_interval_ms
+        )
+        return max(dispatcher.next_retry_at, ready)
 
 
 def _stored(value: Mapping[str, Scalar]) -> Value:

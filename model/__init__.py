@@ -1,4 +1,5 @@
-"""The reference model of the WAN gateway protocol (SPEC.md R1-R31, R35, R39): pure, obviously correct.
+"""The reference model of the WAN gateway protocol (SPEC.md R1-R31, R35, R39): pure and
+obviously correct.
 
     state = initial_state(config)
     state, observations = step(config, state, op)   # never mutates `state`
@@ -8,7 +9,7 @@ Modules: client (R3, R9-R11), routing (R28, R29's routes), queues (R29-R31's dis
 queues, R35), sender (R12-R15, R18-R20, R24, R26, R30, R31), receiver (R16, R17, R22),
 faults (R21 and the fault operations), settle (R25, R39), step (§3), observe (§10, §16.6).
 The configuration rules R6-R8 are checked once, before any step, in traces/config.py;
-R23 (which topologies are supported) is analysed in conformance/topology.py.
+R23 (which topologies are supported) is analysed in conformance/properties/topology.py.
 `Engine` wraps the pure functions in the surface shared with `impl` (traces.engine).
 """
 

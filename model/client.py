@@ -8,8 +8,8 @@ origin site (R11).
 
 from __future__ import annotations
 
-from model.routing import bucket_of
 from model.queues import enqueue
+from model.routing import bucket_of
 from model.state import Entry, GatewayEvent, OpLabel, State, Tag
 from traces.canonical import size
 from traces.config import Config

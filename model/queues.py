@@ -35,7 +35,7 @@ def with_dispatcher(sender: Sender, index: int, dispatcher: Dispatcher) -> Sende
     if len(dispatchers) == 1:
         return sender._replace(dispatchers=(dispatcher,))
     return sender._replace(
-        dispatchers=dispatchers[:index] + (dispatcher,) + dispatchers[index + 1 :]
+        dispatchers=(*dispatchers[:index], dispatcher, *dispatchers[index + 1 :])
     )
 
 
@@ -106,5 +106,3 @@ def flagged(dispatcher: Dispatcher, positions: tuple[int, ...]) -> Seq[GatewayEv
     """R20: the queue with these events marked as possible duplicates."""
     queue = dispatcher.queue
     return queue.replace({p: queue.at(p)._replace(possible_duplicate=True) for p in positions})
-
-

@@ -16,7 +16,7 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
-from conformance.examples import Example
+from conformance.search.examples import Example
 from reports.chart_svg import Chart, render_chart_svg
 from reports.report_data import ExploreView, Report, build_report
 from traces.outputs import write_text_atomically

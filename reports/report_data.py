@@ -1,11 +1,11 @@
 """The HTML report's data, computed before any rendering (STYLE 8).
 
 Input: what runs found, never a new run. One result row per trace
-(`conformance.results.RESULTS_SCHEMA`, from `wanconform check` or from traces run in this
-process), the examples of the largest failure groups (`conformance.examples.Example`,
+(`conformance.spark.results.RESULTS_SCHEMA`, from `wanconform check` or from traces run in this
+process), the examples of the largest failure groups (`conformance.search.examples.Example`,
 already shrunk and explained), and the impl that produced them. `build_report` counts
 verdicts per property and profile, merges the coverage, groups the failures exactly as
-campaigns do (`conformance.examples.failure_groups`), and turns each example into what
+campaigns do (`conformance.search.examples.failure_groups`), and turns each example into what
 a person reads: model and impl side by side, the account of the run, the sequence
 diagram, the life of the event involved. Everything that can grow with the campaign is
 capped, and the cap says what it cut.
@@ -21,11 +21,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from conformance.campaign import delta_share
-from conformance.coverage import SITE_EVENTS, Coverage
-from conformance.examples import MAX_EXAMPLES, Example, failure_groups, group_variants
-from conformance.results import ALL_PROPERTIES
-from conformance.topology import analyse_topology
+from conformance.properties.topology import analyse_topology
+from conformance.running.coverage import SITE_EVENTS, Coverage
+from conformance.search.examples import MAX_EXAMPLES, Example, failure_groups, group_variants
+from conformance.spark.campaign import delta_share
+from conformance.spark.results import ALL_PROPERTIES
 from reports.chart_svg import Chart, bar_chart
 from reports.sequence_svg import render_sequence_svg, sequence_diagram
 from reports.topology_svg import render_topology_svg
@@ -155,7 +155,7 @@ class Report:
 
 @dataclass(frozen=True, slots=True)
 class PolicyRow:
-    """One failure policy's figures (`conformance.policies`), a row of its table."""
+    """One failure policy's figures (`conformance.spark.policies`), a row of its table."""
 
     title: str
     figures: dict[str, Any]

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import jinja2
 
-from conformance.narrative import op_text
+from conformance.running.narrative import op_text
 from traces.config import Config
 from traces.observations import Observation
 from traces.ops import Deliver, DeliverAck, Drop, DropAck, Op, SiteDown, SiteUp

@@ -32,7 +32,7 @@ from itertools import pairwise
 
 import jinja2
 
-from conformance.topology import Path, SenderEdge, TopologyAnalysis
+from conformance.properties.topology import Path, SenderEdge, TopologyAnalysis
 from traces.text import plural
 
 MARGIN = 30

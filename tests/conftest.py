@@ -78,7 +78,7 @@ def run_example() -> Callable[[str], Run]:
 @pytest.fixture(scope="session")
 def spark() -> Iterator[Any]:
     """The one local Spark session of this test process (STYLE 7): 2 cores, no UI."""
-    from conformance.spark import session
+    from conformance.spark.glue import session
 
     spark_session = session("local[2]", app="wanconform-tests")
     yield spark_session

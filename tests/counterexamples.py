@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conformance.check import LocalTrace, check_local
-from conformance.machine import WanConformance
+from conformance.search.machine import WanConformance
+from conformance.spark.check import LocalTrace, check_local
 from reports.render import write_report
 
 

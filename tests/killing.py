@@ -19,7 +19,7 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
-from conformance.profiles import generate_trace
+from conformance.generation.profiles import generate_trace
 from traces.parquet import jsonl_to_parquet
 from traces.tracefile import trace_text
 

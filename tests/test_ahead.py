@@ -1,4 +1,4 @@
-"""The impl run ahead in a helper process (conformance/ahead.py) gives the one-process
+"""The impl run ahead in a helper process (conformance/running/ahead.py) gives the one-process
 lockstep's result: the same divergence at the same operation, or none, the same
 exception from an impl that raises, whatever happens to the helper. The property test
 of tests/test_lockstep.py runs every planted bug ahead too; here: the cases only a helper
@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
-from conformance.ahead import AHEAD_OPERATIONS, possible
-from conformance.lockstep import Lockstep
-from conformance.properties import PropertyChecker, Violation
-from conformance.run import TraceRun
+from conformance.properties.checker import PropertyChecker, Violation
+from conformance.running.ahead import AHEAD_OPERATIONS, possible
+from conformance.running.lockstep import Lockstep
+from conformance.running.run import TraceRun
 from impl import Engine
 from traces.config import Config
 from traces.generate import steady_workload

@@ -7,9 +7,9 @@ from collections.abc import Iterator
 import pyarrow as pa
 import pytest
 
-from conformance.check import CHECK_INPUT_SCHEMA, check_batches, check_trace, results_table
-from conformance.profiles import generate_trace
-from conformance.results import RESULTS_SCHEMA, plain_row
+from conformance.generation.profiles import generate_trace
+from conformance.spark.check import CHECK_INPUT_SCHEMA, check_batches, check_trace, results_table
+from conformance.spark.results import RESULTS_SCHEMA, plain_row
 from impl import Engine
 from tools.planted_bugs import PLANTED_BUGS
 from traces.canonical import canonical_json

@@ -17,7 +17,7 @@ import pytest
 
 import impl
 import model
-from conformance.profiles import PROFILES, generate_trace
+from conformance.generation.profiles import PROFILES, generate_trace
 from traces.checkpoint import CheckpointError, checkpoint_text, read_checkpoint
 from traces.config import parse_config
 from traces.ops import parse_op

@@ -19,8 +19,8 @@ import pyarrow.parquet as pq
 import pytest
 from killing import assert_allowed_outcome, busy_python_worker, long_trace_set, run_killing
 
-from conformance import spark as glue
-from conformance.profiles import generate_trace
+from conformance.generation.profiles import generate_trace
+from conformance.spark import glue
 from traces.tracefile import write_trace
 from wanconform.cli import main
 
@@ -170,8 +170,8 @@ def test_the_worker_killed_mid_check_is_one_line_and_nothing_written(
     traces = long_trace_set(tmp_path / "set")
     out = tmp_path / "killed" / "results"
     out.parent.mkdir()
-    check = "import sys; from conformance import spark; from wanconform.cli import main; "
-    check += f"spark.LOST_EXECUTORS_SECONDS = {LOST_SECONDS}; sys.exit(main(sys.argv[1:]))"
+    check = "import sys; from conformance.spark import glue; from wanconform.cli import main; "
+    check += f"glue.LOST_EXECUTORS_SECONDS = {LOST_SECONDS}; sys.exit(main(sys.argv[1:]))"
     command = [sys.executable, "-c", check, "check", str(traces), "--out", str(out)]
     outcome = run_killing(
         [*command, "--master", standalone.master],

@@ -11,8 +11,8 @@ from counterexamples import counterexample_report
 from hypothesis import settings
 from hypothesis.stateful import run_state_machine_as_test
 
-from conformance.coverage import Coverage
-from conformance.machine import ConformanceFailure, WanConformance
+from conformance.running.coverage import Coverage
+from conformance.search.machine import ConformanceFailure, WanConformance
 
 CI_RUNS = 1000
 

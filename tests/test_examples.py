@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from expected import Obs, acked, applied, enqueued, entry, sender_stats, sent, site_stats
 
-from conformance.properties import PropertyChecker
+from conformance.properties.checker import PropertyChecker
 from model import Engine as ModelEngine
 from traces.tracefile import read_trace
 from wanconform.cli import main

@@ -17,7 +17,8 @@ from typing import Any
 
 import pytest
 
-from conformance.explore import (
+from conformance.running.narrative import op_text
+from conformance.search.explore import (
     Bounds,
     Relabel,
     alphabet,
@@ -30,7 +31,6 @@ from conformance.explore import (
     state_ops,
     tick_amounts,
 )
-from conformance.narrative import op_text
 from impl import Engine as impl_engine
 from model import initial_state, step
 from model.checkpoint import to_state_doc
@@ -423,7 +423,7 @@ def test_spark_gives_the_local_figures_and_counterexample(spark: Any) -> None:
     # the same counts, coverage and shortest counterexample as the local search, for a
     # planted bug (P1 on every edge, the impl loaded on the executors), with symmetry,
     # and at the cap.
-    from conformance.explore_spark import explore_on_spark
+    from conformance.spark.explore_spark import explore_on_spark
 
     late = parse_config({"sites": [1, 2], "senders": [sender()]})
     cases = [
@@ -492,7 +492,7 @@ def test_a_node_rebuilt_from_its_path_is_the_node_the_search_kept() -> None:
     # checker's records the same; every expansion the same successors and findings).
     import dataclasses
 
-    from conformance.explore import Expander
+    from conformance.search.explore import Expander
 
     shared = {"config", "supported", "_duplicate_paths", "_graph", "_connected", "_paths"}
 

@@ -87,7 +87,7 @@ SENDER_STATS_ZERO = {
 }
 
 
-IDLE_DISPATCHER = {
+IDLE_DISPATCHER: dict[str, Any] = {
     "queue": [],
     "resend": [],
     "cursor": None,
@@ -801,7 +801,12 @@ def test_r21_site_down_removes_messages_to_and_from_it() -> None:
     assert engine.apply(SiteDown(2)) == []
     sender = engine.observe()["senders"]["ny"]
     assert sender["dispatchers"][0]["network"] == {"batch": False, "ack": False}
-    assert sender["dispatchers"][0]["in_flight"] == {"batch_id": 1, "events": ["1:1"], "shipped": ["1:1"], "sent_at": 0}
+    assert sender["dispatchers"][0]["in_flight"] == {
+        "batch_id": 1,
+        "events": ["1:1"],
+        "shipped": ["1:1"],
+        "sent_at": 0,
+    }
     assert engine.apply(Deliver("ny")) == [{"kind": "skipped", "op": "deliver"}]
 
 

@@ -17,7 +17,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import impl.state
-from conformance.strategies import ESCAPED, INT_EDGES, values
+from conformance.search.strategies import ESCAPED, INT_EDGES, values
 from impl.applied import AppliedRanges
 from traces.canonical import size as canonical_size
 

@@ -1,4 +1,4 @@
-"""P1 in linear time (conformance/lockstep.py) finds what a per-step full comparison finds.
+"""P1 in linear time (conformance/running/lockstep.py) finds what a per-step full comparison finds.
 
 The reference below compares observations *and* the whole observable state after every
 operation (the old, quadratic lockstep). `Lockstep` compares the state only on its
@@ -14,9 +14,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conformance.ahead import possible as ahead_possible
-from conformance.lockstep import Lockstep, first_divergence, json_differences
-from conformance.strategies import configs, operations
+from conformance.running.ahead import possible as ahead_possible
+from conformance.running.lockstep import Lockstep, first_divergence, json_differences
+from conformance.search.strategies import configs, operations
 from impl import Engine
 from impl.state import Event, SiteState
 from tools.planted_bugs import PLANTED_BUGS
@@ -111,7 +111,7 @@ def test_P1_lockstep_names_the_same_first_operation_as_a_per_step_comparison(
 def test_P1_lockstep_ahead_names_the_same_first_operation_as_a_per_step_comparison(
     bug: type[Engine], state_every: int | None, run: tuple[Config, list[Op]]
 ) -> None:
-    """The impl runs ahead in a helper process (conformance/ahead.py) that reads the
+    """The impl runs ahead in a helper process (conformance/running/ahead.py) that reads the
     operations too: only digests are compared here until one differs."""
     same_first_operation(bug, state_every, "ahead", run)
 

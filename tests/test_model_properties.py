@@ -1,7 +1,7 @@
 """Property tests of the reference model alone on random traces (issue: the foundation).
 
 Determinism, purity, skipped operations, and P3, P4, P5, P6, P7 (and P2 on wipe-free
-runs) from `conformance.properties`. Configurations come from the supported topologies
+runs) from `conformance.properties.checker`. Configurations come from the supported topologies
 of R23, so P4 must hold in every run.
 """
 
@@ -13,8 +13,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import model
-from conformance.properties import PropertyChecker, fully_connected
-from conformance.strategies import configs, operations
+from conformance.properties.checker import PropertyChecker, fully_connected
+from conformance.search.strategies import configs, operations
 from traces.canonical import canonical_json
 from traces.config import Config
 from traces.ops import Op, Settle, SiteUp

@@ -1,7 +1,8 @@
 """The model's persistent containers (model/state.py): `AppliedIds` (R16.1's memory) and
 `Seq` (R12's queues with R31's out-of-order removals, R24's dead letters), each against
-hand-derived values and, with Hypothesis, against a plain Python set or list; and the model against the impl on long
-steady traces whose sequence numbers cross several bitmap blocks (R16.1, P1)."""
+hand-derived values and, with Hypothesis, against a plain Python set or list; and the
+model against the impl on long steady traces whose sequence numbers cross several bitmap
+blocks (R16.1, P1)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from immutables import Map
 
-from conformance.lockstep import first_divergence
+from conformance.running.lockstep import first_divergence
 from model import state
 from model.state import BLOCK, RECORDS, AppliedIds, Seq
 from traces.generate import steady_workload

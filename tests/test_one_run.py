@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from conformance.check import LocalTrace, check_local
+from conformance.spark.check import LocalTrace, check_local
 from traces.tracefile import open_trace
 from wanconform.cli import main
 

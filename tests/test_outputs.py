@@ -21,9 +21,9 @@ from typing import Any, ClassVar
 import pytest
 from killing import assert_allowed_outcome, busy_python_worker, long_trace_set, run_killing
 
-import conformance.spark as glue
-from conformance.campaign import delta_share, render, summarize
-from conformance.check import LocalTrace, check_local
+import conformance.spark.glue as glue
+from conformance.spark.campaign import delta_share, render, summarize
+from conformance.spark.check import LocalTrace, check_local
 from reports.render import write_report
 from traces.errors import WanconformError
 from traces.outputs import output_kind

@@ -9,8 +9,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from conformance.check import CHECK_INPUT_SCHEMA, check_batches, results_table
-from conformance.profiles import PROFILES, generate_trace
+from conformance.generation.profiles import PROFILES, generate_trace
+from conformance.spark.check import CHECK_INPUT_SCHEMA, check_batches, results_table
 from traces.errors import TraceError, WanconformError
 from traces.parquet import (
     CONFIGS_SCHEMA,

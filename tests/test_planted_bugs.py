@@ -2,7 +2,7 @@
 
 For every bug of `tools.planted_bugs`, the conformance machine runs with that buggy copy
 as the impl; it must fail with a P1 divergence and write the run as a trace file, which
-must replay and reproduce the divergence; `conformance.shrink` then shrinks it to a short
+must replay and reproduce the divergence; `conformance.search.shrink` then shrinks it to a short
 trace with the same signature (Hypothesis's own shrinking of a stateful run took up to
 its five-minute limit on one bug; ddmin on the written trace takes a fraction of a
 second), and the real impl agrees with the model on it.
@@ -17,9 +17,9 @@ from counterexamples import counterexample_report
 from hypothesis import Phase, settings
 from hypothesis.stateful import run_state_machine_as_test
 
-from conformance.lockstep import first_divergence
-from conformance.machine import ConformanceFailure, machine_with_impl
-from conformance.shrink import find_failure, shrink
+from conformance.running.lockstep import first_divergence
+from conformance.search.machine import ConformanceFailure, machine_with_impl
+from conformance.search.shrink import find_failure, shrink
 from impl import Engine
 from tools.planted_bugs import PLANTED_BUGS
 from traces.tracefile import read_trace
@@ -37,7 +37,7 @@ def test_planted_bug_is_found_and_shrunk(bug: type[Engine], tmp_path: Path) -> N
                 max_examples=10_000,
                 stateful_step_count=20,
                 database=None,
-                phases=[Phase.generate],  # shrinking: conformance.shrink below
+                phases=[Phase.generate],  # shrinking: conformance.search.shrink below
             ),
         )
     assert f"--impl tools.planted_bugs:{bug.__name__} --steps" in str(failure.value)

@@ -1,9 +1,9 @@
-"""`campaign --compare-policies` (conformance/policies.py): the same operations under
+"""`campaign --compare-policies` (conformance/spark/policies.py): the same operations under
 each failure policy, with figures derived by hand from the spec."""
 
 from __future__ import annotations
 
-from conformance.policies import POLICIES, compare, policy_config, render_table
+from conformance.spark.policies import POLICIES, compare, policy_config, render_table
 from traces.config import parse_config
 from traces.ops import Deliver, DeliverAck, Fail, Op, Put
 

@@ -8,9 +8,15 @@ from types import MappingProxyType
 
 import pytest
 
-from conformance.profiles import PROFILES, generate_rows, generate_trace, trace_ids, trace_seed
-from conformance.properties import fully_connected
-from conformance.topology import analyse_topology
+from conformance.generation.profiles import (
+    PROFILES,
+    generate_rows,
+    generate_trace,
+    trace_ids,
+    trace_seed,
+)
+from conformance.properties.checker import fully_connected
+from conformance.properties.topology import analyse_topology
 from impl import Engine
 from traces.canonical import canonical_json
 from traces.config import Config, parse_config

@@ -1,4 +1,4 @@
-"""The property checker's own mechanics (conformance/properties.py)."""
+"""The property checker's own mechanics (conformance/properties/checker.py)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import networkx as nx
 from hypothesis import given
 from hypothesis import strategies as st
 
-from conformance.properties import PropertyChecker
+from conformance.properties.checker import PropertyChecker
 from traces.config import Config, parse_config
 from traces.ops import Tick
 
@@ -46,8 +46,9 @@ def test_P4_edge_by_edge_check_agrees_with_networkx(shippers: list[str]) -> None
             expected = index
     found = None
     for index, sender_id in enumerate(shippers):
-        sent = {"kind": "sent", "sender": sender_id, "dispatcher": 0, "batch_id": index + 1, "events": ["1:1"],
-                "bytes_full": 2, "bytes_delta": 0, "events_resent": 0}  # fmt: skip
+        sent = {"kind": "sent", "sender": sender_id, "dispatcher": 0, "batch_id": index + 1,
+                "events": ["1:1"], "bytes_full": 2, "bytes_delta": 0,
+                "events_resent": 0}  # fmt: skip
         if checker.after_step(Tick(1), [sent], dict) and found is None:
             found = index
     assert found == expected

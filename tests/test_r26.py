@@ -28,7 +28,7 @@ from expected import (
     skipped,
 )
 
-from conformance.run import run_trace
+from conformance.running.run import run_trace
 from traces.tracefile import parse_trace_lines, where
 from wanconform.cli import main
 

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from conformance.check import LocalTrace, check_local
-from conformance.results import read_results, rows_table, write_results
+from conformance.spark.check import LocalTrace, check_local
+from conformance.spark.results import read_results, rows_table, write_results
 from reports.render import report_json, write_report
 from reports.sequence_svg import LABEL_CHARS, render_sequence_svg, sequence_diagram
 from traces.config import parse_config

@@ -1,4 +1,5 @@
-"""A long trace checked in segments gives the sequential check's result (conformance/segments.py).
+"""A long trace checked in segments gives the sequential check's result
+(conformance/spark/segments.py).
 
 The segments run here one after the other (`LocalRunner`): what is compared is the
 result, whatever runs the segments; one test runs them on Spark through the command line.
@@ -17,9 +18,9 @@ from typing import Any
 
 import pytest
 
-from conformance.profiles import generate_trace
-from conformance.run import RunResult, TraceRun
-from conformance.segments import LocalRunner, check_in_segments
+from conformance.generation.profiles import generate_trace
+from conformance.running.run import RunResult, TraceRun
+from conformance.spark.segments import LocalRunner, check_in_segments
 from traces.canonical import canonical_json
 from traces.engine import load_impl
 from traces.tracefile import open_trace, where, write_trace
@@ -291,10 +292,12 @@ def test_a_local_master_leaves_one_core_to_the_fast_pass_until_it_ends(
     # Once the fast pass is over, every core runs segments.
     import threading
 
-    import conformance.segments
-    from conformance.spark import SegmentJobs
+    import conformance.spark.segments
+    from conformance.spark.glue import SegmentJobs
 
-    monkeypatch.setattr(conformance.segments, "checkpoint_texts", lambda plan, index: ("", ""))
+    monkeypatch.setattr(
+        conformance.spark.segments, "checkpoint_texts", lambda plan, index: ("", "")
+    )
     spark = _Gated(master, cores=2)
     jobs = SegmentJobs(spark, "group")
     try:

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from conformance.lockstep import first_divergence
-from conformance.run import normalize_path
-from conformance.shrink import find_failure, shrink
+from conformance.running.lockstep import first_divergence
+from conformance.running.run import normalize_path
+from conformance.search.shrink import find_failure, shrink
 from tools.planted_bugs import ResendWithoutPossibleDuplicate
 from traces.engine import load_impl
 from traces.ops import Put, Tick

@@ -15,11 +15,11 @@ from typing import Any
 import pytest
 from user_engines import write_reversed_tie_break
 
-from conformance.check import check_trace
-from conformance.examples import failure_groups, group_variants
-from conformance.lockstep import Difference, Divergence
-from conformance.profiles import generate_trace, trace_ids
-from conformance.run import divergence_signature
+from conformance.generation.profiles import generate_trace, trace_ids
+from conformance.running.lockstep import Difference, Divergence
+from conformance.running.run import divergence_signature
+from conformance.search.examples import failure_groups, group_variants
+from conformance.spark.check import check_trace
 from impl import Engine
 from tools.planted_bugs import (
     DeadLetterWithoutValue,
@@ -39,7 +39,7 @@ def applied(site: int, event: str, status: str) -> dict[str, Any]:
 
 
 def signature(op: Any, model: list[dict[str, Any]], impl: list[dict[str, Any]]) -> str:
-    from conformance import lockstep
+    from conformance.running import lockstep
 
     unmatched = (lockstep._first_unmatched(model, impl, False),
                  lockstep._first_unmatched(impl, model, False))  # fmt: skip
@@ -86,8 +86,8 @@ def test_an_observation_one_side_made_names_the_rule_that_makes_it() -> None:
         signature(Deliver("ny"), [ok, forwarded], [ok])
         == "P1 observations: forwarding (R22) differ"
     )
-    sent = {"kind": "sent", "sender": "ny", "dispatcher": 0, "batch_id": 1, "events": ["1:1"], "bytes_full": 9,
-            "bytes_delta": 0, "events_resent": 0}  # fmt: skip
+    sent = {"kind": "sent", "sender": "ny", "dispatcher": 0, "batch_id": 1, "events": ["1:1"],
+            "bytes_full": 9, "bytes_delta": 0, "events_resent": 0}  # fmt: skip
     family = "P1 observations: batch dispatch and timers (R13, R15, R20, R25) differ"
     assert signature(Tick(1), [sent], []) == family
     assert signature(Tick(1), [], [sent]) == family

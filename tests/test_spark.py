@@ -18,12 +18,12 @@ import pyarrow.parquet as pq
 import pytest
 from user_engines import write_reversed_tie_break
 
-from conformance import spark as glue
-from conformance.check import check_trace
-from conformance.examples import failure_groups
-from conformance.profiles import generate_trace, trace_ids
-from conformance.results import RESULTS_SCHEMA, plain_row, read_results
-from conformance.spark import balance
+from conformance.generation.profiles import generate_trace, trace_ids
+from conformance.search.examples import failure_groups
+from conformance.spark import glue
+from conformance.spark.check import check_trace
+from conformance.spark.glue import balance
+from conformance.spark.results import RESULTS_SCHEMA, plain_row, read_results
 from impl import Engine
 from tools.planted_bugs import PLANTED_BUGS
 from traces.geode import import_geode_config, parse_site_argument

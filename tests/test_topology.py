@@ -1,6 +1,6 @@
 """R22 forwarding paths and the R23 verdict: static analysis, CLI, SVG, and the model.
 
-The static analysis (`conformance.topology`) is pinned on the topologies the documents
+The static analysis (`conformance.properties.topology`) is pinned on the topologies the documents
 name: fully connected mesh, ring, star rooted anywhere, chain, and the unsupported
 diamond 1->2, 1->3, 2->4, 3->4. A property test replays random small topologies on the
 reference model and checks that it agrees with the static verdict.
@@ -20,8 +20,8 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-import conformance.topology as topology
-from conformance.topology import (
+import conformance.properties.topology as topology
+from conformance.properties.topology import (
     Delivery,
     TopologyAnalysis,
     TopologyTooLargeError,

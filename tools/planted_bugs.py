@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from impl import Engine
-from impl.state import Event, SenderState, SiteState
+from impl.state import DispatcherState, Event, SenderState, SiteState, java_hash
 from traces.observations import Observation
 
 
@@ -33,7 +33,7 @@ class RemoveInvalidDelta(Engine):
     """R19: an invalid_delta event is removed from the queue instead of re-queued."""
 
     def _requeue_invalid_delta(
-        self, sender: SenderState, event: Event, out: list[Observation]
+        self, sender: SenderState, dispatcher: DispatcherState, event: Event, out: list[Observation]
     ) -> bool:
         return False
 
@@ -63,6 +63,26 @@ class DeadLetterWithoutValue(Engine):
         return record
 
 
+class RouteByKeyAndTime(Engine):
+    """R29: the dispatcher depends on the clock as well as the key (or bucket), so one key's
+    events go to two dispatchers and a later one can overtake an earlier one (P8)."""
+
+    def _route(self, sender: SenderState, key: str, thread: int, bucket: int) -> int:
+        count = sender.dispatcher_threads
+        base = bucket if bucket >= 0 else abs(java_hash(key))
+        return (base + self._now // 1000) % count
+
+
+class DispatcherForgetsItsTimer(Engine):
+    """R39: settle forgets the ack timeout of every dispatcher but the first, so a lost
+    batch of another dispatcher stays in flight after settle (P12)."""
+
+    def _dispatcher_due(self, sender: SenderState, dispatcher: DispatcherState) -> int:
+        if dispatcher.index > 0 and dispatcher.in_flight is not None:
+            return -1
+        return super()._dispatcher_due(sender, dispatcher)
+
+
 PLANTED_BUGS: tuple[type[Engine], ...] = (
     HighWaterMark,
     ResendWithoutPossibleDuplicate,
@@ -71,3 +91,7 @@ PLANTED_BUGS: tuple[type[Engine], ...] = (
     LateBatchTime,
     DeadLetterWithoutValue,
 )
+"""Bugs that any configuration can show (v1.2's)."""
+
+DISPATCHER_BUGS: tuple[type[Engine], ...] = (RouteByKeyAndTime, DispatcherForgetsItsTimer)
+"""Bugs only a sender with several dispatchers shows (v2.0, R29, R39)."""

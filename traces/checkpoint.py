@@ -141,7 +141,9 @@ def _check_dispatchers(sender: SenderConfig, doc: dict[str, Any], at: str) -> No
         for name in ("resend", "recovered", "on_disk"):
             if not set(dispatcher[name]) <= queued:
                 raise CheckpointError(f"{here}.{name}: names an event that is not queued")
-        held = sum(size(e["value"]) for e in dispatcher["queue"] if e["event"] not in dispatcher["on_disk"])
+        held = sum(
+            size(e["value"]) for e in dispatcher["queue"] if e["event"] not in dispatcher["on_disk"]
+        )
         if dispatcher["memory_bytes"] != held:
             raise CheckpointError(
                 f"{here}.memory_bytes: {dispatcher['memory_bytes']}, but the queued events "
@@ -153,7 +155,9 @@ def _check_dispatchers(sender: SenderConfig, doc: dict[str, Any], at: str) -> No
             if not set(ids) <= queued or len(set(ids)) != len(ids):
                 raise CheckpointError(f"{here}.in_flight.events: not queued events (R13)")
             if not sender.parallel and queue_ids[: len(ids)] != ids:
-                raise CheckpointError(f"{here}.in_flight.events: not the queue's first events (R13)")
+                raise CheckpointError(
+                    f"{here}.in_flight.events: not the queue's first events (R13)"
+                )
             if in_flight["shipped"] != ids:
                 raise CheckpointError(f"{here}.in_flight.shipped: not the batch's events")
             if in_flight["batch_id"] > dispatcher["last_batch_id"]:
@@ -173,9 +177,7 @@ def _check_dispatchers(sender: SenderConfig, doc: dict[str, Any], at: str) -> No
         cursor = dispatcher["cursor"]
         if not sender.parallel and cursor is not None:
             raise CheckpointError(f"{here}.cursor: a serial dispatcher has no cursor (R31)")
-        if sender.parallel and (
-            cursor is None or cursor % sender.dispatcher_threads != index
-        ):
+        if sender.parallel and (cursor is None or cursor % sender.dispatcher_threads != index):
             raise CheckpointError(f"{here}.cursor: not a bucket this dispatcher owns (R31)")
         if sender.parallel and dispatcher["resend"] and in_flight is not None:
             raise CheckpointError(f"{here}.resend: a batch in flight left nothing to resend")

@@ -213,7 +213,9 @@ class Config:
             "receivers": [r.to_json() for r in self.receivers],
         }
         if self.regions:  # v2.0: only when some site is not replicated
-            out["regions"] = {str(site): self.regions[site].to_json() for site in sorted(self.regions)}
+            out["regions"] = {
+                str(site): self.regions[site].to_json() for site in sorted(self.regions)
+            }
         return out
 
 
@@ -402,7 +404,7 @@ def _parse_regions(obj: Mapping[str, Any], sites: set[int]) -> dict[int, RegionC
     for name, value in raw.items():
         where = f"regions.{name}"
         if not (name.isascii() and name.isdigit() and str(int(name)) == name):
-            raise ConfigError(f"{where}: a region is keyed by a site id as a string, e.g. \"1\"")
+            raise ConfigError(f'{where}: a region is keyed by a site id as a string, e.g. "1"')
         if int(name) not in sites:
             raise ConfigError(f"{where}: site {name} is not in 'sites'")
         region = _object(value, where)

@@ -1,7 +1,7 @@
 """SPEC §3's "enabled when" column, as data: what must hold for an operation to run.
 
 One table, two readers. The model decides with it, on its own state
-(`model.step.enabled`); `conformance.narrative` says why an operation was skipped, from
+(`model.step.enabled`); `conformance.running.narrative` says why an operation was skipped, from
 the observable state of §10 (`ObservedState`), so the words always match the decision.
 An operation is enabled when every condition of its row holds; the first one that does
 not is the reason it was skipped. The impl decides on its own (it is the engine under
@@ -64,6 +64,8 @@ LIVE_ENTRY = Condition(
     lambda c, op: f"{op.key} has no live entry at site {op.site}",
 )
 SOME_ENTRIES = Condition(lambda c, v, op: len(op.entries) > 0, lambda c, op: "putall of no entries")
+
+
 def _of(config: Config, op: Any) -> str:
     """The sender of a network operation, and its dispatcher when it has several (R29)."""
     if config.sender(op.sender).dispatcher_threads == 1:

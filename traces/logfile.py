@@ -11,7 +11,7 @@ trace, with the trace's messages; `observed` a list of observation objects of SP
 kinds; `state` an object with the observable state's top-level fields). `LogSource.engine`
 is an engine (`traces.engine.Engine`) made of the log: it answers each operation with
 what the log says the system observed, and its observable state where the log has one,
-so the model can be run against it in lockstep (`conformance.run`, P1) like any impl.
+so the model can be run against it in lockstep (`conformance.running.run`, P1) like any impl.
 """
 
 from __future__ import annotations
@@ -96,8 +96,9 @@ class _LogReader(Reader):
 
 
 _JSON_TYPES: dict[str, Callable[[Any], bool]] = {
-    "integer": lambda v: (isinstance(v, int) and not isinstance(v, bool)) or (
-        isinstance(v, JsonNumber) and v.is_integer
+    "integer": lambda v: (
+        (isinstance(v, int) and not isinstance(v, bool))
+        or (isinstance(v, JsonNumber) and v.is_integer)
     ),
     "string": lambda v: isinstance(v, str),
     "array": lambda v: isinstance(v, list),
@@ -121,16 +122,16 @@ def check_fields(at: str, kind: str, observation: dict[str, Any]) -> None:
     disagreement on every line; a missing one is a bad line, not a disagreement)."""
     required = FIELDS[kind]
     optional = OPTIONAL_FIELDS.get(kind, {})
-    for name, json_type in required.items():
+    for name in required:
         if name not in observation:
             raise TraceError(
                 f"{at}: {kind}.{name}: missing (SPEC §10: {kind} has "
                 f"{', '.join(['kind', *required])}; traces/observations.py)"
             )
     for name, value in observation.items():
-        json_type = required.get(name) or optional.get(name)
         if name == "kind":
             continue
+        json_type = required.get(name) or optional.get(name)
         if json_type is None:
             allowed = ", ".join(["kind", *required, *optional])
             raise TraceError(f"{at}: {kind}.{name}: unknown field (SPEC §10: {kind} has {allowed})")
@@ -200,7 +201,7 @@ class LogSource:
 
     def entries_from(self, offset: int, first: int) -> Iterator[tuple[int, LogEntry]]:
         """(byte offset, entry) of the log from byte `offset`, the start of line `first`
-        (a segment of a validated log, `conformance.segments`)."""
+        (a segment of a validated log, `conformance.spark.segments`)."""
         reader = _LogReader(self.name)
         reader.config = self.config
         for number, position, line in numbered_lines(self.name, offset, first):
@@ -220,7 +221,7 @@ class LogSource:
 class LoggedEngine:
     """The system under test as its log tells it: `apply(op)` returns the observations
     logged for the next operation (which must be `op`), `observe()` the state logged
-    with it; `state_logged()` says whether there is one (`conformance.lockstep` then
+    with it; `state_logged()` says whether there is one (`conformance.running.lockstep` then
     compares states exactly there and nowhere else)."""
 
     def __init__(self, config: Config, entries: Iterator[LogEntry]) -> None:

@@ -82,12 +82,32 @@ FIELDS: dict[str, dict[str, str]] = {
         "key": "string",
         "status": "string",
     },
-    "forwarded": {"site": "integer", "sender": "string", "dispatcher": "integer", "event": "string"},
-    "acked": {"sender": "string", "dispatcher": "integer", "batch_id": "integer", "removed": "array"},
-    "dropped": {"sender": "string", "dispatcher": "integer", "event": "string", "exception": "string"},
+    "forwarded": {
+        "site": "integer",
+        "sender": "string",
+        "dispatcher": "integer",
+        "event": "string",
+    },
+    "acked": {
+        "sender": "string",
+        "dispatcher": "integer",
+        "batch_id": "integer",
+        "removed": "array",
+    },
+    "dropped": {
+        "sender": "string",
+        "dispatcher": "integer",
+        "event": "string",
+        "exception": "string",
+    },
     "dlq": {"sender": "string", "dispatcher": "integer", "event": "string", "exception": "string"},
     "invalid_delta": {"sender": "string", "dispatcher": "integer", "event": "string"},
-    "timeout": {"sender": "string", "dispatcher": "integer", "batch_id": "integer", "events": "array"},
+    "timeout": {
+        "sender": "string",
+        "dispatcher": "integer",
+        "batch_id": "integer",
+        "events": "array",
+    },
     "redelivery": {"sender": "string", "event": "string", "outcome": "string"},
 }
 """Every kind's fields besides `kind`, each with its JSON type: the one list the docs

@@ -258,7 +258,7 @@ class TraceSet:
         """(seq, json) of one trace in order, read again from the files (only the rows of
         seq `first` <= seq < `stop` when given). The rows are loaded as Arrow columns (not
         Python objects); used to locate a state-only divergence (`Lockstep`'s replay) and
-        to read a segment of a long trace (`conformance.segments`)."""
+        to read a segment of a long trace (`conformance.spark.segments`)."""
         import pyarrow.dataset as ds
 
         dataset = self.ops_dataset()

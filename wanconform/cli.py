@@ -109,14 +109,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def spark_interrupted() -> bool:
-    glue = sys.modules.get("conformance.spark")
+    glue = sys.modules.get("conformance.spark.glue")
     return glue is not None and bool(glue.interrupted())
 
 
 def interrupted() -> int:
     """Ctrl-C: every output is written whole or not at all (`traces.outputs`), so an
     interrupted command wrote nothing; Spark's JVM is stopped with it. Exit 130."""
-    glue = sys.modules.get("conformance.spark")
+    glue = sys.modules.get("conformance.spark.glue")
     if glue is not None:
         glue.abandon()
     print("wanconform: interrupted: nothing written", file=sys.stderr, flush=True)

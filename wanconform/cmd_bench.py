@@ -158,7 +158,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def run_spark(args: argparse.Namespace) -> int:
-    from conformance import spark as glue
+    from conformance.spark import glue
     from wanconform.cmd_generate import profile_list
     from wanconform.progress import start_spark
 
@@ -284,7 +284,7 @@ def run_segments(args: argparse.Namespace) -> int:
     import os
 
     from conformance import bench
-    from conformance.segments import SEGMENT_OPS
+    from conformance.spark.segments import SEGMENT_OPS
     from traces.files import read_chunks
 
     next(read_chunks(args.segments, "a trace file", size=1), None)  # readable: else one line

@@ -1,6 +1,6 @@
 """`wanconform campaign`: generate, check and summarize, on Spark.
 
-OUT/traces is the trace set, OUT/results/ the results directory (`conformance.results`:
+OUT/traces is the trace set, OUT/results/ the results directory (`conformance.spark.results`:
 the rows, the impl, the examples of the largest failure groups and the failing traces as
 failures/TRACE_ID.jsonl), OUT/summary.txt what was printed and OUT/report.html the report
 of those results, OUT/campaign.json what was asked (and the mark of a campaign directory).
@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from conformance.topology import analyse_topology
+from conformance.properties.topology import analyse_topology
 from traces.engine import DEFAULT_IMPL, load_impl
 from traces.outputs import (
     CAMPAIGN_MARKER,
@@ -63,10 +63,10 @@ def run(args: argparse.Namespace) -> int:
     if args.impl:
         load_impl(args.impl)
     check_dlq_dir(args)
-    from conformance import spark as glue
-    from conformance.campaign import render, summarize
-    from conformance.policies import compare_trace_set, render_table
-    from conformance.results import FAILURES, read_results
+    from conformance.spark import glue
+    from conformance.spark.campaign import render, summarize
+    from conformance.spark.policies import compare_trace_set, render_table
+    from conformance.spark.results import FAILURES, read_results
     from reports.render import write_report
 
     out = Path(args.out)
@@ -121,9 +121,8 @@ def run(args: argparse.Namespace) -> int:
             text += "\n"
         text += render(summary, str(out / "results" / FAILURES), args.impl or DEFAULT_IMPL)
         if policies:
-            text += (
-                "\n\nfailure policies compared (the same traces; docs: conformance/policies.py):\n"
-            )
+            text += "\n\nfailure policies compared (the same traces; docs: "
+            text += "conformance/spark/policies.py):\n"
             text += render_table(figures)
         write_text_atomically(staging / "summary.txt", text + "\n")
         results = read_results(staging / "results")

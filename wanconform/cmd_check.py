@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from conformance.stores import store_engine_class
+from conformance.running.stores import store_engine_class
 from impl.dlq_store import check_directory
 from traces.engine import DEFAULT_IMPL, load_impl
 from traces.outputs import declare_outputs
@@ -75,15 +75,15 @@ def run(args: argparse.Namespace) -> int:
         # a bad spec is one line before Spark starts; a module may sit next to the set
         folder = os.path.abspath(args.traces)
         load_impl(args.impl, [folder, os.path.dirname(folder)])
-    from conformance import spark as glue
+    from conformance.spark import glue
     from traces.parquet import open_trace_set
 
     open_trace_set(args.traces)
     check_dlq_dir(args)
     spark = start_spark(args.master)
     started = time.perf_counter()
-    from conformance.campaign import render, summarize
-    from conformance.results import FAILURES
+    from conformance.spark.campaign import render, summarize
+    from conformance.spark.results import FAILURES
 
     bar = stage_progress("check")
     rows = glue.check(

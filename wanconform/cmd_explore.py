@@ -4,7 +4,7 @@
                        [--engine model|both] [--impl MODULE:CLASS] [--symmetry] [--all]
                        [--max-states M] [--out DIR] [--report HTML] [--master URL]
 
-The search is `conformance.explore`'s; docs/EXPLORE.md gives its readings. Figures and
+The search is `conformance.search.explore`'s; docs/EXPLORE.md gives its readings. Figures and
 the coverage table go to stdout (the same bytes for the same input: no timings); the
 rate (states/s) to stderr. Exit status: 0 every behaviour up to the bound is clean,
 1 a violation or divergence (the shortest counterexample, explained, and written under
@@ -161,7 +161,7 @@ def op_names(text: str | None) -> tuple[str, ...]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from conformance.explore import MAX_KEYS, MAX_VALUES, Bounds, explore
+    from conformance.search.explore import MAX_KEYS, MAX_VALUES, Bounds, explore
     from traces.engine import DEFAULT_IMPL, load_impl
     from wanconform.cmd_import import load_geode_sites
     from wanconform.cmd_topology import load_config_or_trace
@@ -201,7 +201,7 @@ def run(args: argparse.Namespace) -> int:
         shown.update(states)
 
     if args.master:
-        from conformance.explore_spark import explore_on_spark
+        from conformance.spark.explore_spark import explore_on_spark
         from wanconform.progress import start_spark
 
         spark = start_spark(args.master)
@@ -210,7 +210,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         result = explore(config, bounds, impl, progress)
     shown.close()
-    from conformance.explore import summary_lines
+    from conformance.search.explore import summary_lines
 
     print("\n".join(summary_lines(name, config, bounds, result, impl_spec if impl else None)))
     print(
@@ -250,7 +250,7 @@ def _counterexample(
 ) -> tuple[str, str]:
     """The trace text of a counterexample and its explanation: the run in words, as
     `replay --steps` tells it, and its first failure as `replay` describes it."""
-    from conformance.run import TraceRun
+    from conformance.running.run import TraceRun
     from traces.tracefile import trace_text, where
 
     run = TraceRun(
@@ -282,7 +282,7 @@ def _write(
     config: Any,
     name: str,
 ) -> None:
-    from conformance.explore import result_json
+    from conformance.search.explore import result_json
     from traces.canonical import canonical_json
     from traces.outputs import EXPLORE_MARKER, building_directory
 
@@ -306,8 +306,8 @@ def _report(
 ) -> None:
     """The HTML report: the exploration's figures, and its counterexamples run as
     `wanconform report` runs traces (in lockstep, P2-P7 checked, shrunk, explained)."""
-    from conformance.check import LocalTrace, check_local
-    from conformance.explore import coverage_rows, summary_lines
+    from conformance.search.explore import coverage_rows, summary_lines
+    from conformance.spark.check import LocalTrace, check_local
     from reports.render import write_report
     from reports.report_data import ExploreView
 

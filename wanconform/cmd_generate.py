@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from conformance.profiles import PROFILES, check_profile
+from conformance.generation.profiles import PROFILES, check_profile
 from traces.config import Config
 from traces.errors import WanconformError
 from traces.outputs import declare_outputs
@@ -112,7 +112,7 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     generation = check_generation_arguments(args)
-    from conformance import spark as glue
+    from conformance.spark import glue
     from wanconform.progress import stage_progress, start_spark
 
     spark = start_spark(args.master)

@@ -17,9 +17,9 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from conformance.properties import Verdict
-from conformance.run import RunResult, Step, TraceRun, stopped_line
-from conformance.stores import StoreEngines, store_engine_class
+from conformance.properties.checker import Verdict
+from conformance.running.run import RunResult, Step, TraceRun, stopped_line
+from conformance.running.stores import StoreEngines, store_engine_class
 from impl.dlq_store import check_directory
 from traces.canonical import canonical_json
 from traces.config import Config, SenderConfig
@@ -33,7 +33,7 @@ from traces.tracefile import open_trace, where
 from wanconform.progress import Progress
 
 if TYPE_CHECKING:
-    from conformance.examples import Example
+    from conformance.search.examples import Example
 
 SPEC = "docs/SPEC.md"
 MAX_LISTED_KEYS = 10  # differing keys listed by the convergence verdict
@@ -145,7 +145,7 @@ def add_segment_arguments(
     unless: str = "not with --steps or --report",
 ) -> None:
     """`--segment-ops` (and `--master`): a long run in parallel segments on Spark."""
-    from conformance.segments import SEGMENT_OPS
+    from conformance.spark.segments import SEGMENT_OPS
 
     checkpoints = "the model's" if what == "log" else "the impl's"
     parser.add_argument(
@@ -180,10 +180,10 @@ def positive_int(text: str) -> int:
 def segmented(
     args: argparse.Namespace, source: Source, impl_spec: str | None, properties: bool
 ) -> RunResult | None:
-    """The run of a long trace or log in segments (`conformance.segments`), or None when
+    """The run of a long trace or log in segments (`conformance.spark.segments`), or None when
     it is run whole: too short, --steps or --report, or an impl that cannot start from a
     checkpoint."""
-    from conformance.segments import can_split, check_in_segments
+    from conformance.spark.segments import can_split, check_in_segments
 
     if (
         args.steps
@@ -197,7 +197,7 @@ def segmented(
         progress.close()
         print(f"{source.name}: {line}", file=sys.stderr)
 
-    from conformance import spark as glue
+    from conformance.spark import glue
     from wanconform.progress import start_spark
 
     segments = -(-source.op_count // args.segment_ops)  # the fast pass cuts every N
@@ -417,7 +417,7 @@ def dlq_stores(
 def from_checkpoint(args: argparse.Namespace, source: Source, engine: str) -> dict[str, Any]:
     """`--from`: TraceRun's engines built from the checkpoint, and its offset."""
     import model
-    from conformance.segments import impl_class
+    from conformance.spark.segments import impl_class
     from traces.checkpoint import CheckpointError, check_fits
 
     doc, name = args.start_doc, args.start
@@ -441,10 +441,10 @@ def from_checkpoint(args: argparse.Namespace, source: Source, engine: str) -> di
 def runs_ahead(
     args: argparse.Namespace, source: Source, engine: str, impl: Any, offset: int
 ) -> bool:
-    """May the impl run ahead in a helper process (`conformance.ahead`)? With --engine
+    """May the impl run ahead in a helper process (`conformance.running.ahead`)? With --engine
     both on a trace (not a log) of at least `AHEAD_OPERATIONS` operations, unless
     --one-process, or the impl keeps a durable store (two would write it)."""
-    from conformance.ahead import AHEAD_OPERATIONS
+    from conformance.running.ahead import AHEAD_OPERATIONS
 
     return (
         engine == "both"
@@ -549,7 +549,7 @@ def replay_sources(
             write_text_atomically(args.checkpoint, checkpoint_text(doc) + "\n")
         status = max(status, show(args, result, steps, other))
         if args.report:
-            from conformance.results import result_row  # pyarrow: only for a report
+            from conformance.spark.results import result_row  # pyarrow: only for a report
 
             profile = Path(source.name).parent.name or "traces"
             rows.append(result_row(result, profile=profile))
@@ -561,7 +561,7 @@ def replay_sources(
                     source.name,
                 )
     if args.report:
-        from conformance.examples import explain_groups
+        from conformance.search.examples import explain_groups
         from reports.render import write_report
 
         examples: list[Example]

@@ -56,8 +56,8 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from conformance.check import LocalTrace, check_local
-    from conformance.results import read_results
+    from conformance.spark.check import LocalTrace, check_local
+    from conformance.spark.results import read_results
     from reports.render import write_report
 
     def progress(line: str) -> None:

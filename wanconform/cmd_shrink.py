@@ -4,7 +4,7 @@
 
 The failure is the trace's first divergence of model and impl (P1) or property
 violation (P2-P7); the minimal trace fails with the same signature
-(`conformance.shrink`). Progress goes to stderr, the result to stdout. Exit status: 0
+(`conformance.search.shrink`). Progress goes to stderr, the result to stdout. Exit status: 0
 shrunk (the outputs are written, atomically), 2 bad input, including a trace that does not
 fail (there is nothing to shrink).
 """
@@ -17,8 +17,8 @@ import sys
 import time
 from typing import Any
 
-from conformance.run import TraceRun
-from conformance.shrink import pytest_text, shrink
+from conformance.running.run import TraceRun
+from conformance.search.shrink import pytest_text, shrink
 from traces.engine import DEFAULT_IMPL, load_impl
 from traces.errors import WanconformError
 from traces.logfile import is_log, open_log

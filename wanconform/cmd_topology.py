@@ -20,7 +20,7 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
-from conformance.topology import TopologyAnalysis, analyse_topology
+from conformance.properties.topology import TopologyAnalysis, analyse_topology
 from traces.canonical import canonical_json
 from traces.config import Config, parse_config
 from traces.errors import ConfigError, TraceError, WanconformError

@@ -2,7 +2,7 @@
 
 A log (docs/LOG.md) is a trace whose operations also carry what the system observed
 and, now and then, its observable state. The model replays the operations; every
-logged observation and state is compared (`conformance.run` with the log playing the
+logged observation and state is compared (`conformance.running.run` with the log playing the
 impl, `traces.logfile`), and the first disagreement is reported exactly as `replay
 --engine both` reports a divergence: text, `--json`, `--report`; P2-P7 are checked on
 the run with `--check-properties` (and in the report).

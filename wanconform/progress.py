@@ -56,7 +56,7 @@ class Progress:
         self.shown = True
 
     def stage(self, number: int, done: int, total: int) -> None:
-        """One Spark stage's tasks (`conformance.spark.progress`): a later stage starts a
+        """One Spark stage's tasks (`conformance.spark.glue.progress`): a later stage starts a
         new bar with its own fixed total; an earlier one is never shown again."""
         if number < self.part:
             return
@@ -95,7 +95,7 @@ def stage_progress(label: str) -> Progress:
 
 def start_spark(master: str | None) -> Any:
     """The Spark session, saying "starting Spark" on a terminal while it starts."""
-    from conformance import spark as glue
+    from conformance.spark import glue
 
     with status(f"starting Spark ({master or glue.DEFAULT_MASTER})"):
         return glue.session(master)

@@ -1,6 +1,6 @@
 """What checking traces found, as data: one typed row per trace, and a results directory.
 
-`result_row(result)` turns a `RunResult` (`conformance.run`) into one row of
+`result_row(result)` turns a `RunResult` (`conformance.running.run`) into one row of
 `RESULTS_SCHEMA`, whether the trace ran here (`replay --report`, `report TRACE...`) or on
 a Spark executor (`check`): typed columns (verdicts as structs, the divergence as a
 struct, coverage as a map); JSON text only for what has no fixed shape (an operation,
@@ -12,7 +12,7 @@ A results directory (`wanconform check --out`, a campaign's `results/`):
     results.parquet   one row per trace
     manifest.json     the impl that was checked, the trace set, the format version
     examples.json     the largest failure groups' examples, shrunk and explained
-                      (`conformance.examples`), so a report of the directory shows them
+                      (`conformance.search.examples`), so a report of the directory shows them
     failures/ID.jsonl the failing traces (at most `MAX_EXPORTED_FAILURES`), so every
                       printed reproduce command works from the directory alone
 """
@@ -29,9 +29,9 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from conformance.examples import Example
-from conformance.properties import PROPERTIES
-from conformance.run import RunResult
+from conformance.properties.checker import PROPERTIES
+from conformance.running.run import RunResult
+from conformance.search.examples import Example
 from traces.canonical import canonical_json
 from traces.errors import TraceError, WanconformError
 from traces.ops import op_to_json
@@ -83,9 +83,9 @@ RESULTS_SCHEMA = pa.schema(
         pa.field("skipped", pa.int64()),  # operations not enabled (§3)
         pa.field("config", pa.string()),  # the trace's configuration (SPEC §2), canonical JSON
         pa.field("verdicts", pa.struct([pa.field(p.lower(), VERDICT) for p in ALL_PROPERTIES])),
-        pa.field("failures", pa.list_(pa.string())),  # signatures (conformance.run): groups
+        pa.field("failures", pa.list_(pa.string())),  # signatures (conformance.running.run): groups
         pa.field("divergence", DIVERGENCE),  # null when P1 held
-        pa.field("coverage", pa.map_(pa.string(), pa.int64())),  # conformance.coverage
+        pa.field("coverage", pa.map_(pa.string(), pa.int64())),  # conformance.running.coverage
         pa.field("bytes_full", pa.int64()),
         pa.field("bytes_delta", pa.int64()),
         pa.field("dropped", pa.int64()),

@@ -9,7 +9,7 @@
    started as soon as the fast pass has written its end checkpoint, so the segments run
    while the fast pass goes on (`SegmentRunner`). Segment i
    builds the model and the impl from checkpoint i (a log: the log read from the cut's
-   byte offset) and steps them in lockstep (P1, `conformance.lockstep`) over its S
+   byte offset) and steps them in lockstep (P1, `conformance.running.lockstep`) over its S
    operations, exactly as the sequential check does: observations after every operation,
    the observable state on the lockstep's schedule and at the end. Then both engines'
    *full* state must be checkpoint i+1, byte for byte.
@@ -44,8 +44,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
-from conformance.lockstep import Divergence, ObservationDigest
-from conformance.run import RunResult, TraceRun, p1_verdict
+from conformance.running.lockstep import Divergence, ObservationDigest
+from conformance.running.run import RunResult, TraceRun, p1_verdict
 from traces.checkpoint import checkpoint_text
 from traces.config import Config
 from traces.engine import DEFAULT_IMPL, Engine, EngineFactory, load_impl, tune_gc

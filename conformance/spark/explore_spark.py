@@ -4,7 +4,7 @@ Each level is one Spark job. The frontier is an RDD of nodes `(rank, path)` part
 by the hash of their states' digests; executors rebuild each node's state and property
 checker from its path (`Expander.replay`: a few steps, where shipping states and
 checkers cost several times the expansion itself, in pickling and in the shuffle's
-spills) and expand it with the same `conformance.explore.Expander` as the local search.
+spills) and expand it with the same `conformance.search.explore.Expander` as the local search.
 Successors are keyed by their digest and deduplicated by a shuffle on it
 (`reduceByKey`, keeping the smallest rank), then by `subtractByKey` against the visited
 digests (an RDD partitioned the same way). The survivors are the next frontier, already
@@ -15,7 +15,7 @@ sequences of operations tried: the local search discovers states in exactly the
 lexicographic order of these tuples (a level in its parents' order, each parent's
 operations in order), so keeping the smallest rank keeps the local search's path, and
 the smallest violating rank is the local search's first counterexample. With the
-figures counted by complete levels (`conformance.explore.explore`), the counts, the
+figures counted by complete levels (`conformance.search.explore.explore`), the counts, the
 coverage and the counterexample are the local ones.
 """
 
@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from conformance.explore import (
+from conformance.search.explore import (
     Bounds,
     Expander,
     ExploreResult,
@@ -57,8 +57,8 @@ def explore_on_spark(
     impl_spec: str | None = None,
     progress: Callable[[int, int, int], None] | None = None,
 ) -> ExploreResult:
-    """The search of `conformance.explore.explore`, one Spark job per level."""
-    from conformance.spark import parallelism, ship_impl
+    """The search of `conformance.search.explore.explore`, one Spark job per level."""
+    from conformance.spark.glue import parallelism, ship_impl
 
     started = time.perf_counter()
     ship_impl(spark, impl_spec)

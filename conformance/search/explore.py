@@ -7,7 +7,7 @@ tried on every state; an operation that is not enabled (§3) is no edge. States 
 deduplicated by a 128-bit digest of the model's FULL state (`frozen_state`, `digest`:
 everything a checkpoint holds, docs/CHECKPOINT.md), so each distinct state is expanded
 once, from its first (shortest) path. On every edge P3, P4, P6 and P7 are checked by the property
-checker of `conformance.properties`, cloned from the parent's (`PropertyChecker.clone`);
+checker of `conformance.properties.checker`, cloned from the parent's (`PropertyChecker.clone`);
 P2 and P5 by `settle` from every explored state (the `settle` edge itself when settle is
 in the alphabet, else a settle tried beside the search). With `impl`, the impl replays
 each edge's path from its initial state and its observations and observable state are
@@ -16,7 +16,7 @@ every one is kept) and its path is a shortest counterexample: BFS finds it at th
 smallest depth. With `symmetry`, values (and keys, when no putall is tried) are
 interchangeable and states are canonicalised by a relabelling (`canonical_relabel`).
 `Expander` expands one state; `explore` runs the levels here, and
-`conformance.explore_spark` on Spark.
+`conformance.spark.explore_spark` on Spark.
 
 docs/EXPLORE.md gives the readings: the tick abstraction, what makes two states the
 same, how properties are checked along the search, and the symmetry reduction.
@@ -35,9 +35,9 @@ from typing import Any
 
 import msgspec
 
-from conformance.coverage import Coverage
-from conformance.lockstep import json_differences, same_state
-from conformance.properties import PropertyChecker, Violation, fully_connected
+from conformance.properties.checker import PropertyChecker, Violation, fully_connected
+from conformance.running.coverage import Coverage
+from conformance.running.lockstep import json_differences, same_state
 from model import enabled, initial_state, observe, step
 from model.settle import due_time
 from model.state import Dispatcher, GatewayEvent, Sender, Site, State
@@ -513,7 +513,7 @@ def _impl_divergence(
 ) -> str | None:
     """P1 on one edge: the impl replays `path` from its initial state, then applies
     `op`; its observations and observable state must be the model's (bool and int
-    told apart, `conformance.lockstep`)."""
+    told apart, `conformance.running.lockstep`)."""
     engine = impl(config)
     for earlier in path:
         engine.apply(earlier)

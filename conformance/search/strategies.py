@@ -22,7 +22,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from conformance.topology import topology_edges
+from conformance.properties.topology import topology_edges
 from traces.config import Config, parse_config
 from traces.ops import (
     Deliver,

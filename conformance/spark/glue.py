@@ -1,8 +1,9 @@
 """The Spark glue of campaigns: a session, the generation fan-out, the check. Thin.
 
 Everything a trace goes through is a plain function tested without Spark:
-`conformance.profiles.generate_trace` makes a trace, `conformance.check.check_batches`
-checks a sorted Arrow stream of them. Here Spark only spreads the work:
+`conformance.generation.profiles.generate_trace` makes a trace,
+`conformance.spark.check.check_batches` checks a sorted Arrow stream of them. Here Spark
+only spreads the work:
 
 - generate: the trace ids are a `range`, split over partitions; each partition makes
   its traces with `mapInArrow`. A trace depends only on (seed, trace id, profile, ops),
@@ -23,7 +24,7 @@ retry, not the run); a job that fails anyway is one line (`job`), and on a clust
 left without any executor (its workers died) is cancelled after `LOST_EXECUTORS_SECONDS`
 instead of waiting for one forever. After
 the check, the driver shrinks and explains the largest failure groups' examples
-(`conformance.examples`) into the results directory, so that its report needs no run.
+(`conformance.search.examples`) into the results directory, so that its report needs no run.
 """
 
 from __future__ import annotations
@@ -51,18 +52,18 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from conformance.check import (
+from conformance.generation.profiles import generate_rows, generate_trace, trace_ids
+from conformance.search.examples import MAX_EXAMPLES, explain_groups, failure_groups
+from conformance.spark.check import (
     CHECK_INPUT_SCHEMA,
     ROW_SCHEMA,
     check_batches,
     results_table,
     segmented_batch,
 )
-from conformance.examples import MAX_EXAMPLES, explain_groups, failure_groups
-from conformance.profiles import generate_rows, generate_trace, trace_ids
-from conformance.results import FAILURES, MAX_EXPORTED_FAILURES, plain_row, write_results
-from conformance.segments import SEGMENT_OPS, SegmentResult, can_split
-from conformance.segments import Plan as SegmentPlan
+from conformance.spark.results import FAILURES, MAX_EXPORTED_FAILURES, plain_row, write_results
+from conformance.spark.segments import SEGMENT_OPS, SegmentResult, can_split
+from conformance.spark.segments import Plan as SegmentPlan
 from traces.canonical import canonical_json
 from traces.config import Config, parse_config
 from traces.engine import DEFAULT_IMPL
@@ -503,7 +504,7 @@ def generate(
     config: Config | None = None,
 ) -> None:
     """Write a trace set of `traces` generated traces of `ops` operations each (on
-    `config` when given: `conformance.profiles`)."""
+    `config` when given: `conformance.generation.profiles`)."""
     target = Path(out)
     config_text = None if config is None else canonical_json(config.to_json())
     parts = partitions or max(1, min(traces, parallelism(spark) * 4))
@@ -593,7 +594,7 @@ def check(
     on_segments: Callable[[str], None] | None = None,
 ) -> list[dict[str, Any]]:
     """Check every trace of a trace set and write the results directory `out`
-    (`conformance.results`: the rows, the impl, the largest groups' examples and the
+    (`conformance.spark.results`: the rows, the impl, the largest groups' examples and the
     failing traces; all or nothing). The rows, sorted by trace id. `moved_to`: (the
     trace set's, the results') paths once the caller moves them into place (a campaign
     builds both in a temporary directory), for the manifest and reproduce commands.
@@ -701,7 +702,7 @@ def _failing_traces(trace_set: TraceSet, rows: list[dict[str, Any]]) -> list[tup
 
 
 class SegmentJobs:
-    """Segments of one trace as Spark jobs of one task each (`conformance.segments`),
+    """Segments of one trace as Spark jobs of one task each (`conformance.spark.segments`),
     started from a pool of threads as soon as the fast pass submits them: they run while
     the fast pass goes on. As many run at once as Spark has cores, except that on a local
     master, while the fast pass runs (in this process, on the same cores), one core is
@@ -720,7 +721,7 @@ class SegmentJobs:
         self.futures: list[Future[SegmentResult]] = []
 
     def _run(self, plan: SegmentPlan, index: int) -> SegmentResult:
-        from conformance.segments import checkpoint_texts, run_segment
+        from conformance.spark.segments import checkpoint_texts, run_segment
 
         with self.slots:
             self.context.setJobGroup(self.group, "segments")  # per thread: cancelled together

@@ -7,7 +7,7 @@ the operations one at a time (`step`), so a trace of any length streams through 
 P2-P7's verdicts, the counts, the first failure with its signature, and, when asked, the
 run in words (`Step`).
 
-With `engine="both"` the model and the impl run in lockstep (P1, `conformance.lockstep`).
+With `engine="both"` the model and the impl run in lockstep (P1, `conformance.running.lockstep`).
 After a divergence the impl is not stepped again (its state no longer means anything),
 and the model runs on alone to the end so that P2-P7 are checked on the whole trace;
 `stop_at_failure` instead ends the run at its first failure (shrinking wants exactly
@@ -35,10 +35,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from conformance.coverage import CROSS_KEY_REORDERING, Coverage
-from conformance.lockstep import Divergence, Lockstep
-from conformance.narrative import Narrator
-from conformance.properties import PropertyChecker, Verdict, Violation
+from conformance.properties.checker import PropertyChecker, Verdict, Violation
+from conformance.running.coverage import CROSS_KEY_REORDERING, Coverage
+from conformance.running.lockstep import Divergence, Lockstep
+from conformance.running.narrative import Narrator
 from traces.canonical import canonical_json
 from traces.config import Config
 from traces.engine import DEFAULT_IMPL, Engine, EngineFactory, load_impl, make_engine
@@ -170,7 +170,7 @@ def p1_signature(
 ) -> Signature:
     """P1's signature from the operation's name, the first difference (its path and the
     two sides' values) and each side's first observation the other did not make
-    (`conformance.lockstep.Divergence.unmatched`)."""
+    (`conformance.running.lockstep.Divergence.unmatched`)."""
     parts = normalize_path(path).split(".")
     if parts[0] == "state" and len(parts) > 2:
         parts[2] = "*"  # the site or sender id
@@ -246,7 +246,7 @@ class RunResult:
     state: dict[str, Any]  # the final observable state (§10): the model's when it ran
     divergence: Divergence | None
     verdicts: tuple[Verdict, ...]  # P1, then P2-P7 when the properties were checked
-    coverage: dict[str, int]  # conformance.coverage counts
+    coverage: dict[str, int]  # conformance.running.coverage counts
     failure: Failure | None  # the first failure, P1 or P2-P7
     stopped: str  # "" or where and why the run ended before the end of the trace
     impl_stopped: str  # "" or where the impl stopped (a divergence), the model going on
@@ -303,7 +303,7 @@ class TraceRun:
     them). stop_at_failure: end at the first failure. replay: reads the operations run so
     far again, from the first (the lockstep locates a state-only divergence with it; by
     default the run keeps the operations in memory). state_every: see `Lockstep`.
-    A run may start in the middle of a trace (`conformance.segments`): `model` and `impl`
+    A run may start in the middle of a trace (`conformance.spark.segments`): `model` and `impl`
     then build the engines from one checkpoint, `offset` is the index of the first
     operation, and `checker` the property checker as it was there. coverage: count
     operations, statuses and outcomes (`RunResult.coverage`). ahead: every operation the

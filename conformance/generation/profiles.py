@@ -47,7 +47,7 @@ from dataclasses import dataclass, field, replace
 from itertools import accumulate, islice
 from typing import Any
 
-from conformance.topology import topology_edges
+from conformance.properties.topology import topology_edges
 from impl import Engine
 from traces.canonical import canonical_json
 from traces.config import Config, parse_config
@@ -229,7 +229,11 @@ class Mix:
 
 
 def _driven_ops(
-    rng: random.Random, config: Config, mix: Mix, threads: int = 1, key_counts: tuple[int, ...] = (4, 16, 64)
+    rng: random.Random,
+    config: Config,
+    mix: Mix,
+    threads: int = 1,
+    key_counts: tuple[int, ...] = (4, 16, 64),
 ) -> Iterator[Op]:
     """Operations of `mix` that the impl alongside says are likely enabled; writes come
     from `threads` client threads (1: every write is thread 0, no draw, as in v1.2)."""

@@ -1,9 +1,9 @@
 """What a campaign found, from its result rows: data first, then the terminal text.
 
-`summarize(rows, seconds)` turns the rows of `conformance.results.RESULTS_SCHEMA` into
+`summarize(rows, seconds)` turns the rows of `conformance.spark.results.RESULTS_SCHEMA` into
 a `CampaignSummary` (plain data); `render` makes the text `wanconform check` and
 `wanconform campaign` print. Failures are grouped by signature exactly as reports group
-them (`conformance.examples.failure_groups`).
+them (`conformance.search.examples.failure_groups`).
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from conformance.coverage import Coverage
-from conformance.examples import MAX_EXAMPLES, failure_groups, group_variants
-from conformance.results import ALL_PROPERTIES
+from conformance.running.coverage import Coverage
+from conformance.search.examples import MAX_EXAMPLES, failure_groups, group_variants
+from conformance.spark.results import ALL_PROPERTIES
 from traces.engine import DEFAULT_IMPL
 from traces.text import plural
 
@@ -110,7 +110,7 @@ def delta_share(bytes_delta: int, bytes_full: int) -> str:
 
 def replay_command(failures: str, trace_id: str, impl: str) -> str:
     """The command that replays a failing trace exported to a results directory's
-    failures/ (`conformance.results`), with the impl that failed on it."""
+    failures/ (`conformance.spark.results`), with the impl that failed on it."""
     return f"wanconform replay --engine both --impl {impl} {failures}/{trace_id}.jsonl"
 
 
@@ -151,7 +151,7 @@ def render(summary: CampaignSummary, failures: str = "", impl: str = DEFAULT_IMP
                 lines.append(
                     f"              {diff['path']}: model={diff['model']} impl={diff['impl']}"
                 )
-            if failures and number < MAX_EXAMPLES:  # exported (`conformance.results`)
+            if failures and number < MAX_EXAMPLES:  # exported (`conformance.spark.results`)
                 command = replay_command(failures, group.trace_id, impl)
                 lines.append(f"         reproduce: {command}")
     else:

@@ -1,8 +1,8 @@
 """A failure explained: its trace shrunk, the minimal trace run in words, both engines'
 sides at the failing operation, and how to reproduce it (the examples of reports).
 
-`explain` shrinks a failing trace (`conformance.shrink`) and runs the minimal trace once
-more with every step explained (`conformance.run`); the `Example` it returns is plain
+`explain` shrinks a failing trace (`conformance.search.shrink`) and runs the minimal trace once
+more with every step explained (`conformance.running.run`); the `Example` it returns is plain
 data (JSON round trip: a results directory keeps it in `examples.json`), which reports
 render without running anything.
 """
@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from conformance.narrative import describe
-from conformance.run import Failure, Step, p1_signature, run_trace
-from conformance.shrink import NothingToShrink, pytest_text, shrink
+from conformance.running.narrative import describe
+from conformance.running.run import Failure, Step, p1_signature, run_trace
+from conformance.search.shrink import NothingToShrink, pytest_text, shrink
 from traces.config import Config
 from traces.engine import load_impl
 from traces.observations import Observation
@@ -231,7 +231,7 @@ def mentions(obs: Observation, event: str) -> bool:
 def failure_groups(
     rows: Sequence[Mapping[str, Any]],
 ) -> list[tuple[str, list[Mapping[str, Any]]]]:
-    """Result rows (`conformance.results`) grouped by failure signature, the largest
+    """Result rows (`conformance.spark.results`) grouped by failure signature, the largest
     group first (then by signature): the one grouping of summaries, examples, reports."""
     groups: dict[str, list[Mapping[str, Any]]] = {}
     for row in rows:
@@ -249,7 +249,7 @@ def _cell(text: str) -> Any:
 
 
 def group_variants(signature: str, members: Sequence[Mapping[str, Any]]) -> list[tuple[str, int]]:
-    """How a P1 group's failures showed (`conformance.run.Signature.variant`: the
+    """How a P1 group's failures showed (`conformance.running.run.Signature.variant`: the
     operation and the two values), with how many traces each, most frequent first."""
     counts: Counter[str] = Counter()
     if not signature.startswith("P1"):

@@ -1,11 +1,11 @@
 """Checking traces at scale: each trace run in lockstep (P1) with P2-P7, one result row.
 
-`check_batches` is the function Spark runs (`conformance.spark`), tested without Spark:
+`check_batches` is the function Spark runs (`conformance.spark.glue`), tested without Spark:
 Arrow record batches of `CHECK_INPUT_SCHEMA` in, sorted by (trace id, seq) with each
-trace's configuration row first; `RESULTS_SCHEMA` rows out (`conformance.results`), one
+trace's configuration row first; `RESULTS_SCHEMA` rows out (`conformance.spark.results`), one
 per trace. It asserts that order: Spark gives no order inside a group, so the glue sorts
 within partitions and this function refuses anything else. Each trace streams through
-one `conformance.run.TraceRun`: memory is bounded by the engines' state, never by the
+one `conformance.running.run.TraceRun`: memory is bounded by the engines' state, never by the
 trace's length. A malformed row becomes an `error` row (the driver then reports the
 first one and writes no results).
 """
@@ -19,11 +19,11 @@ from typing import Any
 
 import pyarrow as pa
 
-from conformance.examples import Example, explain_groups
-from conformance.results import RESULTS_SCHEMA, result_row
-from conformance.run import TraceRun, run_trace
-from conformance.segments import SegmentRunner, check_in_segments
-from conformance.stores import StoreEngines, store_engine_class
+from conformance.running.run import TraceRun, run_trace
+from conformance.running.stores import StoreEngines, store_engine_class
+from conformance.search.examples import Example, explain_groups
+from conformance.spark.results import RESULTS_SCHEMA, result_row
+from conformance.spark.segments import SegmentRunner, check_in_segments
 from traces.config import Config
 from traces.engine import DEFAULT_IMPL, EngineFactory, load_impl, tune_gc
 from traces.errors import TraceError, WanconformError

@@ -1,7 +1,7 @@
 """P1 Agreement: model and impl stepped in lockstep, in time linear in the trace.
 
 The one lockstep of the project, used by every run of a trace with both engines
-(`conformance.run`). After every operation the two engines'
+(`conformance.running.run`). After every operation the two engines'
 observations are compared (cheap: a few small dicts). The observable state (SPEC §10) is
 compared on a schedule: after an operation once the operations since the last state
 comparison cost, together, about what a comparison costs (`STATE_BYTES_PER_OPERATION`
@@ -23,7 +23,7 @@ scheduled comparisons without changing any observation, is not seen; callers who
 states are small by construction (the Hypothesis machine) compare after every step.
 
 With a second CPU the impl can run ahead in a helper process (`ahead`,
-`conformance.ahead`): the same schedule, digests compared instead of observations and
+`conformance.running.ahead`): the same schedule, digests compared instead of observations and
 states, and at the first digest that differs the impl brought into this process, so
 that everything above happens here, exactly as it would have.
 """
@@ -41,8 +41,8 @@ from typing import Any
 import msgspec
 import orjson
 
-from conformance.ahead import OBSERVED, STATE, Ahead
-from conformance.ahead import possible as ahead_possible
+from conformance.running.ahead import OBSERVED, STATE, Ahead
+from conformance.running.ahead import possible as ahead_possible
 from traces.canonical import canonical_json
 from traces.config import Config
 from traces.engine import Engine, EngineFactory, gc_paused, make_engine
@@ -84,7 +84,7 @@ class Divergence:
     # times), and the impl's that the model did not, with their index in the step; None
     # for none, and both when the state differs first (when both sides made the same
     # observations in another order: the first of each out of place). What the failure's signature
-    # names (`conformance.run`).
+    # names (`conformance.running.run`).
     unmatched: tuple[tuple[int, Observation] | None, tuple[int, Observation] | None] = (
         None,
         None,
@@ -219,7 +219,7 @@ class Lockstep:
     trace: `offset` is then the index of its first operation (`replay()` yields the
     operations from there). `ahead()`, with `replay`, yields every operation the lockstep
     will step, from the first, read on its own (a new reader of the trace): then, where a
-    second CPU allows, the impl runs ahead in a helper process (`conformance.ahead`) and
+    second CPU allows, the impl runs ahead in a helper process (`conformance.running.ahead`) and
     only digests are compared here, with the same result. Not for an impl whose states are
     logged now and then (a log): its caller leaves `ahead` out, as `replay` does.
     """

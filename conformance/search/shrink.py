@@ -1,7 +1,7 @@
 """Shrinking a failing trace to a 1-minimal trace that fails the same way (issue 10).
 
-A trace fails when model and impl diverge (P1, `conformance.lockstep`) or a property of
-SPEC §11 is violated (P2-P7, `conformance.properties`), whichever shows first. Its
+A trace fails when model and impl diverge (P1, `conformance.running.lockstep`) or a property of
+SPEC §11 is violated (P2-P7, `conformance.properties.checker`), whichever shows first. Its
 failure has a *signature*: the property, and for P1 the kind of divergence
 (observations or state) and the first differing path with list indices, entry keys and
 event ids normalized (`observations[].events_resent`, `state.sites.2.entries.*.value`).
@@ -35,7 +35,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from conformance.run import Failure, Signature, Step, TraceRun
+from conformance.running.run import Failure, Signature, Step, TraceRun
 from traces.config import Config, parse_config
 from traces.engine import EngineFactory
 from traces.errors import ConfigError, WanconformError
@@ -75,7 +75,7 @@ def find_failure(
     names: Sequence[str] | None = None,
     events: dict[str, str] | None = None,
 ) -> Failure | None:
-    """Run `ops` (`conformance.run`, both engines, P2-P7) up to their first failure; the
+    """Run `ops` (`conformance.running.run`, both engines, P2-P7) up to their first failure; the
     failure. `skipped` collects the indices of skipped operations, `events` the key each
     event wrote; `names` names the operations in messages (default "operation N")."""
 
@@ -400,13 +400,13 @@ def pytest_text(trace: str, impl_spec: str, failure: Failure, name: str) -> str:
             "    divergence = first_divergence(trace.config, trace.ops, load_impl(IMPL))\n"
             '    assert divergence is None, "P1: " + divergence.describe()\n'
         )
-        imports = "from conformance.lockstep import first_divergence\n"
+        imports = "from conformance.running.lockstep import first_divergence\n"
     else:
         body = (
             "    failure = find_failure(trace.config, trace.ops, load_impl(IMPL))\n"
             "    assert failure is None, failure.describe()\n"
         )
-        imports = "from conformance.shrink import find_failure\n"
+        imports = "from conformance.search.shrink import find_failure\n"
     return (
         f'"""Regression test written by `wanconform shrink`: {failure.signature} on {name}.\n\n'
         "It fails while the engine IMPL shows this failure on the minimal trace below.\n"

@@ -82,10 +82,7 @@ def _thread(thread: int) -> str:
 def lane(sender: str, dispatcher: int, config: Config | None = None) -> str:
     """A sender's dispatcher as the words name it (R29): the sender alone when it has one
     dispatcher, else `ny d1`; without the configuration, `d0` is left out."""
-    if config is None:
-        several = dispatcher != 0
-    else:
-        several = config.sender(sender).dispatcher_threads > 1
+    several = dispatcher != 0 if config is None else config.sender(sender).dispatcher_threads > 1
     return f"{sender} d{dispatcher}" if several else sender
 
 
@@ -147,8 +144,7 @@ def describe(obs: Observation, config: Config | None = None) -> str:
         }[obs["outcome"]] + " (R26)"
     if kind == "timeout":
         return (
-            f"{who} timed out on batch {obs['batch_id']} "
-            f"[{_ids(obs['events'])}], will resend them"
+            f"{who} timed out on batch {obs['batch_id']} [{_ids(obs['events'])}], will resend them"
         )
     if kind == "skipped":
         return "skipped"

@@ -6,7 +6,7 @@ drawn inside the rule; writes draw a client thread, R29),
 so a printed counterexample reads as a trace. Each step is applied to the
 model and to the impl; after every step the machine asserts P1 (same observations, same
 observable state) and P3, P4, P6, P7; at the end of a run it brings every site back up,
-issues `settle` and asserts P2 and P5 where they apply (`conformance.properties`).
+issues `settle` and asserts P2 and P5 where they apply (`conformance.properties.checker`).
 
 Swarm testing: Hypothesis's stateful engine draws, for every run, a random subset of the
 rules to enable (its "feature flags"), so that some runs are all faults and others never
@@ -34,9 +34,16 @@ from hypothesis.stateful import (
     rule,
 )
 
-from conformance.coverage import Coverage
-from conformance.run import TraceRun
-from conformance.strategies import EXCEPTIONS, KEYS, bulk_entries, configs, threads, values
+from conformance.running.coverage import Coverage
+from conformance.running.run import TraceRun
+from conformance.search.strategies import (
+    EXCEPTIONS,
+    KEYS,
+    bulk_entries,
+    configs,
+    threads,
+    values,
+)
 from traces.canonical import canonical_json
 from traces.config import Config, SenderConfig
 from traces.engine import DEFAULT_IMPL, EngineFactory, make_engine

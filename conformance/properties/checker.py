@@ -6,7 +6,7 @@ returns the violations a step shows (P3, P4, P6 at once; P2 and P5 after a `sett
 leaves every site up), `finish` checks the final state (P7), and `verdicts` says for
 every property whether it held, failed, or did not apply to the run and why (§11: a
 property that was not checked is never reported as holding). P1 (agreement of two
-engines) lives in `conformance.lockstep`.
+engines) lives in `conformance.running.lockstep`.
 
 Memory follows the engines' state, not the run's length: the checker knows which queues
 hold each event (from `enqueued`, `forwarded` and `acked`, and R21's wipe), and forgets
@@ -57,7 +57,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from conformance.topology import analyse_topology, delivery_paths, sender_graph
+from conformance.properties.topology import analyse_topology, delivery_paths, sender_graph
 from traces.config import INT64_MAX, Config, SenderConfig
 from traces.observations import Observation
 from traces.ops import Op, Settle, SiteUp
@@ -211,7 +211,7 @@ class PropertyChecker:
 
     def clone(self) -> PropertyChecker:
         """An independent copy of the checker as it is now (exhaustive exploration,
-        `conformance.explore`, checks each edge from its parent's checker). What never
+        `conformance.search.explore`, checks each edge from its parent's checker). What never
         changes during a run (the configuration, its topology, the path cache) is
         shared; each event record is copied once, so an event known both as queued and
         as dead-lettered stays one record in the copy."""
@@ -654,9 +654,14 @@ class PropertyChecker:
                 return ""
             ordered = [s.id for s in self.config.senders if s.id not in self._unordered]
             if not ordered:
-                return "order_policy thread: " + ", ".join(
-                    f"{sender} has {count} dispatchers" for sender, count in self._unordered.items()
-                ) + " and per-key order is not kept across them (Example R29)"
+                return (
+                    "order_policy thread: "
+                    + ", ".join(
+                        f"{sender} has {count} dispatchers"
+                        for sender, count in self._unordered.items()
+                    )
+                    + " and per-key order is not kept across them (Example R29)"
+                )
             return "no sender had two events of one key processed"
         if name == "P12":
             if self._p12_checks:

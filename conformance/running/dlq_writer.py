@@ -1,6 +1,6 @@
 """The writer process of `wanconform bench --dlq-crash` (`conformance.bench.dlq_crash`):
 
-    python -m conformance.dlq_writer FOLDER START
+    python -m conformance.running.dlq_writer FOLDER START
 
 appends dead letters to a store in FOLDER until it is killed (`impl.dlq_store.crash_writer`).
 """

@@ -1,0 +1,1 @@
+"""Generated traces: the profiles of a campaign's trace set."""

@@ -1,0 +1,1 @@
+"""Searching for failures and shrinking them: exploration, shrinking, examples, Hypothesis."""

@@ -1,0 +1,1 @@
+"""Scale-out on Spark and what it writes: the glue, the check, segments, results, summaries."""
