@@ -25,10 +25,13 @@ $(COMPILED): $(STAMP) $(wildcard impl/*.py) traces/config.py traces/observations
 # A small campaign on local Spark (about 25 s on 2 cores once set up): out/campaign/ holds the
 # trace set, results/results.parquet, summary.txt, policies.json (the failure policies
 # compared) and report.html (its path is the last line); --force: a new run replaces it.
-CAMPAIGN := --traces 200 --ops 1000 --profile steady,faults,multisite,dlq,chaos --seed 1 --compare-policies
+# SITES="1=ln-cache.xml 2=ny-cache.xml" runs it on your own Geode files instead (each site's
+# cache.xml, gfsh script or gemfire.properties, as `wanconform import --site` reads them).
+CAMPAIGN := --traces 200 --ops 1000 --profile steady,faults,multisite,dlq,chaos,parallel --seed 1 --compare-policies
+SITES ?=
 
 run: $(COMPILED)
-	$(VENV)/bin/wanconform campaign $(CAMPAIGN) --out out/campaign --force
+	$(VENV)/bin/wanconform campaign $(CAMPAIGN) $(foreach site,$(SITES),--site $(site)) --out out/campaign --force
 
 test: $(COMPILED)
 	$(VENV)/bin/pytest -n auto

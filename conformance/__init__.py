@@ -1,1 +1,1 @@
-"""Hypothesis conformance harness: model vs impl, and the properties P1-P7."""
+"""Hypothesis conformance harness: model vs impl, and the properties P1-P8 and P12."""

@@ -440,7 +440,7 @@ with 120 workers; per worker, per second: 3.7M / 60 / 120 = 514."""
 
 def explore_rate(depth: int, keys: int, say: Say) -> dict[str, Any]:
     """`bench --explore`: exhaustive exploration of `EXPLORE_CONFIG` to `depth` with
-    `keys` keys and one value (every operation of SPEC §3, P2-P7 checked): distinct
+    `keys` keys and one value (every operation of SPEC §3, P2-P8 and P12 checked): distinct
     states per second, and the search's time over the model's plain steps of the same
     transitions (and settle checks), one core."""
     from conformance.search.explore import Bounds, explore
@@ -507,7 +507,7 @@ def startup(repeat: int, say: Say) -> dict[str, Any]:
 
 
 SEGMENT_RUNS = ("model", "fast", "segments")
-"""What `segments` measures: the model alone, the fast engine alone with P2-P7 (what the
+"""What `segments` measures: the model alone, the fast engine alone with P2-P8 and P12 (what the
 fast pass does, without its checkpoints), the check in segments."""
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
@@ -26,11 +27,12 @@ from conformance.running.coverage import SITE_EVENTS, Coverage
 from conformance.search.examples import MAX_EXAMPLES, Example, failure_groups, group_variants
 from conformance.spark.campaign import delta_share
 from conformance.spark.results import ALL_PROPERTIES
+from model.routing import bucket_of
 from reports.chart_svg import Chart, bar_chart
 from reports.sequence_svg import render_sequence_svg, sequence_diagram
 from reports.topology_svg import render_topology_svg
 from traces.canonical import canonical_json
-from traces.config import parse_config
+from traces.config import Config, parse_config
 from traces.ops import parse_op
 from traces.text import plural
 
@@ -356,17 +358,59 @@ def _flatten(value: Any, path: str, out: dict[str, str]) -> None:
         out[path] = canonical_json(value)
 
 
-def side_by_side(model: Any, impl: Any, path: str) -> tuple[SideRow, ...]:
-    """Both values flattened to leaf paths; the rows that differ are marked."""
+def side_by_side(
+    model: Any, impl: Any, path: str, config: Config | None = None, keys: Mapping[str, str] = {}
+) -> tuple[SideRow, ...]:
+    """Both values flattened to leaf paths; the rows that differ are marked. With the
+    configuration (and the keys of the run's events), a sender's dispatchers are named
+    with the buckets they own (R31) and a queued event with its bucket (R28)."""
     left: dict[str, str] = {}
     right: dict[str, str] = {}
     _flatten(model, path, left)
     _flatten(impl, path, right)
     paths = sorted(set(left) | set(right))
-    return tuple(
-        SideRow(p, left.get(p, "—"), right.get(p, "—"), left.get(p) != right.get(p))
-        for p in paths[:MAX_SIDE_ROWS]
+    rows = []
+    for p in paths[:MAX_SIDE_ROWS]:
+        model_text, impl_text = left.get(p, "—"), right.get(p, "—")
+        label = p
+        if config is not None:
+            label = _lane_label(config, p)
+            model_text = _with_bucket(config, p, model_text, keys)
+            impl_text = _with_bucket(config, p, impl_text, keys)
+        rows.append(SideRow(label, model_text, impl_text, left.get(p) != right.get(p)))
+    return tuple(rows)
+
+
+_LANE_PATH = re.compile(r"^state\.senders\.([^.]+)\.dispatchers\[(\d+)\]")
+
+
+def _lane_label(config: Config, path: str) -> str:
+    """`state.senders.ny.dispatchers[1]...` of a parallel sender, with d1's buckets (R31)."""
+    match = _LANE_PATH.match(path)
+    if match is None or match.group(1) not in {s.id for s in config.senders}:
+        return path
+    sender = config.sender(match.group(1))
+    if not sender.parallel:
+        return path
+    index = int(match.group(2))
+    owned = list(
+        range(index, config.region(sender.site).total_num_buckets, sender.dispatcher_threads)
     )
+    shown = ", ".join(map(str, owned[:4])) + (", ..." if len(owned) > 4 else "")
+    return f"{match.group(0)} (buckets {shown}){path[match.end() :]}"
+
+
+def _with_bucket(config: Config, path: str, text: str, keys: Mapping[str, str]) -> str:
+    """A queued event's id with its key's bucket at the sender's site (R28)."""
+    match = _LANE_PATH.match(path)
+    if match is None or match.group(1) not in {s.id for s in config.senders}:
+        return text
+    event = text.strip('"')
+    key = keys.get(event)
+    if key is None:
+        return text
+    bucket = bucket_of(config, config.sender(match.group(1)).site, key)
+    return text if bucket is None else f"{text} (bucket {bucket})"
 
 
 def example_view(example: Example) -> ExampleView:
@@ -387,7 +431,18 @@ def example_view(example: Example) -> ExampleView:
         kept_lines=example.kept_lines,
         stages=example.stages,
         step=focus.text if focus is not None else "",
-        side=side_by_side(example.side_model, example.side_impl, example.side_path),
+        side=side_by_side(
+            example.side_model,
+            example.side_impl,
+            example.side_path,
+            config,
+            {
+                obs["event"]: obs["key"]
+                for s in example.steps
+                for obs in s.observations
+                if obs["kind"] == "enqueued"
+            },
+        ),
         side_note=example.side_note,
         narrative=tuple(narrative),
         sequence_svg=render_sequence_svg(sequence_diagram(config, steps, example.focus)),

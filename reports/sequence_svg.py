@@ -1,4 +1,5 @@
-"""A message sequence diagram of a short run: a lane per site, a row per operation.
+"""A message sequence diagram of a short run: a lane per site, a row per operation
+(v2.0: a sender's dispatchers labelled `d0`, `d1`, ... on its arrows and marks).
 
 Data first (`sequence_diagram` computes every coordinate as dataclasses), then one Jinja2
 template with autoescaping (`render_sequence_svg`). Batches (R15) and acks (R18) are
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 
 import jinja2
 
+from conformance.running.narrative import lane as lane_name
 from conformance.running.narrative import op_text
 from traces.config import Config
 from traces.observations import Observation
@@ -100,6 +102,26 @@ _MARK: dict[str, Callable[[Observation], tuple[int | None, str, bool]]] = {
 }
 
 
+def _dispatcher_tag(config: Config, obs: Observation) -> str:
+    """`d1 ` before a mark of a sender with several dispatchers (R29), else nothing."""
+    sender = obs.get("sender")
+    if sender is None or "dispatcher" not in obs:
+        return ""
+    if config.sender(sender).dispatcher_threads == 1:
+        return ""
+    return f"d{obs['dispatcher']} "
+
+
+def _on(config: Config, sender: str, dispatcher: int, text: str, lost: bool) -> str:
+    """An arrow's label: the batch or ack, its dispatcher when the sender has several."""
+    several = config.sender(sender).dispatcher_threads > 1
+    return (
+        (lane_name(sender, dispatcher, config) + " " if several else "")
+        + text
+        + (" lost" if lost else "")
+    )
+
+
 def sequence_diagram(
     config: Config, steps: Sequence[tuple[str, Op, list[Observation]]], focus: int
 ) -> SequenceDiagram:
@@ -107,31 +129,33 @@ def sequence_diagram(
     first = max(0, min(len(steps), focus + 1) - MAX_ROWS)
     lanes = tuple(Lane(site, LEFT + LANE // 2 + i * LANE) for i, site in enumerate(config.sites))
     x = {lane.site: lane.x for lane in lanes}
-    batch: dict[str, int] = {}
+    batch: dict[tuple[str, int], int] = {}  # (sender, dispatcher) -> its last batch
     rows, arrows, marks, shades = [], [], [], []
     down_since: dict[int, int] = {}
     y = TOP
     for index, (here, op, observations) in enumerate(steps):
         for obs in observations:
             if obs["kind"] == "sent":
-                batch[obs["sender"]] = obs["batch_id"]
+                batch[(obs["sender"], obs["dispatcher"])] = obs["batch_id"]
         if index < first:
             continue
         y += ROW
-        label, full = shorten(f"{here.rsplit(':', 1)[-1]}  {op_text(op)}", LABEL_CHARS)
+        label, full = shorten(f"{here.rsplit(':', 1)[-1]}  {op_text(op, config)}", LABEL_CHARS)
         rows.append(Row(y, label, index == focus, full))
         skipped = len(observations) == 1 and observations[0]["kind"] == "skipped"
         texts: dict[int, list[tuple[str, bool]]] = {}
         match op:
-            case Deliver(sender=s) | Drop(sender=s) if not skipped:
+            case Deliver(sender=s, dispatcher=d) | Drop(sender=s, dispatcher=d) if not skipped:
                 sender = config.sender(s)
                 lost = isinstance(op, Drop)
-                label = f"batch {batch.get(s, '?')}" + (" lost" if lost else "")
+                label = _on(config, s, d, f"batch {batch.get((s, d), '?')}", lost)
                 arrows.append(Arrow(x[sender.site], x[sender.remote], y, label, lost))
-            case DeliverAck(sender=s) | DropAck(sender=s) if not skipped:
+            case DeliverAck(sender=s, dispatcher=d) | DropAck(sender=s, dispatcher=d) if (
+                not skipped
+            ):
                 sender = config.sender(s)
                 lost = isinstance(op, DropAck)
-                label = f"ack {batch.get(s, '?')}" + (" lost" if lost else "")
+                label = _on(config, s, d, f"ack {batch.get((s, d), '?')}", lost)
                 arrows.append(Arrow(x[sender.remote], x[sender.site], y, label, lost))
             case SiteDown(site=site) if not skipped:
                 down_since[site] = y
@@ -147,7 +171,7 @@ def sequence_diagram(
             elif kind in _MARK:
                 at, text, bad = _MARK[kind](obs)
                 lane = config.sender(obs["sender"]).site if at is None else at
-                texts.setdefault(lane, []).append((text, bad))
+                texts.setdefault(lane, []).append((_dispatcher_tag(config, obs) + text, bad))
         for site, items in texts.items():
             shown = ", ".join(text for text, _ in items[:3])
             more = f" +{len(items) - 3}" if len(items) > 3 else ""

@@ -25,8 +25,9 @@ OPS = (
 )
 SCALAR = "must be a scalar (integer, string, boolean or null)"
 SENDER_FIELDS = (
-    "ack_timeout_ms, batch_size, batch_time_interval_ms, delta, dlq_secure, failure_listener, "
-    "id, remote, retry_interval_ms, site"
+    "ack_timeout_ms, batch_size, batch_time_interval_ms, delta, dispatcher_threads, dlq_secure, "
+    "failure_listener, id, maximum_queue_memory_bytes, order_policy, parallel, remote, "
+    "retry_interval_ms, site"
 )
 
 
@@ -284,7 +285,7 @@ CASES: list[tuple[str, str, str]] = [
     (
         "unknown_config_field",
         config_line({"sites": [1, 2], "senderz": []}),
-        "{path}:1: config.senderz: unknown field (allowed: receivers, senders, sites)",
+        "{path}:1: config.senderz: unknown field (allowed: receivers, regions, senders, sites)",
     ),
     (
         "config_not_an_object",
@@ -590,7 +591,8 @@ def test_a_log_observation_with_a_fraction(
     # SPEC §10: an observation's values are integers, strings, booleans or null.
     path = tmp_path / "l.jsonl"
     observed = [{"kind": "enqueued", "site": 1, "event": "1:1", "key": "k", "op": "create",
-                 "version": [1, 0, 1], "value": {"n": 1.5}, "senders": ["ny"]}]  # fmt: skip
+                 "version": [1, 0, 1], "value": {"n": 1.5}, "senders": ["ny"],
+                 "routes": {"ny": {"dispatcher": 0, "bucket": None}}}]  # fmt: skip
     op = {"op": "put", "site": 1, "key": "k", "value": {"n": 1}, "observed": observed}
     path.write_text(CONFIG + op_line(op))
     err = run_cli(capsys, ["validate", str(path)])

@@ -1,4 +1,4 @@
-"""P1-P7 under the Hypothesis conformance machine, and the coverage of the harness itself.
+"""P1-P8 and P12 under the Hypothesis conformance machine, and the coverage of the harness itself.
 
 The `ci` profile runs a fixed, derandomized 1,000 runs of up to 50 steps;
 `--hypothesis-profile=deep` (or WANCONFORM_PROFILE=deep, WANCONFORM_EXAMPLES=N)
@@ -18,7 +18,7 @@ CI_RUNS = 1000
 
 
 def test_P1_to_P7_hold_and_every_operation_status_and_outcome_occurs() -> None:
-    """Model and impl agree and P2-P7 hold on every run; then the harness's coverage:
+    """Model and impl agree and P2-P8 and P12 hold on every run; then the harness's coverage:
     every operation kind ran and was skipped, every receiver status and every sender
     outcome occurred at least once, and some queue grew deeper than a batch of 64 (else
     the harness is not testing what it claims)."""

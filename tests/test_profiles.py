@@ -190,6 +190,8 @@ MIXES = {
             "settle", "redeliver"},
     "chaos": {"put", "delta", "destroy", "putall", "tick", "deliver", "deliver_ack", "drop",
               "drop_ack", "site_down", "site_up", "settle", "fail", "redeliver"},
+    "parallel": {"put", "delta", "destroy", "putall", "tick", "deliver", "deliver_ack", "drop",
+                 "drop_ack", "site_down", "site_up", "settle"},
 }  # fmt: skip
 
 

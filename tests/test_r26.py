@@ -236,7 +236,7 @@ def test_r26_a_redelivered_event_is_forwarded_as_the_original_would_be(run_each:
 
 
 def verdicts(config: Obs, ops: list[Obs]) -> dict[str, tuple[str, str]]:
-    """P1-P7 of a run of both engines in lockstep, with the properties checked."""
+    """P1-P8 and P12 of a run of both engines in lockstep, with the properties checked."""
     lines = [json.dumps({"config": config}), *map(json.dumps, ops)]
     trace = parse_trace_lines(lines, "t.jsonl")
     result = run_trace(

@@ -40,7 +40,7 @@ def test_report_data_of_planted_r20_bug(tmp_path: Path) -> None:
     report["seconds"] = 0.0
     assert report["traces"] == 2 and report["failing"] == 1
     # resend.jsonl (10 operations) diverges at its 8th, the resend; the check goes on
-    # with the model alone for P2-P7 (as `wanconform check`); dead_letter.jsonl has 6.
+    # with the model alone for P2-P8 and P12 (as `wanconform check`); dead_letter.jsonl has 6.
     assert report["operations"] == 10 + 6
     assert report["profiles"] == ["report"]
     verdicts = {row["property"]: row["cells"][0] for row in report["verdicts"]}

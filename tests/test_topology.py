@@ -224,7 +224,7 @@ def replay_one_put_per_origin(config: Config) -> Counter[tuple[int, int]]:
 
     Keys differ per origin, so no arrival is a conflict (R16) that would stop forwarding.
     """
-    from model import Engine  # the reference model (R1-R25)
+    from model import Engine  # the reference model (R1-R39)
     from traces.ops import Put, Settle
 
     engine = Engine(config)

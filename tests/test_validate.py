@@ -14,6 +14,7 @@ import jsonschema  # type: ignore[import-untyped]
 import pytest
 
 from impl import Engine
+from traces.logschema import schema_text
 from traces.observations import KINDS
 from traces.ops import FIELD_KINDS, OP_NAMES, op_to_json
 from traces.tracefile import read_trace
@@ -78,7 +79,7 @@ def test_r15_the_java_senders_missing_flush_after_an_ack_is_found_at_line_8(
         f"P1: FAILED: model and the log diverge at {buggy}:8: divergence at "
         '{"op":"deliver_ack","sender":"ny"}\n'
         '    observations[1]: model={"batch_id":2,"bytes_delta":0,"bytes_full":14,'
-        '"events":["1:3","1:4"],"events_resent":0,"kind":"sent","sender":"ny"} '
+        '"dispatcher":0,"events":["1:3","1:4"],"events_resent":0,"kind":"sent","sender":"ny"} '
         'impl="<absent>"\n'
     ) in out
     assert schema_errors(buggy) == []
@@ -210,6 +211,9 @@ def test_the_example_log_of_docs_log_md_is_valid_and_agrees_with_the_model(
 
 
 def test_the_schema_says_what_the_reader_accepts() -> None:
+    # The file in the repository is what traces/logschema.py makes from the reader's own
+    # tables (issue 31 item 9: the schema and the reader cannot drift) ...
+    assert (ROOT / "docs" / "log.schema.json").read_text() == schema_text()
     lines = SCHEMA["$defs"]["operation_line"]["oneOf"]
     assert [branch["properties"]["op"]["const"] for branch in lines] == list(OP_NAMES)
     for branch in lines:
@@ -217,27 +221,71 @@ def test_the_schema_says_what_the_reader_accepts() -> None:
         required = {name for name, kind in fields.items() if not kind.endswith("?")}
         assert set(branch["required"]) == {"op", "observed", *required}
         assert set(branch["properties"]) == {"op", "observed", "state", *fields}
-    assert SCHEMA["$defs"]["observation"]["properties"]["kind"]["enum"] == list(KINDS)
+    kinds = SCHEMA["$defs"]["observation"]["oneOf"]
+    assert [kind["properties"]["kind"]["const"] for kind in kinds] == list(KINDS)
+    # ... and says, field by field, what SPEC §10 and §16.6 list (by hand, two kinds):
+    sent = kinds[KINDS.index("sent")]
+    assert sent["required"] == ["kind", "sender", "dispatcher", "batch_id", "events",
+                                "bytes_full", "bytes_delta", "events_resent"]  # fmt: skip
+    assert sent["additionalProperties"] is False
+    applied = kinds[KINDS.index("applied")]
+    assert applied["required"] == ["kind", "site", "sender", "event", "key", "status"]
+    assert set(applied["properties"]) - set(applied["required"]) == {"exception", "value"}
 
 
-def test_p1_a_logged_observation_with_an_extra_null_field_is_a_disagreement(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (
+            lambda obs: obs | {"extra": None},
+            "enqueued.extra: unknown field (SPEC §10: enqueued has kind, site, event, key, op, "
+            "version, value, senders, routes)",
+        ),
+        (
+            lambda obs: {k: v for k, v in obs.items() if k != "routes"},
+            "enqueued.routes: missing (SPEC §10: enqueued has kind, site, event, key, op, "
+            "version, value, senders, routes; traces/observations.py)",
+        ),
+        (lambda obs: obs | {"site": "1"}, "enqueued.site: must be an integer, got a string"),
+    ],
+)
+def test_a_logged_observation_with_a_field_too_many_or_too_few_is_a_bad_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], change: Any, message: str
 ) -> None:
-    # Found by `make fuzz`: the failure signature compared the two observations with
-    # dict.get, found no field that differs (absent == null) and raised ValueError.
-    # By hand: a put at site 1 with sender ny 1 -> 2 (batch_size 100) only enqueues 1:1
-    # (R9, R12); the log adds "extra": null to that observation.
+    # Issue 31 item 9: an observation is checked against the one list of fields
+    # (traces/observations.py FIELDS): a field too many, one missing or one of the wrong
+    # type is a bad line (exit 2), not a disagreement (exit 1). By hand: a put at site 1
+    # with sender ny 1 -> 2 (batch_size 100) only enqueues 1:1 (R9, R11, R29: d0).
     config = {"sites": [1, 2], "senders": [{"id": "ny", "site": 1, "remote": 2}]}
     enqueued = {"kind": "enqueued", "site": 1, "event": "1:1", "key": "k", "op": "create",
-                "version": [1, 0, 1], "value": {}, "senders": ["ny"]}  # fmt: skip
+                "version": [1, 0, 1], "value": {}, "senders": ["ny"],
+                "routes": {"ny": {"dispatcher": 0, "bucket": None}}}  # fmt: skip
     put = {"op": "put", "site": 1, "key": "k", "value": {}}
     log = tmp_path / "l.jsonl"
     write(log, [{"config": config}, put | {"observed": [enqueued]}])
     assert main(["validate", str(log)]) == 0  # the observation as SPEC §10 makes it
     capsys.readouterr()
-    write(log, [{"config": config}, put | {"observed": [enqueued | {"extra": None}]}])
-    assert main(["validate", str(log), "--json", "--check-properties"]) == 1
-    document = json.loads(capsys.readouterr().out)
-    assert document["divergence"]["differences"] == [
-        {"impl": None, "model": "<absent>", "path": "observations[0].extra"}
-    ]
+    write(log, [{"config": config}, put | {"observed": [change(enqueued)]}])
+    assert main(["validate", str(log), "--json", "--check-properties"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == f"wanconform: error: {log}:2: observed[0]: {message}\n"
+
+
+def test_a_sent_without_bytes_delta_is_a_bad_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = {"sites": [1, 2], "senders": [{"id": "ny", "site": 1, "remote": 2, "batch_size": 1}]}
+    enqueued = {"kind": "enqueued", "site": 1, "event": "1:1", "key": "k", "op": "create",
+                "version": [1, 0, 1], "value": {}, "senders": ["ny"],
+                "routes": {"ny": {"dispatcher": 0, "bucket": None}}}  # fmt: skip
+    sent = {"kind": "sent", "sender": "ny", "dispatcher": 0, "batch_id": 1, "events": ["1:1"],
+            "bytes_full": 2, "events_resent": 0}  # fmt: skip
+    log = tmp_path / "l.jsonl"
+    put = {"op": "put", "site": 1, "key": "k", "value": {}}
+    write(log, [{"config": config}, put | {"observed": [enqueued, sent]}])
+    assert main(["validate", str(log)]) == 2
+    assert capsys.readouterr().err.startswith(
+        f"wanconform: error: {log}:2: observed[1]: sent.bytes_delta: missing (SPEC §10: sent has"
+    )
+    assert schema_errors(log)  # the documented schema refuses it too

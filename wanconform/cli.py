@@ -40,7 +40,7 @@ COMMAND_MODULES = (
 
 
 SPEC_NOTE = (
-    "Section (§), rule (R1-R25) and property (P1-P7) numbers refer to docs/SPEC.md, the "
+    "Section (§), rule (R1-R39) and property (P1-P8 and P12) numbers refer to docs/SPEC.md, the "
     "protocol specification in this project's repository."
 )
 

@@ -164,7 +164,7 @@ class _Unaccounted:
 
 
 class PropertyChecker:
-    """Follows one run of `config` and checks P2-P7 on it."""
+    """Follows one run of `config` and checks P2-P8 and P12 on it."""
 
     def __init__(self, config: Config) -> None:
         self.config = config
@@ -346,7 +346,7 @@ class PropertyChecker:
         return found
 
     def verdicts(self) -> list[Verdict]:
-        """P2-P7, each held, failed or not applicable (with the reason)."""
+        """P2-P8 and P12, each held, failed or not applicable (with the reason)."""
         return [self._verdict(name) for name in PROPERTIES]
 
     # -- P8: per-key order ----------------------------------------------------------------

@@ -326,6 +326,31 @@ class WanConformance(RuleBasedStateMachine):
         self.apply(Put(sender.site, record["key"], value))
         self.apply(Redeliver(sender.id))
 
+    def listening(self) -> list[SenderConfig]:
+        """The dead-letter senders whose remote can fail an event for good (R7, R24)."""
+        assert self.config is not None
+        return [
+            s
+            for s in self.config.senders
+            if s.failure_listener == "dlq" and self.config.receiver(s.remote).retry_attempts >= 0
+        ]
+
+    @precondition(lambda self: configured(self) and bool(self.listening()))
+    @rule(data=st.data(), key=keys, value=values)
+    def dead_letter_then_redeliver(
+        self, data: st.DataObject, key: str, value: dict[str, Any]
+    ) -> None:
+        """R16.2, R24 then R26: a write that its remote fails on every attempt becomes a
+        dead letter at settle, and is redelivered (requeued: the entry is still its own
+        write, unless something newer reached the sender's site meanwhile)."""
+        sender = data.draw(st.sampled_from(self.listening()), label="sender")
+        assert self.config is not None
+        attempts = 1 + self.config.receiver(sender.remote).retry_attempts
+        self.apply(Fail(sender.remote, key, EXCEPTIONS[0], attempts))
+        self.apply(Put(sender.site, key, value))
+        self.apply(Settle())
+        self.apply(Redeliver(sender.id))
+
     # -- end of a run ----------------------------------------------------------------------
 
     def teardown(self) -> None:
