@@ -85,26 +85,38 @@ def time_reading(config: Any, ops: list[Op]) -> dict[str, float]:
     return seconds
 
 
+PARALLEL_DISPATCHERS = 5
+"""The parallel steady workload: a parallel sender of 5 dispatchers over 113 buckets."""
+
+
 def engines(ops: int, keys: int, seed: int, repeat: int, say: Say) -> dict[str, Any]:
     """Model and impl, each alone in this process, then both in lockstep, on the steady
-    workload (its generation excluded), and reading its trace file in two forms; the
-    best of `repeat` runs of each."""
+    workload (its generation excluded), the engines alone on its parallel variant (SPEC
+    v2.0: 113 buckets, 5 dispatchers), and reading its trace file in two forms; the best
+    of `repeat` runs of each, the runs of all of them in turn (so that a machine whose
+    speed drifts slows each alike)."""
     config, workload = steady_workload(ops, keys=keys, seed=seed)
     events = sum(1 for op in workload if op.op in ("put", "delta", "destroy"))
+    parallel_config, parallel_workload = steady_workload(
+        ops, keys=keys, seed=seed, dispatchers=PARALLEL_DISPATCHERS
+    )
+    parallel_events = sum(1 for op in parallel_workload if op.op in ("put", "delta", "destroy"))
     seconds: dict[str, float] = {}
     timers: dict[str, Callable[[], float]] = {
         "model": lambda: time_engine("model", config, workload),
+        "model parallel": lambda: time_engine("model", parallel_config, parallel_workload),
         "impl": lambda: time_engine("impl", config, workload),
+        "impl parallel": lambda: time_engine("impl", parallel_config, parallel_workload),
         "lockstep": lambda: time_lockstep(config, workload),
     }
     if ahead_possible():
         timers["lockstep ahead"] = lambda: time_lockstep(config, workload, ahead=True)
-    for name, timer in timers.items():
-        runs = []
-        for attempt in range(1, repeat + 1):
+    runs: dict[str, list[float]] = {name: [] for name in timers}
+    for attempt in range(1, repeat + 1):
+        for name, timer in timers.items():
             say(f"{name} run {attempt}/{repeat} on {len(workload)} ops ...")
-            runs.append(timer())
-        seconds[name] = min(runs)
+            runs[name].append(timer())
+    seconds = {name: min(taken) for name, taken in runs.items()}
     reading: dict[str, list[float]] = {"canonical": [], "plain": []}
     for attempt in range(1, repeat + 1):
         say(f"reading run {attempt}/{repeat}: the trace file in two forms ...")
@@ -120,6 +132,16 @@ def engines(ops: int, keys: int, seed: int, repeat: int, say: Say) -> dict[str, 
         "model_events_per_s": round(events / seconds["model"]),
         "impl_events_per_s": round(events / seconds["impl"]),
         "speedup": round(seconds["model"] / seconds["impl"], 1),
+        "parallel_events": parallel_events,
+        "model_parallel_events_per_s": round(parallel_events / seconds["model parallel"]),
+        "impl_parallel_events_per_s": round(parallel_events / seconds["impl parallel"]),
+        # per event, the parallel workload against the serial one (SPEC v2.0's bar: 1.3x)
+        "model_parallel_vs_serial": round(
+            seconds["model parallel"] / parallel_events / (seconds["model"] / events), 2
+        ),
+        "impl_parallel_vs_serial": round(
+            seconds["impl parallel"] / parallel_events / (seconds["impl"] / events), 2
+        ),
         "lockstep_seconds": round(seconds["lockstep"], 3),
         "lockstep_events_per_s": round(events / seconds["lockstep"]),
         "lockstep_vs_model": round(seconds["lockstep"] / seconds["model"], 2),

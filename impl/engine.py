@@ -114,6 +114,7 @@ class Engine:
         self._config = config
         self._now = 0  # R5
         self.settle_capped = False  # the last settle stopped at its cap (R25; P12)
+        self._routes: dict[int, dict[str, int | None]] = {}  # enqueued's route objects
         self._sites: dict[int, SiteState] = {
             site: SiteState(
                 site,
@@ -411,11 +412,15 @@ class Engine:
                         bucket,
                     ),
                 )
-                if routes is not None:
-                    routes[sender.id] = {
-                        "dispatcher": dispatcher.index,
-                        "bucket": None if bucket < 0 else bucket,
-                    }
+                if routes is not None:  # one shared, read-only object per route
+                    lane_bucket = dispatcher.index * 0x80000000 + bucket + 1
+                    route = self._routes.get(lane_bucket)
+                    if route is None:
+                        route = self._routes[lane_bucket] = {
+                            "dispatcher": dispatcher.index,
+                            "bucket": None if bucket < 0 else bucket,
+                        }
+                    routes[sender.id] = route
         elif site.enqueued["routes"] is None:
             routes = {}
         # The observation, filled in from the site's template (a dict copy is cheaper

@@ -58,7 +58,7 @@ def write(
     senders_here = config.senders_at(origin)
     base_version = current.version if delta is not None and current is not None else None
     recipients = config.site_and_remotes(origin)  # R11
-    bucket = bucket_of(config, origin, key)  # R28
+    bucket = bucket_of(config, origin, key) if config.regions else None  # R28
     event = GatewayEvent(  # positional (twice as fast as by keyword): the fields in order
         event_id,
         origin,

@@ -42,6 +42,15 @@ def with_dispatcher(sender: Sender, index: int, dispatcher: Dispatcher) -> Sende
 def enqueue(sender: SenderConfig, current: Sender, event: GatewayEvent) -> tuple[Sender, int]:
     """R29: append `event` to the dispatcher its key (or thread, or bucket) routes it to.
     Returns the sender and the dispatcher's index."""
+    if sender.dispatcher_threads == 1 and not sender.parallel:  # R29's serial N = 1:
+        dispatcher = current.dispatchers[0]  # `append`, written out (most writes come here)
+        queue, memory = dispatcher.queue, dispatcher.memory_bytes + event.size
+        if memory <= sender.maximum_queue_memory_bytes:  # R35
+            dispatcher = dispatcher._replace(queue=queue.append(event), memory_bytes=memory)
+        else:
+            on_disk = dispatcher.on_disk.set(queue.end, event.size)
+            dispatcher = dispatcher._replace(queue=queue.append(event), on_disk=on_disk)
+        return current._replace(dispatchers=(dispatcher,)), 0
     index = dispatcher_of(sender, event.key, event.thread, event.bucket)
     return append(sender, current, index, event), index
 
@@ -50,7 +59,8 @@ def append(sender: SenderConfig, current: Sender, index: int, event: GatewayEven
     """Append `event` to dispatcher `index`'s queue: R35 places it in memory or on disk; a
     parallel dispatcher's bucket FIFO gets it too (R31)."""
     dispatcher = current.dispatchers[index]
-    position = dispatcher.queue.end
+    queue = dispatcher.queue
+    position = queue.end
     limit = sender.maximum_queue_memory_bytes // sender.dispatcher_threads  # R35
     memory, on_disk = dispatcher.memory_bytes, dispatcher.on_disk
     if memory + event.size <= limit:
@@ -58,17 +68,21 @@ def append(sender: SenderConfig, current: Sender, index: int, event: GatewayEven
     else:
         on_disk = on_disk.set(position, event.size)
     buckets = dispatcher.buckets
-    if sender.parallel:
-        assert event.bucket is not None
-        fifo = buckets.get(event.bucket) or Seq()
-        buckets = buckets.set(event.bucket, fifo.append(position))
+    if dispatcher.cursor is not None:  # parallel (R31)
+        bucket = event.bucket
+        assert bucket is not None  # R27: a parallel sender's site is partitioned
+        fifo = buckets.get(bucket)
+        buckets = buckets.set(bucket, (fifo or _NO_POSITIONS).append(position))
     updated = dispatcher._replace(
-        queue=dispatcher.queue.append(event),
-        buckets=buckets,
-        memory_bytes=memory,
-        on_disk=on_disk,
+        queue=queue.append(event), buckets=buckets, memory_bytes=memory, on_disk=on_disk
     )
-    return with_dispatcher(current, index, updated)
+    dispatchers = current.dispatchers
+    if len(dispatchers) == 1:
+        return current._replace(dispatchers=(updated,))
+    return current._replace(dispatchers=(*dispatchers[:index], updated, *dispatchers[index + 1 :]))
+
+
+_NO_POSITIONS: Seq[int] = Seq()
 
 
 def remove(dispatcher: Dispatcher, positions: list[int]) -> Dispatcher:
@@ -77,29 +91,40 @@ def remove(dispatcher: Dispatcher, positions: list[int]) -> Dispatcher:
     if not positions:
         return dispatcher
     queue, memory, on_disk = dispatcher.queue, dispatcher.memory_bytes, dispatcher.on_disk
-    by_bucket: dict[int, set[int]] = {}
-    for position in positions:
-        event = queue.at(position)
-        if position in on_disk:
-            on_disk = on_disk.delete(position)
-        else:
-            memory -= event.size
-        if event.bucket is not None and dispatcher.cursor is not None:
-            by_bucket.setdefault(event.bucket, set()).add(position)
+    items = queue.items
+    if on_disk:
+        for position in positions:
+            if position in on_disk:
+                on_disk = on_disk.delete(position)
+            else:
+                memory -= items[position].size
+    else:
+        memory -= sum(items[position].size for position in positions)
     buckets = dispatcher.buckets
-    for bucket, gone in by_bucket.items():
-        fifo = buckets[bucket]
-        indexes = []
-        for index, position in fifo.positioned():  # the batch's are among its first
-            if position in gone:
-                indexes.append(index)
-                if len(indexes) == len(gone):
-                    break
-        fifo = fifo.remove(indexes)
-        buckets = buckets.set(bucket, fifo) if len(fifo) else buckets.delete(bucket)
+    if dispatcher.cursor is not None:  # parallel: each bucket's members leave its FIFO
+        by_bucket: dict[int, set[int]] = {}
+        for position in positions:
+            by_bucket.setdefault(items[position].bucket, set()).add(position)  # type: ignore[arg-type]
+        for bucket, gone in by_bucket.items():
+            fifo = buckets[bucket]
+            fifo = fifo.remove(_indexes(fifo, gone))
+            buckets = buckets.set(bucket, fifo) if len(fifo) else buckets.delete(bucket)
     return dispatcher._replace(
         queue=queue.remove(positions), buckets=buckets, memory_bytes=memory, on_disk=on_disk
     )
+
+
+def _indexes(fifo: Seq[int], gone: set[int]) -> list[int]:
+    """Where a bucket's FIFO holds the positions `gone`: among its first ones (R31: a
+    batch takes a bucket's oldest events)."""
+    indexes = []
+    items = fifo.items
+    for index in range(fifo.start, fifo.end):
+        if items.get(index) in gone:
+            indexes.append(index)
+            if len(indexes) == len(gone):
+                break
+    return indexes
 
 
 def flagged(dispatcher: Dispatcher, positions: tuple[int, ...]) -> Seq[GatewayEvent]:

@@ -7,6 +7,8 @@ Written as the spec says it, for the reader to check against it: Java's
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from traces.config import Config, SenderConfig
 
 
@@ -27,10 +29,14 @@ def java_abs_rem(x: int, n: int) -> int:
 
 def bucket_of(config: Config, site: int, key: str) -> int | None:
     """R28: the key's bucket at `site`, or None when the site's region is replicated."""
-    region = config.region(site)
-    if not region.partitioned:
-        return None
-    return java_abs_rem(java_hash(key), region.total_num_buckets)
+    buckets = config.buckets(site)
+    return bucket(key, buckets) if buckets else None
+
+
+@lru_cache(maxsize=1 << 20)  # pure, and asked again for every write of a key
+def bucket(key: str, buckets: int) -> int:
+    """R28: `|h(k) rem B|`."""
+    return java_abs_rem(java_hash(key), buckets)
 
 
 def dispatcher_of(sender: SenderConfig, key: str, thread: int, bucket: int | None) -> int:

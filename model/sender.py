@@ -52,9 +52,10 @@ def wants_flush(sender: SenderConfig, dispatcher: Dispatcher, now: int) -> bool:
     """R15's trigger: a full batch, or a head event that has waited the batch time interval
     (the queue is in append order, so its head is its oldest event, R30)."""
     queue = dispatcher.queue
-    if len(queue) >= sender.batch_size:
+    waiting = len(queue.items)
+    if waiting >= sender.batch_size:
         return True
-    return len(queue) > 0 and now - queue.head().enqueued_at >= sender.batch_time_interval_ms
+    return waiting > 0 and now - queue.head().enqueued_at >= sender.batch_time_interval_ms
 
 
 def parallel_batch(
@@ -64,14 +65,15 @@ def parallel_batch(
     `resend` list, then, while the batch is short, the oldest event not yet in it of the
     first owned bucket at or after the cursor (cyclically), the cursor then moving to the
     next owned bucket."""
-    queue = dispatcher.queue
-    members = [(position, queue.at(position)) for position in dispatcher.resend]
+    items = dispatcher.queue.items
+    members = [(position, items[position]) for position in dispatcher.resend]
     taken: dict[int, int] = {}
     for _, event in members:  # a bucket's events in `resend` are its FIFO's first ones
         assert event.bucket is not None
         taken[event.bucket] = taken.get(event.bucket, 0) + 1
     fifos = dispatcher.buckets
-    candidates = sorted(b for b, fifo in fifos.items() if len(fifo) > taken.get(b, 0))
+    left = {b: len(fifo) - taken.get(b, 0) for b, fifo in fifos.items()}
+    candidates = sorted(b for b, count in left.items() if count > 0)
     rest: dict[int, Iterator[int]] = {}
     cursor = dispatcher.cursor
     assert cursor is not None
@@ -81,12 +83,13 @@ def parallel_batch(
         if at == len(candidates):
             at = 0  # past the last owned bucket: round again from the first
         bucket = candidates[at]
-        if bucket not in rest:
-            rest[bucket] = islice(iter(fifos[bucket]), taken.get(bucket, 0), None)
-        position = next(rest[bucket])
-        members.append((position, queue.at(position)))
-        taken[bucket] = taken.get(bucket, 0) + 1
-        if taken[bucket] == len(fifos[bucket]):
+        following = rest.get(bucket)
+        if following is None:
+            following = rest[bucket] = islice(iter(fifos[bucket]), taken.get(bucket, 0), None)
+        position = next(following)
+        members.append((position, items[position]))
+        left[bucket] -= 1
+        if not left[bucket]:
             del candidates[at]
         cursor = bucket + step if bucket + step < buckets_total else index
     return members, cursor
@@ -100,12 +103,13 @@ def flush(config: Config, state: State, sender: SenderConfig) -> tuple[State, li
         return state, []
     now = state.time
     observations: list[Observation] = []
+    batch_size, interval = sender.batch_size, sender.batch_time_interval_ms
     for index, dispatcher in enumerate(current.dispatchers):
-        if (
-            dispatcher.in_flight is not None
-            or now < dispatcher.next_retry_at
-            or not wants_flush(sender, dispatcher, now)
-        ):
+        if dispatcher.in_flight is not None or now < dispatcher.next_retry_at:
+            continue
+        queue = dispatcher.queue  # R15's trigger (`wants_flush`, written out: it runs often)
+        waiting = len(queue.items)
+        if not waiting or (waiting < batch_size and now - queue.head().enqueued_at < interval):
             continue
         if not state.sites[sender.remote].up:
             stats = current.stats

@@ -17,8 +17,7 @@ batches, resend lists and the memory accounting name events by position.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
-from typing import Generic, Literal, NamedTuple, TypeVar
+from typing import Any, Generic, Literal, NamedTuple, TypeVar
 
 from immutables import Map
 
@@ -31,18 +30,34 @@ OpLabel = Literal["create", "update", "destroy"]
 Status = Literal["ok", "duplicate", "conflict", "failed", "invalid_delta"]
 
 
-@dataclass(frozen=True, slots=True)
 class Seq(Generic[T]):
     """A persistent FIFO sequence of positioned items: O(log n) append, read and removal.
 
     Each item keeps the position it was appended at (`end` before the append): the map
     key. Removing items leaves holes; `start` is the first live position (or `end`), so
     the head is found at once and a walk costs the live items plus the holes among them.
+    Never changed once built (a plain slotted class, not a frozen dataclass: every
+    append builds one, and a frozen dataclass's construction costs three times as much).
     """
 
-    start: int = 0
-    end: int = 0
-    items: Map[int, T] = Map()
+    __slots__ = ("end", "items", "start")
+
+    def __init__(self, start: int = 0, end: int = 0, items: Map[int, T] | None = None) -> None:
+        self.start = start
+        self.end = end
+        self.items: Map[int, T] = _EMPTY if items is None else items
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Seq) and (self.start, self.end, self.items) == (
+            other.start,
+            other.end,
+            other.items,
+        )
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"Seq({list(self.positioned())!r})"
 
     def __len__(self) -> int:
         return len(self.items)
@@ -70,8 +85,10 @@ class Seq(Generic[T]):
 
     def first(self, count: int) -> list[tuple[int, T]]:
         """The oldest `count` items (fewer if shorter), with their positions."""
-        out: list[tuple[int, T]] = []
         items = self.items
+        if self.end - self.start == len(items):  # no holes
+            return [(p, items[p]) for p in range(self.start, min(self.end, self.start + count))]
+        out: list[tuple[int, T]] = []
         position = self.start
         while len(out) < count and position < self.end:
             item = items.get(position, _HOLE)
@@ -99,21 +116,30 @@ class Seq(Generic[T]):
 
 
 _HOLE = object()
+_EMPTY: Map[Any, Any] = Map()
 
 
 BLOCK = 1024
 """Sequence numbers per bitmap of `AppliedIds`."""
 
 
-@dataclass(frozen=True, slots=True)
 class AppliedIds:
     """A persistent set of event ids (origin, seq): R16.1's memory of one site.
 
     Bit `seq % BLOCK` of the integer at key `(origin, seq // BLOCK)` is set iff the event
     `origin:seq` is in the set; an absent key is the bitmap 0 (none of its events).
+    Never changed once built (slotted, as `Seq`).
     """
 
-    blocks: Map[tuple[int, int], int] = Map()
+    __slots__ = ("blocks",)
+
+    def __init__(self, blocks: Map[tuple[int, int], int] | None = None) -> None:
+        self.blocks: Map[tuple[int, int], int] = _EMPTY if blocks is None else blocks
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, AppliedIds) and self.blocks == other.blocks
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __contains__(self, event_id: tuple[int, int]) -> bool:
         origin, seq = event_id

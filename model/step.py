@@ -121,7 +121,10 @@ def step(config: Config, state: State, op: Op) -> tuple[State, list[Observation]
     if not enabled(config, state, op):
         return state, [{"kind": "skipped", "op": op.op}]
     state, observations = _EFFECTS[type(op)](config, state, op)
-    return _flush(config, state, observations)
+    for sender_config in config.senders:  # _flush, inline: it runs after every operation
+        state, flushed = sender.flush(config, state, sender_config)
+        observations.extend(flushed)
+    return state, observations
 
 
 def _flush(

@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Run, replay
 from expected import (
     acked,
     applied,
@@ -29,6 +28,7 @@ import impl
 import impl.state
 import model.routing
 from conformance.running.run import run_trace
+from conftest import Run, replay
 from tools.planted_bugs import DispatcherForgetsItsTimer, RouteByKeyAndTime
 from traces.config import parse_config
 from traces.errors import ConfigError, TraceError
@@ -86,7 +86,7 @@ def two_sites(sender: dict[str, Any], regions: dict[str, Any] | None = None) -> 
 PARTITIONED_4 = {"1": {"type": "partition", "total_num_buckets": 4}}
 
 
-def run_on(engine: str, config: dict[str, Any], ops: list[dict[str, Any]]) -> Run:
+def run_on(engine: str, config: dict[str, Any], ops: list[Any]) -> Run:
     lines = [json.dumps({"config": config})] + [json.dumps(op) for op in ops]
     return replay(parse_trace_lines(lines, "t.jsonl"), engine)
 
@@ -419,7 +419,7 @@ def test_r35_each_dispatcher_has_its_share_of_the_limit(engine: str) -> None:
 # --- P8, P12 and P4 (§16.7), each against a planted bug --------------------------------
 
 
-def check(engine: Any, config: dict[str, Any], ops: list[dict[str, Any]]) -> dict[str, Any]:
+def check(engine: Any, config: dict[str, Any], ops: list[Any]) -> dict[str, Any]:
     """The verdicts of P2-P12 on a run of `engine` alone (the properties of its own run)."""
     lines = [json.dumps({"config": config})] + [json.dumps(op) for op in ops]
     trace = parse_trace_lines(lines, "t.jsonl")
@@ -430,7 +430,9 @@ def check(engine: Any, config: dict[str, Any], ops: list[dict[str, Any]]) -> dic
     return {v.property: v for v in result.verdicts}
 
 
-OVERTAKE = [  # key policy, 2 dispatchers, batch_size 1: both writes of "a" on one dispatcher
+OVERTAKE: list[
+    Any
+] = [  # key policy, 2 dispatchers, batch_size 1: both writes of "a" on one dispatcher
     {"op": "put", "site": 1, "key": "a", "value": {"v": 1}},  # 1:1: |97 rem 2| = d1, sent
     {"op": "tick", "ms": 1000},
     {"op": "put", "site": 1, "key": "a", "value": {"v": 2}},  # 1:2: d1 too, waits
@@ -460,7 +462,7 @@ def test_p8_finds_a_key_routed_to_two_dispatchers() -> None:
 
 def test_p8_is_not_applicable_under_the_thread_policy() -> None:
     config = two_sites({"dispatcher_threads": 2, "batch_size": 1, "order_policy": "thread"})
-    ops = [{**op, "thread": 1} if i == 2 else op for i, op in enumerate(OVERTAKE)]
+    ops: list[Any] = [{**op, "thread": 1} if i == 2 else op for i, op in enumerate(OVERTAKE)]
     verdicts = check(impl.Engine, config, ops)
     assert verdicts["P8"].status == "not applicable"
     assert verdicts["P8"].reason == (
@@ -469,7 +471,7 @@ def test_p8_is_not_applicable_under_the_thread_policy() -> None:
     )
 
 
-LOST_ON_D1 = [
+LOST_ON_D1: list[Any] = [
     {"op": "put", "site": 1, "key": "b", "value": {"v": 1}},  # 1:1: |98 rem 2| = d0
     {"op": "put", "site": 1, "key": "a", "value": {"v": 1}},  # 1:2: d1
     {"op": "drop", "sender": "ny", "dispatcher": 1},

@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import msgspec
+
 _ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"))
 _MAKE_C_ENCODER = getattr(json.encoder, "c_make_encoder", None)  # None without the C module
 
@@ -45,10 +47,29 @@ def canonical_json(value: Any) -> str:
     return "".join(_C_ENCODE(value, 0))
 
 
+_MSGSPEC_ENCODE = msgspec.json.Encoder().encode
+
+
 def size(value: Any) -> int:
-    """R4: byte length of the canonical JSON of a value or delta (a destroy is 0: pass None)."""
+    """R4: byte length of the canonical JSON of a value or delta (a destroy is 0: pass None).
+
+    msgspec's compact encoding is the same text as `json.dumps`'s whenever it is printable
+    ASCII without a backslash (`json.dumps` escapes every other character its own way,
+    `ensure_ascii`), and four times as fast; any other value is sized the reference way.
+    """
     if value is None:
         return 0
+    try:
+        data = _MSGSPEC_ENCODE(value)
+    except (
+        TypeError,
+        ValueError,
+        OverflowError,
+        msgspec.EncodeError,
+    ):  # ValueError: a lone surrogate
+        data = b"\\"  # not what msgspec encodes: the reference way below
+    if data.isascii() and b"\\" not in data and b"\x7f" not in data:
+        return len(data)
     if _C_ENCODE_UNSORTED is None:
         return len(canonical_json(value))
     return len("".join(_C_ENCODE_UNSORTED(value, 0)))  # the same pairs in another order

@@ -178,6 +178,7 @@ class Config:
     _by_site: Mapping[int, tuple[SenderConfig, ...]] = field(init=False, repr=False, compare=False)
     _receivers: Mapping[int, ReceiverConfig] = field(init=False, repr=False, compare=False)
     _reached: Mapping[int, frozenset[int]] = field(init=False, repr=False, compare=False)
+    _buckets: Mapping[int, int] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_by_id", {s.id: s for s in self.senders})
@@ -186,6 +187,8 @@ class Config:
         object.__setattr__(self, "_receivers", {r.site: r for r in self.receivers})
         reached = {site: frozenset({site, *(s.remote for s in by_site[site])}) for site in by_site}
         object.__setattr__(self, "_reached", reached)
+        buckets = {site: region.total_num_buckets for site, region in self.regions.items()}
+        object.__setattr__(self, "_buckets", buckets)
 
     def sender(self, sender_id: str) -> SenderConfig:
         return self._by_id[sender_id]
@@ -205,6 +208,10 @@ class Config:
     def region(self, site: int) -> RegionConfig:
         """R27: the site's region (replicated unless `regions` says otherwise)."""
         return self.regions.get(site, REPLICATE)
+
+    def buckets(self, site: int) -> int:
+        """R28: the site's number of buckets; 0 when its region is replicated."""
+        return self._buckets.get(site, 0)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {

@@ -3,6 +3,9 @@
 `steady_workload` is the benchmark's workload (`wanconform bench`): two sites, one
 sender 1->2 with batch_size 100 and delta on, `keys` keys with 10-field values, mostly
 delta updates, and the deliver / deliver_ack traffic that keeps one batch in flight.
+With `dispatchers` N > 1 the sender is parallel over a site partitioned into Geode's
+113 buckets (SPEC v2.0, R27-R31), and the traffic delivers and acknowledges each
+dispatcher's batch after every N x batch_size writes.
 """
 
 from __future__ import annotations
@@ -25,16 +28,30 @@ def _value(rng: random.Random) -> Value:
     }
 
 
-def steady_config(batch_size: int = 100) -> Config:
-    """Two sites, one sender ny 1->2 with deltas on."""
+def steady_config(batch_size: int = 100, dispatchers: int = 1) -> Config:
+    """Two sites, one sender ny 1->2 with deltas on; with several dispatchers a parallel
+    one, site 1 partitioned into 113 buckets."""
     sender = {"id": "ny", "site": 1, "remote": 2, "batch_size": batch_size, "delta": True}
-    return parse_config({"sites": [1, 2], "senders": [sender]})
+    if dispatchers == 1:
+        return parse_config({"sites": [1, 2], "senders": [sender]})
+    sender |= {"parallel": True, "dispatcher_threads": dispatchers}
+    regions = {"1": {"type": "partition", "total_num_buckets": 113}}
+    return parse_config({"sites": [1, 2], "senders": [sender], "regions": regions})
 
 
-def steady_ops(rng: random.Random, keys: int = 10_000, batch_size: int = 100) -> Iterator[Op]:
+def steady_ops(
+    rng: random.Random, keys: int = 10_000, batch_size: int = 100, dispatchers: int = 1
+) -> Iterator[Op]:
     """The steady workload's operations, without end: client writes (first a put per
     key, then 90% deltas) with a deliver and a deliver_ack after every `batch_size` writes
-    and a 1 ms tick. Every operation is enabled."""
+    and a 1 ms tick (with several dispatchers: of each dispatcher, after every
+    `dispatchers` x `batch_size` writes). Every operation is enabled with one
+    dispatcher; with several, a dispatcher with no batch out skips its deliveries."""
+    every = batch_size * dispatchers
+    traffic: list[Op] = [
+        op for d in range(dispatchers) for op in (Deliver("ny", d), DeliverAck("ny", d))
+    ]
+    traffic.append(Tick(1))
     written: list[str] = []
     writes = 0
     while True:
@@ -49,10 +66,8 @@ def steady_ops(rng: random.Random, keys: int = 10_000, batch_size: int = 100) ->
         else:
             yield Put(1, written[rng.randrange(keys)], _value(rng))
         writes += 1
-        if writes % batch_size == 0:
-            yield Deliver("ny")
-            yield DeliverAck("ny")
-            yield Tick(1)
+        if writes % every == 0:
+            yield from traffic
 
 
 _PUT = (
@@ -128,8 +143,9 @@ def steady_rows(rng: random.Random, keys: int = 10_000, batch_size: int = 100) -
 
 
 def steady_workload(
-    ops: int, keys: int = 10_000, seed: int = 0, batch_size: int = 100
+    ops: int, keys: int = 10_000, seed: int = 0, batch_size: int = 100, dispatchers: int = 1
 ) -> tuple[Config, list[Op]]:
     """`ops` operations of the steady workload (`steady_ops`) with seed `seed`."""
     rng = random.Random(seed)
-    return steady_config(batch_size), list(islice(steady_ops(rng, keys, batch_size), ops))
+    stream = steady_ops(rng, keys, batch_size, dispatchers)
+    return steady_config(batch_size, dispatchers), list(islice(stream, ops))

@@ -28,6 +28,7 @@ import os
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from dataclasses import fields as dataclass_fields
 from functools import lru_cache
 from typing import Annotated, Any, Literal, Union
 
@@ -41,6 +42,10 @@ from traces.ops import (
     FIELD_KINDS,
     OMITTED_AT_ZERO,
     OP_TYPES,
+    Deliver,
+    DeliverAck,
+    Drop,
+    DropAck,
     Op,
     OpError,
     Tick,
@@ -343,6 +348,8 @@ _INT64 = Annotated[int, msgspec.Meta(ge=INT64_MIN, le=INT64_MAX)]
 _VALUE = dict[str, Union[_INT64, str, bool, None]]  # noqa: UP007 (a runtime type for msgspec)
 _EVENT_IDS = tuple[Annotated[str, msgspec.Meta(pattern=r"^[0-9]+:[0-9]+\Z")], ...]
 _ENCODER = msgspec.json.Encoder(order="sorted")
+_NETWORK_OPS = frozenset({Deliver, DeliverAck, Drop, DropAck})
+"""The operations with a `dispatcher` (§16.2)."""
 _JSON_SPACE = b" \t\r\n"
 
 
@@ -355,7 +362,9 @@ def fast_path(config: Config) -> Callable[[bytes | str], Op | None]:
         struct: op_type for struct, (op_type, has_optional) in build.items() if not has_optional
     }
     optional = {
-        struct: op_type for struct, (op_type, has_optional) in build.items() if has_optional
+        struct: (op_type, tuple(f.default for f in dataclass_fields(op_type)))
+        for struct, (op_type, has_optional) in build.items()
+        if has_optional
     }
     encode = _ENCODER.encode
     astuple = msgspec.structs.astuple
@@ -385,14 +394,14 @@ def fast_path(config: Config) -> Callable[[bytes | str], Op | None]:
         op_type = plain.get(type(struct))
         if op_type is not None:
             op: Op = op_type(*astuple(struct))
+            if op_type in _NETWORK_OPS and op.dispatcher >= dispatchers[op.sender]:  # type: ignore[union-attr]
+                return None  # §16.2: a dispatcher it does not have; the precise path says so
             return op
-        op_type = optional[type(struct)]  # an absent optional field: the Op's default
-        names = op_type.__dataclass_fields__
+        op_type, defaults = optional[type(struct)]  # an absent optional field: the default
         values = astuple(struct)
-        op = op_type(**{n: v for n, v in zip(names, values, strict=True) if v is not unset})
-        dispatcher = getattr(op, "dispatcher", 0)
-        if dispatcher and dispatcher >= dispatchers[op.sender]:  # type: ignore[union-attr]
-            return None  # §16.2: malformed; the precise validator says so
+        if unset in values:
+            values = tuple(d if v is unset else v for v, d in zip(values, defaults, strict=True))
+        op = op_type(*values)
         return op
 
     return fast
@@ -422,8 +431,13 @@ def _fast_decoder(
         if kinds["sender"] is None and "sender" in fields.values():
             continue  # no senders: such an operation is an error the precise path explains
         op_type = OP_TYPES[name]
+        # v2.0's counts (`thread`, `dispatcher`) default to 0 in the Struct itself and are
+        # left out of its encoding at 0 (as a trace line leaves them out), so an operation
+        # with them is as quick as one without; other optional fields are UNSET when absent
         struct_fields = [
-            (field, Union[kinds[kind], msgspec.UnsetType], msgspec.UNSET)  # noqa: UP007
+            (field, kinds[kind], 0)
+            if kind == "count?"
+            else (field, Union[kinds[kind], msgspec.UnsetType], msgspec.UNSET)  # noqa: UP007
             if kind.endswith("?")
             else (field, kinds[kind])
             for field, kind in fields.items()
@@ -435,8 +449,10 @@ def _fast_decoder(
             tag_field="op",
             tag=name,
             forbid_unknown_fields=True,
+            omit_defaults=True,
         )
-        build[struct] = (op_type, any(kind.endswith("?") for kind in fields.values()))
+        unset = any(kind.endswith("?") and kind != "count?" for kind in fields.values())
+        build[struct] = (op_type, unset)
     decoder = msgspec.json.Decoder(Union[tuple(build)])  # noqa: UP007
     return decoder.decode, build
 

@@ -140,6 +140,12 @@ def run(args: argparse.Namespace) -> int:
     print(f"model: {result['model_events_per_s']:>10,} events/s ({result['model_seconds']:.3f} s)")
     print(f"impl:  {result['impl_events_per_s']:>10,} events/s ({result['impl_seconds']:.3f} s)")
     print(
+        f"parallel (113 buckets, 5 dispatchers): model {result['model_parallel_events_per_s']:,} "
+        f"events/s ({result['model_parallel_vs_serial']}x the serial per event), impl "
+        f"{result['impl_parallel_events_per_s']:,} events/s "
+        f"({result['impl_parallel_vs_serial']}x the serial per event)"
+    )
+    print(
         f"lockstep: {result['lockstep_events_per_s']:>7,} events/s "
         f"({result['lockstep_seconds']:.3f} s, {result['lockstep_vs_model']}x the model alone)"
     )

@@ -1,4 +1,5 @@
-"""`wanconform check`: every trace of a trace set, model vs impl (P1) with P2-P8 and P12, on Spark."""
+"""`wanconform check`: every trace of a trace set, model vs impl (P1) with P2-P8 and P12, on
+Spark."""
 
 from __future__ import annotations
 

@@ -377,7 +377,8 @@ def run(args: argparse.Namespace) -> int:
         raise WanconformError("--checkpoint: give one trace")
     if args.start and (args.check_properties or args.report):
         raise WanconformError(
-            "--from: P2-P8 and P12 are checked on a run from its start; drop --check-properties/--report"
+            "--from: P2-P8 and P12 are checked on a run from its start; drop "
+            "--check-properties/--report"
         )
     if args.start:
         from traces.checkpoint import read_checkpoint

@@ -121,7 +121,8 @@ def cut_log(args: argparse.Namespace) -> int:
     failure = run.finish().failure
     if failure is None:
         raise WanconformError(
-            f"{source.name}: nothing to shrink: the log agrees with the model and P2-P8 and P12 hold"
+            f"{source.name}: nothing to shrink: the log agrees with the model and P2-P8 and "
+            "P12 hold"
         )
     write_text_atomically(args.output, trace_text(source.config, kept))
     print(

@@ -62,31 +62,48 @@ class Coverage:
 
     def __init__(self, config: Config | None = None) -> None:
         self.counts: Counter[str] = Counter()
-        self.config = config
+        self.config: Config | None = None
+        self._plain = True
+        self.start_run(config)
         self._out: dict[str, set[int]] = {}  # sender -> dispatchers with a batch out
         self._resend: set[tuple[str, int]] = set()  # parallel dispatchers with a resend list
         self._buckets: dict[tuple[str, str], int] = {}  # (parallel sender, event) -> bucket
         self._key = ""  # the key of the last event applied (a `forwarded` follows it)
 
-    def start_run(self, config: Config) -> None:
+    def start_run(self, config: Config | None) -> None:
         """Count a new run of `config` (its R28-R31 branches) into the same counts."""
         self.config = config
+        # plain: every sender serial with one dispatcher and every region replicated (a
+        # v1.2 configuration), where an event's route is the only branch there is to count
+        self._plain = config is None or (
+            not config.regions
+            and all(s.dispatcher_threads == 1 and not s.parallel for s in config.senders)
+        )
         self._out, self._resend, self._buckets, self._key = {}, set(), {}, ""
 
     def record(self, op: Op, observations: list[dict[str, Any]]) -> None:
         skipped = observations == [{"kind": "skipped", "op": op.op}]
         self.counts[f"op.{op.op}.{'skipped' if skipped else 'ran'}"] += 1
+        counts = self.counts
+        config, plain = self.config, self._plain
         for obs in observations:
-            if obs["kind"] == "applied":
-                self.counts[f"status.{obs['status']}"] += 1
-            elif obs["kind"] in SENDER_OUTCOMES:
-                self.counts[f"outcome.{obs['kind']}"] += 1
-            elif obs["kind"] == "redelivery":
-                self.counts[f"redelivery.{obs['outcome']}"] += 1
-            elif obs["kind"] == "enqueued":
-                self.counts[f"{SITE_EVENTS}{obs['site']}"] += 1
-            if self.config is not None:
-                self._dispatch(op, obs, self.config)
+            kind = obs["kind"]
+            if kind == "applied":
+                counts[f"status.{obs['status']}"] += 1
+            elif kind in SENDER_OUTCOMES:
+                counts[f"outcome.{kind}"] += 1
+            elif kind == "redelivery":
+                counts[f"redelivery.{obs['outcome']}"] += 1
+            elif kind == "enqueued":
+                counts[f"{SITE_EVENTS}{obs['site']}"] += 1
+            if config is None:
+                continue
+            if not plain:
+                self._dispatch(op, obs, config)
+            elif kind == "enqueued":  # R29's one branch of a v1.2 configuration
+                counts["R29.serial"] += len(obs["senders"])
+            elif kind == "forwarded":
+                counts["R29.serial"] += 1
 
     def _dispatch(self, op: Op, obs: dict[str, Any], config: Config) -> None:
         """The R28-R31 branches an observation shows."""

@@ -75,9 +75,10 @@ def find_failure(
     names: Sequence[str] | None = None,
     events: dict[str, str] | None = None,
 ) -> Failure | None:
-    """Run `ops` (`conformance.running.run`, both engines, P2-P8 and P12) up to their first failure; the
-    failure. `skipped` collects the indices of skipped operations, `events` the key each
-    event wrote; `names` names the operations in messages (default "operation N")."""
+    """Run `ops` (`conformance.running.run`, both engines, P2-P8 and P12) up to their first
+    failure; the failure. `skipped` collects the indices of skipped operations, `events`
+    the key each event wrote; `names` names the operations in messages (default
+    "operation N")."""
 
     def collect(step: Step) -> None:
         if skipped is not None and step.skipped:
