@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import sys
 from bisect import bisect_left, insort
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
 from mypy_extensions import mypyc_attr
@@ -160,19 +160,30 @@ class Engine:
 
     def observe(self) -> dict[str, Any]:
         """The observable state of §10 as fresh plain JSON data."""
+        return self._observed(None)
+
+    def observe_keys(self, keys: Iterable[str]) -> dict[str, Any]:
+        """`observe()` with only the entries of `keys` (traces/engine.py: what the property
+        checker asks at a quiescence; its cost follows the keys, not the region)."""
+        return self._observed(list(keys))
+
+    def _observed(self, keys: list[str] | None) -> dict[str, Any]:
         sites: dict[str, Any] = {}
         for site in self._sites.values():
+            entries: dict[str, Any] = {}
+            held = site.entries
+            for key in held if keys is None else keys:
+                entry = held.get(key)
+                if entry is not None:
+                    entries[key] = {
+                        "value": None if entry.value is None else dict(entry.value),
+                        "version": entry.version_list(),
+                    }
             sites[str(site.id)] = {
                 "up": site.up,
                 "seq": site.seq,
                 "timestamp_floor": site.timestamp_floor,
-                "entries": {
-                    key: {
-                        "value": None if entry.value is None else dict(entry.value),
-                        "version": entry.version_list(),
-                    }
-                    for key, entry in site.entries.items()
-                },
+                "entries": entries,
                 "stats": dict(site.stats),
             }
         senders: dict[str, Any] = {}

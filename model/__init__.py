@@ -15,10 +15,11 @@ R23 (which topologies are supported) is analysed in conformance/properties/topol
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from model.checkpoint import from_state_doc, to_state_doc
-from model.observe import observe
+from model.observe import observe, observe_keys
 from model.state import State
 from model.step import enabled, initial_state, settle_step, step
 from traces.checkpoint import check_fits, document
@@ -46,6 +47,10 @@ class Engine:
 
     def observe(self) -> dict[str, Any]:
         return observe(self.state)
+
+    def observe_keys(self, keys: Iterable[str]) -> dict[str, Any]:
+        """The observable state with only the entries of `keys` (traces/engine.py)."""
+        return observe_keys(self.state, keys)
 
     def checkpoint(self) -> dict[str, Any]:
         """The full state as a checkpoint document (docs/CHECKPOINT.md)."""

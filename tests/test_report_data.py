@@ -249,3 +249,32 @@ def test_a_long_sequence_label_ends_with_an_ellipsis_and_has_a_title() -> None:
     assert title is not None and title.text == f"2  {full}"
     assert label.text is not None and label.text.endswith("…")
     assert len(label.text) == LABEL_CHARS and f"2  {full}".startswith(label.text[:-1])
+
+
+def test_r29_r31_the_report_names_dispatchers_and_buckets() -> None:
+    # Example R31-a (traces/examples): ny parallel, 4 buckets, 2 dispatchers; d0 owns
+    # buckets 0 and 2, d1 buckets 1 and 3; "d" is bucket 0, "b" bucket 2, "a" bucket 1.
+    from model import Engine as ModelEngine
+    from reports.report_data import side_by_side
+    from traces.tracefile import read_trace
+
+    trace = read_trace(Path(__file__).parent.parent / "traces/examples/"
+                       "parallel_dispatchers_no_global_order.jsonl")  # fmt: skip
+    engine = ModelEngine(trace.config)
+    steps = [(f"t.jsonl:{i + 2}", op, engine.apply(op)) for i, op in enumerate(trace.ops)]
+    svg = render_sequence_svg(sequence_diagram(trace.config, steps, len(steps) - 1))
+    texts = [t.text or "" for t in ET.fromstring(svg).iter(f"{SVG}text")]
+    assert "ny d0 batch 1" in texts  # the deliver of d0's batch: an arrow labelled by lane
+    assert "5  deliver ny d0" in texts and "d1 send batch 1 (1)" in texts
+    lane = engine.observe()["senders"]["ny"]
+    impl_side = copy.deepcopy(lane)
+    impl_side["dispatchers"][0]["queue"] = ["1:3", "1:2"]  # a made-up difference
+    keys = {"1:1": "a", "1:2": "b", "1:3": "d"}
+    rows = side_by_side(lane, impl_side, "state.senders.ny", trace.config, keys)
+    queue = [r for r in rows if ".queue[" in r.path and "dispatchers[0]" in r.path]
+    assert [(r.path, r.model, r.impl, r.differs) for r in queue] == [
+        ('state.senders.ny.dispatchers[0] (buckets 0, 2).queue[0]',
+         '"1:2" (bucket 2)', '"1:3" (bucket 0)', True),
+        ('state.senders.ny.dispatchers[0] (buckets 0, 2).queue[1]',
+         '"1:3" (bucket 0)', '"1:2" (bucket 2)', True),
+    ]  # fmt: skip

@@ -6,6 +6,10 @@
     engine.settle_capped                 # optional: did the last settle stop at its cap
                                          # (R25)? P12 is then not applicable; an engine
                                          # without it is taken never to stop there
+    engine.observe_keys(keys)            # optional: observe() with only the entries of
+                                         # `keys`; the property checker asks it at each
+                                         # settle. Without it the checker calls observe()
+                                         # there, which costs the whole state's size
 
 `model.Engine` wraps the pure `model.step`; `impl.Engine` is the fast mutable engine.
 `make_engine("model" | "impl", config)` builds one of the two by name; `load_impl(spec)`

@@ -16,6 +16,15 @@ is decided then: at every site it can reach it was applied or stopped on the way
 otherwise it is kept as a candidate until the next quiescence, where it may still be
 superseded.
 
+Cost follows the changes, not the state (issue 32): nothing walks every key. At a
+`settle` the checker asks the engine for the entries of the keys it has to look at
+(`observe_keys`, an optional part of the engine surface; without it the whole
+observable state, at the cost of its size): for P2, the keys of the events still
+unaccounted for; for P5, the keys written or applied since the last comparison, and the
+keys that differed then. P5 keeps which keys differ across sites, so a settle compares
+only what changed, and its verdicts and messages are those of a comparison of every key
+(tests/whole_state_checker.py is that comparison, the oracle the tests hold this one to).
+
 Readings where §11 is silent (also in the README):
 - A wiped site is a brand-new distributed system (R21): P3 forgets what it applied.
 - P6 holds through wipes (SPEC v1.1): tags are unique (R9's timestamp floor), so "the
@@ -54,7 +63,7 @@ Readings where §11 is silent (also in the README):
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from conformance.properties.topology import analyse_topology, delivery_paths, sender_graph
@@ -137,20 +146,49 @@ def _due_past_the_end(sender: SenderConfig, dispatcher: dict[str, Any], now: int
     return waiting < sender.batch_size and now + sender.batch_time_interval_ms > INT64_MAX
 
 
-@dataclass(slots=True)
 class _Event:
-    """What the checker keeps of one event while some queue holds it."""
+    """What the checker keeps of one event while some queue holds it (a plain slotted
+    class: one is made per client write, and a dataclass's factories cost more)."""
 
-    origin: int
-    key: str
-    version: tuple[int, int, int]
-    value: Any
-    queues: set[str] = field(default_factory=set)  # senders whose queue holds it
-    applied: set[int] = field(default_factory=set)  # sites that applied it ok (P3)
-    conflicts: set[int] = field(default_factory=set)  # sites where it lost R16.3
-    stops: set[tuple[int, int]] = field(default_factory=set)  # dropped/dlq hops
-    shipped: dict[int, int] = field(default_factory=dict)  # P4: receiving -> sending site
-    before_wipe: bool = False  # written before the last wipe: P2 does not apply (v1.2)
+    __slots__ = (
+        "applied",
+        "before_wipe",
+        "conflicts",
+        "key",
+        "origin",
+        "queues",
+        "shipped",
+        "stops",
+        "value",
+        "version",
+    )
+
+    def __init__(
+        self,
+        origin: int,
+        key: str,
+        version: tuple[int, int, int],
+        value: Any,
+        queues: set[str],
+        applied: set[int] | None = None,
+        conflicts: set[int] | None = None,
+        stops: set[tuple[int, int]] | None = None,
+        shipped: dict[int, int] | None = None,
+        before_wipe: bool = False,
+    ) -> None:
+        self.origin = origin
+        self.key = key
+        self.version = version
+        self.value = value
+        self.queues = queues  # senders whose queue holds it
+        self.applied: set[int] = set() if applied is None else applied  # sites, ok (P3)
+        self.conflicts: set[int] = set() if conflicts is None else conflicts  # lost R16.3
+        self.stops: set[tuple[int, int]] = set() if stops is None else stops  # drop/dlq hops
+        self.shipped: dict[int, int] = {} if shipped is None else shipped  # P4: to <- from
+        self.before_wipe = before_wipe  # written before the last wipe: P2 does not apply
+
+
+SKIPPED_SITE_UP = {"kind": "skipped", "op": "site_up"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,6 +224,10 @@ class PropertyChecker:
         self._keys_before_wipe: set[str] = set()  # written before the last wipe (P5)
         self._keys_dropped: set[str] = set()  # of a dropped event (P5)
         self._dead_lettered: dict[tuple[str, str], _Event] = {}  # (sender, event): R26
+        self._held: dict[str, int] = {}  # key -> dead-letter records of it still held (P5)
+        self._comparable: set[str] = set()  # written keys that nothing excludes from P5
+        self._dirty: set[str] = set()  # comparable keys written or applied since P5 looked
+        self._differing: set[str] = set()  # comparable keys that differed when P5 looked
         self._applied_any = False
         self._built_any = False
         self._secure_dead_letters = 0
@@ -236,6 +278,10 @@ class PropertyChecker:
         other._keys_written = set(self._keys_written)
         other._keys_before_wipe = set(self._keys_before_wipe)
         other._keys_dropped = set(self._keys_dropped)
+        other._held = dict(self._held)
+        other._comparable = set(self._comparable)
+        other._dirty = set(self._dirty)
+        other._differing = set(self._differing)
         other._leaving = list(self._leaving)
         other._appends = dict(self._appends)
         other._appended = dict(self._appended)
@@ -252,50 +298,84 @@ class PropertyChecker:
         observe: Callable[[], dict[str, Any]],
         where: str = "",
         settle_capped: Callable[[], bool] | None = None,
+        observe_keys: Callable[[Iterable[str]], dict[str, Any]] | None = None,
     ) -> list[Violation]:
         """Record one step and return the violations it shows. `observe` returns the
-        observable state after the step; it is called only after a `settle`. `where`
-        names the operation in messages (default: "operation N", 1-based).
-        `settle_capped` says whether the engine's last settle stopped at its cap of inner
-        operations (R25), for P12; without it, no settle is taken to have."""
+        observable state after the step; it is called only after a `settle`, and only when
+        `observe_keys` (the same state with only the entries of the keys asked for, the
+        engine's `observe_keys`) is not given. `where` names the operation in messages
+        (default: "operation N", 1-based). `settle_capped` says whether the engine's last
+        settle stopped at its cap of inner operations (R25), for P12; without it, no
+        settle is taken to have."""
         self._step += 1
         where = where or f"operation {self._step}"
         found: list[Violation] = []
-        skipped = len(observations) == 1 and observations[0]["kind"] == "skipped"
-        if isinstance(op, SiteUp) and op.wipe and not skipped:
+        if type(op) is SiteUp and op.wipe and observations[:1] != [SKIPPED_SITE_UP]:
             self._wipe(op.site, where)
+        events = self._events
         for obs in observations:
             kind = obs["kind"]
-            if kind == "enqueued":
-                self._events[obs["event"]] = _Event(
-                    obs["site"],
+            if kind == "applied":
+                event_id, site = obs["event"], obs["site"]
+                event = events[event_id]
+                violation = self._processed(obs, where)
+                if violation is not None:
+                    found.append(violation)
+                status = obs["status"]
+                if status == "ok":
+                    if site in event.applied:  # P3
+                        found.append(
+                            Violation("P3", f"event {event_id} applied twice at site {site}", where)
+                        )
+                    event.applied.add(site)
+                    self._applied_any = True
+                    if "value" in obs:  # P6: a value built from a delta
+                        found.extend(self._built(obs, event, where))
+                    if obs["key"] in self._comparable:
+                        self._dirty.add(obs["key"])
+                elif status == "conflict":
+                    event.conflicts.add(site)
+            elif kind == "enqueued":
+                event_id, key, version, senders = (
+                    obs["event"],
                     obs["key"],
-                    (obs["version"][0], obs["version"][1], obs["version"][2]),
+                    obs["version"],
+                    obs["senders"],
+                )
+                events[event_id] = _Event(
+                    obs["site"],
+                    key,
+                    (version[0], version[1], version[2]),
                     obs["value"],
-                    set(obs["senders"]),
+                    set(senders),
                 )
                 self._written_since_wipe += 1
-                self._keys_written.add(obs["key"])
-                for sender in obs["senders"]:
-                    self._append(sender, obs["event"])
-                if not obs["senders"]:
-                    self._leaving.append(obs["event"])
-            elif kind == "applied":
-                found.extend(self._processed(obs, where))
-                found.extend(self._applied(obs, where))
+                self._written(key)
+                appends, appended = self._appends, self._appended
+                for sender in senders:  # P8: the sender's next append
+                    count = appends.get(sender, 0)
+                    appends[sender] = count + 1
+                    appended[(sender, event_id)] = count
+                if not senders:
+                    self._leaving.append(event_id)
             elif kind == "forwarded":
-                self._events[obs["event"]].queues.add(obs["sender"])
+                events[obs["event"]].queues.add(obs["sender"])
                 self._append(obs["sender"], obs["event"])
             elif kind == "sent":
                 found.extend(self._sent(obs, where))
+            elif kind == "acked":
+                for event_id in obs["removed"]:
+                    self._leave_queue(event_id, obs["sender"])
             elif kind in ("dropped", "dlq"):
                 sender = self.config.sender(obs["sender"])
-                event = self._events[obs["event"]]
+                event = events[obs["event"]]
                 event.stops.add((sender.site, sender.remote))
                 if kind == "dropped":
                     self._keys_dropped.add(event.key)
                 else:
                     self._dead_lettered[(sender.id, obs["event"])] = event
+                    self._held[event.key] = self._held.get(event.key, 0) + 1
+                self._exclude(event.key)
                 if kind == "dlq" and sender.dlq_secure:
                     self._secure_dead_letters += 1
                 if kind == "dropped" and sender.failure_listener == "dlq":
@@ -304,26 +384,28 @@ class PropertyChecker:
                             "P2", f"event {obs['event']} dropped by dlq sender {sender.id}", where
                         )
                     )
-            elif kind == "acked":
-                for event_id in obs["removed"]:
-                    self._leave_queue(event_id, obs["sender"])
             elif kind == "redelivery":  # R26: the record left the dead-letter queue
                 known = self._dead_lettered.pop((obs["sender"], obs["event"]))
+                self._released(known.key)
                 if obs["outcome"] == "requeued":  # the same event, queued again
-                    self._events.setdefault(obs["event"], known).queues.add(obs["sender"])
+                    events.setdefault(obs["event"], known).queues.add(obs["sender"])
                     self._append(obs["sender"], obs["event"])
         for event_id in self._leaving:  # after the step: its drops and conflicts are known
             leaving = self._events.get(event_id)
             if leaving is not None and not leaving.queues:
                 self._forget(event_id)
         self._leaving.clear()
-        if isinstance(op, Settle):  # never skipped
+        if type(op) is Settle:  # never skipped
             self._any_settle = True
-            state = observe()
+            pending = self._pending()
+            if observe_keys is None:
+                state = observe()
+            else:
+                state = observe_keys({item.key for item in pending} | self._p5_keys())
             capped = settle_capped is not None and settle_capped()
             found.extend(self._p12(state, capped, where))
             if all(site["up"] for site in state["sites"].values()):
-                found.extend(self._at_quiescence(state, where))
+                found.extend(self._at_quiescence(state, pending, where))
         for violation in found:
             self._violations[violation.property].append(violation)
         return found
@@ -349,6 +431,41 @@ class PropertyChecker:
         """P2-P8 and P12, each held, failed or not applicable (with the reason)."""
         return [self._verdict(name) for name in PROPERTIES]
 
+    # -- P5's keys ------------------------------------------------------------------------
+
+    def _written(self, key: str) -> None:
+        """A client wrote `key`: it is compared at the next quiescence, unless excluded."""
+        self._keys_written.add(key)
+        if self._connected and not self._excluded(key):
+            self._comparable.add(key)
+            self._dirty.add(key)
+
+    def _excluded(self, key: str) -> bool:
+        """P5 (v1.2) leaves out a key that a drop, a dead letter still held or a write
+        before the last wipe concerns."""
+        return key in self._keys_dropped or key in self._keys_before_wipe or key in self._held
+
+    def _exclude(self, key: str) -> None:
+        self._comparable.discard(key)
+        self._dirty.discard(key)
+        self._differing.discard(key)
+
+    def _released(self, key: str) -> None:
+        """A dead-letter record of `key` left its queue (R26): the key may count again."""
+        left = self._held[key] - 1
+        if left:
+            self._held[key] = left
+            return
+        del self._held[key]
+        if self._connected and not self._excluded(key):
+            self._comparable.add(key)
+            self._dirty.add(key)
+
+    def _p5_keys(self) -> set[str]:
+        """The keys P5 looks at the next quiescence: changed since it last looked, or
+        differing then."""
+        return (self._dirty | self._differing) & self._comparable
+
     # -- P8: per-key order ----------------------------------------------------------------
 
     def _append(self, sender: str, event: str) -> None:
@@ -357,34 +474,32 @@ class PropertyChecker:
         self._appends[sender] = count + 1
         self._appended[(sender, event)] = count
 
-    def _processed(self, obs: Observation, where: str) -> list[Violation]:
+    def _processed(self, obs: Observation, where: str) -> Violation | None:
         """P8: the receiver processes an event the sender shipped; the first time for this
         append, it must come after every processed append of the same key."""
         sender, event, key = obs["sender"], obs["event"], obs["key"]
         append = self._appended.pop((sender, event), None)
         if append is None:
-            return []  # processed before (a resend): only the first time counts
+            return None  # processed before (a resend): only the first time counts
         latest = self._last_of_sender.get(sender, -1)
         if append < latest:
             self.reordered += 1  # an earlier append after a later one (of some key)
         self._last_of_sender[sender] = max(latest, append)
         if sender in self._unordered:
-            return []
+            return None
         before = self._last_of_key.get((sender, key))
         if before is None or before[0] < append:
             if before is not None:
                 self._p8_checks += 1
             self._last_of_key[(sender, key)] = (append, event)
-            return []
+            return None
         self._p8_checks += 1
-        return [
-            Violation(
-                "P8",
-                f"sender {sender}: event {event} (key {key!r}) processed at site {obs['site']} "
-                f"after {before[1]}, which was appended to {sender} after it",
-                where,
-            )
-        ]
+        return Violation(
+            "P8",
+            f"sender {sender}: event {event} (key {key!r}) processed at site {obs['site']} "
+            f"after {before[1]}, which was appended to {sender} after it",
+            where,
+        )
 
     # -- P12: quiescence -----------------------------------------------------------------
 
@@ -434,6 +549,9 @@ class PropertyChecker:
         self._unaccounted.clear()
         self._written_since_wipe = 0
         self._keys_before_wipe |= self._keys_written
+        self._comparable.clear()  # every key written so far is left out of P5 (v1.2)
+        self._dirty.clear()
+        self._differing.clear()
         wiped = {s.id for s in self.config.senders_at(site)}
         for events in (self._events.values(), self._dead_lettered.values()):
             for event in events:
@@ -476,30 +594,19 @@ class PropertyChecker:
             (path[i], path[i + 1]) in event.stops for i in range(len(path) - 1)
         )
 
-    def _applied(self, obs: Observation, where: str) -> list[Violation]:
-        status, site, event_id = obs["status"], obs["site"], obs["event"]
-        event = self._events[event_id]
-        if status == "conflict":
-            event.conflicts.add(site)
-        if status != "ok":
+    def _built(self, obs: Observation, event: _Event, where: str) -> list[Violation]:
+        """P6: the value a delta built at a site is the value the origin wrote."""
+        self._built_any = True
+        if obs["value"] == event.value:
             return []
-        self._applied_any = True
-        out: list[Violation] = []
-        if site in event.applied:  # P3
-            out.append(Violation("P3", f"event {event_id} applied twice at site {site}", where))
-        event.applied.add(site)
-        if "value" in obs:  # P6: a value built from a delta
-            self._built_any = True
-            if obs["value"] != event.value:
-                out.append(
-                    Violation(
-                        "P6",
-                        f"event {event_id} built {obs['value']!r} at site {site} "
-                        f"but the origin wrote {event.value!r}",
-                        where,
-                    )
-                )
-        return out
+        return [
+            Violation(
+                "P6",
+                f"event {obs['event']} built {obs['value']!r} at site {obs['site']} "
+                f"but the origin wrote {event.value!r}",
+                where,
+            )
+        ]
 
     def _sent(self, obs: Observation, where: str) -> list[Violation]:
         """P4: per event, the senders that shipped it form a tree rooted at its origin.
@@ -544,25 +651,36 @@ class PropertyChecker:
 
     # -- quiescence: P2 and P5 -----------------------------------------------------------
 
-    def _at_quiescence(self, state: dict[str, Any], where: str) -> list[Violation]:
-        """P2 and P5, after `settle` with every site up."""
+    def _pending(self) -> list[_Unaccounted]:
+        """P2's candidates at a quiescence: the events that left every queue without
+        reaching some site, and those still queued (settle's cap); where each still owes
+        a site."""
+        if not self._written_since_wipe:
+            return []
+        pending = list(self._unaccounted)
+        for event_id, event in self._events.items():  # still queued (settle's cap)
+            if event.before_wipe:
+                continue
+            paths = self._paths.get(event.origin) or delivery_paths(self._graph, event.origin)
+            self._paths[event.origin] = paths
+            pending.extend(
+                _Unaccounted(event_id, site, event.key, event.version)
+                for site, site_paths in paths.items()
+                if site not in event.applied
+                and not all(self._stopped(event, path) for path in site_paths)
+            )
+        return pending
+
+    def _at_quiescence(
+        self, state: dict[str, Any], pending: list[_Unaccounted], where: str
+    ) -> list[Violation]:
+        """P2 and P5, after `settle` with every site up (`state` holds at least the
+        entries of `pending`'s keys and of `_p5_keys`)."""
         violations: list[Violation] = []
         sites = state["sites"]
         if self._written_since_wipe:
             self._quiescent_checks += 1
-            pending = list(self._unaccounted)
             self._unaccounted.clear()
-            for event_id, event in self._events.items():  # still queued (settle's cap)
-                if event.before_wipe:
-                    continue
-                paths = self._paths.get(event.origin) or delivery_paths(self._graph, event.origin)
-                self._paths[event.origin] = paths
-                pending.extend(
-                    _Unaccounted(event_id, site, event.key, event.version)
-                    for site, site_paths in paths.items()
-                    if site not in event.applied
-                    and not all(self._stopped(event, path) for path in site_paths)
-                )
             for item in pending:
                 entry = sites[str(item.site)]["entries"].get(item.key)
                 if entry is not None and tag_order(entry["version"]) > tag_order(item.version):
@@ -582,16 +700,24 @@ class PropertyChecker:
 
     def _p5(self, state: dict[str, Any], where: str) -> list[Violation]:
         """P5 (v1.2): the same entries at every site, key by key, for the keys that no
-        drop, remaining dead letter or write before the last wipe concerns."""
-        excluded = self._keys_dropped | self._keys_before_wipe
-        for sender in state["senders"].values():
-            excluded.update(record["key"] for record in sender["dlq"])
+        drop, remaining dead letter or write before the last wipe concerns. Only the keys
+        changed since the last look, and those that differed then, are compared; the
+        message is the one a comparison of every key gives (the first pair of sites, in
+        site order, that differs, and its keys in sorted order)."""
         entries = [(site, state["sites"][str(site)]["entries"]) for site in self.config.sites]
-        keys = sorted({key for _, held in entries for key in held} - excluded)
-        if not keys:
+        (first, held), *others = entries
+        for key in self._p5_keys():
+            if any(held.get(key) != other.get(key) for _, other in others):
+                self._differing.add(key)
+            else:
+                self._differing.discard(key)
+        self._dirty.clear()
+        if not self._comparable:
             return []  # checked on nothing
         self._p5_checks += 1
-        (first, held), *others = entries
+        if not self._differing:
+            return []
+        keys = sorted(self._differing)
         for site, other in others:
             differing = [key for key in keys if held.get(key) != other.get(key)]
             if differing:

@@ -410,7 +410,12 @@ class TraceRun:
         violations: list[Violation] = []
         if self.checker is not None:
             violations = self.checker.after_step(
-                op, observations, self.engine.observe, where, self._settle_capped
+                op,
+                observations,
+                self.engine.observe,
+                where,
+                self._settle_capped,
+                getattr(self.engine, "observe_keys", None),
             )
         self.last_violations = violations
         if self.failure is None:
