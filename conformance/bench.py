@@ -24,7 +24,7 @@ from conformance.running.ahead import possible as ahead_possible
 from conformance.spark.check import check_trace
 from traces.canonical import canonical_json
 from traces.engine import make_engine
-from traces.generate import steady_workload
+from traces.generate import ring_workload, steady_workload
 from traces.ops import Op
 from traces.parquet import op_parser, open_trace_set
 
@@ -38,6 +38,22 @@ def time_engine(name: str, config: Any, ops: list[Op]) -> float:
     start = time.perf_counter()
     for op in ops:
         engine.apply(op)
+    return time.perf_counter() - start
+
+
+def time_checker(config: Any, ops: list[Op]) -> float:
+    """Seconds the model takes with the property checker following it (P2-P8, P12, as
+    `replay --check-properties` runs them), garbage collected first."""
+    from conformance.properties.checker import PropertyChecker
+
+    engine = make_engine("model", config)
+    checker = PropertyChecker(config)
+    observe, observe_keys = engine.observe, getattr(engine, "observe_keys", None)
+    capped = lambda: bool(getattr(engine, "settle_capped", False))  # noqa: E731
+    gc.collect()
+    start = time.perf_counter()
+    for op in ops:
+        checker.after_step(op, engine.apply(op), observe, "", capped, observe_keys)
     return time.perf_counter() - start
 
 
@@ -101,6 +117,7 @@ def engines(ops: int, keys: int, seed: int, repeat: int, say: Say) -> dict[str, 
         ops, keys=keys, seed=seed, dispatchers=PARALLEL_DISPATCHERS
     )
     parallel_events = sum(1 for op in parallel_workload if op.op in ("put", "delta", "destroy"))
+    ring_config, ring = ring_workload(ops, keys=keys, seed=seed)
     seconds: dict[str, float] = {}
     timers: dict[str, Callable[[], float]] = {
         "model": lambda: time_engine("model", config, workload),
@@ -108,6 +125,8 @@ def engines(ops: int, keys: int, seed: int, repeat: int, say: Say) -> dict[str, 
         "impl": lambda: time_engine("impl", config, workload),
         "impl parallel": lambda: time_engine("impl", parallel_config, parallel_workload),
         "lockstep": lambda: time_lockstep(config, workload),
+        "model, ring": lambda: time_engine("model", ring_config, ring),
+        "model and properties, ring": lambda: time_checker(ring_config, ring),
     }
     if ahead_possible():
         timers["lockstep ahead"] = lambda: time_lockstep(config, workload, ahead=True)
@@ -138,6 +157,15 @@ def engines(ops: int, keys: int, seed: int, repeat: int, say: Say) -> dict[str, 
         # per event, the parallel workload against the serial one (SPEC v2.0's bar: 1.3x)
         "model_parallel_vs_serial": round(
             seconds["model parallel"] / parallel_events / (seconds["model"] / events), 2
+        ),
+        # the properties (P2-P8, P12) on the ring workload, per operation, beside the model
+        "ring_ops": len(ring),
+        "model_ring_us_per_op": round(seconds["model, ring"] / len(ring) * 1e6, 2),
+        "properties_us_per_op": round(
+            (seconds["model and properties, ring"] - seconds["model, ring"]) / len(ring) * 1e6, 2
+        ),
+        "properties_vs_model": round(
+            seconds["model and properties, ring"] / seconds["model, ring"], 2
         ),
         "impl_parallel_vs_serial": round(
             seconds["impl parallel"] / parallel_events / (seconds["impl"] / events), 2

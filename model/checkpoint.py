@@ -211,7 +211,11 @@ def _sender(config: Config, sender: SenderConfig, doc: dict[str, Any]) -> Sender
                 tuple(positions[i] for i in in_flight["events"]),
                 tuple(in_flight["events"]),
                 in_flight["sent_at"],
+                tuple(in_flight["shipped"]),
+                frozenset(positions[i] for i in in_flight["events"]),
             ),
+            recovered=Map({positions[i]: True for i in saved["recovered"]}),
+            conflation=_conflation_index(sender, dispatcher.queue, saved["recovered"]),
             next_retry_at=saved["next_retry_at"],
             batch_message=None
             if batch is None
@@ -230,6 +234,20 @@ def _sender(config: Config, sender: SenderConfig, doc: dict[str, Any]) -> Sender
         )
         current = with_dispatcher(current, index, dispatcher)
     return current
+
+
+def _conflation_index(
+    sender: SenderConfig, queue: Seq[GatewayEvent], recovered: list[str]
+) -> Map[str, tuple[int, ...]]:
+    """R32's index, which follows from the queue: its updates that are not recovered."""
+    if not sender.enable_batch_conflation:
+        return Map()
+    index: dict[str, tuple[int, ...]] = {}
+    kept = set(recovered)
+    for position, event in queue.positioned():
+        if event.op == "update" and event.event_id not in kept:
+            index[event.key] = (*index.get(event.key, ()), position)
+    return Map(index)
 
 
 def from_state_doc(config: Config, doc: dict[str, Any]) -> State:

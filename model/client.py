@@ -8,7 +8,7 @@ origin site (R11).
 
 from __future__ import annotations
 
-from model.queues import enqueue
+from model.queues import enqueue, not_queued, not_queued_observation
 from model.routing import bucket_of
 from model.state import Entry, GatewayEvent, OpLabel, State, Tag
 from traces.canonical import size
@@ -40,7 +40,7 @@ def write(
     value: Value | None,
     delta: Value | None,
     thread: int,
-) -> tuple[State, Observation]:
+) -> tuple[State, list[Observation]]:
     """R3, R9-R11: one client write of `value` (None: destroy) at `origin` by client
     thread `thread`."""
     site = state.sites[origin]
@@ -79,10 +79,17 @@ def write(
     )
     senders = state.senders
     routes: dict[str, dict[str, int | None]] = {}
+    after: list[Observation] = []  # what queuing the event caused (R32, R37)
     for sender_config in senders_here:
-        sender, index = enqueue(sender_config, senders[sender_config.id], event)
+        sender = senders[sender_config.id]
+        if not sender.running:  # R37: a stopped sender queues nothing
+            senders = senders.set(sender_config.id, not_queued(sender))
+            after.append(not_queued_observation(sender_config.id, event_id))
+            continue
+        sender, index, conflated = enqueue(sender_config, sender, event)
         senders = senders.set(sender_config.id, sender)
         routes[sender_config.id] = {"dispatcher": index, "bucket": bucket}
+        after += conflated
     observation: Observation = {
         "kind": "enqueued",
         "site": origin,
@@ -91,16 +98,16 @@ def write(
         "op": op,
         "version": list(version),
         "value": value,
-        "senders": [s.id for s in senders_here],
+        "senders": list(routes),
         "routes": routes,
     }
-    return state._replace(sites=state.sites.set(origin, site), senders=senders), observation
+    state = state._replace(sites=state.sites.set(origin, site), senders=senders)
+    return state, [observation, *after]
 
 
 def put(config: Config, state: State, op: Put) -> tuple[State, list[Observation]]:
     """R10 put: store the full value."""
-    state, observation = write(config, state, op.site, op.key, op.value, None, op.thread)
-    return state, [observation]
+    return write(config, state, op.site, op.key, op.value, None, op.thread)
 
 
 def apply_delta(config: Config, state: State, op: Delta) -> tuple[State, list[Observation]]:
@@ -108,20 +115,18 @@ def apply_delta(config: Config, state: State, op: Delta) -> tuple[State, list[Ob
     current = state.sites[op.site].entries[op.key]
     assert current.value is not None  # enabled() guarantees a live entry
     value = {**current.value, **op.changes}
-    state, observation = write(config, state, op.site, op.key, value, op.changes, op.thread)
-    return state, [observation]
+    return write(config, state, op.site, op.key, value, op.changes, op.thread)
 
 
 def destroy(config: Config, state: State, op: Destroy) -> tuple[State, list[Observation]]:
     """R10 destroy: store a tombstone (kept forever, R2)."""
-    state, observation = write(config, state, op.site, op.key, None, None, op.thread)
-    return state, [observation]
+    return write(config, state, op.site, op.key, None, None, op.thread)
 
 
 def putall(config: Config, state: State, op: PutAll) -> tuple[State, list[Observation]]:
     """R10 putall: puts in sorted key order, one sequence number each (R3), never deltas."""
     observations: list[Observation] = []
     for key in sorted(op.entries):
-        state, observation = write(config, state, op.site, key, op.entries[key], None, op.thread)
-        observations.append(observation)
+        state, written = write(config, state, op.site, key, op.entries[key], None, op.thread)
+        observations += written
     return state, observations

@@ -56,7 +56,7 @@ def site_down(config: Config, state: State, op: SiteDown) -> tuple[State, list[O
 def site_up(config: Config, state: State, op: SiteUp) -> tuple[State, list[Observation]]:
     """R21: the site restarts; with `wipe` its region, memory and queues start empty
     (v2.0: every dispatcher of its senders as new, batch-id counters kept; the sender
-    running and not paused)."""
+    running unless it starts manually, and not paused)."""
     site = state.sites[op.site]._replace(up=True)
     senders = state.senders
     if op.wipe:
@@ -66,7 +66,7 @@ def site_up(config: Config, state: State, op: SiteUp) -> tuple[State, list[Obser
             current = senders[sender.id]
             fresh = current._replace(
                 dispatchers=fresh_dispatchers(sender, current.dispatchers),
-                running=True,
+                running=not sender.manual_start,  # a brand-new system starts as configured
                 paused=False,
             )
             senders = senders.set(sender.id, fresh)

@@ -77,7 +77,7 @@ def _dispatcher(dispatcher: Dispatcher) -> dict[str, Any]:
         else {
             "batch_id": in_flight.batch_id,
             "events": list(in_flight.event_ids),
-            "shipped": list(in_flight.event_ids),
+            "shipped": list(in_flight.shipped),
             "sent_at": in_flight.sent_at,
         },
         "next_retry_at": dispatcher.next_retry_at,
@@ -85,7 +85,7 @@ def _dispatcher(dispatcher: Dispatcher) -> dict[str, Any]:
             "batch": dispatcher.batch_message is not None,
             "ack": dispatcher.ack_message is not None,
         },
-        "recovered": [],
+        "recovered": [queue.at(p).event_id for p in sorted(dispatcher.recovered)],
         "on_disk": [queue.at(position).event_id for position in sorted(dispatcher.on_disk)],
         "memory_bytes": dispatcher.memory_bytes,
     }

@@ -11,8 +11,9 @@ from collections import Counter
 
 from immutables import Map
 
-from model.queues import enqueue, with_dispatcher
+from model.queues import enqueue, not_queued, not_queued_observation, with_dispatcher
 from model.routing import bucket_of
+from model.tags import wins
 from model.state import AckMessage, Entry, Failure, GatewayEvent, Sender, State, Status, Tag
 from traces.config import Config
 from traces.observations import Observation
@@ -25,15 +26,6 @@ _STAT_OF_STATUS: dict[Status, str] = {  # the site counter each R16 status adds 
     "failed": "failures",
     "invalid_delta": "invalid_deltas",
 }
-
-
-def wins(incoming: Tag, current: Tag) -> bool:
-    """R16.3: does an incoming tag win over the current entry's tag?"""
-    incoming_ev, incoming_ts, incoming_dsid = incoming
-    current_ev, current_ts, current_dsid = current
-    if incoming_dsid == current_dsid:
-        return (incoming_ts, incoming_ev) > (current_ts, current_ev)
-    return incoming_ts > current_ts or (incoming_ts == current_ts and incoming_dsid > current_dsid)
 
 
 def forward(
@@ -55,7 +47,12 @@ def forward(
         bucket=bucket_of(config, site_id, event.key),  # R28: at the forwarding site
     )
     for sender in offered:
-        current, index = enqueue(sender, senders[sender.id], copy)
+        current = senders[sender.id]
+        if not current.running:  # R37: a stopped sender queues nothing
+            senders = senders.set(sender.id, not_queued(current))
+            observations.append(not_queued_observation(sender.id, event.event_id))
+            continue
+        current, index, conflated = enqueue(sender, current, copy)
         senders = senders.set(sender.id, current)
         observations.append(
             {
@@ -66,6 +63,7 @@ def forward(
                 "event": event.event_id,
             }
         )
+        observations += conflated
     return senders, observations
 
 

@@ -16,9 +16,11 @@ from bisect import bisect_left
 from collections.abc import Iterator
 from itertools import islice
 
-from model.queues import enqueue, flagged, remove, with_dispatcher
-from model.receiver import wins
+from model.queues import abandon, enqueue, loses_its_base, reappended, remove, with_dispatcher
 from model.routing import bucket_of
+from model.tags import wins
+from immutables import Map
+
 from model.state import (
     BatchMessage,
     DeadLetter,
@@ -32,7 +34,15 @@ from model.state import (
 from traces.canonical import size
 from traces.config import Config, SenderConfig
 from traces.observations import Observation
-from traces.ops import Redeliver, Value
+from traces.ops import (
+    PauseSender,
+    Redeliver,
+    RestartSender,
+    ResumeSender,
+    StartSender,
+    StopSender,
+    Value,
+)
 
 
 def ships_as_delta(sender: SenderConfig, event: GatewayEvent) -> bool:
@@ -126,7 +136,7 @@ def flush(config: Config, state: State, sender: SenderConfig) -> tuple[State, li
             )
             continue
         current, sent = _send(config, sender, current, index, now)
-        observations.append(sent)
+        observations.extend(sent)
     if not observations:
         return state, []
     return state._replace(senders=state.senders.set(sender.id, current)), observations
@@ -134,8 +144,10 @@ def flush(config: Config, state: State, sender: SenderConfig) -> tuple[State, li
 
 def _send(
     config: Config, sender: SenderConfig, current: Sender, index: int, now: int
-) -> tuple[Sender, Observation]:
-    """R13-R15: dispatcher `index` sends its next batch (R15's prefix, or R31's)."""
+) -> tuple[Sender, list[Observation]]:
+    """R13-R15: dispatcher `index` sends its next batch (R15's prefix, or R31's), less the
+    members that batch conflation keeps back (R33); the `conflated` and `sent`
+    observations."""
     dispatcher = current.dispatchers[index]
     cursor = dispatcher.cursor
     if cursor is None:
@@ -143,16 +155,47 @@ def _send(
     else:
         buckets_total = config.region(sender.site).total_num_buckets
         members, cursor = parallel_batch(sender, index, dispatcher, buckets_total)
-    events = [event for _, event in members]
+    observations: list[Observation] = []
+    stats = current.stats
+    kept_back: set[int] = set()
+    if sender.enable_batch_conflation and len(members) > 1:
+        members, kept_back, conflated, converted = conflate_batch(sender, members)
+        if converted:  # R34: survivors that now ship their full value
+            dispatcher = dispatcher._replace(
+                queue=dispatcher.queue.replace({p: e for p, e in members if p in converted})
+            )
+            stats = stats._replace(conflation_full_values=stats.conflation_full_values + len(converted))
+        for member, by in conflated:
+            observations.append(
+                {
+                    "kind": "conflated",
+                    "sender": sender.id,
+                    "dispatcher": index,
+                    "event": member,
+                    "by": by,
+                    "where": "batch",
+                }
+            )
+        stats = stats._replace(
+            events_conflated_from_batches=stats.events_conflated_from_batches + len(conflated)
+        )
+    events = [event for p, event in members if p not in kept_back]
     shipped = tuple((event, ships_as_delta(sender, event)) for event in events)
     batch_id = dispatcher.last_batch_id + 1
     bytes_full = sum(shipped_bytes(e, False) for e, as_delta in shipped if not as_delta)
     bytes_delta = sum(shipped_bytes(e, True) for e, as_delta in shipped if as_delta)
     resent = sum(1 for e in events if e.possible_duplicate)
     ids = tuple(e.event_id for e in events)
-    stats = current.stats
+    positions = tuple(p for p, _ in members)
     updated = dispatcher._replace(
-        in_flight=InFlight(batch_id, tuple(p for p, _ in members), ids, now),
+        in_flight=InFlight(
+            batch_id,
+            positions,
+            tuple(e.event_id for _, e in members),
+            now,
+            ids,
+            frozenset(positions),
+        ),
         last_batch_id=batch_id,
         batch_message=BatchMessage(batch_id, shipped),
         resend=(),
@@ -167,17 +210,54 @@ def _send(
             bytes_delta=stats.bytes_delta + bytes_delta,
         )
     )
-    observation = {
-        "kind": "sent",
-        "sender": sender.id,
-        "dispatcher": index,
-        "batch_id": batch_id,
-        "events": list(ids),
-        "bytes_full": bytes_full,
-        "bytes_delta": bytes_delta,
-        "events_resent": resent,
-    }
-    return current, observation
+    observations.append(
+        {
+            "kind": "sent",
+            "sender": sender.id,
+            "dispatcher": index,
+            "batch_id": batch_id,
+            "events": list(ids),
+            "bytes_full": bytes_full,
+            "bytes_delta": bytes_delta,
+            "events_resent": resent,
+        }
+    )
+    return current, observations
+
+
+def conflate_batch(
+    sender: SenderConfig, members: list[tuple[int, GatewayEvent]]
+) -> tuple[list[tuple[int, GatewayEvent]], set[int], list[tuple[str, str]], set[int]]:
+    """R33: the members of a batch that a later update of their key, with a newer tag,
+    makes unnecessary: each is kept back (not shipped) and named with `by`, the latest
+    such update (which is shipped). R34: a survivor that would ship as a delta on the tag
+    of one it conflated is converted to ship its full value. Returns the members (with
+    conversions), the positions kept back, (member, by) in batch order and the positions
+    converted."""
+    updates: dict[str, list[int]] = {}  # key -> indexes (in `members`) of its updates
+    for i, (_, event) in enumerate(members):
+        if event.op == "update":
+            updates.setdefault(event.key, []).append(i)
+    kept_back: set[int] = set()
+    conflated: list[tuple[str, str]] = []
+    survivors: dict[int, list[int]] = {}  # index of `by` -> indexes it conflated
+    for i, (position, event) in enumerate(members):
+        if event.op != "update":
+            continue
+        later = [j for j in updates[event.key] if j > i and wins(members[j][1].version, event.version)]
+        if later:
+            by = later[-1]
+            kept_back.add(position)
+            conflated.append((event.event_id, members[by][1].event_id))
+            survivors.setdefault(by, []).append(i)
+    members = list(members)
+    converted: set[int] = set()
+    for by, gone in survivors.items():
+        position, survivor = members[by]
+        if any(loses_its_base(sender, survivor, members[i][1]) for i in gone):
+            members[by] = (position, survivor._replace(converted=True))
+            converted.add(position)
+    return members, kept_back, conflated, converted
 
 
 # -- dead letters (R24, R26) ----------------------------------------------------------------
@@ -218,6 +298,7 @@ def redeliver(config: Config, state: State, op: Redeliver) -> tuple[State, list[
         entry = entries.get(record.key)
         value: Value | None
         stats = current.stats
+        conflated: list[Observation] = []
         if entry is not None and wins(entry.version, record.version):
             outcome = "superseded"
         elif entry is not None and entry.version == record.version:
@@ -246,7 +327,8 @@ def redeliver(config: Config, state: State, op: Redeliver) -> tuple[State, list[
                 size=size(value),
                 bucket=bucket_of(config, sender.site, record.key),
             )
-            current, _ = enqueue(sender, current, event)
+            current, _, conflated = enqueue(sender, current, event)
+            stats = current.stats
             current = current._replace(stats=stats._replace(redelivered=stats.redelivered + 1))
         elif outcome == "superseded":
             current = current._replace(
@@ -264,6 +346,7 @@ def redeliver(config: Config, state: State, op: Redeliver) -> tuple[State, list[
                 "outcome": outcome,
             }
         )
+        observations += conflated  # R32: the requeued update may conflate an earlier one
     dead_letters: Seq[DeadLetter] = Seq()
     for record in left:
         dead_letters = dead_letters.append(record)
@@ -278,7 +361,8 @@ def deliver_ack(
     config: Config, state: State, sender_id: str, index: int
 ) -> tuple[State, list[Observation]]:
     """R18, R19, R24: dispatcher `index` processes the ack of its batch in flight, event by
-    event in batch order."""
+    event in batch order: each shipped event by its status, every member R33 kept back
+    leaves too; R38: then an alert per event removed that waited past the threshold."""
     sender = config.sender(sender_id)
     current = state.senders[sender_id]
     dispatcher = current.dispatchers[index]
@@ -291,8 +375,15 @@ def deliver_ack(
     follow_ups: list[Observation] = []
     stats = current.stats
     dead_letters = current.dead_letters
-    for position, (status, exception) in zip(in_flight.positions, ack.statuses, strict=True):
+    statuses = iter(ack.statuses)
+    shipped = in_flight.shipped
+    for position, event_id in zip(in_flight.positions, in_flight.event_ids, strict=True):
         event = queue.at(position)
+        if len(shipped) != len(in_flight.event_ids) and event_id not in shipped:
+            removed.append(event_id)  # R33: kept back from the batch, it leaves with it
+            gone.append(position)
+            continue
+        status, exception = next(statuses)
         if status == "invalid_delta":  # R19: stays (at the head), converted to full
             kept[position] = event._replace(converted=True)
             stats = stats._replace(invalid_deltas=stats.invalid_deltas + 1)
@@ -326,6 +417,24 @@ def deliver_ack(
                 "exception": exception,
             }
         )
+    alerts: list[Observation] = []
+    threshold, now = sender.alert_threshold_ms, state.time
+    if threshold > 0:  # R38, over every member that left, in batch order
+        for position in gone:
+            event = queue.at(position)
+            if event.enqueued_at + threshold < now:
+                alerts.append(
+                    {
+                        "kind": "alert",
+                        "sender": sender_id,
+                        "dispatcher": index,
+                        "event": event.event_id,
+                        "queued_ms": now - event.enqueued_at,
+                    }
+                )
+        stats = stats._replace(
+            events_exceeding_alert_threshold=stats.events_exceeding_alert_threshold + len(alerts)
+        )
     dispatcher = remove(dispatcher._replace(queue=queue.replace(kept)), gone)
     updated = dispatcher._replace(
         in_flight=None,
@@ -342,7 +451,8 @@ def deliver_ack(
         "batch_id": ack.batch_id,
         "removed": removed,
     }
-    return state._replace(senders=state.senders.set(sender_id, current)), [acked, *follow_ups]
+    observations = [acked, *follow_ups, *alerts]
+    return state._replace(senders=state.senders.set(sender_id, current)), observations
 
 
 def timeouts(config: Config, state: State) -> tuple[State, list[Observation]]:
@@ -358,13 +468,8 @@ def timeouts(config: Config, state: State) -> tuple[State, list[Observation]]:
             in_flight = dispatcher.in_flight
             if in_flight is None or now < in_flight.sent_at + sender.ack_timeout_ms:
                 continue
-            updated = dispatcher._replace(
-                queue=flagged(dispatcher, in_flight.positions),
-                in_flight=None,
-                batch_message=None,
-                ack_message=None,
-                next_retry_at=now + sender.retry_interval_ms,
-                resend=in_flight.positions if dispatcher.cursor is not None else (),
+            updated = abandon(sender, dispatcher)._replace(
+                next_retry_at=now + sender.retry_interval_ms
             )
             stats = current.stats
             current = with_dispatcher(current, index, updated)._replace(
@@ -376,9 +481,129 @@ def timeouts(config: Config, state: State) -> tuple[State, list[Observation]]:
                     "sender": sender.id,
                     "dispatcher": index,
                     "batch_id": in_flight.batch_id,
-                    "events": list(in_flight.event_ids),
+                    "events": list(in_flight.shipped),
                 }
             )
         if current is not before:
             state = state._replace(senders=state.senders.set(sender.id, current))
     return state, observations
+
+
+# -- the sender's lifecycle (R36, R37) -------------------------------------------------------
+
+
+def _lost(
+    sender: SenderConfig, current: Sender, reason: str, counter: str
+) -> tuple[Sender, list[Observation]]:
+    """Every queued event of every dispatcher lost (`queue_lost`, dispatcher order, then
+    queue order); the dispatchers emptied but for their batch-id counters."""
+    observations: list[Observation] = [
+        {
+            "kind": "queue_lost",
+            "sender": sender.id,
+            "dispatcher": index,
+            "event": event.event_id,
+            "reason": reason,
+        }
+        for index, dispatcher in enumerate(current.dispatchers)
+        for event in dispatcher.queue
+    ]
+    stats = current.stats
+    stats = stats._replace(**{counter: getattr(stats, counter) + len(observations)})
+    dispatchers = tuple(
+        Dispatcher(
+            cursor=dispatcher.cursor,
+            next_retry_at=dispatcher.next_retry_at,
+            last_batch_id=dispatcher.last_batch_id,
+        )
+        for dispatcher in current.dispatchers
+    )
+    return current._replace(dispatchers=dispatchers, stats=stats), observations
+
+
+def restart_sender(
+    config: Config, state: State, op: RestartSender
+) -> tuple[State, list[Observation]]:
+    """R36: the members hosting the sender's queues crash and restart. Every dispatcher's
+    messages leave the network and its batch in flight is given up; with persistence
+    every queued event stays, in order (those in flight as possible duplicates), now
+    `recovered` (R32) and placed anew by R35; without, every queued event is lost. The
+    sender runs, not paused; counters, dead letters and batch ids are kept."""
+    sender = config.sender(op.sender)
+    current = state.senders[op.sender]
+    dispatchers = []
+    for index, dispatcher in enumerate(current.dispatchers):
+        dispatcher = abandon(sender, dispatcher)._replace(next_retry_at=0, resend=())
+        dispatchers.append(
+            reappended(sender, index, dispatcher)
+            if sender.enable_persistence
+            else dispatcher._replace(cursor=index if sender.parallel else None)
+        )
+    current = current._replace(dispatchers=tuple(dispatchers), running=True, paused=False)
+    kept = sum(len(d.queue) for d in current.dispatchers) if sender.enable_persistence else 0
+    observations: list[Observation] = [
+        {"kind": "lifecycle", "sender": op.sender, "action": "restart", "kept": kept}
+    ]
+    if not sender.enable_persistence:
+        current, lost = _lost(sender, current, "restart", "events_lost_on_restart")
+        current = current._replace(
+            dispatchers=tuple(d._replace(next_retry_at=0) for d in current.dispatchers)
+        )
+        observations += lost
+    return state._replace(senders=state.senders.set(op.sender, current)), observations
+
+
+def stop_sender(config: Config, state: State, op: StopSender) -> tuple[State, list[Observation]]:
+    """R37: every batch in flight abandoned as R20 abandons one (no timeout counted, the
+    retry time kept); the sender stopped, not paused. A serial non-persistent sender
+    loses its queue; a persistent serial one keeps it, no longer indexed (`recovered`,
+    R32); a parallel one keeps it as it is."""
+    sender = config.sender(op.sender)
+    current = state.senders[op.sender]
+    dispatchers = tuple(abandon(sender, d) for d in current.dispatchers)
+    if sender.enable_persistence and not sender.parallel:
+        dispatchers = tuple(
+            d._replace(
+                recovered=Map({p: True for p, _ in d.queue.positioned()}), conflation=Map()
+            )
+            for d in dispatchers
+        )
+    current = current._replace(dispatchers=dispatchers, running=False, paused=False)
+    observations: list[Observation] = [{"kind": "lifecycle", "sender": op.sender, "action": "stop"}]
+    if not sender.parallel and not sender.enable_persistence:
+        current, lost = _lost(sender, current, "stop", "events_lost_on_restart")
+        observations += lost
+    return state._replace(senders=state.senders.set(op.sender, current)), observations
+
+
+def start_sender(config: Config, state: State, op: StartSender) -> tuple[State, list[Observation]]:
+    """R37: the sender runs again, unpaused, each dispatcher ready to flush at once; with
+    `clean_queues` every queued event is discarded first."""
+    sender = config.sender(op.sender)
+    current = state.senders[op.sender]
+    observations: list[Observation] = [
+        {"kind": "lifecycle", "sender": op.sender, "action": "start"}
+    ]
+    if op.clean_queues:
+        current, lost = _lost(sender, current, "clean_queues", "events_discarded_clean_start")
+        observations += lost
+    dispatchers = tuple(d._replace(next_retry_at=0) for d in current.dispatchers)
+    current = current._replace(dispatchers=dispatchers, running=True, paused=False)
+    return state._replace(senders=state.senders.set(op.sender, current)), observations
+
+
+def pause_sender(config: Config, state: State, op: PauseSender) -> tuple[State, list[Observation]]:
+    """R37: no flush while paused; events keep being queued, a batch in flight may still
+    be delivered, acknowledged or time out."""
+    current = state.senders[op.sender]._replace(paused=True)
+    observation: Observation = {"kind": "lifecycle", "sender": op.sender, "action": "pause"}
+    return state._replace(senders=state.senders.set(op.sender, current)), [observation]
+
+
+def resume_sender(
+    config: Config, state: State, op: ResumeSender
+) -> tuple[State, list[Observation]]:
+    """R37: the paused sender flushes again."""
+    current = state.senders[op.sender]._replace(paused=False)
+    observation: Observation = {"kind": "lifecycle", "sender": op.sender, "action": "resume"}
+    return state._replace(senders=state.senders.set(op.sender, current)), [observation]

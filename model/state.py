@@ -200,12 +200,15 @@ class AckMessage(NamedTuple):
 class InFlight(NamedTuple):
     """R13: a dispatcher's one unacknowledged batch: its members' queue positions and ids,
     in batch order (a serial dispatcher's are its queue's first events, R15; a parallel
-    one's its buckets' first events, R31)."""
+    one's its buckets' first events, R31), and the ids of those shipped (R33: batch
+    conflation keeps some members back)."""
 
     batch_id: int
     positions: tuple[int, ...]
     event_ids: tuple[str, ...]
     sent_at: int
+    shipped: tuple[str, ...]
+    members: frozenset[int]  # `positions` as a set (R32 asks "is it in flight?")
 
 
 class DeadLetter(NamedTuple):
@@ -286,6 +289,8 @@ class Dispatcher(NamedTuple):
     ack_message: AckMessage | None = None
     memory_bytes: int = 0  # R35: the sizes of the queued events held in memory
     on_disk: Map[int, int] = Map()  # R35: positions of the events on disk -> their size
+    recovered: Map[int, bool] = Map()  # R32, R36, R37: positions kept across a restart
+    conflation: Map[str, tuple[int, ...]] = Map()  # R32: key -> positions of indexed updates
 
 
 class Sender(NamedTuple):

@@ -30,12 +30,17 @@ from traces.ops import (
     DropAck,
     Fail,
     Op,
+    PauseSender,
     Put,
     PutAll,
     Redeliver,
+    RestartSender,
+    ResumeSender,
     Settle,
     SiteDown,
     SiteUp,
+    StartSender,
+    StopSender,
     Tick,
 )
 
@@ -73,6 +78,12 @@ class _View:
 
     def dead_letters(self, sender: str) -> list[str]:
         return [record.event_id for record in self.state.senders[sender].dead_letters]
+
+    def running(self, sender: str) -> bool:
+        return self.state.senders[sender].running
+
+    def paused(self, sender: str) -> bool:
+        return self.state.senders[sender].paused
 
 
 def enabled(config: Config, state: State, op: Op) -> bool:
@@ -113,6 +124,11 @@ _EFFECTS: dict[type[Any], Callable[[Config, State, Any], tuple[State, list[Obser
     Fail: faults.fail,
     Settle: _settle,
     Redeliver: sender.redeliver,
+    RestartSender: sender.restart_sender,
+    StopSender: sender.stop_sender,
+    StartSender: sender.start_sender,
+    PauseSender: sender.pause_sender,
+    ResumeSender: sender.resume_sender,
 }
 
 

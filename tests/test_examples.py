@@ -25,7 +25,7 @@ EXAMPLE_NAMES = sorted(path.stem for path in EXAMPLES.glob("*.jsonl"))
 
 def test_every_example_is_small_and_listed_in_the_readme() -> None:
     readme = (EXAMPLES / "README.md").read_text(encoding="utf-8")
-    assert len(EXAMPLE_NAMES) == 19
+    assert len(EXAMPLE_NAMES) == 28
     for name in EXAMPLE_NAMES:
         lines = (EXAMPLES / f"{name}.jsonl").read_text(encoding="utf-8").splitlines()
         assert set(json.loads(lines[0])) == {"config"}

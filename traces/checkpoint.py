@@ -158,20 +158,23 @@ def _check_dispatchers(sender: SenderConfig, doc: dict[str, Any], at: str) -> No
                 raise CheckpointError(
                     f"{here}.in_flight.events: not the queue's first events (R13)"
                 )
-            if in_flight["shipped"] != ids:
-                raise CheckpointError(f"{here}.in_flight.shipped: not the batch's events")
+            shipped = iter(ids)
+            if not all(event in shipped for event in in_flight["shipped"]):
+                raise CheckpointError(
+                    f"{here}.in_flight.shipped: not events of the batch, in its order (R33)"
+                )
             if in_flight["batch_id"] > dispatcher["last_batch_id"]:
                 raise CheckpointError(f"{here}.in_flight.batch_id: after last_batch_id (R15)")
         if batch is not None and (
             in_flight is None
             or batch["batch_id"] != in_flight["batch_id"]
-            or [event["event"] for event in batch["events"]] != in_flight["events"]
+            or [event["event"] for event in batch["events"]] != in_flight["shipped"]
         ):
-            raise CheckpointError(f"{here}.batch: not the batch in flight (R13, R15)")
+            raise CheckpointError(f"{here}.batch: not the batch in flight (R13, R15, R33)")
         if ack is not None and (
             in_flight is None
             or ack["batch_id"] != in_flight["batch_id"]
-            or len(ack["statuses"]) != len(in_flight["events"])
+            or len(ack["statuses"]) != len(in_flight["shipped"])
         ):
             raise CheckpointError(f"{here}.ack: does not answer the batch in flight (R17)")
         cursor = dispatcher["cursor"]

@@ -1,5 +1,6 @@
 """Configuration types and their validation: R6, R7, R8 (SPEC §2) and R27 (v2.0: regions,
-parallel senders, dispatcher threads, order policies, queue memory).
+parallel senders, dispatcher threads, order policies, queue memory, conflation,
+persistence, the alert threshold, manual start).
 
 A configuration is checked whole before anything runs. Errors name the field as a path
 (`senders[0].batch_size`) and say what is wrong, so a user can fix the trace at once.
@@ -119,6 +120,10 @@ class SenderConfig:
     dispatcher_threads: int = 1
     order_policy: str = "key"
     maximum_queue_memory_bytes: int = DEFAULT_QUEUE_MEMORY
+    enable_batch_conflation: bool = False  # R32-R34
+    enable_persistence: bool = False  # R36, R37
+    alert_threshold_ms: int = 0  # R38 (0: off)
+    manual_start: bool = False  # R37: the sender begins stopped
 
     def to_json(self) -> dict[str, Any]:
         """The v1.2 fields always; the v2.0 fields when they differ from their defaults,
@@ -158,7 +163,16 @@ class ReceiverConfig:
         }
 
 
-V2_SENDER_FIELDS = ("parallel", "dispatcher_threads", "order_policy", "maximum_queue_memory_bytes")
+V2_SENDER_FIELDS = (
+    "parallel",
+    "dispatcher_threads",
+    "order_policy",
+    "maximum_queue_memory_bytes",
+    "enable_batch_conflation",
+    "enable_persistence",
+    "alert_threshold_ms",
+    "manual_start",
+)
 _V2_DEFAULTS: dict[str, Any] = {
     name: SenderConfig.__dataclass_fields__[name].default for name in V2_SENDER_FIELDS
 }
@@ -269,24 +283,8 @@ def json_kind(value: Any) -> str:
     return "an object"
 
 
-NOT_YET: dict[str, str] = {
-    "enable_batch_conflation": "batch conflation (R32-R34)",
-    "enable_persistence": "persistent queues (R36, R37)",
-    "alert_threshold_ms": "the alert threshold (R38)",
-    "manual_start": "the sender's lifecycle (R37)",
-}
-"""SPEC v2.0 sender fields this wanconform does not implement yet (README "The spec"):
-refused by name, so that no trace runs as if they were honoured."""
-
-
 def _check_fields(obj: Mapping[str, Any], allowed: set[str], where: str) -> None:
     unknown = sorted(set(obj) - allowed)
-    for name in unknown:
-        if name in NOT_YET and where.startswith("senders["):
-            raise ConfigError(
-                f"{where}.{name}: SPEC v2.0's {NOT_YET[name]}: not implemented in this "
-                "wanconform yet"
-            )
     if unknown:
         raise ConfigError(
             f"{where}.{unknown[0]}: unknown field (allowed: {', '.join(sorted(allowed))})"
@@ -403,6 +401,10 @@ def _parse_sender(
         maximum_queue_memory_bytes=_int_field(
             obj, "maximum_queue_memory_bytes", where, DEFAULT_QUEUE_MEMORY, 0
         ),
+        enable_batch_conflation=_bool_field(obj, "enable_batch_conflation", where),
+        enable_persistence=_bool_field(obj, "enable_persistence", where),
+        alert_threshold_ms=_int_field(obj, "alert_threshold_ms", where, 0, 0),
+        manual_start=_bool_field(obj, "manual_start", where),
         **ints,
     )
 

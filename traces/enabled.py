@@ -26,10 +26,15 @@ from traces.ops import (
     Op,
     Put,
     PutAll,
+    PauseSender,
     Redeliver,
+    RestartSender,
+    ResumeSender,
     Settle,
     SiteDown,
     SiteUp,
+    StartSender,
+    StopSender,
     Tick,
 )
 
@@ -47,6 +52,14 @@ class StateView(Protocol):
 
     def dead_letters(self, sender: str) -> list[str]:
         """The event ids of the sender's dead-letter records, in queue order (R24)."""
+        ...
+
+    def running(self, sender: str) -> bool:
+        """Whether the sender runs (R37: not stopped)."""
+        ...
+
+    def paused(self, sender: str) -> bool:
+        """Whether the sender is paused (R37)."""
         ...
 
 
@@ -110,6 +123,19 @@ A_SELECTED_RECORD = Condition(
     ),
 )
 
+RUNNING = Condition(
+    lambda c, v, op: v.running(op.sender), lambda c, op: f"sender {op.sender} is stopped"
+)
+STOPPED = Condition(
+    lambda c, v, op: not v.running(op.sender), lambda c, op: f"sender {op.sender} is running"
+)
+NOT_PAUSED = Condition(
+    lambda c, v, op: not v.paused(op.sender), lambda c, op: f"sender {op.sender} is already paused"
+)
+PAUSED = Condition(
+    lambda c, v, op: v.paused(op.sender), lambda c, op: f"sender {op.sender} is not paused"
+)
+
 ENABLED_WHEN: dict[type[Any], tuple[Condition, ...]] = {
     Put: (SITE_UP,),
     Delta: (SITE_UP, LIVE_ENTRY),
@@ -124,7 +150,12 @@ ENABLED_WHEN: dict[type[Any], tuple[Condition, ...]] = {
     SiteUp: (NOT_YET_UP,),
     Fail: (),
     Settle: (),
-    Redeliver: (SENDER_SITE_UP, A_SELECTED_RECORD),
+    Redeliver: (SENDER_SITE_UP, RUNNING, A_SELECTED_RECORD),
+    RestartSender: (SENDER_SITE_UP,),
+    StopSender: (SENDER_SITE_UP, RUNNING),
+    StartSender: (SENDER_SITE_UP, STOPPED),
+    PauseSender: (SENDER_SITE_UP, RUNNING, NOT_PAUSED),
+    ResumeSender: (SENDER_SITE_UP, PAUSED),
 }
 """SPEC §3's table: operation -> the conditions under which it is enabled."""
 
@@ -164,3 +195,9 @@ class ObservedState:
 
     def dead_letters(self, sender: str) -> list[str]:
         return [record["event_id"] for record in self._state["senders"][sender]["dlq"]]
+
+    def running(self, sender: str) -> bool:
+        return bool(self._state["senders"][sender]["running"])
+
+    def paused(self, sender: str) -> bool:
+        return bool(self._state["senders"][sender]["paused"])

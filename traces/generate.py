@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from itertools import islice
 
 from traces.config import Config, parse_config
-from traces.ops import Deliver, DeliverAck, Delta, Op, Put, Tick, Value
+from traces.ops import Deliver, DeliverAck, Delta, Op, Put, Settle, Tick, Value
 
 FIELDS = tuple(f"f{i}" for i in range(10))
 Row = tuple[str, int | None, str | None, str | None, str]  # op, site, sender, key, JSON
@@ -140,6 +140,28 @@ def steady_rows(rng: random.Random, keys: int = 10_000, batch_size: int = 100) -
         writes += 1
         if writes % batch_size == 0:
             yield from _TRAFFIC
+
+
+RING_SETTLE_EVERY = 100
+
+
+def ring_workload(ops: int, keys: int = 10_000, seed: int = 0) -> tuple[Config, list[Op]]:
+    """The properties' workload (`wanconform bench`, issue 32): three sites in a one-way
+    ring (1->2->3->1, so every write is forwarded once), 10-field puts at a random site over
+    `keys` keys, and a `settle` every 100 operations (where P2, P5 and P12 are checked)."""
+    rng = random.Random(seed)
+    senders = [
+        {"id": f"to{remote}", "site": site, "remote": remote}
+        for site, remote in ((1, 2), (2, 3), (3, 1))
+    ]
+    config = parse_config({"sites": [1, 2, 3], "senders": senders})
+    out: list[Op] = []
+    for index in range(1, ops + 1):
+        if index % RING_SETTLE_EVERY == 0:
+            out.append(Settle())
+        else:
+            out.append(Put(rng.choice((1, 2, 3)), f"k{rng.randrange(keys):05d}", _value(rng)))
+    return config, out
 
 
 def steady_workload(

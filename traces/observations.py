@@ -38,6 +38,17 @@ present unless marked "only when". Tags are `[entry_version, timestamp, dsid]` l
     redelivery        {"kind", "sender", "event", "outcome"}      R26 (v1.2), one per
                       selected record in queue order; outcome requeued|superseded|
                       unrecoverable
+    conflated         {"kind", "sender", "dispatcher", "event", "by", "where"}  R32 (where
+                      "queue": `event` left the queue when `by` was appended) and R33
+                      ("batch": a member of the batch kept back, before its `sent`)
+    queue_lost        {"kind", "sender", "dispatcher", "event", "reason"}  R36, R37: a
+                      queued event lost; reason restart|stop|clean_queues
+    not_queued        {"kind", "sender", "event", "reason"}     R37: the sender is stopped
+                      (reason "stopped"); the event is not queued on it
+    alert             {"kind", "sender", "dispatcher", "event", "queued_ms"}  R38, after
+                      `acked` and its follow-ups, in batch order
+    lifecycle         {"kind", "sender", "action"}   R36, R37: action restart|stop|start|
+                      pause|resume; a restart adds "kept", the queued events it kept
 
 Order within one step (§3, §16.2): the operation's own observations; then, for `tick`,
 the timeouts of R20 per (sender id, dispatcher index) in that order; then the flushes of
@@ -109,6 +120,27 @@ FIELDS: dict[str, dict[str, str]] = {
         "events": "array",
     },
     "redelivery": {"sender": "string", "event": "string", "outcome": "string"},
+    "conflated": {
+        "sender": "string",
+        "dispatcher": "integer",
+        "event": "string",
+        "by": "string",
+        "where": "string",
+    },
+    "queue_lost": {
+        "sender": "string",
+        "dispatcher": "integer",
+        "event": "string",
+        "reason": "string",
+    },
+    "not_queued": {"sender": "string", "event": "string", "reason": "string"},
+    "alert": {
+        "sender": "string",
+        "dispatcher": "integer",
+        "event": "string",
+        "queued_ms": "integer",
+    },
+    "lifecycle": {"sender": "string", "action": "string"},
 }
 """Every kind's fields besides `kind`, each with its JSON type: the one list the docs
 above describe, the log reader checks (traces/logfile.py) and the log's JSON Schema is
@@ -116,9 +148,10 @@ made from (traces/logschema.py)."""
 
 OPTIONAL_FIELDS: dict[str, dict[str, str]] = {
     "applied": {"exception": "string", "value": "object"},
+    "lifecycle": {"kept": "integer"},
 }
 """Fields present only sometimes (`applied`: `exception` when failed, `value` when a delta
-built it)."""
+built it; `lifecycle`: `kept`, the queued events a restart kept, R36)."""
 
 KINDS = tuple(FIELDS)
 

@@ -149,6 +149,11 @@ def run(args: argparse.Namespace) -> int:
         f"lockstep: {result['lockstep_events_per_s']:>7,} events/s "
         f"({result['lockstep_seconds']:.3f} s, {result['lockstep_vs_model']}x the model alone)"
     )
+    print(
+        f"properties (P2-P8, P12) on {result['ring_ops']:,} ops of a 3-site ring with a settle "
+        f"every 100: {result['properties_us_per_op']} us/op beside the model's "
+        f"{result['model_ring_us_per_op']} us/op ({result['properties_vs_model']}x the model)"
+    )
     ahead = result["lockstep_ahead_vs_model"]
     print(
         "lockstep, the impl ahead in a helper process: "

@@ -71,7 +71,9 @@ def run(args: argparse.Namespace) -> int:
 
     out = Path(args.out)
     final = Path(os.path.abspath(out))
+    began = time.perf_counter()
     spark = start_spark(args.master)
+    spent = {"Spark's start": time.perf_counter() - began}  # where the time went (issue 32)
     with building_directory(out) as staging:  # the campaign appears whole or not at all
         started = time.perf_counter()
         bar = stage_progress("generate")
@@ -101,12 +103,14 @@ def run(args: argparse.Namespace) -> int:
         )
         bar.close(f"check     done in {bar.elapsed():.1f} s")
         summary = summarize(rows, time.perf_counter() - started)
+        spent["generation"], spent["check"] = generated, time.perf_counter() - started
         policies: list[dict[str, Any]] = []
         if args.compare_policies:
             bar = stage_progress("policies")
             say("comparing the failure policies on every trace")
             figures = compare_trace_set(str(staging / "traces"))
             bar.close(f"policies  done in {bar.elapsed():.1f} s")
+            spent["policies"] = bar.elapsed()
             policies = [f.to_json() for f in figures]
             write_text_atomically(staging / "policies.json", json.dumps(policies, indent=1) + "\n")
         operations = args.traces * args.ops
@@ -126,6 +130,7 @@ def run(args: argparse.Namespace) -> int:
             text += render_table(figures)
         write_text_atomically(staging / "summary.txt", text + "\n")
         results = read_results(staging / "results")
+        started = time.perf_counter()
         write_report(
             results.rows,
             results.examples,
@@ -135,9 +140,16 @@ def run(args: argparse.Namespace) -> int:
             say,
             policies,
         )
+        spent["report"] = time.perf_counter() - started
         marker = {"kind": "wanconform campaign", "seed": args.seed, "traces": args.traces}
         write_text_atomically(staging / CAMPAIGN_MARKER, json.dumps(marker, sort_keys=True) + "\n")
     print(text)
     print(f"\ncampaign written to {out}/ (traces/, results/results.parquet, summary.txt)")
+    total = time.perf_counter() - began
+    print(
+        "time: "
+        + ", ".join(f"{name} {taken:.1f} s" for name, taken in spent.items())
+        + (f" (in all {total:.1f} s)")
+    )
     print(f"report: {out / 'report.html'}")
     return 1 if summary.failed else 0
