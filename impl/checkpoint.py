@@ -54,7 +54,7 @@ def _dispatcher(
     engine: Engine, observed: dict[str, Any], dispatcher: DispatcherState
 ) -> dict[str, Any]:
     batch, ack = dispatcher.batch_message, dispatcher.ack_message
-    queued = dispatcher.order.events() if dispatcher.cursor >= 0 else dispatcher.queue.events()
+    queued = dispatcher.order.events() if dispatcher.lazy else dispatcher.queue.events()
     return dispatcher_doc(
         observed,
         [_event(event) for event in queued],
@@ -160,6 +160,8 @@ def restore(engine: Engine, doc: dict[str, Any]) -> None:
         buckets = sender.home.buckets
         for dispatcher, part in zip(sender.dispatchers, saved["dispatchers"], strict=True):
             _restore_dispatcher(engine, sender, dispatcher, part, buckets)
+    for site in engine._sites.values():
+        site.stopped = sum(1 for sender in site.senders if not sender.running)
 
 
 def _restore_dispatcher(
@@ -173,8 +175,10 @@ def _restore_dispatcher(
     batch, timers and R35's accounting as the document says."""
     by_id: dict[str, Event] = {}
     on_disk = set(saved["on_disk"])
+    recovered = set(saved["recovered"])  # not indexed (R32)
     for queued in saved["queue"]:
         event = _restored_event(queued, buckets)
+        event.recovered = event.id in recovered
         engine._append(sender, dispatcher, event)
         event.on_disk = event.id in on_disk
         by_id[event.id] = event
@@ -191,8 +195,21 @@ def _restore_dispatcher(
         events = [by_id[event_id] for event_id in ids]
         memory = sum(event.size for event in events if not event.on_disk)
         held = sum(1 for event in events if event.on_disk)
+        shipped_ids = list(in_flight["shipped"])
+        kept_back: list[bool] = []
+        if shipped_ids != ids:  # R33: members kept back
+            shipped = set(shipped_ids)
+            kept_back = [event_id not in shipped for event_id in ids]
         dispatcher.in_flight = InFlight(
-            in_flight["batch_id"], events, ids, in_flight["sent_at"], memory, held
+            in_flight["batch_id"],
+            events,
+            ids,
+            in_flight["sent_at"],
+            memory,
+            held,
+            [by_id[event_id] for event_id in shipped_ids],
+            shipped_ids,
+            kept_back,
         )
     batch = saved["batch"]
     if batch is not None:

@@ -4,8 +4,10 @@ Rules: R3 (sequence numbers), R9-R11 (client writes and enqueue), R14-R15 (paylo
 flush), R16-R17 (receiver and ack), R18-R19 (acknowledgements, full-value fallback), R20
 (timeouts), R21 (sites down and up, wipe), R22 (forwarding), R24 (dead letters), R25
 (settle), R28-R31 (buckets, dispatchers and their routes, per-dispatcher batching,
-parallel batch formation), R35 (queue memory), R39 (settle over dispatchers), §10 and
-§16.6 (observations, in the order of `traces/observations.py`; observable state).
+parallel batch formation), R32-R34 (conflation in the queue and in the batch, deltas),
+R35 (queue memory), R36-R37 (the sender's lifecycle), R38 (alerts), R39 (settle over
+dispatchers), §10 and §16.6 (observations, in the order of `traces/observations.py`;
+observable state).
 
 Step order (§3, §16.2): a skipped (not enabled) operation changes nothing and is observed
 only as `skipped`; an enabled one has its effect, then for `tick` the timeouts of R20 per
@@ -17,7 +19,8 @@ Each decision a conformance test may want to break has its own small method, so 
 plants a bug by subclassing `Engine` and overriding one of them:
 `_is_duplicate` (R16.1), `_mark_resend` (R20), `_requeue_invalid_delta` (R19),
 `_should_forward` (R22), `_batch_time_due` (R15), `_dead_letter_record` (R24),
-`_route` (R29), `_dispatcher_due` (R39).
+`_route` (R29), `_dispatcher_due` (R39), `_queues` (R37), `_in_flight` (R32),
+`_conflatable` (R32, R33), `_recovered` (R36), `_peek` (R15, R31, R35).
 
 Cost: every per-event path is O(1) in the common case: queues are `state.EventQueue`s,
 entries and the applied memory are dicts, the duplicate check is `impl/applied.py`. Sizes
@@ -48,11 +51,11 @@ from impl.checkpoint import export, restore
 from impl.dlq_store import SenderLog, open_store
 from impl.state import (
     AckMessage,
+    AppendOrder,
     BatchMessage,
     DispatcherState,
     Entry,
     Event,
-    EventQueue,
     FailEntry,
     InFlight,
     Scalar,
@@ -76,12 +79,17 @@ from traces.ops import (
     DropAck,
     Fail,
     Op,
+    PauseSender,
     Put,
     PutAll,
     Redeliver,
+    RestartSender,
+    ResumeSender,
     Settle,
     SiteDown,
     SiteUp,
+    StartSender,
+    StopSender,
     Tick,
 )
 
@@ -103,6 +111,11 @@ _SITE_UP: Final = SiteUp
 _FAIL: Final = Fail
 _SETTLE: Final = Settle
 _REDELIVER: Final = Redeliver
+_RESTART_SENDER: Final = RestartSender
+_STOP_SENDER: Final = StopSender
+_START_SENDER: Final = StartSender
+_PAUSE_SENDER: Final = PauseSender
+_RESUME_SENDER: Final = ResumeSender
 INT64_MAX: Final = 2**63 - 1
 
 
@@ -134,6 +147,7 @@ class Engine:
             site.sender_ids = [s.id for s in site.senders]
             site.remotes = frozenset(s.remote for s in site.senders)
             site.origin_recipients = frozenset({site.id}) | site.remotes
+            site.stopped = sum(1 for s in site.senders if not s.running)  # R37: manual start
             if site.buckets == 0 and all(
                 s.dispatcher_threads == 1 and not s.parallel for s in site.senders
             ):  # every route is the same (R29): one shared, read-only routes object
@@ -204,14 +218,14 @@ class Engine:
 
     def _queued(self, sender: SenderState, dispatcher: DispatcherState) -> list[Event]:
         """A dispatcher's queued events, in append order."""
-        if sender.parallel:
+        if dispatcher.lazy:
             return dispatcher.order.events()
         return dispatcher.queue.events()
 
     def _observe_dispatcher(self, dispatcher: DispatcherState) -> dict[str, Any]:
         """One dispatcher's part of the observable state (§16.6)."""
         sender_parallel = dispatcher.cursor >= 0
-        events = dispatcher.order.events() if sender_parallel else dispatcher.queue.events()
+        events = dispatcher.order.events() if dispatcher.lazy else dispatcher.queue.events()
         in_flight = dispatcher.in_flight
         return {
             "queue": [event.id for event in events],
@@ -222,7 +236,7 @@ class Engine:
             else {
                 "batch_id": in_flight.batch_id,
                 "events": in_flight.ids.copy(),
-                "shipped": in_flight.ids.copy(),
+                "shipped": in_flight.shipped_ids.copy(),
                 "sent_at": in_flight.sent_at,
             },
             "next_retry_at": dispatcher.next_retry_at,
@@ -230,7 +244,7 @@ class Engine:
                 "batch": dispatcher.batch_message is not None,
                 "ack": dispatcher.ack_message is not None,
             },
-            "recovered": [],
+            "recovered": [event.id for event in events if event.recovered],
             "on_disk": [event.id for event in events if event.on_disk],
             "memory_bytes": dispatcher.memory_bytes,
         }
@@ -301,6 +315,16 @@ class Engine:
             return self._settle(op, out)
         if type(op) is _REDELIVER:
             return self._redeliver(op, out)
+        if type(op) is _RESTART_SENDER:
+            return self._restart_sender(op, out)
+        if type(op) is _STOP_SENDER:
+            return self._stop_sender(op, out)
+        if type(op) is _START_SENDER:
+            return self._start_sender(op, out)
+        if type(op) is _PAUSE_SENDER:
+            return self._pause_sender(op, out)
+        if type(op) is _RESUME_SENDER:
+            return self._resume_sender(op, out)
         raise KeyError(type(op))
 
     def _tick(self, op: Tick, out: list[Observation]) -> bool:
@@ -397,32 +421,35 @@ class Engine:
         senders = site.senders
         bucket = -1 if site.buckets == 0 else bucket_of(key, site.buckets)  # R28
         routes: dict[str, object] | None = None
+        after: list[Observation] = []  # what queuing it caused (R32, R37)
         if senders:  # R11: one event in the queue of every sender at the origin
             weight = size(value)  # R4, once for every copy
-            if site.enqueued["routes"] is None:
+            if site.enqueued["routes"] is None or site.stopped:
                 routes = {}
             for sender in senders:
+                if not self._queues(sender):  # R37: a stopped sender queues nothing
+                    self._not_queued(sender, event_id, after)
+                    continue
                 dispatcher = sender.dispatchers[self._route(sender, key, thread, bucket)]
-                self._append(
-                    sender,
-                    dispatcher,
-                    Event(
-                        event_id,
-                        origin,
-                        seq,
-                        key,
-                        label,
-                        entry,
-                        base,
-                        changes,
-                        False,
-                        recipients,
-                        now,
-                        thread,
-                        weight,
-                        bucket,
-                    ),
+                event = Event(
+                    event_id,
+                    origin,
+                    seq,
+                    key,
+                    label,
+                    entry,
+                    base,
+                    changes,
+                    False,
+                    recipients,
+                    now,
+                    thread,
+                    weight,
+                    bucket,
                 )
+                self._append(sender, dispatcher, event)
+                if sender.conflation and label == "update":
+                    self._conflate_in_queue(sender, dispatcher, event, after)
                 if routes is not None:  # one shared, read-only object per route
                     lane_bucket = dispatcher.index * 0x80000000 + bucket + 1
                     route = self._routes.get(lane_bucket)
@@ -444,8 +471,24 @@ class Engine:
         observation["op"] = label
         observation["version"] = [version, stamp, origin]
         observation["value"] = value
-        observation["senders"] = site.sender_ids.copy()
+        if routes is not None and site.stopped:
+            observation["senders"] = list(routes)
+        else:
+            observation["senders"] = site.sender_ids.copy()
         out.append(observation)
+        if after:
+            out.extend(after)
+
+    def _queues(self, sender: SenderState) -> bool:
+        """R37: does the sender queue what R11 or R22 offers it (it runs)?"""
+        return sender.running
+
+    def _not_queued(self, sender: SenderState, event_id: str, out: list[Observation]) -> None:
+        """R37: a stopped sender does not queue the event; it counts it."""
+        sender.stats["events_not_queued_stopped"] += 1
+        out.append(
+            {"kind": "not_queued", "sender": sender.id, "event": event_id, "reason": "stopped"}
+        )
 
     # ------------------------------------------------------------------ queues
 
@@ -466,23 +509,104 @@ class Engine:
 
     def _append(self, sender: SenderState, dispatcher: DispatcherState, event: Event) -> None:
         """Queue `event` on `dispatcher`: in memory or on disk (R35); a parallel one's
-        append order and the FIFO of the event's bucket (R31)."""
+        FIFO of the event's bucket (R31); a conflating one's index, if it is an update
+        not recovered (R32)."""
         if dispatcher.memory_bytes + event.size <= sender.memory_limit:
             dispatcher.memory_bytes += event.size
         else:
             event.on_disk = True
             dispatcher.on_disk += 1
-        if not sender.parallel:
+        if not dispatcher.lazy:
             dispatcher.queue.append(event)
             return
         dispatcher.order.append(event)
-        bucket = event.bucket
-        fifo = dispatcher.buckets.get(bucket)
-        if fifo is None:
-            fifo = dispatcher.buckets[bucket] = EventQueue()
-        if fifo.size() == 0:
-            insort(dispatcher.nonempty, bucket)
-        fifo.append(event)
+        if sender.parallel:
+            bucket = event.bucket
+            fifo = dispatcher.buckets.get(bucket)
+            if fifo is None:
+                fifo = dispatcher.buckets[bucket] = AppendOrder()
+            if fifo.size() == 0:
+                insort(dispatcher.nonempty, bucket)
+            fifo.append(event)
+        if sender.conflation and event.op == "update" and not event.recovered:
+            indexed = dispatcher.conflation.get(event.key)
+            if indexed is None:
+                dispatcher.conflation[event.key] = [event]
+            else:
+                indexed.append(event)
+
+    def _conflate_in_queue(
+        self, sender: SenderState, dispatcher: DispatcherState, event: Event, out: list[Observation]
+    ) -> None:
+        """R32 after the update `event` was appended (and indexed): the most recently
+        appended indexed update of its key still queued leaves the queue, unless it is in
+        the batch in flight or `event`'s tag is not newer (R16.3); R34: `event` then ships
+        its full value if it would have shipped as a delta on the tag of the one that left."""
+        key = event.key
+        indexed = dispatcher.conflation[key]
+        if len(indexed) < 2:
+            return
+        kept = [earlier for earlier in indexed[:-1] if earlier.queued]
+        kept.append(event)
+        dispatcher.conflation[key] = kept  # the index forgets what left the queue
+        if len(kept) < 2:
+            return
+        previous = kept[-2]
+        if self._in_flight(dispatcher, previous):
+            return  # the batch in flight is untouched
+        if not _newer(event.tag, previous.tag):
+            return  # the tag guard (R26's requeued events)
+        stats = sender.stats
+        if self._loses_its_base(sender, event, previous):
+            event.converted = True
+            stats["conflation_full_values"] += 1
+        self._remove_queued(sender, dispatcher, previous)
+        stats["events_conflated_in_queue"] += 1
+        out.append(
+            {
+                "kind": "conflated",
+                "sender": sender.id,
+                "dispatcher": dispatcher.index,
+                "event": previous.id,
+                "by": event.id,
+                "where": "queue",
+            }
+        )
+
+    def _in_flight(self, dispatcher: DispatcherState, event: Event) -> bool:
+        """R32: is `event` a member of the dispatcher's batch in flight (not conflated)?"""
+        in_flight = dispatcher.in_flight
+        return in_flight is not None and event in in_flight.events
+
+    def _conflatable(self, event: Event) -> bool:
+        """R32, R33: only updates conflate (creates and destroys never do)."""
+        return event.op == "update"
+
+    def _loses_its_base(self, sender: SenderState, survivor: Event, gone: Event) -> bool:
+        """R34: would `survivor` ship as a delta (R14) on the tag of the conflated `gone`?"""
+        base = survivor.base
+        return (
+            sender.delta
+            and survivor.delta is not None
+            and not survivor.converted
+            and base is not None
+            and base.tag() == gone.tag
+        )
+
+    def _remove_queued(self, sender: SenderState, dispatcher: DispatcherState, event: Event) -> None:
+        """One queued event, not in flight, leaves a lazy queue (R32): its memory (R35),
+        its bucket's FIFO (R31) and the resend list."""
+        event.queued = False
+        dispatcher.order.left(1)
+        if sender.parallel:
+            fifo = dispatcher.buckets[event.bucket]
+            fifo.left(1)
+            if fifo.size() == 0:
+                nonempty = dispatcher.nonempty
+                del nonempty[bisect_left(nonempty, event.bucket)]
+        if event in dispatcher.resend:
+            dispatcher.resend.remove(event)
+        self._left(dispatcher, event)
 
     def _left(self, dispatcher: DispatcherState, event: Event) -> None:
         """R35: a queued event left: it frees its memory, or its place on disk."""
@@ -499,11 +623,10 @@ class Engine:
         for sender in self._sender_list:
             if not sender.running or sender.paused or not sender.home.up:  # R37
                 continue
-            parallel = sender.parallel
             for dispatcher in sender.dispatchers:
                 if dispatcher.in_flight is not None:
                     continue
-                if parallel:
+                if dispatcher.lazy:
                     order = dispatcher.order
                     waiting = order.size()
                     if not waiting:
@@ -541,19 +664,28 @@ class Engine:
         self, sender: SenderState, dispatcher: DispatcherState, out: list[Observation]
     ) -> None:
         """R13-R15: send the dispatcher's next batch (a serial one's queue prefix, a
-        parallel one's R31 batch); R14 picks each payload."""
-        if sender.parallel:
-            events = self._parallel_batch(sender, dispatcher)
-        else:
-            events = dispatcher.queue.prefix(sender.batch_size)
+        parallel one's R31 batch), less the members batch conflation keeps back (R33);
+        R14 picks each payload."""
+        events = self._peek(sender, dispatcher)
+        shipped = events
+        kept_back: list[bool] = []
+        if sender.conflation and len(events) > 1:
+            kept_back = self._conflate_batch(sender, dispatcher, events, out)
+            if kept_back:
+                shipped = [event for event, back in zip(events, kept_back) if not back]
+        memory = 0  # R35: what the members hold, freed when they leave
+        on_disk = 0
+        for event in events:
+            if event.on_disk:
+                on_disk += 1
+            else:
+                memory += event.size
         ships_deltas = sender.delta
         as_delta: list[bool] = []
         deltas: list[Value] = []  # R14 payloads shipped as deltas
         bytes_full = 0  # ... and the sizes of those shipped full (a destroy ships 0 bytes)
         resent = 0
-        memory = 0
-        on_disk = 0
-        for event in events:
+        for event in shipped:
             if ships_deltas and event.delta is not None and not event.converted:
                 as_delta.append(True)
                 deltas.append(event.delta)
@@ -562,18 +694,17 @@ class Engine:
                 bytes_full += event.size
             if event.possible_duplicate:
                 resent += 1
-            if event.on_disk:
-                on_disk += 1
-            else:
-                memory += event.size
         bytes_delta = total_size(deltas)
         batch_id = dispatcher.last_batch_id = dispatcher.last_batch_id + 1
         ids = [event.id for event in events]
-        dispatcher.in_flight = InFlight(batch_id, events, ids, self._now, memory, on_disk)
-        dispatcher.batch_message = BatchMessage(batch_id, events, as_delta)
+        shipped_ids = ids if shipped is events else [event.id for event in shipped]
+        dispatcher.in_flight = InFlight(
+            batch_id, events, ids, self._now, memory, on_disk, shipped, shipped_ids, kept_back
+        )
+        dispatcher.batch_message = BatchMessage(batch_id, shipped, as_delta)
         stats = sender.stats
         stats["batches_sent"] += 1
-        stats["events_sent"] += len(events)
+        stats["events_sent"] += len(shipped)
         stats["events_resent"] += resent
         stats["bytes_full"] += bytes_full
         stats["bytes_delta"] += bytes_delta
@@ -583,12 +714,82 @@ class Engine:
                 "sender": sender.id,
                 "dispatcher": dispatcher.index,
                 "batch_id": batch_id,
-                "events": ids.copy(),
+                "events": shipped_ids.copy(),
                 "bytes_full": bytes_full,
                 "bytes_delta": bytes_delta,
                 "events_resent": resent,
             }
         )
+
+    def _peek(self, sender: SenderState, dispatcher: DispatcherState) -> list[Event]:
+        """R15, R31: the members of the dispatcher's next batch (its queue's first
+        events, or R31's), wherever R35 holds them (in memory or on disk)."""
+        if sender.parallel:
+            return self._parallel_batch(sender, dispatcher)
+        if dispatcher.lazy:
+            return dispatcher.order.first(sender.batch_size)
+        return dispatcher.queue.prefix(sender.batch_size)
+
+    def _conflate_batch(
+        self,
+        sender: SenderState,
+        dispatcher: DispatcherState,
+        events: list[Event],
+        out: list[Observation],
+    ) -> list[bool]:
+        """R33: per member, whether a later update of its key in the batch with a newer
+        tag makes it unnecessary (it is kept back, named `by` the latest such update);
+        R34: a survivor that would ship as a delta on the tag of one it conflated ships
+        its full value. [] when no member is kept back."""
+        updates: dict[str, list[int]] = {}  # key -> indexes of its updates in the batch
+        repeated = False
+        for index in range(len(events)):
+            event = events[index]
+            if self._conflatable(event):
+                found = updates.get(event.key)
+                if found is None:
+                    updates[event.key] = [index]
+                else:
+                    found.append(index)
+                    repeated = True
+        if not repeated:
+            return []
+        kept_back = [False] * len(events)
+        conflated: list[tuple[int, int]] = []  # (member, by), in batch order
+        for index in range(len(events)):
+            event = events[index]
+            if not self._conflatable(event):
+                continue
+            by = -1
+            for later in updates[event.key]:
+                if later > index and _newer(events[later].tag, event.tag):
+                    by = later
+            if by >= 0:
+                kept_back[index] = True
+                conflated.append((index, by))
+        if not conflated:
+            return []
+        stats = sender.stats
+        converted: set[int] = set()
+        for index, by in conflated:
+            survivor = events[by]
+            if by not in converted and self._loses_its_base(sender, survivor, events[index]):
+                survivor.converted = True
+                converted.add(by)
+                stats["conflation_full_values"] += 1
+        for index, by in conflated:
+            out.append(
+                {
+                    "kind": "conflated",
+                    "sender": sender.id,
+                    "dispatcher": dispatcher.index,
+                    "event": events[index].id,
+                    "by": events[by].id,
+                    "where": "batch",
+                }
+            )
+        stats["events_conflated_from_batches"] += len(conflated)
+        return kept_back
 
     def _parallel_batch(self, sender: SenderState, dispatcher: DispatcherState) -> list[Event]:
         """R31: the resend list first, then round robin over the owned buckets from the
@@ -603,20 +804,30 @@ class Engine:
         cursor = dispatcher.cursor
         step = sender.dispatcher_threads
         total = sender.home.buckets
-        size_wanted = sender.batch_size
-        while len(batch) < size_wanted and candidates:
+        room = sender.batch_size - len(batch)
+        chosen: list[int] = []  # the bucket of each event taken, in batch order
+        more: dict[int, int] = {}  # bucket -> how many taken from it
+        while len(chosen) < room and candidates:
             at = bisect_left(candidates, cursor)
             if at == len(candidates):
                 at = 0
             bucket = candidates[at]
-            fifo = buckets[bucket]
-            count = taken.get(bucket, 0)
-            batch.append(fifo.at(count))
-            taken[bucket] = count + 1
-            if count + 1 == fifo.size():
+            count = more.get(bucket, 0) + 1
+            more[bucket] = count
+            chosen.append(bucket)
+            if taken.get(bucket, 0) + count == buckets[bucket].size():
                 del candidates[at]
             cursor = bucket + step if bucket + step < total else dispatcher.index
         dispatcher.cursor = cursor
+        oldest: dict[int, list[Event]] = {}  # bucket -> its events taken, oldest first
+        for bucket, count in more.items():
+            skip = taken.get(bucket, 0)
+            oldest[bucket] = buckets[bucket].first(skip + count)[skip:]
+        following: dict[int, int] = {}
+        for bucket in chosen:
+            index = following.get(bucket, 0)
+            batch.append(oldest[bucket][index])
+            following[bucket] = index + 1
         return batch
 
     # ------------------------------------------------------------------ receiver
@@ -769,10 +980,14 @@ class Engine:
         for sender in site.senders:
             if not self._should_forward(sender, event):
                 continue
+            if not self._queues(sender):  # R37: a stopped sender queues nothing
+                self._not_queued(sender, event.id, out)
+                continue
             if bucket == -2:
                 bucket = -1 if site.buckets == 0 else bucket_of(event.key, site.buckets)
             dispatcher = sender.dispatchers[self._route(sender, event.key, event.thread, bucket)]
-            self._append(sender, dispatcher, event.copy_for_queue(recipients, now, bucket))
+            copy = event.copy_for_queue(recipients, now, bucket)
+            self._append(sender, dispatcher, copy)
             out.append(
                 {
                     "kind": "forwarded",
@@ -782,6 +997,8 @@ class Engine:
                     "event": event.id,
                 }
             )
+            if sender.conflation and copy.op == "update":
+                self._conflate_in_queue(sender, dispatcher, copy, out)
 
     def _should_forward(self, sender: SenderState, event: Event) -> bool:
         """R22: never back to the origin, never to a site the event already went to."""
@@ -790,7 +1007,9 @@ class Engine:
     # ------------------------------------------------------------------ sender: acks
 
     def _deliver_ack(self, op: DeliverAck, out: list[Observation]) -> bool:
-        """R18: settle each event of the dispatcher's acknowledged batch, in batch order."""
+        """R18: settle each event of the dispatcher's acknowledged batch, in batch order
+        (R33: a member kept back from the batch leaves with it); R38: then an alert for
+        each event that left having waited past the threshold."""
         sender = self._senders[op.sender]
         dispatcher = sender.dispatchers[op.dispatcher]
         ack = dispatcher.ack_message
@@ -805,8 +1024,8 @@ class Engine:
         if len(ack.statuses) == ack.removed_count:  # every event leaves the queue
             dispatcher.memory_bytes -= in_flight.memory  # R35
             dispatcher.on_disk -= in_flight.on_disk
-            if sender.parallel:
-                self._leave_parallel(dispatcher, events, [])
+            if dispatcher.lazy:
+                self._leave_lazy(sender, dispatcher, events, [])
             else:
                 dispatcher.queue.remove_prefix(len(events))  # the batch is its prefix (R12)
             removed = in_flight.ids.copy()
@@ -819,6 +1038,8 @@ class Engine:
                     "removed": removed,
                 }
             )
+            if sender.alert_threshold_ms > 0:
+                self._alerts(sender, dispatcher, events, out)
             return True
         removed = []
         out.append(
@@ -831,50 +1052,92 @@ class Engine:
             }
         )
         kept: list[Event] = []
+        gone: list[Event] = []
         statuses = ack.statuses
+        kept_back = in_flight.kept_back
+        answered = 0  # the statuses answer the shipped members only (R33)
         for position in range(len(events)):
             event = events[position]
-            status = statuses[position]
+            if kept_back and kept_back[position]:
+                self._left(dispatcher, event)
+                removed.append(event.id)
+                gone.append(event)
+                continue
+            status = statuses[answered]
             if status == "invalid_delta":
                 if self._requeue_invalid_delta(sender, dispatcher, event, out):
                     kept.append(event)
+                    answered += 1
                     continue
             elif status == "failed":
-                self._failed(sender, dispatcher, event, ack.exceptions[position], out)
+                self._failed(sender, dispatcher, event, ack.exceptions[answered], out)
+            answered += 1
             self._left(dispatcher, event)
             removed.append(event.id)
-        if sender.parallel:
-            self._leave_parallel(dispatcher, events, kept)
-            dispatcher.resend = kept  # R31: the kept events go first in the next batch
+            gone.append(event)
+        if dispatcher.lazy:
+            self._leave_lazy(sender, dispatcher, events, kept)
+            if sender.parallel:
+                dispatcher.resend = kept  # R31: the kept events go first in the next batch
         else:
             dispatcher.queue.remove_prefix(len(events))
             if kept:
                 dispatcher.queue.push_front(kept)  # R19: back at the head, in batch order
+        if sender.alert_threshold_ms > 0:
+            self._alerts(sender, dispatcher, gone, out)
         return True
 
-    def _leave_parallel(
-        self, dispatcher: DispatcherState, events: list[Event], kept: list[Event]
+    def _alerts(
+        self,
+        sender: SenderState,
+        dispatcher: DispatcherState,
+        gone: list[Event],
+        out: list[Observation],
     ) -> None:
-        """The batch `events` leaves a parallel dispatcher, but for `kept`: each bucket's
-        members were its FIFO's first ones (R31), so they come off its front and the kept
-        ones go back there, in batch order; the append order skips those that left."""
-        per_bucket: dict[int, int] = {}
-        for event in events:
-            per_bucket[event.bucket] = per_bucket.get(event.bucket, 0) + 1
+        """R38: an alert for each event an ack removed (in batch order) that was queued
+        more than the threshold before now."""
+        now = self._now
+        threshold = sender.alert_threshold_ms
+        for event in gone:
+            if event.enqueued_at + threshold < now:
+                sender.stats["events_exceeding_alert_threshold"] += 1
+                out.append(
+                    {
+                        "kind": "alert",
+                        "sender": sender.id,
+                        "dispatcher": dispatcher.index,
+                        "event": event.id,
+                        "queued_ms": now - event.enqueued_at,
+                    }
+                )
+
+    def _leave_lazy(
+        self,
+        sender: SenderState,
+        dispatcher: DispatcherState,
+        events: list[Event],
+        kept: list[Event],
+    ) -> None:
+        """The batch `events` leaves a lazy queue, but for `kept`, which stay where they
+        are: first in the queue and, for a parallel dispatcher, in their buckets' FIFOs
+        (R31: a batch takes its buckets' oldest events; R19)."""
         for event in events:
             event.queued = False
         for event in kept:
             event.queued = True
-        buckets = dispatcher.buckets
-        for bucket, count in per_bucket.items():
-            fifo = buckets[bucket]
-            fifo.remove_prefix(count)
-            back = [event for event in kept if event.bucket == bucket]
-            if back:
-                fifo.push_front(back)
-            elif fifo.size() == 0:
-                nonempty = dispatcher.nonempty
-                del nonempty[bisect_left(nonempty, bucket)]
+        if sender.parallel:
+            per_bucket: dict[int, int] = {}
+            for event in events:
+                per_bucket[event.bucket] = per_bucket.get(event.bucket, 0) + 1
+            for event in kept:
+                per_bucket[event.bucket] -= 1
+            buckets = dispatcher.buckets
+            for bucket, count in per_bucket.items():
+                fifo = buckets[bucket]
+                fifo.left(count)
+                if fifo.size() == 0:
+                    nonempty = dispatcher.nonempty
+                    del nonempty[bisect_left(nonempty, bucket)]
         dispatcher.order.left(len(events) - len(kept))
 
     def _requeue_invalid_delta(
@@ -947,12 +1210,13 @@ class Engine:
         sender = self._senders[op.sender]
         selected = None if op.events is None else frozenset(op.events)
         records = sender.dlq
-        if not sender.home.up or not any(
+        if not sender.home.up or not sender.running or not any(
             selected is None or record["event_id"] in selected for record in records
         ):
             return False
         entries = sender.home.entries
         left: list[dict[str, object]] = []
+        conflated: list[Observation] = []
         for record in records:
             event_id = str(record["event_id"])
             if selected is not None and event_id not in selected:
@@ -1000,6 +1264,8 @@ class Engine:
                 event.possible_duplicate = True
                 dispatcher = sender.dispatchers[self._route(sender, key, thread, bucket)]
                 self._append(sender, dispatcher, event)
+                if sender.conflation and event.op == "update":
+                    self._conflate_in_queue(sender, dispatcher, event, conflated)
                 sender.stats["redelivered"] += 1
             elif outcome == "superseded":
                 sender.stats["redelivery_superseded"] += 1
@@ -1008,6 +1274,9 @@ class Engine:
             out.append(
                 {"kind": "redelivery", "sender": sender.id, "event": event_id, "outcome": outcome}
             )
+            if conflated:  # R32: the requeued update may conflate an earlier one
+                out.extend(conflated)
+                conflated = []
         if self._store is not None:
             gone = {str(record["event_id"]) for record in left}
             self._store[sender.id].remove(
@@ -1029,13 +1298,7 @@ class Engine:
                 in_flight = dispatcher.in_flight
                 if in_flight is None or now < in_flight.sent_at + sender.ack_timeout_ms:
                     continue
-                dispatcher.batch_message = None
-                dispatcher.ack_message = None
-                for event in in_flight.events:  # still queued
-                    self._mark_resend(event)
-                if sender.parallel:
-                    dispatcher.resend = in_flight.events.copy()
-                dispatcher.in_flight = None
+                self._abandon(sender, dispatcher)
                 dispatcher.next_retry_at = now + sender.retry_interval_ms
                 sender.stats["batches_timed_out"] += 1
                 out.append(
@@ -1044,9 +1307,24 @@ class Engine:
                         "sender": sender.id,
                         "dispatcher": dispatcher.index,
                         "batch_id": in_flight.batch_id,
-                        "events": in_flight.ids.copy(),
+                        "events": in_flight.shipped_ids.copy(),
                     }
                 )
+
+    def _abandon(self, sender: SenderState, dispatcher: DispatcherState) -> None:
+        """R20's abandonment of the batch in flight (a timeout, R37's stop, R36's
+        restart): its messages leave the network, every member (R33: shipped or kept
+        back) will be re-sent as a possible duplicate, a parallel dispatcher's first (R31)."""
+        dispatcher.batch_message = None
+        dispatcher.ack_message = None
+        in_flight = dispatcher.in_flight
+        if in_flight is None:
+            return
+        for event in in_flight.events:  # still queued
+            self._mark_resend(event)
+        if sender.parallel:
+            dispatcher.resend = in_flight.events.copy()
+        dispatcher.in_flight = None
 
     def _mark_resend(self, event: Event) -> None:
         """R20: a timed-out event will be re-sent flagged as a possible duplicate."""
@@ -1094,8 +1372,137 @@ class Engine:
             for sender in site.senders:
                 for dispatcher in sender.dispatchers:
                     dispatcher.reset(sender.parallel)
-                sender.running = True
+                self._set_running(sender, not sender.manual_start)  # as a new system starts
                 sender.paused = False
+        return True
+
+    def _set_running(self, sender: SenderState, running: bool) -> None:
+        """R37: the sender runs or is stopped (its site counts the stopped ones)."""
+        if sender.running != running:
+            sender.running = running
+            sender.home.stopped += -1 if running else 1
+
+    # ------------------------------------------------------------------ lifecycle (R36, R37)
+
+    def _restart_sender(self, op: RestartSender, out: list[Observation]) -> bool:
+        """R36: the members hosting the sender's queues crash and restart. Every batch in
+        flight is given up (its members possible duplicates); with persistence every
+        queued event stays, in order, `recovered` (not indexed, R32) and placed anew by
+        R35; without, every queued event is lost. Then the sender runs, unpaused."""
+        sender = self._senders[op.sender]
+        if not sender.home.up:
+            return False
+        kept: list[list[Event]] = []
+        for dispatcher in sender.dispatchers:
+            self._abandon(sender, dispatcher)
+            kept.append(self._queued(sender, dispatcher) if sender.persistent else [])
+        observation: Observation = {
+            "kind": "lifecycle",
+            "sender": sender.id,
+            "action": "restart",
+            "kept": sum(len(events) for events in kept),
+        }
+        out.append(observation)
+        if sender.persistent:
+            for dispatcher, events in zip(sender.dispatchers, kept, strict=True):
+                dispatcher.reset(sender.parallel)  # a new processor (R31: cursor d)
+                for event in self._recovered(sender, dispatcher, events):
+                    event.recovered = True
+                    event.on_disk = False
+                    self._append(sender, dispatcher, event)
+        else:
+            self._discard(sender, "restart", "events_lost_on_restart", out)
+            for dispatcher in sender.dispatchers:
+                dispatcher.reset(sender.parallel)
+        self._set_running(sender, True)
+        sender.paused = False
+        return True
+
+    def _recovered(
+        self, sender: SenderState, dispatcher: DispatcherState, events: list[Event]
+    ) -> list[Event]:
+        """R36: the queued events a persistent dispatcher reads back after a restart."""
+        return events
+
+    def _discard(
+        self, sender: SenderState, reason: str, counter: str, out: list[Observation]
+    ) -> None:
+        """Every queued event of every dispatcher lost (`queue_lost`, dispatcher order,
+        then queue order); each dispatcher emptied but for its cursor, retry time and
+        batch-id counter."""
+        lost = 0
+        for dispatcher in sender.dispatchers:
+            for event in self._queued(sender, dispatcher):
+                out.append(
+                    {
+                        "kind": "queue_lost",
+                        "sender": sender.id,
+                        "dispatcher": dispatcher.index,
+                        "event": event.id,
+                        "reason": reason,
+                    }
+                )
+                lost += 1
+            cursor, retry_at = dispatcher.cursor, dispatcher.next_retry_at
+            dispatcher.reset(sender.parallel)
+            dispatcher.cursor, dispatcher.next_retry_at = cursor, retry_at
+        sender.stats[counter] += lost
+
+    def _stop_sender(self, op: StopSender, out: list[Observation]) -> bool:
+        """R37: every batch in flight abandoned as R20 abandons one (no timeout counted,
+        the retry time kept); the sender stopped and not paused. A serial non-persistent
+        sender loses its queue; a persistent serial one keeps it, no longer indexed
+        (`recovered`, R32); a parallel one keeps it as it is."""
+        sender = self._senders[op.sender]
+        if not sender.home.up or not sender.running:
+            return False
+        for dispatcher in sender.dispatchers:
+            self._abandon(sender, dispatcher)
+        self._set_running(sender, False)
+        sender.paused = False
+        out.append({"kind": "lifecycle", "sender": sender.id, "action": "stop"})
+        if sender.parallel:
+            return True
+        if sender.persistent:
+            for dispatcher in sender.dispatchers:
+                for event in self._queued(sender, dispatcher):
+                    event.recovered = True
+                dispatcher.conflation = {}
+        else:
+            self._discard(sender, "stop", "events_lost_on_restart", out)
+        return True
+
+    def _start_sender(self, op: StartSender, out: list[Observation]) -> bool:
+        """R37: the stopped sender runs again, unpaused, every dispatcher ready to flush
+        at once; with `clean_queues` every queued event is discarded first."""
+        sender = self._senders[op.sender]
+        if not sender.home.up or sender.running:
+            return False
+        out.append({"kind": "lifecycle", "sender": sender.id, "action": "start"})
+        if op.clean_queues:
+            self._discard(sender, "clean_queues", "events_discarded_clean_start", out)
+        for dispatcher in sender.dispatchers:
+            dispatcher.next_retry_at = 0
+        self._set_running(sender, True)
+        sender.paused = False
+        return True
+
+    def _pause_sender(self, op: PauseSender, out: list[Observation]) -> bool:
+        """R37: no flush while paused; events keep being queued."""
+        sender = self._senders[op.sender]
+        if not sender.home.up or not sender.running or sender.paused:
+            return False
+        sender.paused = True
+        out.append({"kind": "lifecycle", "sender": sender.id, "action": "pause"})
+        return True
+
+    def _resume_sender(self, op: ResumeSender, out: list[Observation]) -> bool:
+        """R37: the paused sender flushes again."""
+        sender = self._senders[op.sender]
+        if not sender.home.up or not sender.paused:
+            return False
+        sender.paused = False
+        out.append({"kind": "lifecycle", "sender": sender.id, "action": "resume"})
         return True
 
     # ------------------------------------------------------------------ settle
@@ -1156,7 +1563,7 @@ class Engine:
             return in_flight.sent_at + sender.ack_timeout_ms
         if not sender.running or sender.paused:
             return -1
-        if sender.parallel:
+        if dispatcher.lazy:
             waiting = dispatcher.order.size()
             if not waiting:
                 return -1

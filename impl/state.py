@@ -233,8 +233,10 @@ class Event:
         "possible_duplicate",
         "queued",
         "recipients",
+        "recovered",
         "seq",
         "size",
+        "slot",
         "thread",
         "value",
     )
@@ -273,7 +275,9 @@ class Event:
         self.size = size  # R4 of the full value: what it ships full and holds (R35)
         self.bucket = bucket  # R28 at the site whose queue holds it; -1 when replicated
         self.on_disk = False  # R35: held on disk, not in memory
-        self.queued = True  # a parallel queue's: still in its dispatcher's queue
+        self.queued = True  # a lazy queue's (`AppendOrder`): still in its dispatcher's queue
+        self.recovered = False  # R32, R36, R37: kept across a restart, so not indexed
+        self.slot = -1  # its slot in the dispatcher's durable queue (impl/queue_store.py)
 
     @property
     def tag(self) -> tuple[int, int, int]:
@@ -375,9 +379,11 @@ class EventQueue:
 @final
 @mypyc_attr(acyclic=True)
 class AppendOrder:
-    """A parallel dispatcher's queue in append order (R31): its events leave out of order
-    (a batch takes its buckets' oldest), so one that leaves is unflagged (`queued`) and
-    skipped; the head moves past the unflagged ones. Amortized O(1) per event."""
+    """A queue whose events may leave out of order, in append order: a parallel
+    dispatcher's (a batch takes its buckets' oldest, R31), each of its bucket FIFOs, and a
+    conflating serial dispatcher's (R32 takes an update out of the middle). An event that
+    leaves is unflagged (`queued`, shared by every `AppendOrder` holding it) and skipped;
+    the head moves past the unflagged ones. Amortized O(1) per event."""
 
     __slots__ = ("_events", "_head", "_live")
 
@@ -397,6 +403,19 @@ class AppendOrder:
         event.queued = True
         self._events.append(event)
         self._live += 1
+
+    def first(self, count: int) -> list[Event]:
+        """The oldest `count` queued events (fewer if it holds fewer), oldest first."""
+        out: list[Event] = []
+        events = self._events
+        index = self._head
+        end = len(events)
+        while index < end and len(out) < count:
+            event = events[index]
+            if event.queued:
+                out.append(event)
+            index += 1
+        return out
 
     def left(self, count: int) -> None:
         """`count` of its events were unflagged: move the head past the gone ones."""
@@ -429,9 +448,21 @@ class AppendOrder:
 class InFlight:
     """R13: a dispatcher's one unacknowledged batch (a serial one's queue prefix, a
     parallel one's buckets' oldest events, R31), and what its events hold of queue
-    memory (R35): the bytes of those in memory and how many are on disk."""
+    memory (R35): the bytes of those in memory and how many are on disk. R33: batch
+    conflation keeps some members back; `shipped` are the others (all of them when
+    `kept_back` is empty)."""
 
-    __slots__ = ("batch_id", "events", "ids", "memory", "on_disk", "sent_at")
+    __slots__ = (
+        "batch_id",
+        "events",
+        "ids",
+        "kept_back",
+        "memory",
+        "on_disk",
+        "sent_at",
+        "shipped",
+        "shipped_ids",
+    )
 
     def __init__(
         self,
@@ -441,13 +472,19 @@ class InFlight:
         sent_at: int,
         memory: int,
         on_disk: int,
+        shipped: list[Event],
+        shipped_ids: list[str],
+        kept_back: list[bool],
     ) -> None:
         self.batch_id = batch_id
-        self.events = events
-        self.ids = ids  # the event ids, for observations
+        self.events = events  # every member, in batch order
+        self.ids = ids  # the members' event ids, for observations
         self.sent_at = sent_at
         self.memory = memory
         self.on_disk = on_disk
+        self.shipped = shipped
+        self.shipped_ids = shipped_ids
+        self.kept_back = kept_back  # per member: kept back by R33 ([]: none was)
 
 
 @final
@@ -539,6 +576,7 @@ class SiteState:
         "senders",
         "seq",
         "stats",
+        "stopped",
         "timestamp_floor",
         "up",
     )
@@ -572,22 +610,28 @@ class SiteState:
         self.sender_ids: list[str] = []  # the ids of `senders` (copied, never shared)
         self.remotes: frozenset[int] = frozenset()  # remotes of the senders here (R22)
         self.origin_recipients: frozenset[int] = frozenset({site})  # {site} | remotes (R11)
+        self.stopped = 0  # how many of `senders` are stopped (R37: they queue nothing)
 
 
 @final
 class DispatcherState:
     """One dispatcher of a sender (R29): its queue, batch in flight, timers, network
     slots and batch ids; a parallel one's append order, bucket FIFOs, resend list and
-    cursor (R31); its queue memory (R35)."""
+    cursor (R31); its queue memory (R35); a conflating one's index (R32).
+
+    The queue is `queue` (a prefix leaves at a time) for a serial dispatcher that does
+    not conflate, else `order` (`lazy`: events leave from anywhere)."""
 
     __slots__ = (
         "ack_message",
         "batch_message",
         "buckets",
+        "conflation",
         "cursor",
         "in_flight",
         "index",
         "last_batch_id",
+        "lazy",
         "memory_bytes",
         "next_retry_at",
         "nonempty",
@@ -597,11 +641,13 @@ class DispatcherState:
         "resend",
     )
 
-    def __init__(self, index: int, parallel: bool) -> None:
+    def __init__(self, index: int, parallel: bool, lazy: bool) -> None:
         self.index = index
-        self.queue = EventQueue()  # serial: the queue (R12)
-        self.order = AppendOrder()  # parallel: the queue, in append order (R31)
-        self.buckets: dict[int, EventQueue] = {}  # parallel: bucket -> its FIFO (R31)
+        self.lazy = lazy
+        self.queue = EventQueue()  # serial, not conflating: the queue (R12)
+        self.order = AppendOrder()  # otherwise: the queue, in append order (R31, R32)
+        self.buckets: dict[int, AppendOrder] = {}  # parallel: bucket -> its FIFO (R31)
+        self.conflation: dict[str, list[Event]] = {}  # R32: key -> its indexed updates
         self.nonempty: list[int] = []  # parallel: the buckets with queued events, ascending
         self.resend: list[Event] = []  # parallel: sent first by the next flush (R31)
         self.cursor = index if parallel else -1  # R31; -1: serial (observed as null)
@@ -618,6 +664,7 @@ class DispatcherState:
         self.queue.clear()
         self.order.clear()
         self.buckets = {}
+        self.conflation = {}
         self.nonempty = []
         self.resend = []
         self.cursor = self.index if parallel else -1
@@ -635,7 +682,9 @@ class SenderState:
 
     __slots__ = (
         "ack_timeout_ms",
+        "alert_threshold_ms",
         "batch_size",
+        "conflation",
         "batch_time_interval_ms",
         "delta",
         "dispatcher_threads",
@@ -645,10 +694,12 @@ class SenderState:
         "dlq_secure",
         "home",
         "id",
+        "manual_start",
         "memory_limit",
         "order_policy",
         "parallel",
         "paused",
+        "persistent",
         "remote",
         "remote_site",
         "retry_interval_ms",
@@ -675,10 +726,16 @@ class SenderState:
         self.order_policy = config.order_policy
         # R35: each dispatcher's share of the sender's queue memory
         self.memory_limit = config.maximum_queue_memory_bytes // config.dispatcher_threads
+        self.conflation = config.enable_batch_conflation  # R32-R34
+        self.persistent = config.enable_persistence  # R36, R37
+        self.alert_threshold_ms = config.alert_threshold_ms  # R38
+        self.manual_start = config.manual_start  # R37
+        lazy = config.parallel or config.enable_batch_conflation
         self.dispatchers: list[DispatcherState] = [
-            DispatcherState(index, config.parallel) for index in range(config.dispatcher_threads)
+            DispatcherState(index, config.parallel, lazy)
+            for index in range(config.dispatcher_threads)
         ]
-        self.running = True  # R37
+        self.running = not config.manual_start  # R37
         self.paused = False
         self.stats: dict[str, int] = dict.fromkeys(SENDER_STATS, 0)
         self.dlq: list[dict[str, object]] = []
