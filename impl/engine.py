@@ -593,7 +593,9 @@ class Engine:
             and base.tag() == gone.tag
         )
 
-    def _remove_queued(self, sender: SenderState, dispatcher: DispatcherState, event: Event) -> None:
+    def _remove_queued(
+        self, sender: SenderState, dispatcher: DispatcherState, event: Event
+    ) -> None:
         """One queued event, not in flight, leaves a lazy queue (R32): its memory (R35),
         its bucket's FIFO (R31) and the resend list."""
         event.queued = False
@@ -672,7 +674,7 @@ class Engine:
         if sender.conflation and len(events) > 1:
             kept_back = self._conflate_batch(sender, dispatcher, events, out)
             if kept_back:
-                shipped = [event for event, back in zip(events, kept_back) if not back]
+                shipped = [event for event, back in zip(events, kept_back, strict=True) if not back]
         memory = 0  # R35: what the members hold, freed when they leave
         on_disk = 0
         for event in events:
@@ -1210,8 +1212,10 @@ class Engine:
         sender = self._senders[op.sender]
         selected = None if op.events is None else frozenset(op.events)
         records = sender.dlq
-        if not sender.home.up or not sender.running or not any(
-            selected is None or record["event_id"] in selected for record in records
+        if (
+            not sender.home.up
+            or not sender.running
+            or not any(selected is None or record["event_id"] in selected for record in records)
         ):
             return False
         entries = sender.home.entries

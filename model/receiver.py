@@ -13,8 +13,8 @@ from immutables import Map
 
 from model.queues import enqueue, not_queued, not_queued_observation, with_dispatcher
 from model.routing import bucket_of
+from model.state import AckMessage, Entry, Failure, GatewayEvent, Sender, State, Status
 from model.tags import wins
-from model.state import AckMessage, Entry, Failure, GatewayEvent, Sender, State, Status, Tag
 from traces.config import Config
 from traces.observations import Observation
 from traces.ops import Value

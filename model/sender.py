@@ -16,11 +16,10 @@ from bisect import bisect_left
 from collections.abc import Iterator
 from itertools import islice
 
-from model.queues import abandon, enqueue, loses_its_base, reappended, remove, with_dispatcher
-from model.routing import bucket_of
-from model.tags import wins
 from immutables import Map
 
+from model.queues import abandon, enqueue, loses_its_base, reappended, remove, with_dispatcher
+from model.routing import bucket_of
 from model.state import (
     BatchMessage,
     DeadLetter,
@@ -31,6 +30,7 @@ from model.state import (
     Seq,
     State,
 )
+from model.tags import wins
 from traces.canonical import size
 from traces.config import Config, SenderConfig
 from traces.observations import Observation
@@ -164,7 +164,9 @@ def _send(
             dispatcher = dispatcher._replace(
                 queue=dispatcher.queue.replace({p: e for p, e in members if p in converted})
             )
-            stats = stats._replace(conflation_full_values=stats.conflation_full_values + len(converted))
+            stats = stats._replace(
+                conflation_full_values=stats.conflation_full_values + len(converted)
+            )
         for member, by in conflated:
             observations.append(
                 {
@@ -244,7 +246,9 @@ def conflate_batch(
     for i, (position, event) in enumerate(members):
         if event.op != "update":
             continue
-        later = [j for j in updates[event.key] if j > i and wins(members[j][1].version, event.version)]
+        later = [
+            j for j in updates[event.key] if j > i and wins(members[j][1].version, event.version)
+        ]
         if later:
             by = later[-1]
             kept_back.add(position)
@@ -563,9 +567,7 @@ def stop_sender(config: Config, state: State, op: StopSender) -> tuple[State, li
     dispatchers = tuple(abandon(sender, d) for d in current.dispatchers)
     if sender.enable_persistence and not sender.parallel:
         dispatchers = tuple(
-            d._replace(
-                recovered=Map({p: True for p, _ in d.queue.positioned()}), conflation=Map()
-            )
+            d._replace(recovered=Map({p: True for p, _ in d.queue.positioned()}), conflation=Map())
             for d in dispatchers
         )
     current = current._replace(dispatchers=dispatchers, running=False, paused=False)
