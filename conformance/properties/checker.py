@@ -66,13 +66,14 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from conformance.properties.overflow import OverflowTwin, unlimited
 from conformance.properties.topology import analyse_topology, delivery_paths, sender_graph
-from traces.config import INT64_MAX, Config, SenderConfig
+from traces.config import DEFAULT_QUEUE_MEMORY, INT64_MAX, Config, SenderConfig
 from traces.observations import Observation
 from traces.ops import Op, Settle, SiteUp
 from traces.text import plural
 
-PROPERTIES = ("P2", "P3", "P4", "P5", "P6", "P7", "P8", "P12")
+PROPERTIES = ("P2", "P3", "P4", "P5", "P6", "P7", "P8", "P9", "P10", "P11", "P12")
 Status = Literal["held", "failed", "not applicable"]
 
 
@@ -155,6 +156,7 @@ class _Event:
         "before_wipe",
         "conflicts",
         "key",
+        "op",
         "origin",
         "queues",
         "shipped",
@@ -175,8 +177,10 @@ class _Event:
         stops: set[tuple[int, int]] | None = None,
         shipped: dict[int, int] | None = None,
         before_wipe: bool = False,
+        op: str = "",
     ) -> None:
         self.origin = origin
+        self.op = op  # R10's label: create, update or destroy (P9)
         self.key = key
         self.version = version
         self.value = value
@@ -202,9 +206,11 @@ class _Unaccounted:
 
 
 class PropertyChecker:
-    """Follows one run of `config` and checks P2-P8 and P12 on it."""
+    """Follows one run of `config` and checks P2-P12 on it. `overflow`: a factory of a
+    second engine of the kind under test, for P10's second run (conformance/properties/
+    overflow.py); without one P10 is not checked."""
 
-    def __init__(self, config: Config) -> None:
+    def __init__(self, config: Config, overflow: Callable[[Config], Any] | None = None) -> None:
         self.config = config
         analysis = analyse_topology(config)
         self.supported = analysis.supported
@@ -250,6 +256,30 @@ class PropertyChecker:
         self._p12_checks = 0  # dispatchers found quiescent or not after a settle
         self._p12_exempt = ""  # why a settle left a dispatcher unchecked (the last reason)
         self._any_settle = False
+        # v2.0 part 2: the senders' lifecycle (R36, R37), P2's exemptions, P9, P10, P11
+        self._running = {s.id: not s.manual_start for s in config.senders}
+        self._paused = {s.id: False for s in config.senders}
+        self._conflating = {s.id for s in config.senders if s.enable_batch_conflation}
+        self._persistent = {s.id for s in config.senders if s.enable_persistence}
+        self._tracked = self._conflating | self._persistent  # senders followed in detail:
+        self._position: dict[tuple[str, str], int] = {}  # (sender, event) -> its append,
+        #   while queued (P9's "later-appended", P11's order)
+        self._in_flight: dict[tuple[str, int], set[str]] = {}  # (sender, dispatcher) ->
+        #   the members of its batch in flight (P9, P11)
+        self._kept_back: dict[tuple[str, int], list[str]] = {}  # R33: members kept back
+        #   from the batch about to be sent
+        self._flagged: set[tuple[str, str]] = set()  # P11: possible duplicates a restart
+        #   or stop owes to the next batch that ships them
+        self._lost_now: dict[str, set[str]] = {}  # sender -> events lost in this step
+        self._lifecycle: list[tuple[str, str, set[str], int, str]] = []  # P11 checks due
+        #   after this step: (sender, action, queued before, kept, where)
+        self._lifecycle_checks = 0
+        self._conflations = 0  # P9: `conflated` observations checked
+        self._exempt: dict[str, list[str]] = {}  # P2: why an event is exempt -> events
+        self._p2_paused = ""  # P2: the last settle it did not apply at, and why
+        self._twin: OverflowTwin | None = None  # P10's second run
+        if overflow is not None and unlimited(config) is not None:
+            self._twin = OverflowTwin(config, overflow)
 
     def clone(self) -> PropertyChecker:
         """An independent copy of the checker as it is now (exhaustive exploration,
@@ -267,7 +297,7 @@ class PropertyChecker:
                 found = copies[id(event)] = _Event(
                     event.origin, event.key, event.version, event.value, set(event.queues),
                     set(event.applied), set(event.conflicts), set(event.stops),
-                    dict(event.shipped), event.before_wipe,
+                    dict(event.shipped), event.before_wipe, event.op,
                 )  # fmt: skip
             return found
 
@@ -287,6 +317,16 @@ class PropertyChecker:
         other._appended = dict(self._appended)
         other._last_of_key = dict(self._last_of_key)
         other._last_of_sender = dict(self._last_of_sender)
+        other._running = dict(self._running)
+        other._paused = dict(self._paused)
+        other._position = dict(self._position)
+        other._in_flight = {k: set(v) for k, v in self._in_flight.items()}
+        other._kept_back = {k: list(v) for k, v in self._kept_back.items()}
+        other._flagged = set(self._flagged)
+        other._lost_now = {}
+        other._lifecycle = []
+        other._exempt = {k: list(v) for k, v in self._exempt.items()}
+        other._twin = None  # a second engine cannot be copied: P10 is not checked
         return other
 
     # -- following the run ---------------------------------------------------------------
@@ -348,24 +388,33 @@ class PropertyChecker:
                     (version[0], version[1], version[2]),
                     obs["value"],
                     set(senders),
+                    op=obs["op"],
                 )
                 self._written_since_wipe += 1
                 self._written(key)
-                appends, appended = self._appends, self._appended
                 for sender in senders:  # P8: the sender's next append
-                    count = appends.get(sender, 0)
-                    appends[sender] = count + 1
-                    appended[(sender, event_id)] = count
+                    self._append(sender, event_id, where, found)
                 if not senders:
                     self._leaving.append(event_id)
             elif kind == "forwarded":
                 events[obs["event"]].queues.add(obs["sender"])
-                self._append(obs["sender"], obs["event"])
+                self._append(obs["sender"], obs["event"], where, found)
             elif kind == "sent":
                 found.extend(self._sent(obs, where))
+                if obs["sender"] in self._tracked:
+                    found.extend(self._sent_tracked(obs, where))
             elif kind == "acked":
                 for event_id in obs["removed"]:
                     self._leave_queue(event_id, obs["sender"])
+                self._in_flight.pop((obs["sender"], obs["dispatcher"]), None)
+            elif kind == "timeout":
+                self._in_flight.pop((obs["sender"], obs["dispatcher"]), None)
+            elif kind == "conflated":
+                found.extend(self._conflated(obs, where))
+            elif kind in ("queue_lost", "not_queued"):
+                self._lost(obs)
+            elif kind == "lifecycle":
+                self._lifecycle_action(obs, where)
             elif kind in ("dropped", "dlq"):
                 sender = self.config.sender(obs["sender"])
                 event = events[obs["event"]]
@@ -389,12 +438,21 @@ class PropertyChecker:
                 self._released(known.key)
                 if obs["outcome"] == "requeued":  # the same event, queued again
                     events.setdefault(obs["event"], known).queues.add(obs["sender"])
-                    self._append(obs["sender"], obs["event"])
+                    self._append(obs["sender"], obs["event"], where, found)
+        if self._twin is not None:  # P10: the second run takes the same step
+            difference = self._twin.step(op, observations)
+            if difference is not None:
+                found.append(Violation("P10", difference, where))
         for event_id in self._leaving:  # after the step: its drops and conflicts are known
             leaving = self._events.get(event_id)
             if leaving is not None and not leaving.queues:
                 self._forget(event_id)
         self._leaving.clear()
+        if self._lifecycle:  # P11, on the senders' state after the step
+            state = observe() if observe_keys is None else observe_keys(())
+            found.extend(self._p11(state))
+        if self._lost_now:
+            self._lost_now.clear()
         if type(op) is Settle:  # never skipped
             self._any_settle = True
             pending = self._pending()
@@ -412,7 +470,11 @@ class PropertyChecker:
 
     def finish(self, state: dict[str, Any], where: str = "end of run") -> list[Violation]:
         """P7 on the final observable state: dead letters are never lost (R24), so every
-        record ever written is there."""
+        record ever written is there; P10: the second run ends in the same state."""
+        if self._twin is not None:
+            difference = self._twin.finish(state)
+            if difference is not None:
+                self._violations["P10"].append(Violation("P10", difference, where))
         found = [
             Violation(
                 "P7",
@@ -428,7 +490,7 @@ class PropertyChecker:
         return found
 
     def verdicts(self) -> list[Verdict]:
-        """P2-P8 and P12, each held, failed or not applicable (with the reason)."""
+        """P2-P12, each held, failed or not applicable (with the reason)."""
         return [self._verdict(name) for name in PROPERTIES]
 
     # -- P5's keys ------------------------------------------------------------------------
@@ -468,11 +530,24 @@ class PropertyChecker:
 
     # -- P8: per-key order ----------------------------------------------------------------
 
-    def _append(self, sender: str, event: str) -> None:
-        """An append of `event` to `sender`'s queue (any dispatcher), numbered in order."""
+    def _append(self, sender: str, event: str, where: str, found: list[Violation]) -> None:
+        """An append of `event` to `sender`'s queue (any dispatcher), numbered in order
+        (P8; P9 and P11 keep the number while it is queued). R37: a stopped sender
+        queues nothing (P2: such an event is "not queued")."""
         count = self._appends.get(sender, 0)
         self._appends[sender] = count + 1
         self._appended[(sender, event)] = count
+        if sender in self._tracked:
+            self._position[(sender, event)] = count
+        if not self._running[sender]:
+            found.append(
+                Violation(
+                    "P2",
+                    f"event {event} queued by sender {sender}, which is stopped (R37: it is "
+                    "not queued)",
+                    where,
+                )
+            )
 
     def _processed(self, obs: Observation, where: str) -> Violation | None:
         """P8: the receiver processes an event the sender shipped; the first time for this
@@ -562,6 +637,165 @@ class PropertyChecker:
                 self._leave_queue(event_id, sender)
         if wiped:  # P8: the wiped queues' appends will never be processed
             self._appended = {k: v for k, v in self._appended.items() if k[0] not in wiped}
+        for config in self.config.senders_at(site):  # a brand-new system starts as configured
+            self._running[config.id] = not config.manual_start
+            self._paused[config.id] = False
+            for index in range(config.dispatcher_threads):
+                self._in_flight.pop((config.id, index), None)
+                self._kept_back.pop((config.id, index), None)
+
+    # -- the senders' lifecycle, conflation and losses (v2.0 part 2) -------------------
+
+    def _hop(self, sender_id: str) -> tuple[int, int]:
+        sender = self.config.sender(sender_id)
+        return (sender.site, sender.remote)
+
+    def _exempt_from_p2(self, reason: str, event_id: str) -> None:
+        self._exempt.setdefault(reason, []).append(event_id)
+
+    def _lost(self, obs: Observation) -> None:
+        """R36, R37: an event lost from a queue (`queue_lost`) or never queued by a stopped
+        sender (`not_queued`): stopped on the way at that sender for P2 (exempt, and
+        reported), its key left out of P5."""
+        sender, event_id = obs["sender"], obs["event"]
+        event = self._events[event_id]
+        event.stops.add(self._hop(sender))
+        self._keys_dropped.add(event.key)
+        self._exclude(event.key)
+        if obs["kind"] == "queue_lost":
+            reason = {
+                "restart": "lost on restart",
+                "stop": "lost when its sender stopped",
+                "clean_queues": "discarded by a clean start",
+            }.get(obs["reason"], f"lost ({obs['reason']})")
+            self._lost_now.setdefault(sender, set()).add(event_id)
+            self._leave_queue(event_id, sender)
+        else:
+            reason = "not queued (sender stopped)"
+        if self.config.sender(sender).remote not in event.applied:  # what it exempts
+            self._exempt_from_p2(reason, event_id)
+
+    def _conflated(self, obs: Observation, where: str) -> list[Violation]:
+        """P9 (i): a conflated update `p` had, then, a later-appended update of its key with
+        a newer tag queued or in flight at the same sender; R32 spares the batch in
+        flight. For P2, `p` stopped on the way at that sender (its key's final value is
+        followed through the survivor, and P5 still compares the key: P9 (ii))."""
+        self._conflations += 1
+        sender, event_id, by = obs["sender"], obs["event"], obs["by"]
+        dispatcher = obs["dispatcher"]
+        event = self._events.get(event_id)
+        survivor = self._events.get(by)
+        problem = ""
+        if event is None or sender not in event.queues:
+            problem = f"{event_id} is not queued at {sender}"
+        elif event.op != "update":
+            problem = f"{event_id} is a {event.op or 'write'}, and only updates conflate"
+        elif survivor is None or sender not in survivor.queues:
+            problem = f"{by} is not queued at {sender}"
+        elif survivor.op != "update" or survivor.key != event.key:
+            problem = f"{by} is not an update of {event.key!r}"
+        elif tag_order(survivor.version) <= tag_order(event.version):
+            problem = f"{by}'s tag {list(survivor.version)} is not newer than {list(event.version)}"
+        elif self._position.get((sender, by), -1) <= self._position.get((sender, event_id), -1):
+            problem = f"{by} was not appended to {sender} after {event_id}"
+        elif obs["where"] == "queue" and event_id in self._in_flight.get((sender, dispatcher), ()):
+            problem = f"{event_id} is in the batch in flight (R32 spares it)"
+        if event is not None:
+            event.stops.add(self._hop(sender))
+        if obs["where"] == "queue":
+            if event is not None and sender in event.queues:
+                self._leave_queue(event_id, sender)
+        else:
+            self._kept_back.setdefault((sender, dispatcher), []).append(event_id)
+        if not problem:
+            return []
+        return [Violation("P9", f"sender {sender} conflated {event_id} by {by}: {problem}", where)]
+
+    def _sent_tracked(self, obs: Observation, where: str) -> list[Violation]:
+        """A batch of a conflating or persistent sender: its members are in flight (P9);
+        P11: those a restart or stop left as possible duplicates count as resent."""
+        sender, dispatcher = obs["sender"], obs["dispatcher"]
+        members = set(obs["events"])
+        members.update(self._kept_back.pop((sender, dispatcher), ()))
+        self._in_flight[(sender, dispatcher)] = members
+        owed = [e for e in obs["events"] if (sender, e) in self._flagged]
+        if len(owed) <= obs["events_resent"]:
+            return []
+        return [
+            Violation(
+                "P11",
+                f"sender {sender} sent {', '.join(owed)} again after a restart or stop with "
+                f"events_resent {obs['events_resent']}: each was in flight then and is a "
+                "possible duplicate (R36, R37)",
+                where,
+            )
+        ]
+
+    def _lifecycle_action(self, obs: Observation, where: str) -> None:
+        """R36, R37: a sender restarts, stops, starts, pauses or resumes. A restart or a
+        stop gives up the batches in flight; P11 checks the sender after the step."""
+        sender, action = obs["sender"], obs["action"]
+        self._running[sender] = action != "stop"
+        self._paused[sender] = action == "pause"
+        if action not in ("restart", "stop"):
+            return
+        config = self.config.sender(sender)
+        for index in range(config.dispatcher_threads):
+            members = self._in_flight.pop((sender, index), set())
+            if sender in self._persistent:
+                self._flagged.update((sender, event) for event in members)
+        queued = {e for e, event in self._events.items() if sender in event.queues}
+        self._lost_now.pop(sender, None)
+        self._lifecycle.append((sender, action, queued, obs.get("kept", -1), where))
+
+    def _p11(self, state: dict[str, Any]) -> list[Violation]:
+        """P11 after a restart or stop: with persistence the queues hold exactly what was
+        queued, each dispatcher in append order (so nothing acknowledged comes back);
+        without, a restart (or a serial stop) lost exactly what was queued, each event
+        reported by `queue_lost`. Dead-letter records are never lost."""
+        out: list[Violation] = []
+        for sender, action, queued, kept, where in self._lifecycle:
+            config = self.config.sender(sender)
+            seen = state["senders"][sender]
+            lost = self._lost_now.pop(sender, set())
+            queues = [dispatcher["queue"] for dispatcher in seen["dispatchers"]]
+            held = {event for queue in queues for event in queue}
+            problems: list[str] = []
+            if config.enable_persistence:
+                self._lifecycle_checks += 1
+                if action == "restart" and kept != len(queued):
+                    problems.append(f"it says it kept {kept} events of the {len(queued)} queued")
+                if held != queued:
+                    missing, extra = sorted(queued - held), sorted(held - queued)
+                    if missing:
+                        problems.append("lost " + ", ".join(missing[:3]))
+                    if extra:
+                        problems.append("holds " + ", ".join(extra[:3]) + ", not queued before")
+                for index, queue in enumerate(queues):
+                    numbers = [self._position.get((sender, event), -1) for event in queue]
+                    if numbers != sorted(numbers):
+                        problems.append(f"dispatcher {index}'s queue {queue} is out of order")
+            elif action == "restart" or not config.parallel:
+                self._lifecycle_checks += 1
+                if lost != queued:
+                    silent = sorted(queued - lost)
+                    problems.append(
+                        "lost " + ", ".join(silent[:3]) + " without a queue_lost"
+                        if silent
+                        else "reported " + ", ".join(sorted(lost - queued)[:3]) + " lost"
+                    )
+                if held:
+                    problems.append("still holds " + ", ".join(sorted(held)[:3]))
+            records = {event for s, event in self._dead_lettered if s == sender}
+            if {record["event_id"] for record in seen["dlq"]} != records:
+                problems.append("its dead-letter records changed")
+            if problems:
+                what = "restarting" if action == "restart" else "stopping"
+                out.append(
+                    Violation("P11", f"after {what} sender {sender}: " + "; ".join(problems), where)
+                )
+        self._lifecycle.clear()
+        return out
 
     def _leave_queue(self, event_id: str, sender: str) -> None:
         """The event left one queue; once it has left all of them (at the end of the
@@ -570,6 +804,9 @@ class PropertyChecker:
         event.queues.discard(sender)
         if not event.queues:
             self._leaving.append(event_id)
+        if sender in self._tracked:
+            self._position.pop((sender, event_id), None)
+            self._flagged.discard((sender, event_id))
 
     def _forget(self, event_id: str) -> None:
         """No queue holds the event any more: it can never be delivered again. Decide
@@ -678,7 +915,19 @@ class PropertyChecker:
         entries of `pending`'s keys and of `_p5_keys`)."""
         violations: list[Violation] = []
         sites = state["sites"]
-        if self._written_since_wipe:
+        waiting = [
+            sender
+            for sender, seen in state["senders"].items()
+            if (not seen.get("running", True) or seen.get("paused", False))
+            and any(dispatcher["queue"] for dispatcher in seen["dispatchers"])
+        ]
+        if waiting and self._written_since_wipe:  # §16.7: P2 does not apply
+            first = waiting[0]
+            held = "stopped" if not state["senders"][first].get("running", True) else "paused"
+            self._p2_paused = (
+                f"after the settle at {where}, sender {first} is {held} with events queued"
+            )
+        elif self._written_since_wipe:
             self._quiescent_checks += 1
             self._unaccounted.clear()
             for item in pending:
@@ -740,6 +989,8 @@ class PropertyChecker:
         if name == "P2":
             if self._quiescent_checks:
                 return ""
+            if self._p2_paused:
+                return self._p2_paused
             if self._wiped_at:
                 return (
                     "no event written after the last wipe was checked at a settle with "
@@ -789,6 +1040,23 @@ class PropertyChecker:
                     + " and per-key order is not kept across them (Example R29)"
                 )
             return "no sender had two events of one key processed"
+        if name == "P9":
+            if not self._conflating:
+                return "no sender has enable_batch_conflation"
+            return "" if self._conflations else "no event was conflated"
+        if name == "P10":
+            if unlimited(self.config) is None:
+                return (
+                    "no sender limits its queue memory below the default "
+                    f"({DEFAULT_QUEUE_MEMORY:,} bytes), so nothing overflows"
+                )
+            if self._twin is None:
+                return "not run a second time (exhaustive exploration and segments do not)"
+            return ""
+        if name == "P11":
+            if self._lifecycle_checks:
+                return ""
+            return "no sender was restarted, and no persistent or serial sender stopped"
         if name == "P12":
             if self._p12_checks:
                 return ""
@@ -806,8 +1074,14 @@ class PropertyChecker:
         reason = self._not_applicable(name)
         if reason:
             return Verdict(name, "not applicable", reason)
-        if name == "P2" and self._wiped_at:
-            return Verdict(name, "held", "on the events written after the last wipe")
+        if name == "P2" and (self._wiped_at or self._exempt):
+            notes = ["on the events written after the last wipe"] if self._wiped_at else []
+            for reason, events in self._exempt.items():
+                shown = ", ".join(events[:3]) + (
+                    f" and {len(events) - 3} more" if len(events) > 3 else ""
+                )
+                notes.append(f"exempt, {reason}: {shown}")
+            return Verdict(name, "held", "; ".join(notes))
         if name == "P8" and self._unordered:
             return Verdict(
                 name,

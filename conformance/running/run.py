@@ -356,7 +356,10 @@ class TraceRun:
             self.engine = factory(config)
         else:
             self.engine = (model or (lambda cfg: make_engine("model", cfg)))(config)
-        self.checker = checker or (PropertyChecker(config) if properties else None)
+        if checker is None and properties:  # P10's second run: an engine of the kind tested
+            tested = factory if engine != "model" else model or (lambda c: make_engine("model", c))
+            checker = PropertyChecker(config, overflow=tested)
+        self.checker = checker
         self.narrator = Narrator(config) if explain else None
         self.on_step = on_step
         self.steps: list[Step] | None = [] if explain and on_step is None else None
