@@ -145,6 +145,8 @@ class Report:
     rows: tuple[dict[str, Any], ...] = field(default=())  # the filterable table (as JSON)
     policies: tuple[PolicyRow, ...] = ()  # `campaign --compare-policies`
     policy_chart: Chart | None = None
+    settings: tuple[PolicyRow, ...] = ()  # conflation and persistence, on and off
+    settings_chart: Chart | None = None
     coverage_charts: tuple[Chart, ...] = ()  # statuses, outcomes, events per site
     bandwidth_chart: Chart | None = None
     explore: ExploreView | None = None  # `wanconform explore --report`
@@ -177,6 +179,34 @@ def policy_chart(policies: Sequence[Mapping[str, Any]]) -> Chart | None:
         return None
     sections = [(label, [(p["title"], p[key]) for p in policies]) for label, key in POLICY_BARS]
     return bar_chart("policies", "failure policies compared", sections)
+
+
+SETTING_BARS = {
+    "conflation": (
+        ("bytes shipped", "bytes_shipped"),
+        ("events conflated", "events_conflated"),
+        ("keys that differ (conflation)", "keys_differing"),
+    ),
+    "persistence": (
+        ("events lost from queues", "events_lost"),
+        ("events re-sent", "events_resent"),
+        ("keys that differ (persistence)", "keys_differing"),
+    ),
+}
+
+
+def settings_chart(settings: Mapping[str, Sequence[Mapping[str, Any]]]) -> Chart | None:
+    """Conflation and persistence on and off (`conformance.spark.policies`): a section
+    per measure, a bar per setting."""
+    sections = [
+        (label, [(f["title"], f[key]) for f in settings[setting]])
+        for setting, bars in SETTING_BARS.items()
+        if settings.get(setting)
+        for label, key in bars
+    ]
+    return (
+        bar_chart("settings", "conflation and persistence compared", sections) if sections else None
+    )
 
 
 def coverage_charts(coverage: Mapping[str, int]) -> tuple[Chart, ...]:
@@ -244,9 +274,11 @@ def build_report(
     impl_spec: str,
     progress: Callable[[str], None] | None = None,
     policies: Sequence[Mapping[str, Any]] = (),
+    settings: Mapping[str, Sequence[Mapping[str, Any]]] | None = None,
 ) -> Report:
     """The report of result rows, with the examples (by signature) and, for a group
-    without one, why (`notes`); `policies`: a campaign's failure-policy comparison."""
+    without one, why (`notes`); `policies`: a campaign's failure-policy comparison;
+    `settings`: its conflation and persistence comparisons (setting -> [on, off])."""
     say = progress or (lambda line: None)
     profiles = tuple(sorted({_profile(r) for r in rows}))
     verdicts = []
@@ -339,6 +371,10 @@ def build_report(
         rows=table,
         policies=tuple(PolicyRow(p["title"], dict(p)) for p in policies),
         policy_chart=policy_chart(policies),
+        settings=tuple(
+            PolicyRow(f["title"], dict(f)) for figures in (settings or {}).values() for f in figures
+        ),
+        settings_chart=settings_chart(settings or {}),
         coverage_charts=coverage_charts(dict(coverage_rows)),
         bandwidth_chart=bandwidth_chart(rows, profiles),
     )

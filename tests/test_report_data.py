@@ -444,3 +444,42 @@ def test_v2_part2_marks_in_the_sequence_diagram_of_the_examples() -> None:
     assert [p.style for p in queue.marks[2].parts] == ["", "kept"]
     svg = render_sequence_svg(stop)
     assert '<rect class="mark-lifecycle"' in svg and '<path class="mark-lost"' in svg
+
+
+def test_settings_chart_and_tables_of_conflation_and_persistence(tmp_path: Path) -> None:
+    """`--compare-policies`' conflation and persistence figures (as policies.json holds
+    them: `conformance.spark.policies.Comparison.to_json`) of Examples R32 and R36, drawn."""
+    from conformance.spark.policies import compare_all
+    from traces.tracefile import read_trace
+
+    traces = [read_trace(EXAMPLES / f"{n}.jsonl") for n in ("conflation_in_queue",
+                                                           "restart_not_persistent")]  # fmt: skip
+    compared = compare_all([(t.config, list(t.ops)) for t in traces], policies=False).to_json()
+    [row], _, _ = check_local(local([str(DATA / "dead_letter.jsonl")]))
+    redelivery = {"requeued": 0, "superseded": 0, "unrecoverable": 0}
+    policies = [{"title": "drop", "events_lost": 1, "keys_differing": 1, "records_left": 0,
+                 "largest_backlog": 2, "redelivery": redelivery,
+                 "redelivery_conflicts": 0}]  # fmt: skip
+    path = tmp_path / "r.html"
+    settings = {k: v for k, v in compared.items() if k != "policies"}
+    report = report_json(write_report([row], {}, {}, path, "impl:Engine", policies=policies,
+                                      settings=settings))  # fmt: skip
+    assert [s["title"] for s in report["settings"]] == [
+        "batch conflation on", "batch conflation off", "queue persistence on",
+        "queue persistence off",
+    ]  # fmt: skip
+    html = path.read_text(encoding="utf-8")
+    assert bar_titles(html, "chart-settings") == [
+        "bytes shipped: batch conflation on: 35", "bytes shipped: batch conflation off: 42",
+        "events conflated: batch conflation on: 1", "events conflated: batch conflation off: 0",
+        "keys that differ (conflation): batch conflation on: 1",
+        "keys that differ (conflation): batch conflation off: 1",
+        "events lost from queues: queue persistence on: 0",
+        "events lost from queues: queue persistence off: 3",
+        "events re-sent: queue persistence on: 2", "events re-sent: queue persistence off: 0",
+        "keys that differ (persistence): queue persistence on: 0",
+        "keys that differ (persistence): queue persistence off: 1",
+    ]  # fmt: skip
+    persistence = html.split('<table class="persistence">', 1)[1].split("</table>", 1)[0]
+    assert ('<td>queue persistence off</td><td class="num">2 (1)</td><td class="num">3</td>'
+            '<td class="num">3 / 0 / 0</td>') in persistence  # fmt: skip
