@@ -45,6 +45,7 @@ def render_report(report: Report) -> str:
         "coverage": [Markup(render_chart_svg(c)) for c in report.coverage_charts],
         "bandwidth": _chart(report.bandwidth_chart),
         "policies": _chart(report.policy_chart),
+        "settings": _chart(report.settings_chart),
     }
     return template.render(r=report, data=data, svg=svg)
 
@@ -58,10 +59,12 @@ def write_report(
     progress: Callable[[str], None] | None = None,
     policies: Sequence[Mapping[str, Any]] = (),
     explore: ExploreView | None = None,
+    settings: Mapping[str, Sequence[Mapping[str, Any]]] | None = None,
 ) -> Report:
     """Compute the report of result rows and write it to `path` (atomically); with
-    `explore`, the figures of the exploration that found them too."""
-    report = build_report(rows, examples, notes, impl_spec, progress, policies)
+    `explore`, the figures of the exploration that found them too; `settings`: the
+    conflation and persistence comparisons of `--compare-policies`."""
+    report = build_report(rows, examples, notes, impl_spec, progress, policies, settings)
     if explore is not None:
         report = dataclasses.replace(report, explore=explore)
     write_text_atomically(path, render_report(report))

@@ -145,6 +145,8 @@ class Report:
     rows: tuple[dict[str, Any], ...] = field(default=())  # the filterable table (as JSON)
     policies: tuple[PolicyRow, ...] = ()  # `campaign --compare-policies`
     policy_chart: Chart | None = None
+    settings: tuple[PolicyRow, ...] = ()  # conflation and persistence, on and off
+    settings_chart: Chart | None = None
     coverage_charts: tuple[Chart, ...] = ()  # statuses, outcomes, events per site
     bandwidth_chart: Chart | None = None
     explore: ExploreView | None = None  # `wanconform explore --report`
@@ -177,6 +179,34 @@ def policy_chart(policies: Sequence[Mapping[str, Any]]) -> Chart | None:
         return None
     sections = [(label, [(p["title"], p[key]) for p in policies]) for label, key in POLICY_BARS]
     return bar_chart("policies", "failure policies compared", sections)
+
+
+SETTING_BARS = {
+    "conflation": (
+        ("bytes shipped", "bytes_shipped"),
+        ("events conflated", "events_conflated"),
+        ("keys that differ (conflation)", "keys_differing"),
+    ),
+    "persistence": (
+        ("events lost from queues", "events_lost"),
+        ("events re-sent", "events_resent"),
+        ("keys that differ (persistence)", "keys_differing"),
+    ),
+}
+
+
+def settings_chart(settings: Mapping[str, Sequence[Mapping[str, Any]]]) -> Chart | None:
+    """Conflation and persistence on and off (`conformance.spark.policies`): a section
+    per measure, a bar per setting."""
+    sections = [
+        (label, [(f["title"], f[key]) for f in settings[setting]])
+        for setting, bars in SETTING_BARS.items()
+        if settings.get(setting)
+        for label, key in bars
+    ]
+    return (
+        bar_chart("settings", "conflation and persistence compared", sections) if sections else None
+    )
 
 
 def coverage_charts(coverage: Mapping[str, int]) -> tuple[Chart, ...]:
@@ -244,9 +274,11 @@ def build_report(
     impl_spec: str,
     progress: Callable[[str], None] | None = None,
     policies: Sequence[Mapping[str, Any]] = (),
+    settings: Mapping[str, Sequence[Mapping[str, Any]]] | None = None,
 ) -> Report:
     """The report of result rows, with the examples (by signature) and, for a group
-    without one, why (`notes`); `policies`: a campaign's failure-policy comparison."""
+    without one, why (`notes`); `policies`: a campaign's failure-policy comparison;
+    `settings`: its conflation and persistence comparisons (setting -> [on, off])."""
     say = progress or (lambda line: None)
     profiles = tuple(sorted({_profile(r) for r in rows}))
     verdicts = []
@@ -339,6 +371,10 @@ def build_report(
         rows=table,
         policies=tuple(PolicyRow(p["title"], dict(p)) for p in policies),
         policy_chart=policy_chart(policies),
+        settings=tuple(
+            PolicyRow(f["title"], dict(f)) for figures in (settings or {}).values() for f in figures
+        ),
+        settings_chart=settings_chart(settings or {}),
         coverage_charts=coverage_charts(dict(coverage_rows)),
         bandwidth_chart=bandwidth_chart(rows, profiles),
     )
@@ -363,11 +399,16 @@ def side_by_side(
 ) -> tuple[SideRow, ...]:
     """Both values flattened to leaf paths; the rows that differ are marked. With the
     configuration (and the keys of the run's events), a sender's dispatchers are named
-    with the buckets they own (R31) and a queued event with its bucket (R28)."""
+    with the buckets they own (R31) and a queued event with its bucket (R28); a
+    dispatcher's events carry what its lists say of them (`_dispatcher_notes`)."""
     left: dict[str, str] = {}
     right: dict[str, str] = {}
     _flatten(model, path, left)
     _flatten(impl, path, right)
+    left_notes: dict[str, str] = {}
+    right_notes: dict[str, str] = {}
+    _dispatcher_notes(model, path, left_notes)
+    _dispatcher_notes(impl, path, right_notes)
     paths = sorted(set(left) | set(right))
     rows = []
     for p in paths[:MAX_SIDE_ROWS]:
@@ -377,8 +418,38 @@ def side_by_side(
             label = _lane_label(config, p)
             model_text = _with_bucket(config, p, model_text, keys)
             impl_text = _with_bucket(config, p, impl_text, keys)
+        model_text += left_notes.get(p, "")
+        impl_text += right_notes.get(p, "")
         rows.append(SideRow(label, model_text, impl_text, left.get(p) != right.get(p)))
     return tuple(rows)
+
+
+def _dispatcher_notes(value: Any, path: str, out: dict[str, str]) -> None:
+    """What a dispatcher's own lists say of its events (SPEC §16.6), by leaf path as
+    `_flatten` names them: an in-flight member not shipped was conflated in its batch
+    (R33); a queued event may be recovered (R36, not indexed for R32) or on disk (R35)."""
+    if isinstance(value, list):
+        for i, item in enumerate(value):
+            _dispatcher_notes(item, f"{path}[{i}]", out)
+        return
+    if not isinstance(value, dict):
+        return
+    if "queue" in value and "in_flight" in value:
+        flight = value["in_flight"]
+        if isinstance(flight, dict) and "shipped" in flight:
+            shipped = set(flight["shipped"])
+            for i, event in enumerate(flight.get("events", [])):
+                if event not in shipped:
+                    out[f"{path}.in_flight.events[{i}]"] = " (not shipped: conflated, R33)"
+        recovered, on_disk = set(value.get("recovered", [])), set(value.get("on_disk", []))
+        for i, event in enumerate(value["queue"]):
+            notes = [w for w, where in (("recovered", recovered), ("on disk", on_disk))
+                     if event in where]  # fmt: skip
+            if notes:
+                out[f"{path}.queue[{i}]"] = f" ({', '.join(notes)})"
+        return
+    for key, item in value.items():
+        _dispatcher_notes(item, f"{path}.{key}", out)
 
 
 _LANE_PATH = re.compile(r"^state\.senders\.([^.]+)\.dispatchers\[(\d+)\]")

@@ -8,14 +8,24 @@ are dashed and red; writes, sends, timeouts (R20), forwards (R22), drops and dea
 (R24) are marks on their site's lane; a site that is down is shaded from site_down to
 site_up; the failing operation's row is highlighted. At most `MAX_ROWS` rows, those
 just before the failure.
+
+SPEC v2.0 part 2 (§16.4, §16.5), on the lane of the sender's site: a batch's members
+conflated in the batch (R33, kept back: `sent` names only the shipped ones) follow its
+send mark and its arrow greyed, with the whole batch in the tooltip; queue conflation
+(R32) is a grey note; events lost from a queue (`queue_lost`, R36/R37) and events not
+queued on a stopped sender (`not_queued`) are a red cross with the reason; lifecycle
+actions (restart, stop, start, pause, resume) a purple square, and the time a sender is
+stopped or paused a band beside the lane; alerts (R38) an orange triangle.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import jinja2
+from markupsafe import Markup
 
 from conformance.running.narrative import lane as lane_name
 from conformance.running.narrative import op_text
@@ -61,15 +71,31 @@ class Arrow:
     y: int
     label: str
     lost: bool
+    kept: str = ""  # a batch's members conflated in it (R33), drawn greyed after the label
+    title: str = ""  # the tooltip: what the batch ships and keeps back
+
+
+@dataclass(frozen=True, slots=True)
+class Part:
+    """A piece of a mark's text: `style` "" (plain), "bad", "kept" (greyed: conflated),
+    "lost" (queue_lost, not_queued), "alert" (R38) or "lifecycle" (R36, R37)."""
+
+    text: str
+    style: str = ""
 
 
 @dataclass(frozen=True, slots=True)
 class Mark:
     x: int
     y: int
-    text: str
-    bad: bool  # a drop, dead letter or timeout
-    full: str = ""  # the whole text, when `text` is cut
+    parts: tuple[Part, ...]
+    bad: bool  # a drop, dead letter, timeout or an event lost from a queue
+    full: str = ""  # the tooltip: the whole text when it was cut, and what a batch kept back
+    symbol: str = "dot"  # "dot", "lost" (a cross), "lifecycle" (a square), "alert" (a triangle)
+
+    @property
+    def text(self) -> str:
+        return "".join(part.text for part in self.parts)
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +103,8 @@ class Shade:
     x: int
     y: int
     height: int
+    kind: str = "down"  # a site down; or a sender "stopped" / "paused" (R37), beside its lane
+    title: str = "site down"
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,17 +117,6 @@ class SequenceDiagram:
     marks: tuple[Mark, ...]
     shades: tuple[Shade, ...]
     cut: int  # rows left out before the first shown
-
-
-_MARK: dict[str, Callable[[Observation], tuple[int | None, str, bool]]] = {
-    "enqueued": lambda o: (o["site"], f"write {o['key']} ({o['event']})", False),
-    "sent": lambda o: (None, f"send batch {o['batch_id']} ({len(o['events'])})", False),
-    "timeout": lambda o: (None, f"timeout batch {o['batch_id']}", True),
-    "dropped": lambda o: (None, f"dropped {o['event']}", True),
-    "dlq": lambda o: (None, f"dead letter {o['event']}", True),
-    "forwarded": lambda o: (o["site"], f"forward {o['event']}", False),
-    "connection_failed": lambda o: (None, "cannot connect", True),
-}
 
 
 def _dispatcher_tag(config: Config, obs: Observation) -> str:
@@ -122,6 +139,211 @@ def _on(config: Config, sender: str, dispatcher: int, text: str, lost: bool) -> 
     )
 
 
+_MARK: dict[str, Callable[[Observation], tuple[int | None, str, bool]]] = {
+    "enqueued": lambda o: (o["site"], f"write {o['key']} ({o['event']})", False),
+    "sent": lambda o: (None, f"send batch {o['batch_id']} ({len(o['events'])})", False),
+    "timeout": lambda o: (None, f"timeout batch {o['batch_id']}", True),
+    "dropped": lambda o: (None, f"dropped {o['event']}", True),
+    "dlq": lambda o: (None, f"dead letter {o['event']}", True),
+    "forwarded": lambda o: (o["site"], f"forward {o['event']}", False),
+    "connection_failed": lambda o: (None, "cannot connect", True),
+}
+
+# The symbol of a mark: the first of these that one of its items has, else a dot.
+_SYMBOLS = ("lost", "alert", "lifecycle")
+# Observations that name several events with one reason become one item (R36: a restart
+# loses a whole queue; R38: one ack may alert for every event it removes).
+_GROUPED = ("queue_lost", "alert")
+
+
+@dataclass(slots=True)
+class _Item:
+    """What one observation (or a group of them) puts on a lane, before it is joined."""
+
+    parts: list[Part]
+    symbol: str = "dot"
+    detail: str = ""  # a line of the tooltip
+
+
+@dataclass(slots=True)
+class _Batch:
+    """The batch a dispatcher sent last: its id, shipped and kept-back members (R33)."""
+
+    batch_id: int
+    shipped: list[str]
+    kept: list[tuple[str, str]]  # (member conflated in the batch, the event it yields to)
+
+    def kept_text(self) -> str:
+        return f"{', '.join(event for event, _ in self.kept)} conflated" if self.kept else ""
+
+    def title(self) -> str:
+        if not self.kept:
+            return ""
+        kept = ", ".join(f"{event} (by {by})" for event, by in self.kept)
+        shipped = ", ".join(self.shipped) or "none"
+        return (
+            f"batch {self.batch_id}: ships {shipped}; kept back, conflated in the batch "
+            f"(R33): {kept}"
+        )
+
+
+def _grouped_item(obs: Observation, events: list[str], tag: str) -> _Item:
+    """A `queue_lost` or `alert` group: the events of one sender, dispatcher and reason."""
+    if obs["kind"] == "queue_lost":
+        return _Item([Part(f"{tag}lost {', '.join(events)} ({obs['reason']})", "lost")], "lost")
+    text = f"{tag}alert {', '.join(events)} (queued {obs['queued_ms']} ms)"
+    return _Item([Part(text, "alert")], "alert")
+
+
+def _v2_item(config: Config, obs: Observation, tag: str) -> _Item | None:
+    """A mark's item for SPEC v2.0 part 2's kinds (queue conflation, not_queued,
+    lifecycle); None for the others."""
+    kind = obs["kind"]
+    if kind == "conflated" and obs["where"] == "queue":
+        return _Item([Part(f"{tag}{obs['event']} conflated by {obs['by']} (queue)", "kept")])
+    if kind == "not_queued":
+        text = f"not queued {obs['event']} ({obs['sender']} {obs['reason']})"
+        return _Item([Part(text, "lost")], "lost")
+    if kind == "lifecycle":
+        kept = f" (kept {obs['kept']})" if obs["action"] == "restart" else ""
+        return _Item([Part(f"{obs['action']} {obs['sender']}{kept}", "lifecycle")], "lifecycle")
+    return None
+
+
+def _items(
+    config: Config, observations: Sequence[Observation], batches: dict[tuple[str, int], _Batch]
+) -> dict[int, list[_Item]]:
+    """The items of one operation's observations, per site lane, in observation order;
+    remembers each dispatcher's last batch in `batches` (with its kept-back members)."""
+    out: dict[int, list[_Item]] = {}
+    kept: dict[tuple[str, int], list[tuple[str, str]]] = {}  # conflated in the coming batch
+    group: tuple[tuple[Any, ...], list[str]] | None = None  # the open queue_lost/alert group
+    for obs in observations:
+        kind = obs["kind"]
+        sender = obs.get("sender")
+        lane: int = obs.get("site", -1) if sender is None else config.sender(sender).site
+        tag = _dispatcher_tag(config, obs)
+        if kind in _GROUPED:
+            key = (kind, sender, obs.get("dispatcher"), obs.get("reason"), obs.get("queued_ms"))
+            if group is not None and group[0] == key:
+                group[1].append(obs["event"])
+                out[lane][-1] = _grouped_item(obs, group[1], tag)
+                continue
+            group = (key, [obs["event"]])
+            out.setdefault(lane, []).append(_grouped_item(obs, group[1], tag))
+            continue
+        group = None
+        if kind == "applied":
+            text = f"{obs['event']} {obs['status']}"
+            out.setdefault(obs["site"], []).append(
+                _Item([Part(text, "bad" if obs["status"] != "ok" else "")])
+            )
+        elif kind == "conflated" and obs["where"] == "batch":
+            kept.setdefault((obs["sender"], obs["dispatcher"]), []).append(
+                (obs["event"], obs["by"])
+            )
+        elif kind in _MARK:
+            at, text, bad = _MARK[kind](obs)
+            item = _Item([Part(tag + text, "bad" if bad else "")])
+            if kind == "sent":
+                lane_key = (obs["sender"], obs["dispatcher"])
+                batch = _Batch(obs["batch_id"], list(obs["events"]), kept.pop(lane_key, []))
+                batches[lane_key] = batch
+                if batch.kept:
+                    item.parts.append(Part(" " + batch.kept_text(), "kept"))
+                    item.detail = batch.title()
+            out.setdefault(lane if at is None else at, []).append(item)
+        else:
+            v2 = _v2_item(config, obs, tag)
+            if v2 is not None:
+                out.setdefault(lane, []).append(v2)
+    return out
+
+
+def _cut(parts: Sequence[Part], limit: int) -> tuple[tuple[Part, ...], str]:
+    """The parts cut to `limit` characters in all (the last shown ends with "…"), and
+    the whole text when something was cut (else "")."""
+    whole = "".join(part.text for part in parts)
+    if len(whole) <= limit:
+        kept = list(parts)
+    else:
+        kept, room = [], limit - 1
+        for part in parts:
+            if len(part.text) >= room:
+                kept.append(Part(part.text[:room].rstrip() + "…", part.style))
+                break
+            kept.append(part)
+            room -= len(part.text)
+    merged: list[Part] = []  # neighbours of one style as one piece
+    for part in kept:
+        if merged and merged[-1].style == part.style:
+            merged[-1] = Part(merged[-1].text + part.text, part.style)
+        else:
+            merged.append(part)
+    return tuple(merged), whole if len(whole) > limit else ""
+
+
+def _mark(x: int, y: int, items: Sequence[_Item]) -> Mark:
+    """One lane's items of one operation as a mark: the first three, "+N" for the rest."""
+    parts: list[Part] = []
+    for i, item in enumerate(items[:3]):
+        if i:
+            parts.append(Part(", "))
+        parts.extend(item.parts)
+    if len(items) > 3:
+        parts.append(Part(f" +{len(items) - 3}"))
+    shown, whole = _cut(parts, MARK_CHARS)
+    title = "\n".join(line for line in (whole, *(i.detail for i in items)) if line)
+    styles = {part.style for item in items for part in item.parts}
+    symbol = next((s for s in _SYMBOLS if any(i.symbol == s for i in items)), "dot")
+    return Mark(x, y, shown, bool(styles & {"bad", "lost"}), title, symbol)
+
+
+class _Lifecycle:
+    """Where each sender is stopped or paused (R37), as bands beside its site's lane."""
+
+    def __init__(self, config: Config, x: dict[int, int], top: int) -> None:
+        self.config = config
+        self.x = x
+        self.since: dict[tuple[str, str], int] = {}  # (sender, "stopped"/"paused") -> y
+        for sender in config.senders:
+            if sender.manual_start:  # R37: it begins stopped
+                self.since[(sender.id, "stopped")] = top
+        self.shades: list[Shade] = []
+
+    def _end(self, sender: str, state: str, y: int) -> None:
+        since = self.since.pop((sender, state), None)
+        if since is not None and y > since:
+            sender_config = self.config.sender(sender)
+            offset = 8 + 8 * self.config.senders_at(sender_config.site).index(sender_config)
+            title = f"{sender} {state}"
+            self.shades.append(Shade(self.x[sender_config.site] + offset, since, y - since,
+                                     state, title))  # fmt: skip
+
+    def action(self, sender: str, action: str, y: int) -> None:
+        """A `lifecycle` observation at row `y` (R36: a restart runs, unpaused)."""
+        if action in ("stop", "restart", "start", "resume"):
+            self._end(sender, "paused", y)
+        if action in ("restart", "start"):
+            self._end(sender, "stopped", y)
+        if action in ("stop", "pause"):
+            self.since.setdefault((sender, action + ("ped" if action == "stop" else "d")), y)
+
+    def wiped(self, site: int, y: int) -> None:
+        """R21: a wiped site's senders run, unpaused, unless they have manual_start."""
+        for sender in self.config.senders_at(site):
+            self._end(sender.id, "paused", y)
+            if sender.manual_start:
+                self.since.setdefault((sender.id, "stopped"), y)
+            else:
+                self._end(sender.id, "stopped", y)
+
+    def close(self, y: int) -> list[Shade]:
+        for sender, state in list(self.since):
+            self._end(sender, state, y)
+        return self.shades
+
+
 def sequence_diagram(
     config: Config, steps: Sequence[tuple[str, Op, list[Observation]]], focus: int
 ) -> SequenceDiagram:
@@ -129,56 +351,52 @@ def sequence_diagram(
     first = max(0, min(len(steps), focus + 1) - MAX_ROWS)
     lanes = tuple(Lane(site, LEFT + LANE // 2 + i * LANE) for i, site in enumerate(config.sites))
     x = {lane.site: lane.x for lane in lanes}
-    batch: dict[tuple[str, int], int] = {}  # (sender, dispatcher) -> its last batch
+    batches: dict[tuple[str, int], _Batch] = {}  # (sender, dispatcher) -> its last batch
     rows, arrows, marks, shades = [], [], [], []
     down_since: dict[int, int] = {}
+    lifecycle = _Lifecycle(config, x, TOP)
     y = TOP
     for index, (here, op, observations) in enumerate(steps):
+        shown = index >= first
+        if shown:
+            y += ROW
+        texts = _items(config, observations, batches)
+        skipped = len(observations) == 1 and observations[0]["kind"] == "skipped"
         for obs in observations:
-            if obs["kind"] == "sent":
-                batch[(obs["sender"], obs["dispatcher"])] = obs["batch_id"]
-        if index < first:
+            if obs["kind"] == "lifecycle":
+                lifecycle.action(obs["sender"], obs["action"], y)
+        if isinstance(op, SiteUp) and op.wipe and not skipped:
+            lifecycle.wiped(op.site, y)
+        if not shown:
             continue
-        y += ROW
         label, full = shorten(f"{here.rsplit(':', 1)[-1]}  {op_text(op, config)}", LABEL_CHARS)
         rows.append(Row(y, label, index == focus, full))
-        skipped = len(observations) == 1 and observations[0]["kind"] == "skipped"
-        texts: dict[int, list[tuple[str, bool]]] = {}
         match op:
             case Deliver(sender=s, dispatcher=d) | Drop(sender=s, dispatcher=d) if not skipped:
                 sender = config.sender(s)
                 lost = isinstance(op, Drop)
-                label = _on(config, s, d, f"batch {batch.get((s, d), '?')}", lost)
-                arrows.append(Arrow(x[sender.site], x[sender.remote], y, label, lost))
+                batch = batches.get((s, d))
+                label = _on(config, s, d, f"batch {batch.batch_id if batch else '?'}", lost)
+                kept, title = (batch.kept_text(), batch.title()) if batch else ("", "")
+                arrows.append(Arrow(x[sender.site], x[sender.remote], y, label, lost, kept, title))
             case DeliverAck(sender=s, dispatcher=d) | DropAck(sender=s, dispatcher=d) if (
                 not skipped
             ):
                 sender = config.sender(s)
                 lost = isinstance(op, DropAck)
-                label = _on(config, s, d, f"ack {batch.get((s, d), '?')}", lost)
+                batch = batches.get((s, d))
+                label = _on(config, s, d, f"ack {batch.batch_id if batch else '?'}", lost)
                 arrows.append(Arrow(x[sender.remote], x[sender.site], y, label, lost))
             case SiteDown(site=site) if not skipped:
                 down_since[site] = y
             case SiteUp(site=site) if not skipped and site in down_since:
                 since = down_since.pop(site)
                 shades.append(Shade(x[site], since, y - since))
-        for obs in observations:
-            kind = obs["kind"]
-            if kind == "applied":
-                texts.setdefault(obs["site"], []).append(
-                    (f"{obs['event']} {obs['status']}", obs["status"] != "ok")
-                )
-            elif kind in _MARK:
-                at, text, bad = _MARK[kind](obs)
-                lane = config.sender(obs["sender"]).site if at is None else at
-                texts.setdefault(lane, []).append((_dispatcher_tag(config, obs) + text, bad))
         for site, items in texts.items():
-            shown = ", ".join(text for text, _ in items[:3])
-            more = f" +{len(items) - 3}" if len(items) > 3 else ""
-            text, full = shorten(shown + more, MARK_CHARS)
-            marks.append(Mark(x[site], y, text, any(bad for _, bad in items), full))
+            marks.append(_mark(x[site], y, items))
     for site, since in down_since.items():
         shades.append(Shade(x[site], since, y + ROW // 2 - since))
+    shades.extend(lifecycle.close(y + ROW // 2))
     return SequenceDiagram(
         width=LEFT + LANE * len(lanes),
         height=y + ROW,
@@ -191,6 +409,13 @@ def sequence_diagram(
     )
 
 
+_STYLE = {  # a mark part's <tspan> attributes, by style ("" and "bad": the text's colour)
+    "kept": 'class="kept" fill="#999" font-style="italic"',
+    "lost": 'class="lost" font-weight="bold"',
+    "alert": 'class="alert" fill="#b60"',
+    "lifecycle": 'class="lifecycle" fill="#63a"',
+}
+
 _TEMPLATE = """\
 <svg xmlns="http://www.w3.org/2000/svg" class="sequence" width="{{ d.width }}" \
 height="{{ d.height }}" viewBox="0 0 {{ d.width }} {{ d.height }}" font-family="sans-serif" \
@@ -200,9 +425,13 @@ markerHeight="7" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" \
 fill="context-stroke"/></marker></defs>
 {% if d.cut %}<text x="8" y="20" fill="#666">{{ d.cut }} earlier operations not drawn</text>
 {% endif %}
-{% for s in d.shades %}<rect class="down" x="{{ s.x - 40 }}" y="{{ s.y }}" width="80" \
-height="{{ s.height }}" fill="#f3c4c4" opacity="0.6"><title>site down</title></rect>
-{% endfor %}
+{% for s in d.shades %}{% if s.kind == "down" %}<rect class="down" x="{{ s.x - 40 }}" \
+y="{{ s.y }}" width="80" height="{{ s.height }}" fill="#f3c4c4" opacity="0.6"><title>\
+{{ s.title }}</title></rect>
+{% else %}<rect class="{{ s.kind }}" x="{{ s.x - 3 }}" y="{{ s.y }}" width="6" \
+height="{{ s.height }}" fill="{{ '#bbb' if s.kind == 'stopped' else '#c9b6e8' }}"><title>\
+{{ s.title }}</title></rect>
+{% endif %}{% endfor %}
 {% for r in d.rows %}{% if r.focus %}<rect class="focus" x="0" y="{{ r.y - 15 }}" \
 width="{{ d.width }}" height="{{ 30 }}" fill="#fff3b0"/>{% endif %}
 <text x="8" y="{{ r.y + 4 }}" fill="#333">{{ r.label }}{% if r.full %}<title>{{ r.full }}\
@@ -216,11 +445,21 @@ stroke="#999" stroke-width="1.5"/>
 y1="{{ a.y - 6 }}" x2="{{ a.x2 }}" y2="{{ a.y + 6 }}" stroke="{{ '#c00' if a.lost else '#246' }}" \
 stroke-width="1.5"{% if a.lost %} stroke-dasharray="5 4"{% endif %} marker-end="url(#head)"/>
 <text x="{{ (a.x1 + a.x2) // 2 }}" y="{{ a.y - 8 }}" text-anchor="middle" \
-fill="{{ '#c00' if a.lost else '#246' }}">{{ a.label }}</text>
+fill="{{ '#c00' if a.lost else '#246' }}">{{ a.label }}{% if a.kept %} <tspan \
+{{ style.kept }}>{{ a.kept }}</tspan>{% endif %}{% if a.title %}<title>{{ a.title }}</title>\
+{% endif %}</text>
 {% endfor %}
-{% for m in d.marks %}<circle cx="{{ m.x }}" cy="{{ m.y }}" r="3.5" \
-fill="{{ '#c00' if m.bad else '#246' }}"/><text x="{{ m.x + 6 }}" y="{{ m.y + 12 }}" \
-fill="{{ '#c00' if m.bad else '#222' }}">{{ m.text }}{% if m.full %}<title>{{ m.full }}</title>\
+{% for m in d.marks %}{% set colour = '#c00' if m.bad else '#246' %}\
+{% if m.symbol == "lost" %}<path class="mark-lost" d="M{{ m.x - 4 }},{{ m.y - 4 }} \
+L{{ m.x + 4 }},{{ m.y + 4 }} M{{ m.x - 4 }},{{ m.y + 4 }} L{{ m.x + 4 }},{{ m.y - 4 }}" \
+stroke="#c00" stroke-width="2"/>{% elif m.symbol == "lifecycle" %}<rect class="mark-lifecycle" \
+x="{{ m.x - 4 }}" y="{{ m.y - 4 }}" width="8" height="8" fill="#63a"/>\
+{% elif m.symbol == "alert" %}<path class="mark-alert" d="M{{ m.x }},{{ m.y - 5 }} \
+L{{ m.x + 5 }},{{ m.y + 4 }} L{{ m.x - 5 }},{{ m.y + 4 }} z" fill="#b60"/>\
+{% else %}<circle cx="{{ m.x }}" cy="{{ m.y }}" r="3.5" fill="{{ colour }}"/>{% endif %}\
+<text x="{{ m.x + 6 }}" y="{{ m.y + 12 }}" fill="{{ '#c00' if m.bad else '#222' }}">\
+{% for p in m.parts %}{% if p.style in style %}<tspan {{ style[p.style] }}>{{ p.text }}</tspan>\
+{% else %}{{ p.text }}{% endif %}{% endfor %}{% if m.full %}<title>{{ m.full }}</title>\
 {% endif %}</text>
 {% endfor %}
 </svg>
@@ -230,4 +469,5 @@ _ENVIRONMENT = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefi
 
 
 def render_sequence_svg(diagram: SequenceDiagram) -> str:
-    return _ENVIRONMENT.from_string(_TEMPLATE).render(d=diagram)
+    style = {name: Markup(attributes) for name, attributes in _STYLE.items()}
+    return _ENVIRONMENT.from_string(_TEMPLATE).render(d=diagram, style=style)

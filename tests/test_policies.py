@@ -3,9 +3,19 @@ each failure policy, with figures derived by hand from the spec."""
 
 from __future__ import annotations
 
-from conformance.spark.policies import POLICIES, compare, policy_config, render_table
-from traces.config import parse_config
+from pathlib import Path
+
+from conformance.spark.policies import (
+    POLICIES,
+    compare,
+    compare_all,
+    policy_config,
+    render_settings,
+    render_table,
+)
+from traces.config import Config, parse_config
 from traces.ops import Deliver, DeliverAck, Fail, Op, Put
+from traces.tracefile import read_trace
 
 CONFIG = parse_config({"sites": [1, 2], "senders": [{"id": "ny", "site": 1, "remote": 2,
                                                     "batch_size": 2}]})  # fmt: skip
@@ -47,3 +57,64 @@ def test_the_figures_of_each_policy_on_one_failed_event() -> None:
     assert render_table(compare([(CONFIG, OPS)])).splitlines()[1].split()[-8:] == [
         "1", "1", "2", "0", "0", "0", "0", "0"
     ]  # fmt: skip
+
+
+# -- conflation and persistence, on and off (SPEC v2.0 part 2), on the model -----------------
+
+EXAMPLES = Path(__file__).parent.parent / "traces" / "examples"
+
+
+def example(name: str) -> tuple[Config, list[Op]]:
+    trace = read_trace(EXAMPLES / f"{name}.jsonl")
+    return trace.config, list(trace.ops)
+
+
+def test_conflation_on_and_off_of_example_r32() -> None:
+    """Example R32 (conflation_in_queue), then the final settle: on, 1:2 is conflated by
+    1:3 at enqueue and batch 1 ships 1:1, 1:3 (7 bytes each), 1:4 (a destroy, 0) and 1:5
+    (7): 21 bytes; off, 1:2's 7 bytes too. Both end with "k" = {"v":5} at both sites."""
+    comparison = compare_all([example("conflation_in_queue")], policies=False)
+    on, off = (f.to_json() for f in comparison.settings["conflation"])
+    assert on == {
+        "setting": "conflation", "enabled": True, "title": "batch conflation on", "traces": 1,
+        "keys_differing": 0, "bytes_shipped": 21, "events_conflated": 1,
+        "events_conflated_in_queue": 1, "events_conflated_from_batches": 0,
+    }  # fmt: skip
+    assert (off["bytes_shipped"], off["events_conflated"], off["keys_differing"]) == (28, 0, 0)
+    assert comparison.to_json()["policies"] == []
+
+
+def test_persistence_on_and_off_under_a_restart() -> None:
+    """Example R36 (restart_not_persistent's operations, the setting forced on every
+    sender), with Example R33's trace, which has no restart. Off: the restart loses 1:1,
+    1:2 and 1:3 (queue_lost, reason restart; events_lost_on_restart 3) and c never
+    reaches site 2 (1 key differs). On: nothing lost, batch 2 re-sends 1:1 and 1:2
+    (events_resent 2), the final settle brings c: nothing differs. R33's trace re-sends
+    1:1 (its timeout) either way."""
+    traces = [example("restart_not_persistent"), example("conflation_in_batch_after_timeout")]
+    comparison = compare_all(traces, policies=False)
+    on, off = (f.to_json() for f in comparison.settings["persistence"])
+    assert off == {
+        "setting": "persistence", "enabled": False, "title": "queue persistence off",
+        "traces": 2, "keys_differing": 1, "traces_with_restarts": 1, "events_lost": 3,
+        "lost_by_reason": {"restart": 3, "stop": 0, "clean_queues": 0},
+        "events_lost_on_restart": 3, "events_resent": 1,
+    }  # fmt: skip
+    assert (on["events_lost"], on["events_lost_on_restart"], on["events_resent"]) == (0, 0, 3)
+    assert (on["keys_differing"], on["traces_with_restarts"]) == (0, 1)
+    lines = render_settings(comparison.settings).splitlines()
+    assert lines[4] == "queue persistence (model; 1 of 2 traces have restart_sender):"
+    assert lines[6].split() == ["on", "0", "0", "0", "0", "0", "3", "0"]
+    assert lines[7].split() == ["off", "3", "3", "0", "0", "3", "1", "1"]
+    # R33's batch conflation counts in the conflation comparison: 1 conflated in a batch
+    assert lines[1].split() == ["on", "42", "1", "0", "1", "1"]
+
+
+def test_a_stop_of_a_serial_sender_loses_its_queue_only_without_persistence() -> None:
+    """Example R37 (stop_serial_loses_queue): without persistence the stop loses 1:1
+    (reason stop) and "a" never reaches site 2; with it, 1:1 stays and the final settle
+    ships it. "b" was not queued (the sender was stopped): it differs in both."""
+    comparison = compare_all([example("stop_serial_loses_queue")], policies=False)
+    on, off = comparison.settings["persistence"]
+    assert (off.events_lost, off.lost_by_reason["stop"], off.keys_differing) == (1, 1, 2)
+    assert (on.events_lost, on.keys_differing, on.traces_with_restarts) == (0, 1, 0)

@@ -278,3 +278,208 @@ def test_r29_r31_the_report_names_dispatchers_and_buckets() -> None:
         ('state.senders.ny.dispatchers[0] (buckets 0, 2).queue[1]',
          '"1:3" (bucket 0)', '"1:2" (bucket 2)', True),
     ]  # fmt: skip
+
+
+# -- SPEC v2.0 part 2 (§16.4-16.6): conflation, losses, lifecycle, alerts ------------------
+
+EXAMPLES = Path(__file__).parent.parent / "traces" / "examples"
+
+
+def svg_texts(svg: str) -> list[str]:
+    """Every <text> of a diagram as it reads, its <tspan>s included, without its tooltip."""
+    out = []
+    for element in ET.fromstring(svg).iter(f"{SVG}text"):
+        title = element.find(f"{SVG}title")
+        out.append("".join(element.itertext())[: None if title is None else -len(title.text or "")])
+    return out
+
+
+def svg_titles(svg: str) -> list[str]:
+    return [t.text or "" for t in ET.fromstring(svg).iter(f"{SVG}title")]
+
+
+def example_of(report: dict[str, Any], signature: str) -> dict[str, Any]:
+    [group] = [g for g in report["groups"] if g["signature"] == signature]
+    example: dict[str, Any] = group["example"]
+    return example
+
+
+def test_r33_report_greys_the_members_a_batch_kept_back(tmp_path: Path) -> None:
+    """Example R33 (conflation_in_batch_after_timeout): batch 2 = [1:1, 1:2, 1:3], 1:2
+    conflated by 1:3 in the batch, `sent` names 1:1 and 1:3. The planted impl's ack
+    removes the shipped members only, so the whole trace is the minimal one (the ack of a
+    batch that conflated) and its diagram shows batch 2's send and arrow with 1:2 greyed."""
+    spec = "report_engines:AckForgetsConflatedMembers"
+    path = str(EXAMPLES / "conflation_in_batch_after_timeout.jsonl")
+    rows, examples, notes = check_local(local([path]), spec)
+    report = report_json(write_report(rows, examples, notes, tmp_path / "r.html", spec))
+    example = example_of(report, "P1 observations: acked.removed")
+    assert example["kept_lines"] == [2, 3, 4, 5, 6, 7, 8, 9]
+    assert [r["text"].split(" ", 1)[1] for r in example["narrative"]][5] == (
+        "tick 5000 → ny conflated 1:2 by 1:3 in its batch, not shipped; ny sent batch 2 "
+        "[1:1, 1:3] (14 bytes full, 0 delta, 1 resent as possible duplicates)"
+    )
+    svg = example["sequence_svg"]
+    texts = svg_texts(svg)
+    assert "send batch 2 (2) 1:2 conflated" in texts  # its six-row send mark
+    assert "batch 2 1:2 conflated" in texts  # the deliver's arrow
+    assert texts.count("send batch 1 (2)") == 1  # batch 1 conflated nothing
+    kept = [t for t in ET.fromstring(svg).iter(f"{SVG}tspan") if t.get("class") == "kept"]
+    assert [(t.text, t.get("fill")) for t in kept] == [
+        ("1:2 conflated", "#999"),
+        (" 1:2 conflated", "#999"),
+    ]
+    why = "batch 2: ships 1:1, 1:3; kept back, conflated in the batch (R33): 1:2 (by 1:3)"
+    assert svg_titles(svg) == [why, why]
+    differing = [(r["path"], r["model"], r["impl"]) for r in example["side"] if r["differs"]]
+    assert differing == [
+        ("observations[0].removed[1]", '"1:2"', '"1:3"'),
+        ("observations[0].removed[2]", '"1:3"', "—"),
+    ]
+
+
+def test_r33_side_by_side_shows_shipped_against_members_and_the_sender_state(
+    tmp_path: Path,
+) -> None:
+    """Example R33 up to its resend (lines 2-7): in flight {batch 2, events [1:1, 1:2,
+    1:3], shipped [1:1, 1:3], sent_at 16000}. A planted impl says it shipped every member;
+    the side by side shows the sender (§16.6): running, not paused, the in-flight lists
+    with 1:2 marked as not shipped, nothing recovered or on disk, 21 bytes in memory
+    (R35: 7 bytes each, the default limit)."""
+    lines = (EXAMPLES / "conflation_in_batch_after_timeout.jsonl").read_text().splitlines()
+    trace = tmp_path / "resend.jsonl"
+    trace.write_text("\n".join(lines[:7]) + "\n")
+    spec = "report_engines:ShipsConflatedMembers"
+    rows, examples, notes = check_local(local([str(trace)]), spec)
+    report = report_json(write_report(rows, examples, notes, tmp_path / "r.html", spec))
+    example = example_of(report, "P1 state.senders.*.dispatchers[].in_flight.shipped[]")
+    assert (
+        example["side_note"] == "the observable state under state.senders.ny after this operation"
+    )
+    side = {r["path"].removeprefix("state.senders.ny."): r for r in example["side"]}
+    flight = "dispatchers[0].in_flight."
+    assert [side[f"{flight}events[{i}]"]["model"] for i in range(3)] == [
+        '"1:1"', '"1:2" (not shipped: conflated, R33)', '"1:3"'
+    ]  # fmt: skip
+    assert side[f"{flight}events[1]"]["impl"] == '"1:2"'  # the impl ships it: no note
+    shipped = [side[f"{flight}shipped[{i}]"] for i in range(3)]
+    assert [(r["model"], r["impl"]) for r in shipped] == [
+        ('"1:1"', '"1:1"'), ('"1:3"', '"1:2"'), ("—", '"1:3"')
+    ]  # fmt: skip
+    assert [p for p, r in side.items() if r["differs"]] == [
+        f"{flight}shipped[1]", f"{flight}shipped[2]"
+    ]  # fmt: skip
+    assert {k: side[k]["model"] for k in ("running", "paused", "dispatchers[0].recovered",
+            "dispatchers[0].on_disk", "dispatchers[0].memory_bytes")} == {
+        "running": "true", "paused": "false", "dispatchers[0].recovered": "[]",
+        "dispatchers[0].on_disk": "[]", "dispatchers[0].memory_bytes": "21",
+    }  # fmt: skip
+
+
+def test_r37_report_of_a_serial_stop_marks_the_loss_and_the_stopped_sender(
+    tmp_path: Path,
+) -> None:
+    """Example R37 (stop_serial_loses_queue), serial and not persistent: the stop loses
+    1:1 (`queue_lost`, reason stop). The planted impl calls it a restart; the minimal
+    trace is `put a`, `stop_sender ny`, and its diagram has the stop as a lifecycle mark,
+    the loss as a red cross with its reason, and ny stopped from the stop to the end."""
+    spec = "report_engines:StopSaysRestart"
+    path = str(EXAMPLES / "stop_serial_loses_queue.jsonl")
+    rows, examples, notes = check_local(local([path]), spec)
+    report = report_json(write_report(rows, examples, notes, tmp_path / "r.html", spec))
+    example = example_of(report, "P1 observations: queue_lost.reason")
+    assert example["kept_lines"] == [2, 3]
+    assert example["step"].endswith("stop_sender ny → ny stop; ny lost 1:1 from its queue (stop)")
+    root = ET.fromstring(example["sequence_svg"])
+    assert svg_texts(example["sequence_svg"])[-2:] == ["write a (1:1)", "stop ny, lost 1:1 (stop)"]
+    styled = [(t.get("class"), t.text) for t in root.iter(f"{SVG}tspan")]
+    assert styled == [("lifecycle", "stop ny"), ("lost", "lost 1:1 (stop)")]
+    assert [e.get("class") for e in root if e.get("class", "").startswith("mark-")] == ["mark-lost"]
+    [band] = [e for e in root.iter(f"{SVG}rect") if e.get("class") == "stopped"]
+    title = band.find(f"{SVG}title")
+    # rows at y 70 (put) and 100 (stop); the band runs from the stop to half a row after
+    assert (band.get("y"), band.get("height"), title is not None and title.text) == (
+        "100", "15", "ny stopped"
+    )  # fmt: skip
+
+
+def test_v2_part2_marks_in_the_sequence_diagram_of_the_examples() -> None:
+    """The model's runs of §16.5's examples, drawn: what each lane says, row by row
+    (rows at y = 70, 100, ...)."""
+    from model import Engine as ModelEngine
+    from reports.sequence_svg import SequenceDiagram
+    from traces.tracefile import read_trace
+
+    def drawn(name: str) -> SequenceDiagram:
+        trace = read_trace(EXAMPLES / f"{name}.jsonl")
+        engine = ModelEngine(trace.config)
+        steps = [(f"t.jsonl:{i + 2}", op, engine.apply(op)) for i, op in enumerate(trace.ops)]
+        return sequence_diagram(trace.config, steps, len(steps) - 1)
+
+    def marks(d: SequenceDiagram) -> list[tuple[int, str, str, str]]:
+        return [(m.y, m.symbol, m.text, m.full) for m in d.marks]
+
+    stop = drawn("stop_serial_loses_queue")  # R37: serial, not persistent
+    assert marks(stop)[1:4] == [
+        (100, "lost", "stop ny, lost 1:1 (stop)", ""),
+        (130, "lost", "write b (1:2), not queued 1:2…",
+         "write b (1:2), not queued 1:2 (ny stopped)"),
+        (160, "lifecycle", "start ny", ""),
+    ]  # fmt: skip
+    assert [(s.kind, s.y, s.height, s.title) for s in stop.shades] == [
+        ("stopped", 100, 60, "ny stopped")
+    ]
+    restart = drawn("restart_not_persistent")  # R36 (a): the restart loses 1:1, 1:2, 1:3
+    assert marks(restart)[-1] == (
+        190, "lost", "restart ny (kept 0), lost 1:1…",
+        "restart ny (kept 0), lost 1:1, 1:2, 1:3 (restart)",
+    )  # fmt: skip
+    assert restart.shades == ()  # a restart leaves the sender running
+    alert = drawn("alert_threshold")  # R38: the ack at 600 alerts for 1:1
+    assert marks(alert)[-1] == (190, "alert", "alert 1:1 (queued 600 ms)", "")
+    queue = drawn("conflation_in_queue")  # R32: 1:2 conflated by 1:3 at enqueue
+    assert marks(queue)[2] == (
+        130, "dot", "write k (1:3), 1:2 conflated…", "write k (1:3), 1:2 conflated by 1:3 (queue)"
+    )  # fmt: skip
+    assert [p.style for p in queue.marks[2].parts] == ["", "kept"]
+    svg = render_sequence_svg(stop)
+    assert '<rect class="mark-lifecycle"' in svg and '<path class="mark-lost"' in svg
+
+
+def test_settings_chart_and_tables_of_conflation_and_persistence(tmp_path: Path) -> None:
+    """`--compare-policies`' conflation and persistence figures (as policies.json holds
+    them: `conformance.spark.policies.Comparison.to_json`) of Examples R32 and R36, drawn."""
+    from conformance.spark.policies import compare_all
+    from traces.tracefile import read_trace
+
+    traces = [read_trace(EXAMPLES / f"{n}.jsonl") for n in ("conflation_in_queue",
+                                                           "restart_not_persistent")]  # fmt: skip
+    compared = compare_all([(t.config, list(t.ops)) for t in traces], policies=False).to_json()
+    [row], _, _ = check_local(local([str(DATA / "dead_letter.jsonl")]))
+    redelivery = {"requeued": 0, "superseded": 0, "unrecoverable": 0}
+    policies = [{"title": "drop", "events_lost": 1, "keys_differing": 1, "records_left": 0,
+                 "largest_backlog": 2, "redelivery": redelivery,
+                 "redelivery_conflicts": 0}]  # fmt: skip
+    path = tmp_path / "r.html"
+    settings = {k: v for k, v in compared.items() if k != "policies"}
+    report = report_json(write_report([row], {}, {}, path, "impl:Engine", policies=policies,
+                                      settings=settings))  # fmt: skip
+    assert [s["title"] for s in report["settings"]] == [
+        "batch conflation on", "batch conflation off", "queue persistence on",
+        "queue persistence off",
+    ]  # fmt: skip
+    html = path.read_text(encoding="utf-8")
+    assert bar_titles(html, "chart-settings") == [
+        "bytes shipped: batch conflation on: 35", "bytes shipped: batch conflation off: 42",
+        "events conflated: batch conflation on: 1", "events conflated: batch conflation off: 0",
+        "keys that differ (conflation): batch conflation on: 1",
+        "keys that differ (conflation): batch conflation off: 1",
+        "events lost from queues: queue persistence on: 0",
+        "events lost from queues: queue persistence off: 3",
+        "events re-sent: queue persistence on: 2", "events re-sent: queue persistence off: 0",
+        "keys that differ (persistence): queue persistence on: 0",
+        "keys that differ (persistence): queue persistence off: 1",
+    ]  # fmt: skip
+    persistence = html.split('<table class="persistence">', 1)[1].split("</table>", 1)[0]
+    assert ('<td>queue persistence off</td><td class="num">2 (1)</td><td class="num">3</td>'
+            '<td class="num">3 / 0 / 0</td>') in persistence  # fmt: skip

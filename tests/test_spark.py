@@ -180,8 +180,15 @@ def test_campaign_writes_traces_results_and_summary(
         assert main(["dlq", str(tmp_path / "stores" / name), "--counts"]) == 0
     # the failure policies, the same 5 traces each (summary table, JSON, report chart)
     assert "failure policies compared" in summary
-    policies = json.loads((out / "policies.json").read_text())
+    compared = json.loads((out / "policies.json").read_text())
+    policies = compared["policies"]
     assert [p["policy"] for p in policies] == ["drop", "block", "dlq-kept", "dlq-redelivered"]
+    settings = compared["conflation"] + compared["persistence"]
+    assert [(s["title"], s["traces"]) for s in settings] == [
+        ("batch conflation on", 5), ("batch conflation off", 5),
+        ("queue persistence on", 5), ("queue persistence off", 5),
+    ]  # fmt: skip
+    assert "queue persistence (model; 0 of 5 traces have restart_sender):" in summary
     assert all(p["traces"] == 5 for p in policies)
     assert policies[1]["events_lost"] == 0  # blocking never drops
     assert '<section id="policies">' in (out / "report.html").read_text()

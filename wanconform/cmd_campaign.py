@@ -50,8 +50,10 @@ def register(subparsers: Any) -> None:
         action="store_true",
         help="also run every generated trace under each failure policy (Geode's drop, "
         "blocking retries, dead letters kept, dead letters redelivered) and compare events "
-        "lost, keys that differ, backlog, records left and redelivery outcomes "
-        "(OUT/policies.json, the summary's table, a chart in the report)",
+        "lost, keys that differ, backlog, records left and redelivery outcomes; and, on the "
+        "model, with batch conflation on and off (bytes shipped, events conflated, keys "
+        "that differ) and queue persistence on and off (events lost and re-sent on "
+        "restarts) (OUT/policies.json, the summary's tables, charts in the report)",
     )
     parser.add_argument("--out", required=True, help="campaign directory")
     declare_outputs(parser, directories=["out"])
@@ -65,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
     check_dlq_dir(args)
     from conformance.spark import glue
     from conformance.spark.campaign import render, summarize
-    from conformance.spark.policies import compare_trace_set, render_table
+    from conformance.spark.policies import compare_trace_set, render_settings, render_table
     from conformance.spark.results import FAILURES, read_results
     from reports.render import write_report
 
@@ -105,14 +107,18 @@ def run(args: argparse.Namespace) -> int:
         summary = summarize(rows, time.perf_counter() - started)
         spent["generation"], spent["check"] = generated, time.perf_counter() - started
         policies: list[dict[str, Any]] = []
+        settings: dict[str, list[dict[str, Any]]] = {}
         if args.compare_policies:
             bar = stage_progress("policies")
             say("comparing the failure policies on every trace")
-            figures = compare_trace_set(str(staging / "traces"))
+            comparison = compare_trace_set(str(staging / "traces"))
             bar.close(f"policies  done in {bar.elapsed():.1f} s")
             spent["policies"] = bar.elapsed()
-            policies = [f.to_json() for f in figures]
-            write_text_atomically(staging / "policies.json", json.dumps(policies, indent=1) + "\n")
+            compared = comparison.to_json()
+            policies = compared.pop("policies")
+            settings = compared
+            document = json.dumps(comparison.to_json(), indent=1)
+            write_text_atomically(staging / "policies.json", document + "\n")
         operations = args.traces * args.ops
         text = (
             f"campaign: seed {args.seed}, {generation.describe()}, impl "
@@ -127,7 +133,9 @@ def run(args: argparse.Namespace) -> int:
         if policies:
             text += "\n\nfailure policies compared (the same traces; docs: "
             text += "conformance/spark/policies.py):\n"
-            text += render_table(figures)
+            text += render_table(comparison.policies)
+            text += "\n\nconflation and persistence, on and off (the same traces):\n"
+            text += render_settings(comparison.settings)
         write_text_atomically(staging / "summary.txt", text + "\n")
         results = read_results(staging / "results")
         started = time.perf_counter()
@@ -139,6 +147,7 @@ def run(args: argparse.Namespace) -> int:
             results.impl,
             say,
             policies,
+            settings=settings,
         )
         spent["report"] = time.perf_counter() - started
         marker = {"kind": "wanconform campaign", "seed": args.seed, "traces": args.traces}

@@ -29,12 +29,17 @@ from traces.ops import (
     DropAck,
     Fail,
     Op,
+    PauseSender,
     Put,
     PutAll,
     Redeliver,
+    RestartSender,
+    ResumeSender,
     Settle,
     SiteDown,
     SiteUp,
+    StartSender,
+    StopSender,
     Tick,
 )
 from traces.text import plural
@@ -68,6 +73,12 @@ def op_text(op: Op, config: Config | None = None) -> str:
             return "settle"
         case Redeliver(sender=s, events=events):
             return f"redeliver {s}" + ("" if events is None else f" {canonical_json(events)}")
+        case StartSender(sender=s, clean_queues=clean):
+            return f"start_sender {s}" + (" clean_queues" if clean else "")
+        case RestartSender(sender=s) | StopSender(sender=s) | PauseSender(sender=s):
+            return f"{op.op} {s}"
+        case ResumeSender(sender=s):
+            return f"resume_sender {s}"
     raise TypeError(op)
 
 
@@ -107,6 +118,8 @@ def describe(obs: Observation, config: Config | None = None) -> str:
         queued = (
             "queued on " + ", ".join(_route(s, routes.get(s), config) for s in senders)
             if senders
+            else "queued on no sender"
+            if config is not None and config.senders_at(obs["site"])
             else "no sender at the site"
         )
         what = f"{obs['op']} {obs['key']}, {version}"
@@ -148,6 +161,23 @@ def describe(obs: Observation, config: Config | None = None) -> str:
         )
     if kind == "skipped":
         return "skipped"
+    return _describe_v2(kind, who, obs)
+
+
+def _describe_v2(kind: str, who: str, obs: Observation) -> str:
+    """SPEC v2.0's sender kinds (§16.4, §16.5): conflation, losses, lifecycle, alerts."""
+    if kind == "conflated":
+        where = "in the queue" if obs["where"] == "queue" else "in its batch, not shipped"
+        return f"{who} conflated {obs['event']} by {obs['by']} {where}"
+    if kind == "queue_lost":
+        return f"{who} lost {obs['event']} from its queue ({obs['reason']})"
+    if kind == "not_queued":
+        return f"{obs['event']} not queued on {obs['sender']} ({obs['reason']})"
+    if kind == "alert":
+        return f"{who} alert: {obs['event']} queued {obs['queued_ms']} ms"
+    if kind == "lifecycle":
+        kept = f", kept {obs['kept']}" if obs["action"] == "restart" else ""
+        return f"{obs['sender']} {obs['action']}{kept}"
     return canonical_json(obs)
 
 
