@@ -126,6 +126,6 @@ def test_exploration_gets_the_whole_state_verdicts(monkeypatch: pytest.MonkeyPat
 def test_verdict_lists_have_every_property() -> None:
     checker = PropertyChecker(read_trace(EXAMPLES / "lost_ack_resend.jsonl").config)
     assert [v.property for v in checker.verdicts()] == [
-        "P2", "P3", "P4", "P5", "P6", "P7", "P8", "P12",
+        "P2", "P3", "P4", "P5", "P6", "P7", "P8", "P9", "P10", "P11", "P12",
     ]  # fmt: skip
     assert all(isinstance(v, Verdict) for v in checker.verdicts())

@@ -30,6 +30,11 @@ Profiles (what each exercises):
   Geode's 113 (R27, R28), parallel and serial senders with 1-5 dispatchers and every
   valid order policy (R29), writes from several client threads over many keys, lost
   batches and acks per dispatcher, timeouts, sites down and up, `settle` (R30, R31, R39).
+- `lifecycle` (v2.0): 2-3 sites, serial or parallel senders with batch conflation and
+  queue persistence each on or off, queue memory from none to the default (R35),
+  alert thresholds, sometimes a manual start; `restart_sender`, `stop_sender`,
+  `start_sender` (with or without clean queues), `pause_sender`, `resume_sender` among
+  updates of few keys, lost batches and acks, sites down and up (R32-R38).
 
 Except `steady`, a generator drives the impl (`impl.Engine`) alongside and reads its
 observations to pick operations that are enabled (a deliver when a batch is in the
@@ -62,13 +67,18 @@ from traces.ops import (
     DropAck,
     Fail,
     Op,
+    PauseSender,
     Put,
     PutAll,
     Redeliver,
+    RestartSender,
+    ResumeSender,
     Scalar,
     Settle,
     SiteDown,
     SiteUp,
+    StartSender,
+    StopSender,
     Tick,
     Value,
 )
@@ -147,6 +157,8 @@ class _Shadow:
         self.ack: set[Lane] = set()  # dispatchers whose ack is in the network
         self.live: dict[int, set[str]] = {site: set() for site in config.sites}
         self.dead: dict[str, list[str]] = {s.id: [] for s in config.senders}  # R24 records
+        self.stopped = {s.id for s in config.senders if s.manual_start}  # R37
+        self.paused: set[str] = set()
         self.skipped = 0
 
     def apply(self, op: Op) -> None:
@@ -167,6 +179,12 @@ class _Shadow:
             self.up.add(op.site)
             if op.wipe:
                 self.live[op.site].clear()
+                for sender in self.config.senders_at(op.site):  # as configured (R21)
+                    self.paused.discard(sender.id)
+                    if sender.manual_start:
+                        self.stopped.add(sender.id)
+                    else:
+                        self.stopped.discard(sender.id)
         elif isinstance(op, Settle):
             self.batch.clear()
             self.ack.clear()
@@ -186,6 +204,19 @@ class _Shadow:
                 self.dead[obs["sender"]].append(obs["event"])
             elif kind == "redelivery":
                 self.dead[obs["sender"]].remove(obs["event"])
+            elif kind == "lifecycle":
+                sender, action = obs["sender"], obs["action"]
+                if action == "stop":
+                    self.stopped.add(sender)
+                elif action in ("start", "restart"):
+                    self.stopped.discard(sender)
+                if action == "pause":
+                    self.paused.add(sender)
+                else:
+                    self.paused.discard(sender)
+                if action in ("stop", "restart"):  # the batches in flight are given up
+                    self.batch = {lane for lane in self.batch if lane[0] != sender}
+                    self.ack = {lane for lane in self.ack if lane[0] != sender}
 
     def _refute(self, op: Op) -> None:
         if isinstance(op, Deliver | Drop):
@@ -305,7 +336,35 @@ def _choose(
             return Redeliver(sender)
         records = shadow.dead[sender]
         return Redeliver(sender, tuple(rng.sample(records, rng.randint(1, len(records)))))
+    if kind in _LIFECYCLE:  # R36, R37: a sender at an up site, in a state that allows it
+        home = {s.id: s.site for s in shadow.config.senders}
+        running = [s for s in senders if home[s] in shadow.up and s not in shadow.stopped]
+        if kind == "restart_sender":
+            chosen = [s for s in senders if home[s] in shadow.up]
+        elif kind == "stop_sender":
+            chosen = running
+        elif kind == "start_sender":
+            chosen = [s for s in senders if home[s] in shadow.up and s in shadow.stopped]
+        elif kind == "pause_sender":
+            chosen = [s for s in running if s not in shadow.paused]
+        else:
+            chosen = [s for s in running if s in shadow.paused]
+        if not chosen:
+            return None
+        sender = rng.choice(chosen)
+        if kind == "start_sender":
+            return StartSender(sender, rng.random() < 0.25)
+        return _LIFECYCLE[kind](sender)
     raise AssertionError(kind)
+
+
+_LIFECYCLE: dict[str, Callable[[str], Op]] = {
+    "restart_sender": RestartSender,
+    "stop_sender": StopSender,
+    "start_sender": StartSender,
+    "pause_sender": PauseSender,
+    "resume_sender": ResumeSender,
+}
 
 
 # -- the profiles --------------------------------------------------------------------------
@@ -356,6 +415,39 @@ def _parallel_config(rng: random.Random) -> Config:
                 "parallel": parallel,
                 "dispatcher_threads": rng.randint(1, 5),
                 "order_policy": rng.choice(policies),
+            }
+        )
+    return parse_config({"sites": sites, "senders": senders, "regions": regions})
+
+
+def _lifecycle_config(rng: random.Random) -> Config:
+    """R32-R38: 2-3 sites, sometimes partitioned with parallel senders; each sender with
+    batch conflation and persistence on or off, a queue memory limit from none to the
+    default (R35), an alert threshold or none, and now and then a manual start."""
+    shape = rng.choice(("pair", "pair", "chain", "ring"))
+    sites = rng.sample(SITE_POOL, 2 if shape == "pair" else 3)
+    partitioned = rng.random() < 0.4
+    regions = (
+        {
+            str(site): {"type": "partition", "total_num_buckets": rng.choice((2, 7, 113))}
+            for site in sites
+        }
+        if partitioned
+        else {}
+    )
+    senders = []
+    for site, remote in topology_edges(shape, sites):
+        senders.append(
+            {"id": f"s{site}-{remote}", "site": site, "remote": remote}
+            | _sender_options(rng, rng.choice((None, "dlq")))
+            | {
+                "parallel": partitioned and rng.random() < 0.6,
+                "dispatcher_threads": rng.choice((1, 1, 2, 3)),
+                "enable_batch_conflation": rng.random() < 0.5,
+                "enable_persistence": rng.random() < 0.5,
+                "maximum_queue_memory_bytes": rng.choice((0, 40, 400, 104_857_600)),
+                "alert_threshold_ms": rng.choice((0, 0, 100, 1000)),
+                "manual_start": rng.random() < 0.1,
             }
         )
     return parse_config({"sites": sites, "senders": senders, "regions": regions})
@@ -419,6 +511,30 @@ PROFILES: dict[str, Profile] = {
             Mix({**_WRITES, **_TRAFFIC, "tick": 12, **_FAULTS}),
             threads=4,
             key_counts=(16, 64, 256),
+        ),
+        Profile(
+            "lifecycle",
+            "batch conflation and queue persistence on and off, overflow, alerts; senders "
+            "restarted, stopped, started (clean or not), paused and resumed among faults",
+            _lifecycle_config,
+            Mix(
+                {
+                    "put": 30,
+                    "delta": 12,
+                    "destroy": 2,
+                    "putall": 2,
+                    **_TRAFFIC,
+                    **_FAULTS,
+                    "fail": 1,
+                    "redeliver": 1,
+                    "restart_sender": 2,
+                    "stop_sender": 2,
+                    "start_sender": 3,
+                    "pause_sender": 2,
+                    "resume_sender": 2,
+                }
+            ),
+            key_counts=(2, 4, 16),
         ),
     )
 }
