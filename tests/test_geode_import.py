@@ -54,7 +54,7 @@ TWO_SITES = Config(
             ack_timeout_ms=FOREVER,
             dispatcher_threads=GEODE_THREADS,
         ),
-        # ln-cache.xml / ln.gfsh: enable-persistence and alert-threshold="3000" (SPEC §16.9)
+        # ln-cache.xml / ln.gfsh: enable-persistence (SPEC §16.9)
         SenderConfig(
             id="ny",
             site=1,
@@ -64,7 +64,6 @@ TWO_SITES = Config(
             ack_timeout_ms=FOREVER,
             failure_listener="dlq",
             enable_persistence=True,
-            alert_threshold_ms=3000,
         ),
     ),
     receivers=(
@@ -171,20 +170,20 @@ def test_r23_diamond_imports_in_both_forms_without_warnings(form: str) -> None:
 
 def test_settings_equal_to_the_model_do_not_warn_and_unmodelled_ones_do() -> None:
     # ln-cache.xml says parallel="false", enable-batch-conflation="false",
-    # dispatcher-threads="1", maximum-queue-memory="100", enable-persistence="true" and
-    # alert-threshold="3000" (all mapped, SPEC §16.9: no warning) and names a disk store,
-    # whose capacity SPEC §16.10 does not model (one warning).
+    # dispatcher-threads="1", maximum-queue-memory="100" and enable-persistence="true" (all
+    # mapped, SPEC §16.9: no warning) and names a disk store, whose capacity SPEC §16.10
+    # does not model (one warning).
     warnings = import_geode_config([sample("1=ln-cache.xml"), sample("2=ny-cache.xml")]).warnings
     ln = str(GEODE / "ln-cache.xml")
     assert warnings == (
         f"{ln}:7: <gateway-sender id='ny'>: disk-store-name=wan: the model's queue overflows "
         "(R35) and persists (R36) to a disk without limit; a disk store's capacity, running "
         "out of disk and oplog compaction are not modelled (SPEC §16.10)",
-        f"{ln}:12: <gateway-sender id='ny'>: <gateway-event-filter> com.example.AuditFilter: "
+        f"{ln}:11: <gateway-sender id='ny'>: <gateway-event-filter> com.example.AuditFilter: "
         "Geode lets this class drop or change events before they are queued; the model ships "
         "every event unchanged (event and substitution filters are not modelled, SPEC "
         "§16.10)",
-        f"{ln}:15: <gateway-sender id='ny'>: <gateway-event-failure-listener> "
+        f"{ln}:14: <gateway-sender id='ny'>: <gateway-event-failure-listener> "
         "com.example.FileGatewayEventFailureListener: the dead-letter proposal's listener, "
         'which Geode 1.15 does not have (SPEC §13); modelled as failure_listener "dlq" (R24)',
     )
