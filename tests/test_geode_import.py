@@ -11,6 +11,7 @@ three-site mesh whose senders are named after their remote at every site.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -31,6 +32,7 @@ from traces.geode import (
     parse_site_argument,
 )
 from traces.geode.gfsh import script_commands
+from traces.ops import PauseSender, ResumeSender, StartSender, StopSender
 from wanconform.cli import main
 
 GEODE = Path(__file__).resolve().parent / "data" / "geode"
@@ -52,6 +54,7 @@ TWO_SITES = Config(
             ack_timeout_ms=FOREVER,
             dispatcher_threads=GEODE_THREADS,
         ),
+        # ln-cache.xml / ln.gfsh: enable-persistence (SPEC §16.9)
         SenderConfig(
             id="ny",
             site=1,
@@ -60,6 +63,7 @@ TWO_SITES = Config(
             batch_time_interval_ms=500,
             ack_timeout_ms=FOREVER,
             failure_listener="dlq",
+            enable_persistence=True,
         ),
     ),
     receivers=(
@@ -166,22 +170,19 @@ def test_r23_diamond_imports_in_both_forms_without_warnings(form: str) -> None:
 
 def test_settings_equal_to_the_model_do_not_warn_and_unmodelled_ones_do() -> None:
     # ln-cache.xml says parallel="false", enable-batch-conflation="false",
-    # dispatcher-threads="1" (no warning), maximum-queue-memory="100" (mapped since SPEC
-    # §16.9, no warning), and persistence and a disk store, which the import does not
-    # map yet (one warning each).
+    # dispatcher-threads="1", maximum-queue-memory="100" and enable-persistence="true" (all
+    # mapped, SPEC §16.9: no warning) and names a disk store, whose capacity SPEC §16.10
+    # does not model (one warning).
     warnings = import_geode_config([sample("1=ln-cache.xml"), sample("2=ny-cache.xml")]).warnings
     ln = str(GEODE / "ln-cache.xml")
-    sender = f"{ln}:7: <gateway-sender id='ny'>: "
     assert warnings == (
-        sender + "enable-persistence=true: Geode writes the queue to a disk store and "
-        "recovers it when the member restarts; the model keeps the queue in memory across "
-        "site_down/site_up and loses it with a wipe (queue persistence is not modelled, "
-        "SPEC §13)",
-        sender + "disk-store-name=wan: the disk store of the queue's persistence and "
-        "overflow is not modelled (SPEC §13)",
+        f"{ln}:7: <gateway-sender id='ny'>: disk-store-name=wan: the model's queue overflows "
+        "(R35) and persists (R36) to a disk without limit; a disk store's capacity, running "
+        "out of disk and oplog compaction are not modelled (SPEC §16.10)",
         f"{ln}:11: <gateway-sender id='ny'>: <gateway-event-filter> com.example.AuditFilter: "
         "Geode lets this class drop or change events before they are queued; the model ships "
-        "every event unchanged",
+        "every event unchanged (event and substitution filters are not modelled, SPEC "
+        "§16.10)",
         f"{ln}:14: <gateway-sender id='ny'>: <gateway-event-failure-listener> "
         "com.example.FileGatewayEventFailureListener: the dead-letter proposal's listener, "
         'which Geode 1.15 does not have (SPEC §13); modelled as failure_listener "dlq" (R24)',
@@ -191,12 +192,12 @@ def test_settings_equal_to_the_model_do_not_warn_and_unmodelled_ones_do() -> Non
 @pytest.mark.parametrize(
     ("attributes", "warned"),
     [
-        ('manual-start="true"', "manual-start=true: Geode does not start the sender until"),
-        ('enable-batch-conflation="true"', "the model ships every update"),
-        ('enable-persistence="true"', "queue persistence is not modelled, SPEC §13"),
-        ('disk-synchronous="false"', "persistence and overflow) is not modelled (SPEC §13)"),
+        ('manual-start="true"', "manual-start=true: the sender begins stopped (manual_start"),
+        ('enable-persistence="true" disk-synchronous="false"',
+         "disk-synchronous=false: Geode writes the persistent queue to disk asynchronously"),
+        ('disk-store-name="d"', "disk-store-name=d: the model's queue overflows (R35)"),
     ],
-)
+)  # fmt: skip
 def test_settings_that_change_behaviour_warn_with_what_the_model_does(
     tmp_path: Path, attributes: str, warned: str
 ) -> None:
@@ -349,7 +350,8 @@ def test_gemfire_dtd_files_import_with_regions_resolver_and_placeholders() -> No
     assert imported.warnings == (
         f"{eight}:5: <gateway-conflict-resolver> com.example.MyGatewayConflictResolver: Geode "
         "lets this class decide between conflicting events of different sites; the model "
-        "always applies R16.3 (higher timestamp wins, then higher dsid)",
+        "always applies R16.3 (higher timestamp wins, then higher dsid; custom "
+        "GatewayConflictResolvers are not modelled, SPEC §16.10)",
         f"{eight}:12: region '/orders': gateway-sender-ids names 'retired', which site 1 does "
         "not have; Geode ships nothing through it; ignored",
         f"{eight}:10: <gateway-sender id='unused'>: no region of site 1 names it in "
@@ -724,24 +726,26 @@ def test_gateway_hub_is_reported_not_imported(tmp_path: Path) -> None:
 def test_gfsh_unmodelled_queue_settings_warn_once_each(tmp_path: Path) -> None:
     line = (
         "create gateway-sender --id=a --remote-distributed-system-id=2 "
-        "--enable-persistence --maximum-queue-memory=64 --disk-store-name=d\n"
+        "--enable-persistence --maximum-queue-memory=64 --disk-store-name=d "
+        "--disk-synchronous=false\n"
         "create region --name=r --type=REPLICATE --gateway-sender-id=a\n"
     )
     warnings = import_texts(tmp_path, (1, "1.gfsh", line), RECEIVER).warnings
     prefix = f"{tmp_path / '1.gfsh'}:1: create gateway-sender --id=a: "
-    # --maximum-queue-memory is mapped since SPEC §16.9 and no longer warns
+    # --enable-persistence and --maximum-queue-memory are mapped (SPEC §16.9) and do not
+    # warn; a disk store and asynchronous disk writes are not modelled (SPEC §16.10)
     assert [w.split(": ", 3)[2] for w in warnings] == [
-        "--enable-persistence=true",
         "--disk-store-name=d",
+        "--disk-synchronous=false",
     ]
-    assert all(w.startswith(prefix) for w in warnings)
+    assert all(w.startswith(prefix) and w.endswith("SPEC §16.10)") for w in warnings)
 
 
 def test_pdx_warns_that_type_propagation_is_not_modelled(tmp_path: Path) -> None:
     body = '<pdx read-serialized="true"/>\n<gateway-receiver/>'
     imported = import_texts(tmp_path, (1, "1.xml", cache(body)), RECEIVER, allow_partial=True)
     assert imported.warnings[0].startswith(f"{tmp_path / '1.xml'}:3: <pdx>: ")
-    assert "PDX type propagation is not modelled, SPEC §13" in imported.warnings[0]
+    assert "PDX type propagation is not modelled, SPEC §16.10" in imported.warnings[0]
 
 
 @pytest.mark.parametrize(
@@ -1344,9 +1348,9 @@ def test_cli_import_writes_canonical_config(
     captured = capsys.readouterr()
     assert code == 0
     assert captured.out == ""
-    # 2 unmapped queue settings (maximum-queue-memory is mapped since SPEC §16.9), the
+    # the disk store (SPEC §16.10; persistence and queue memory are mapped, §16.9), the
     # filter and the listener
-    assert captured.err.count("wanconform: warning: ") == 4
+    assert captured.err.count("wanconform: warning: ") == 3
     assert captured.err.endswith(f"wanconform: wrote {out_path}\n")
     text = out_path.read_text(encoding="utf-8")
     assert text == canonical_json(TWO_SITES.to_json()) + "\n"
@@ -1400,3 +1404,339 @@ def test_cli_import_bad_site_argument(capsys: pytest.CaptureFixture[str]) -> Non
         "wanconform: error: --site '1=': expected [DSID=]FILE[,FILE...], e.g. --site "
         "1=ln-cache.xml,ln.gfsh\n"
     )
+
+
+# --- SPEC §16.9: conflation, persistence, alerts, manual start; gfsh sender operations ----
+
+
+@pytest.mark.parametrize(
+    ("attribute", "fields"),
+    [
+        ("enable-batch-conflation=true", {"enable_batch_conflation": True}),
+        ("enable-batch-conflation=false", {"enable_batch_conflation": False}),
+        ("enable-persistence=TRUE", {"enable_persistence": True}),  # Geode: Boolean.valueOf
+        ("enable-persistence=false", {"enable_persistence": False}),
+        ("maximum-queue-memory=100", {"maximum_queue_memory_bytes": 104_857_600}),  # 100 MB
+        ("maximum-queue-memory=0", {"maximum_queue_memory_bytes": 0}),
+        ("alert-threshold=2500", {"alert_threshold_ms": 2500}),
+        ("alert-threshold=0", {"alert_threshold_ms": 0}),  # Geode's default: off (R38)
+        ("manual-start=true", {"manual_start": True}),
+        ("manual-start=false", {"manual_start": False}),
+    ],
+)
+@pytest.mark.parametrize("form", ["xml", "gfsh"])
+def test_second_half_attributes_map_to_the_r27_fields(
+    tmp_path: Path, form: str, attribute: str, fields: dict[str, object]
+) -> None:
+    name, value = attribute.split("=")
+    if form == "xml":
+        site = sender_xml(f'id="a" remote-distributed-system-id="2" {name}="{value}"')
+    else:
+        site = (
+            1,
+            "1.gfsh",
+            f"create gateway-sender --id=a --remote-distributed-system-id=2 --{name}={value}\n"
+            "create region --name=r --type=REPLICATE --gateway-sender-id=a\n",
+        )
+    imported = import_texts(tmp_path, site, RECEIVER)
+    expected = SenderConfig(id="a", site=1, remote=2, ack_timeout_ms=FOREVER, dispatcher_threads=5)
+    assert imported.config.sender("a") == dataclasses.replace(expected, **fields)  # type: ignore[arg-type]
+    # only manual-start="true" still warns (SPEC §16.9); the rest no longer does
+    assert len(imported.warnings) == (1 if attribute == "manual-start=true" else 0)
+
+
+@pytest.mark.parametrize(
+    "flag", ["--enable-batch-conflation", "--enable-persistence", "--manual-start"]
+)
+def test_gfsh_bare_flags_are_true(tmp_path: Path, flag: str) -> None:
+    script = (
+        f"create gateway-sender --id=a --remote-distributed-system-id=2 {flag}\n"
+        "create region --name=r --type=REPLICATE --gateway-sender-id=a\n"
+    )
+    sender = import_texts(tmp_path, (1, "1.gfsh", script), RECEIVER).config.sender("a")
+    field = flag.removeprefix("--").replace("-", "_")
+    assert getattr(sender, field) is True
+
+
+def test_unset_second_half_attributes_are_geodes_defaults(tmp_path: Path) -> None:
+    sender = import_texts(
+        tmp_path, sender_xml('id="a" remote-distributed-system-id="2"'), RECEIVER
+    ).config.sender("a")
+    # Geode: DEFAULT_BATCH_CONFLATION false, DEFAULT_PERSISTENCE_ENABLED false,
+    # DEFAULT_MAXIMUM_QUEUE_MEMORY 100 MB, DEFAULT_ALERT_THRESHOLD 0, DEFAULT_MANUAL_START false
+    assert (
+        sender.enable_batch_conflation,
+        sender.enable_persistence,
+        sender.maximum_queue_memory_bytes,
+        sender.alert_threshold_ms,
+        sender.manual_start,
+    ) == (False, False, 104_857_600, 0, False)
+
+
+def test_manual_start_warns_that_early_events_are_not_queued(tmp_path: Path) -> None:
+    imported = import_texts(
+        tmp_path,
+        sender_xml('id="a" remote-distributed-system-id="2" manual-start="true"'),
+        RECEIVER,
+    )
+    assert imported.warnings == (
+        f"{tmp_path / '1.xml'}:3: <gateway-sender id='a'>: manual-start=true: the sender "
+        "begins stopped (manual_start, R37), as in Geode: events written before start_sender "
+        "are not queued, so never reach the remote site (Geode deprecates manual start as "
+        "likely to cause data loss); no 'start gateway-sender' in the files: it stays "
+        "stopped until a trace's start_sender",
+    )
+    assert imported.operations == ()
+
+
+@pytest.mark.parametrize(
+    ("attributes", "warns"),
+    [
+        ('disk-synchronous="true" enable-persistence="true"', False),  # Geode's default
+        ('disk-synchronous="false"', False),  # no persistence: overflow only, counted (R35)
+        ('disk-synchronous="false" enable-persistence="true"', True),
+        ('group-transaction-events="true"', False),  # no transactions in the model (§16.10)
+        ('enforce-threads-connect-same-receiver="true" socket-buffer-size="1024"', False),
+    ],
+)
+def test_what_section_16_10_keeps_out_warns_only_where_it_changes_something(
+    tmp_path: Path, attributes: str, warns: bool
+) -> None:
+    imported = import_texts(
+        tmp_path, sender_xml(f'id="a" remote-distributed-system-id="2" {attributes}'), RECEIVER
+    )
+    expected = (
+        f"{tmp_path / '1.xml'}:3: <gateway-sender id='a'>: disk-synchronous=false: Geode "
+        "writes the persistent queue to disk asynchronously, so a crash can lose the events "
+        "not yet written; the model's restart_sender keeps every queued event (R36; "
+        "disk-synchronous false is not modelled, SPEC §16.10)"
+    )
+    assert imported.warnings == ((expected,) if warns else ())
+
+
+@pytest.mark.parametrize(
+    ("attributes", "message"),
+    [
+        ('alert-threshold="-1"',
+         "alert-threshold: must be from 0 to 2147483647 ms (a Java int), got -1"),
+        ('alert-threshold="1.5"', "alert-threshold: must be an integer, got '1.5'"),
+        ('alert-threshold="2147483648"',
+         "alert-threshold: must be from 0 to 2147483647 ms (a Java int), got 2147483648"),
+        ('enable-batch-conflation="yes"',
+         "enable-batch-conflation: must be true or false, got 'yes'"),
+        ('enable-persistence="1"', "enable-persistence: must be true or false, got '1'"),
+        ('manual-start=""', "manual-start: must be true or false, got ''"),
+        ('disk-synchronous="no"', "disk-synchronous: must be true or false, got 'no'"),
+    ],
+)  # fmt: skip
+def test_second_half_bad_values_are_errors(tmp_path: Path, attributes: str, message: str) -> None:
+    expect_error(
+        tmp_path,
+        f"1.xml:3: <gateway-sender id='a'>: {message}",
+        sender_xml(f'id="a" remote-distributed-system-id="2" {attributes}'),
+        RECEIVER,
+    )
+
+
+@pytest.mark.parametrize(
+    ("option", "message"),
+    [
+        ("--maximum-queue-memory=-5",
+         "--maximum-queue-memory: must be from 0 to 2147483647 megabytes (a Java int), got -5"),
+        ("--alert-threshold=soon", "--alert-threshold: must be an integer, got 'soon'"),
+        ("--enable-persistence=maybe", "--enable-persistence: must be true or false, got 'maybe'"),
+    ],
+)  # fmt: skip
+def test_gfsh_second_half_bad_values_are_errors(tmp_path: Path, option: str, message: str) -> None:
+    script = f"create gateway-sender --id=a --remote-distributed-system-id=2 {option}\n"
+    expect_error(
+        tmp_path,
+        f"1.gfsh:1: create gateway-sender --id=a: {message}",
+        (1, "1.gfsh", script),
+        RECEIVER,
+    )
+
+
+def test_a_bad_alert_threshold_is_one_line_exit_2(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    path = write(
+        tmp_path,
+        "1.xml",
+        cache('<gateway-sender id="a" remote-distributed-system-id="2"\n'
+              '                alert-threshold="-10"/>\n' + region("a")),
+    )  # fmt: skip
+    remote = write(tmp_path, "2.xml", cache("<gateway-receiver/>"))
+    out = tmp_path / "config.json"
+    assert main(["import", "--site", f"1={path}", "--site", f"2={remote}", "-o", str(out)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == (
+        f"wanconform: error: {path}:3: <gateway-sender id='a'>: alert-threshold: must be from "
+        "0 to 2147483647 ms (a Java int), got -10\n"
+    )
+    assert not out.exists()
+
+
+def test_gfsh_alter_gateway_sender_sets_the_alert_threshold(tmp_path: Path) -> None:
+    script = (
+        "create gateway-sender --id=a --remote-distributed-system-id=2 --alert-threshold=100\n"
+        "alter gateway-sender --id=a --alert-threshold=750\n"
+        "create region --name=r --type=REPLICATE --gateway-sender-id=a\n"
+    )
+    imported = import_texts(tmp_path, (1, "1.gfsh", script), RECEIVER)
+    assert imported.config.sender("a").alert_threshold_ms == 750
+
+
+LIFECYCLE_SITE = (
+    "create gateway-sender --id=a --remote-distributed-system-id=2{flags}\n"
+    "create region --name=r --type=REPLICATE --gateway-sender-id=a\n"
+)
+
+
+def lifecycle(tmp_path: Path, flags: str, *commands: str) -> ImportedConfig:
+    script = LIFECYCLE_SITE.format(flags=flags) + "".join(f"{c}\n" for c in commands)
+    return import_texts(tmp_path, (1, "1.gfsh", script), RECEIVER)
+
+
+@pytest.mark.parametrize(
+    ("flags", "commands", "operations"),
+    [
+        # manual start, then the script starts it: that start is the operation (§16.9)
+        (" --manual-start", ["start gateway-sender --id=a --clean-queues"],
+         [StartSender("a", clean_queues=True)]),
+        (" --manual-start", ["start gateway-sender --id=a"], [StartSender("a")]),
+        (" --manual-start", ["start gateway-sender --id=a --clean-queues=false"],
+         [StartSender("a")]),
+        # a running sender: Geode answers 'already started' and cleans nothing
+        ("", ["start gateway-sender --id=a --clean-queues"], []),
+        ("", ["stop gateway-sender --id=a", "start gateway-sender --id=a --clean-queues"],
+         [StopSender("a"), StartSender("a", clean_queues=True)]),
+        ("", ["pause gateway-sender --id=a", "pause gateway-sender --id=a",
+              "resume gateway-sender --id=a", "resume gateway-sender --id=a"],
+         [PauseSender("a"), ResumeSender("a")]),
+        # stopped (manual start): nothing to pause, stop or resume
+        (" --manual-start=true", ["pause gateway-sender --id=a", "stop gateway-sender --id=a",
+                                  "resume gateway-sender --id=a"], []),
+        ("", ["pause gateway-sender --id=a", "stop gateway-sender --id=a --members=server1"],
+         [PauseSender("a"), StopSender("a")]),
+    ],
+)  # fmt: skip
+def test_gfsh_sender_commands_become_operations_where_r37_enables_them(
+    tmp_path: Path, flags: str, commands: list[str], operations: list[object]
+) -> None:
+    imported = lifecycle(tmp_path, flags, *commands)
+    assert list(imported.operations) == operations
+
+
+def test_manual_start_warning_names_the_start_that_becomes_the_operation(tmp_path: Path) -> None:
+    imported = lifecycle(tmp_path, " --manual-start", "start gateway-sender --id=a --clean-queues")
+    path = tmp_path / "1.gfsh"
+    assert imported.warnings == (
+        f"{path}:1: create gateway-sender --id=a: --manual-start=true: the sender begins "
+        "stopped (manual_start, R37), as in Geode: events written before start_sender are not "
+        "queued, so never reach the remote site (Geode deprecates manual start as likely to "
+        f"cause data loss); {path}:3: 'start gateway-sender --id=a --clean-queues' becomes "
+        "the operation start_sender",
+    )
+
+
+def test_destroying_a_sender_drops_its_commands(tmp_path: Path) -> None:
+    imported = lifecycle(
+        tmp_path,
+        "",
+        "stop gateway-sender --id=a",
+        "destroy gateway-sender --id=a",
+        "create gateway-sender --id=a --remote-distributed-system-id=2 --manual-start",
+        "start gateway-sender --id=a",
+    )
+    assert imported.operations == (StartSender("a"),)
+
+
+def test_operations_name_the_model_ids_and_skip_senders_left_out(tmp_path: Path) -> None:
+    both = (
+        "create gateway-receiver\n"
+        "create gateway-sender --id=s --remote-distributed-system-id={remote} --manual-start\n"
+        "create gateway-sender --id=idle --remote-distributed-system-id={remote}\n"
+        "create region --name=r --type=REPLICATE --gateway-sender-id=s\n"
+        "start gateway-sender --id=s\n"
+        "stop gateway-sender --id=idle\n"
+    )
+    imported = import_texts(
+        tmp_path, (1, "1.gfsh", both.format(remote=2)), (2, "2.gfsh", both.format(remote=1))
+    )
+    # `s` at both sites becomes 1/s and 2/s (SPEC §13); `idle` ships no region: left out
+    assert imported.operations == (StartSender("1/s"), StartSender("2/s"))
+
+
+@pytest.mark.parametrize(
+    ("command", "message"),
+    [
+        ("start gateway-sender --id=b",
+         "1.gfsh:3: start gateway-sender --id=b: no such gateway-sender at this site (senders "
+         "so far: a); gfsh reports it not available"),
+        ("pause gateway-sender", "1.gfsh:3: pause gateway-sender: option --id is missing"),
+        ("start gateway-sender --id=a --clean-queues=maybe",
+         "1.gfsh:3: start gateway-sender --id=a: --clean-queues: must be true or false, got "
+         "'maybe'"),
+        ("stop gateway-sender --id=a --clean-queues",
+         "1.gfsh:3: stop gateway-sender: unknown option --clean-queues"),
+    ],
+)  # fmt: skip
+def test_gfsh_sender_command_errors(tmp_path: Path, command: str, message: str) -> None:
+    script = LIFECYCLE_SITE.format(flags="") + command + "\n"
+    expect_error(tmp_path, message, (1, "1.gfsh", script), RECEIVER)
+
+
+def test_cli_import_trace_writes_the_configuration_then_the_operations(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    config_path, trace_path = tmp_path / "config.json", tmp_path / "start.jsonl"
+    sites = ["--site", str(GEODE / "ln-manual-start.gfsh"), "--site", f"2={GEODE / 'ny.gfsh'}"]
+    code = main(["import", *sites, "-o", str(config_path), "--trace", str(trace_path)])
+    assert code == 0
+    err = capsys.readouterr().err
+    assert err.count("wanconform: warning: ") == 1 and "--manual-start=true" in err
+    config = json.loads(config_path.read_text(encoding="utf-8"))
+    assert config["senders"][1] == {
+        "ack_timeout_ms": FOREVER, "alert_threshold_ms": 500, "batch_size": 100,
+        "batch_time_interval_ms": 1000, "delta": False, "dispatcher_threads": 5,
+        "dlq_secure": False, "enable_batch_conflation": True, "failure_listener": None,
+        "id": "ny", "manual_start": True, "remote": 2, "retry_interval_ms": 5000, "site": 1,
+    }  # fmt: skip
+    lines = trace_path.read_text(encoding="utf-8").splitlines()
+    assert json.loads(lines[0]) == {"config": config}
+    assert lines[1:] == [
+        '{"clean_queues":true,"op":"start_sender","sender":"ny"}',
+        '{"op":"pause_sender","sender":"ny"}',
+        '{"op":"resume_sender","sender":"ny"}',
+    ]
+    assert main(["replay", str(trace_path)]) == 0  # a valid SPEC §12 trace
+
+
+def test_cli_import_without_trace_names_the_operations_it_leaves_out(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    sites = ["--site", str(GEODE / "ln-manual-start.gfsh"), "--site", f"2={GEODE / 'ny.gfsh'}"]
+    assert main(["import", *sites]) == 0
+    err = capsys.readouterr().err
+    assert (
+        "wanconform: warning: the gfsh files' gateway-sender commands give 3 operations "
+        '({"clean_queues":true,"op":"start_sender","sender":"ny"}, '
+        '{"op":"pause_sender","sender":"ny"}, {"op":"resume_sender","sender":"ny"}); the '
+        "configuration does not hold them: --trace FILE writes them after it\n"
+    ) in err
+    assert main(["topology", "--json", *sites]) == 0
+    assert "which this command does not use (wanconform import --trace FILE writes them" in (
+        capsys.readouterr().err
+    )
+
+
+def test_cli_import_trace_without_operations_is_the_configuration_alone(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    trace_path = tmp_path / "t.jsonl"
+    sites = ["--site", f"1={GEODE / 'ln.gfsh'}", "--site", f"2={GEODE / 'ny.gfsh'}"]
+    assert main(["import", *sites, "--trace", str(trace_path)]) == 0
+    out = capsys.readouterr().out
+    assert trace_path.read_text(encoding="utf-8") == '{"config":' + out.rstrip("\n") + "}\n"

@@ -1,12 +1,15 @@
 """`wanconform import`: a real Geode WAN configuration in, a SPEC §2 configuration out.
 
     wanconform import --site 1=ln-cache.xml,ln.gfsh --site ny.gfsh \\
-        --define REMOTE_DS_ID_1=2 -o config.json
+        --define REMOTE_DS_ID_1=2 -o config.json [--trace start.jsonl]
 
 Reads each site's cache.xml, gfsh and gemfire.properties files (`traces.geode`, R6/R7
 via `traces.config.parse_config`), prints on stderr where the model differs from Geode,
-and writes the configuration as canonical JSON, atomically. The options and helpers
-here are shared with `wanconform topology`.
+and writes the configuration as canonical JSON, atomically. gfsh's `start`, `stop`,
+`pause` and `resume gateway-sender` are operations (R37, SPEC §16.9): `--trace` writes
+them after the configuration as a SPEC §12 trace, the prefix of every run of the
+imported system. The options and helpers here are shared with `wanconform topology`,
+`generate` and `explore`, which use the configuration only.
 """
 
 from __future__ import annotations
@@ -18,8 +21,11 @@ from typing import Any
 
 from traces.canonical import canonical_json
 from traces.config import Config
-from traces.geode import import_geode_config, parse_define, parse_site_argument
+from traces.geode import ImportedConfig, import_geode_config, parse_define, parse_site_argument
+from traces.ops import op_to_json
 from traces.outputs import declare_outputs, write_text_atomically
+from traces.text import plural
+from traces.tracefile import write_trace
 
 SITE_HELP = (
     "one site's Geode files, separated by commas and read in the order given (a gfsh "
@@ -59,13 +65,10 @@ def add_site_options(parser: argparse.ArgumentParser, required: bool) -> None:
     )
 
 
-def load_geode_sites(
+def read_geode_sites(
     site_arguments: Sequence[str], define_arguments: Sequence[str], allow_partial: bool
-) -> tuple[Config, Mapping[str, str]]:
-    """Import the `--site` files; print the warnings on stderr.
-
-    Returns the configuration and, per model sender id, the id the user wrote.
-    """
+) -> ImportedConfig:
+    """Import the `--site` files; print the warnings on stderr."""
     defines = dict(parse_define(text) for text in define_arguments)
     imported = import_geode_config(
         [parse_site_argument(text) for text in site_arguments],
@@ -74,7 +77,32 @@ def load_geode_sites(
     )
     for warning in imported.warnings:
         print(f"wanconform: warning: {warning}", file=sys.stderr)
+    return imported
+
+
+def load_geode_sites(
+    site_arguments: Sequence[str], define_arguments: Sequence[str], allow_partial: bool
+) -> tuple[Config, Mapping[str, str]]:
+    """Import the `--site` files for a command that uses the configuration only; print the
+    warnings on stderr, and one more if the gfsh files hold sender operations.
+
+    Returns the configuration and, per model sender id, the id the user wrote.
+    """
+    imported = read_geode_sites(site_arguments, define_arguments, allow_partial)
+    if imported.operations:
+        print(
+            f"wanconform: warning: {_operations_left_out(imported)}, which this command does "
+            "not use (wanconform import --trace FILE writes them after the configuration)",
+            file=sys.stderr,
+        )
     return imported.config, imported.sender_names
+
+
+def _operations_left_out(imported: ImportedConfig) -> str:
+    """Which operations the gfsh files give (SPEC §16.9), in trace form."""
+    listed = ", ".join(canonical_json(op_to_json(op)) for op in imported.operations)
+    count = plural(len(imported.operations), "operation")
+    return f"the gfsh files' gateway-sender commands give {count} ({listed})"
 
 
 def register(subparsers: Any) -> None:
@@ -96,16 +124,33 @@ def register(subparsers: Any) -> None:
         default="-",
         help="where to write the configuration (default: standard output)",
     )
-    declare_outputs(parser, files=["output"])
+    parser.add_argument(
+        "--trace",
+        metavar="FILE",
+        help="also write a SPEC §12 trace: the configuration, then the operations of the gfsh "
+        "files' start (--clean-queues: clean_queues true), stop, pause and resume "
+        "gateway-sender commands, in site order, each where R37 enables it (none: the "
+        "configuration alone); without it, such operations are named in a warning",
+    )
+    declare_outputs(parser, files=["output", "trace"])
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    config, _ = load_geode_sites(args.site, args.define, args.allow_partial)
-    text = canonical_json(config.to_json()) + "\n"
+    imported = read_geode_sites(args.site, args.define, args.allow_partial)
+    if imported.operations and args.trace is None:
+        print(
+            f"wanconform: warning: {_operations_left_out(imported)}; the configuration "
+            "does not hold them: --trace FILE writes them after it",
+            file=sys.stderr,
+        )
+    text = canonical_json(imported.config.to_json()) + "\n"
     if args.output == "-":
         sys.stdout.write(text)
     else:
         write_text_atomically(args.output, text)
         print(f"wanconform: wrote {args.output}", file=sys.stderr)
+    if args.trace is not None:
+        write_trace(args.trace, imported.config, imported.operations)
+        print(f"wanconform: wrote {args.trace}", file=sys.stderr)
     return 0

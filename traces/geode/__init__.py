@@ -11,7 +11,8 @@ The parts, each readable alone:
 - `gfsh`: what a gfsh script or pasted transcript declares, read as gfsh reads it;
 - `declarations`: the shared record of what a site declares, as written;
 - `mapping`: from the declarations to the SPEC §2 configuration, with a warning where
-  the model differs from Geode and an error where an input cannot work.
+  the model differs from Geode and an error where an input cannot work, and gfsh's
+  start/stop/pause/resume gateway-sender as R37 operations (`ImportedConfig.operations`).
 """
 
 from __future__ import annotations

@@ -325,7 +325,7 @@ def read_cache_xml(
             site.warnings.append(
                 f"{where}: <pdx>: Geode sends PDX type definitions between sites; the "
                 "model's values are plain JSON (PDX type propagation is not modelled, "
-                "SPEC §13)"
+                "SPEC §16.10)"
             )
         elif element.name not in CACHE_ELEMENTS:
             # Geode's schema rejects the file; one close to an element this import reads

@@ -44,6 +44,19 @@ class SenderDeclaration:
     filters: list[Written] = field(default_factory=list)
 
 
+@dataclass(frozen=True, slots=True)
+class SenderCommand:
+    """A gfsh `start`, `stop`, `pause` or `resume gateway-sender`: an operation on a sender
+    once the configuration exists (SPEC R37), not configuration; `mapping` turns it into
+    a trace operation."""
+
+    action: str  # "start", "stop", "pause" or "resume"
+    sender: str  # the id as the user wrote it
+    where: str
+    text: str  # how messages name the command: "start gateway-sender --id=ny"
+    clean_queues: bool = False  # start only: `--clean-queues`
+
+
 @dataclass(slots=True)
 class ReceiverDeclaration:
     """The `gateway-receiver` of a site."""
@@ -119,6 +132,8 @@ class SiteDeclarations:
     regions: dict[str, RegionDeclaration] = field(default_factory=dict)
     conflict_resolver: Written | None = None
     warnings: list[str] = field(default_factory=list)
+    commands: list[SenderCommand] = field(default_factory=list)
+    """The gfsh sender operations, in the order the files give them."""
 
     def add_sender(self, sender: SenderDeclaration) -> None:
         """A second sender of the same id in one site is refused, as Geode refuses it."""

@@ -23,9 +23,12 @@ Commands that configure gateways are read: `create|alter|destroy gateway-sender`
 `create|destroy gateway-receiver`, `create|alter|destroy region` (their
 `--gateway-sender-id` and `--enable-concurrency-checks`; `create region`'s `--type`, read
 as gfsh's EnumConverter reads it, `--total-num-buckets` and `--template-region`), `start
-locator|server` (their `--J=-Dgemfire.distributed-system-id=N`, the site's dsid), `set
-variable`, and `stop` or `pause gateway-sender` (a warning: the model's senders always
-run). Any other command naming a gateway is an error; the rest (`connect`, `list
+locator|server` (their `--J=-Dgemfire.distributed-system-id=N`, the site's dsid) and `set
+variable`. `start` (with `--clean-queues`), `stop`, `pause` and `resume gateway-sender` act
+on a sender that exists: they are kept, in order, as the site's sender commands, which the
+mapping turns into the operations `start_sender`, `stop_sender`, `pause_sender` and
+`resume_sender` (SPEC R37, §16.9); one naming no sender of the site is an error, as gfsh
+reports it. Any other command naming a gateway is an error; the rest (`connect`, `list
 members`, `deploy`, ...) is not configuration and is skipped.
 """
 
@@ -42,6 +45,7 @@ from traces.geode.declarations import (
     GeodeImportError,
     ReceiverDeclaration,
     RegionDeclaration,
+    SenderCommand,
     SenderDeclaration,
     SiteDeclarations,
     Written,
@@ -72,6 +76,7 @@ _FLAGS = frozenset(
         "skip-if-exists",
         "if-exists",
         "enable-concurrency-checks",
+        "clean-queues",
     }
 )
 """Options that may be given without a value (`--parallel` means `--parallel=true`)."""
@@ -100,6 +105,8 @@ _RECEIVER_OPTIONS = (
     "skip-if-exists",
 )
 _DESTROY_OPTIONS = ("id", *_DEPLOYMENT, "if-exists")
+_LIFECYCLE_OPTIONS = ("id", *_DEPLOYMENT)
+_START_SENDER_OPTIONS = (*_LIFECYCLE_OPTIONS, "clean-queues")
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,10 +222,10 @@ class _ScriptReader:
             "start locator": self.start_member,
             "start server": self.start_member,
             "set variable": self.set_variable,
-            "stop gateway-sender": self.stop_sender,
-            "pause gateway-sender": self.stop_sender,
-            "start gateway-sender": self.skip,
-            "resume gateway-sender": self.skip,
+            "start gateway-sender": self.sender_command,
+            "stop gateway-sender": self.sender_command,
+            "pause gateway-sender": self.sender_command,
+            "resume gateway-sender": self.sender_command,
             "connect": self.connect,
         }
 
@@ -239,9 +246,6 @@ class _ScriptReader:
             close = difflib.get_close_matches(two, known, n=1)
             hint = f" (did you mean {close[0]}?)" if close else ""
             raise GeodeImportError(f"{where}: unknown gfsh command {two!r}{hint}")
-
-    def skip(self, command: Command) -> None:
-        """A command that changes nothing the model has (e.g. starting a sender it runs)."""
 
     # --- gateway senders ---------------------------------------------------------------
 
@@ -291,14 +295,33 @@ class _ScriptReader:
                 f"gateway-sender at this site{self._known_senders()} (add --if-exists "
                 "to allow that)"
             )
+        # What was done to the destroyed sender does not apply to a later one of its id.
+        self.site.commands = [c for c in self.site.commands if c.sender != sender_id]
 
-    def stop_sender(self, command: Command) -> None:
-        options = _options(command, ("id", *_DEPLOYMENT))
+    def sender_command(self, command: Command) -> None:
+        """`start|stop|pause|resume gateway-sender --id=X`: kept as an operation (R37)."""
+        action = command.name.split()[0]
+        known = _START_SENDER_OPTIONS if action == "start" else _LIFECYCLE_OPTIONS
+        options = _options(command, known)
         sender_id = _value(options, "id")
-        state = "stopped" if command.name.startswith("stop") else "paused"
-        self.site.warnings.append(
-            f"{command.where}: {command.name} --id={sender_id}: Geode leaves the sender "
-            f"{state} (its events wait in the queue); the model's senders always run"
+        if sender_id is None:
+            raise GeodeImportError(f"{command.where}: {command.name}: option --id is missing")
+        text = f"{command.name} --id={sender_id}"
+        if sender_id not in self.site.senders:
+            raise GeodeImportError(
+                f"{command.where}: {text}: no such gateway-sender at this site"
+                f"{self._known_senders()}; gfsh reports it not available"
+            )
+        clean = options.get("clean-queues", "false")
+        if clean.strip().lower() not in ("true", "false"):
+            raise GeodeImportError(
+                f"{command.where}: {text}: --clean-queues: must be true or false, got {clean!r}"
+            )
+        clean_queues = clean.strip().lower() == "true"
+        if clean_queues:
+            text += " --clean-queues"
+        self.site.commands.append(
+            SenderCommand(action, sender_id, command.where, text, clean_queues)
         )
 
     def _known_senders(self) -> str:

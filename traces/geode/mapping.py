@@ -13,12 +13,19 @@ What maps onto the model:
                      order-policy KEY|THREAD|PARTITION   -> senders[].order_policy "key"|...
                      maximum-queue-memory (MB; unset:    -> senders[].maximum_queue_memory_bytes
                        100)                                 (x 1,048,576)
+                     enable-batch-conflation             -> senders[].enable_batch_conflation
+                     enable-persistence                  -> senders[].enable_persistence
+                     alert-threshold (ms; unset: 0)      -> senders[].alert_threshold_ms
+                     manual-start                        -> senders[].manual_start (warning)
     gateway-receiver retry-attempts                      -> receivers[].retry_attempts
                      wait-time-between-retry-attempts    -> receivers[].wait_time_between_
                                                             retry_attempts_ms
     region           PARTITION* shortcut, data-policy    -> regions[site] = partition with
                      partition|persistent-partition, or     total-num-buckets (unset: 113)
                      <partition-attributes>
+    gfsh             start gateway-sender [--clean-      -> operation start_sender (clean_queues)
+                       queues], stop|pause|resume           stop_sender|pause_sender|
+                       gateway-sender                       resume_sender (`_operations`)
 
 The defaults are Geode's (`GatewaySender.DEFAULT_DISPATCHER_THREADS` 5,
 `DEFAULT_ORDER_POLICY` KEY, `DEFAULT_MAXIMUM_QUEUE_MEMORY` 100 MB,
@@ -41,16 +48,24 @@ that never fires, yet `sent_at + ack_timeout_ms` stays a signed 64-bit integer (
 30,000 ms, and so does the import (with a warning).
 
 Warnings say what Geode does that the model does not, and what the model does instead;
-a setting whose value the model matches (`enable-batch-conflation="false"`,
-`enable-persistence="false"`, and every setting mapped above) gives none. The settings
-the import does not map yet warn once per sender that sets them: `enable-persistence="true"`
-and `disk-synchronous` (queue persistence), `disk-store-name`, `manual-start="true"`,
-`enable-batch-conflation="true"`; so does a cache.xml `<pdx>` (PDX type propagation).
-These are read but never warn, because they change nothing the model observes:
-`socket-buffer-size`, `alert-threshold`, `group-transaction-events` (no transactions in
-the model), `enforce-threads-connect-same-receiver`, transport filters, a receiver's
-ports, bind address, host name and ping interval, and gfsh's `--groups`/`--members` (a
-site is one system, R1).
+every setting mapped above gives none, except `manual-start="true"`, which maps to
+`manual_start` and warns that events written before `start_sender` are not queued (SPEC
+§16.9), naming the `start gateway-sender` that starts it, if any. What SPEC §16.10 keeps
+out warns, once per sender that sets it: `disk-store-name` (a disk store's capacity,
+out-of-disk and compaction), `disk-synchronous="false"` on a persistent sender (the model
+loses nothing written to a persistent queue), event and substitution filters; so do a
+custom conflict resolver and a cache.xml `<pdx>` (PDX type propagation). These are read
+but never warn, because they change nothing the model observes: `socket-buffer-size`,
+`disk-synchronous` otherwise, `group-transaction-events` (no transactions in the model,
+§16.10), `enforce-threads-connect-same-receiver`, transport filters, a receiver's ports,
+bind address, host name and ping interval, and gfsh's `--groups`/`--members` (a site is
+one system, R1).
+
+gfsh's `start`, `stop`, `pause` and `resume gateway-sender` are operations, not
+configuration: they become `ImportedConfig.operations` (R37's `start_sender` with
+`clean_queues`, `stop_sender`, `pause_sender`, `resume_sender`), in site order and then
+in the order of the files, with what they do to each sender's state; see `_operations`.
+`wanconform import --trace` writes them after the configuration.
 
 What Geode would do differently in a way the model cannot express is settled here:
 
@@ -98,10 +113,12 @@ from traces.geode.declarations import (
     GeodeImportError,
     ReceiverDeclaration,
     RegionDeclaration,
+    SenderCommand,
     SenderDeclaration,
     SiteDeclarations,
     Written,
 )
+from traces.ops import Op, PauseSender, ResumeSender, StartSender, StopSender
 from traces.text import plural
 
 WAIT_FOREVER_MS = 2**62
@@ -126,55 +143,47 @@ _SENDER_INTEGERS = {
     "batch-size": "batch_size",
     "batch-time-interval": "batch_time_interval_ms",
 }
+_SENDER_FLAGS = {  # Geode boolean attribute -> SPEC R27 field, copied as it is (§16.9)
+    "enable-batch-conflation": "enable_batch_conflation",
+    "enable-persistence": "enable_persistence",
+    "manual-start": "manual_start",
+}
 _SENDER_V2 = {  # Geode attribute -> SPEC R27 field, read by their own functions below
     "parallel": "parallel",
     "dispatcher-threads": "dispatcher_threads",
     "order-policy": "order_policy",
     "maximum-queue-memory": "maximum_queue_memory_bytes",
+    "alert-threshold": "alert_threshold_ms",
+    **_SENDER_FLAGS,
 }
 _RECEIVER_INTEGERS = {
     "retry-attempts": "retry_attempts",
     "wait-time-between-retry-attempts": "wait_time_between_retry_attempts_ms",
 }
 
-# Boolean sender settings whose `true` the model does not do: what Geode then does.
-_SENDER_TRUE_DIFFERS = {
-    "manual-start": (
-        "Geode does not start the sender until 'start gateway-sender'; the model's "
-        "sender runs from the start"
-    ),
-    "enable-batch-conflation": (
-        "Geode replaces a queued update of a key by a later one of the same key; the "
-        "model ships every update (batch conflation is not modelled, SPEC §13)"
-    ),
-}
 _RECEIVER_TRUE_DIFFERS = {
     "manual-start": (
         "Geode's receiver accepts no connection until 'start gateway-receiver'; the "
         "model's receiver accepts batches from the start"
     ),
 }
-_SENDER_TRUE_DIFFERS["enable-persistence"] = (
-    "Geode writes the queue to a disk store and recovers it when the member restarts; "
-    "the model keeps the queue in memory across site_down/site_up and loses it with a "
-    "wipe (queue persistence is not modelled, SPEC §13)"
-)
 _BOOLEANS = (
     "parallel",
-    *_SENDER_TRUE_DIFFERS,
+    *_SENDER_FLAGS,
     "disk-synchronous",
     "group-transaction-events",
     "enforce-threads-connect-same-receiver",
 )
-# Sender settings of what SPEC §13 does not model: a warning whenever one is set.
-_SENDER_SET_DIFFERS = {
-    "disk-store-name": (
-        "the disk store of the queue's persistence and overflow is not modelled (SPEC §13)"
-    ),
-    "disk-synchronous": (
-        "how Geode writes the queue to disk (persistence and overflow) is not modelled (SPEC §13)"
-    ),
-}
+_DISK_STORE_DIFFERS = (
+    "the model's queue overflows (R35) and persists (R36) to a disk without limit; a "
+    "disk store's capacity, running out of disk and oplog compaction are not modelled "
+    "(SPEC §16.10)"
+)
+_ASYNCHRONOUS_DISK_DIFFERS = (
+    "Geode writes the persistent queue to disk asynchronously, so a crash can lose the "
+    "events not yet written; the model's restart_sender keeps every queued event (R36; "
+    "disk-synchronous false is not modelled, SPEC §16.10)"
+)
 _CHANGING_FILTERS = ("gateway-event-filter", "gateway-event-substitution-filter")
 
 
@@ -186,6 +195,8 @@ class ImportedConfig:
     warnings: tuple[str, ...]
     sender_names: Mapping[str, str]
     """Model sender id -> the id the user wrote (they differ when made unique)."""
+    operations: tuple[Op, ...] = ()
+    """gfsh's start/stop/pause/resume gateway-sender as R37 operations (`_operations`)."""
 
 
 @dataclass(slots=True)
@@ -223,7 +234,9 @@ def map_sites(sites: Mapping[int, SiteDeclarations], allow_partial: bool = False
         declared = sites[site]
         warnings.extend(_site_warnings(site, declared))
         attached = _attached_senders(site, declared, warnings)
-        parsed = {d.id: _sender(d, site, site_ids) for d in declared.senders.values()}
+        parsed = {
+            d.id: _sender(d, site, site_ids, declared.commands) for d in declared.senders.values()
+        }
         _check_parallel_regions(declared, parsed)
         for declaration in declared.senders.values():
             sender = parsed[declaration.id]
@@ -275,7 +288,47 @@ def map_sites(sites: Mapping[int, SiteDeclarations], allow_partial: bool = False
         )
     except ConfigError as exc:  # checked piecewise above; kept as a safety net
         raise GeodeImportError(f"imported configuration: {exc}") from None
-    return ImportedConfig(config=config, warnings=tuple(warnings), sender_names=names)
+    return ImportedConfig(
+        config=config,
+        warnings=tuple(warnings),
+        sender_names=names,
+        operations=_operations(sites, senders),
+    )
+
+
+def _operations(sites: Mapping[int, SiteDeclarations], senders: list[_Sender]) -> tuple[Op, ...]:
+    """The gfsh sender commands as R37 operations: sites by dsid, each in file order.
+
+    A kept sender starts running, or stopped with `manual_start`. A command that Geode
+    answers without acting, because of the sender's state, gives no operation, exactly
+    where R37's operation would not be enabled: `start` on a running sender ('is already
+    started': its queue is not cleaned either), `stop` or `pause` on one that does not
+    run, `pause` on a paused one, `resume` on one not paused. Commands on a sender the
+    import leaves out are dropped with it."""
+    kept = {(s.site, s.declaration.id): s for s in senders}
+    # (running, paused) per kept sender, as each command leaves it
+    state = {key: (not s.raw.get("manual_start", False), False) for key, s in kept.items()}
+    operations: list[Op] = []
+    for site in sorted(sites):
+        for command in sites[site].commands:
+            key = (site, command.sender)
+            if key not in kept:
+                continue
+            running, paused = state[key]
+            sender = kept[key].raw["id"]
+            operation: Op
+            if command.action == "start" and not running:
+                operation, state[key] = StartSender(sender, command.clean_queues), (True, False)
+            elif command.action == "stop" and running:
+                operation, state[key] = StopSender(sender), (False, False)
+            elif command.action == "pause" and running and not paused:
+                operation, state[key] = PauseSender(sender), (True, True)
+            elif command.action == "resume" and paused:
+                operation, state[key] = ResumeSender(sender), (True, False)
+            else:
+                continue
+            operations.append(operation)
+    return tuple(operations)
 
 
 def _files(site: SiteDeclarations) -> str:
@@ -289,7 +342,8 @@ def _site_warnings(site: int, declared: SiteDeclarations) -> list[str]:
         warnings.append(
             f"{resolver.where}: {resolver.name} {resolver.value}: Geode lets this class "
             "decide between conflicting events of different sites; the model always "
-            "applies R16.3 (higher timestamp wins, then higher dsid)"
+            "applies R16.3 (higher timestamp wins, then higher dsid; custom "
+            "GatewayConflictResolvers are not modelled, SPEC §16.10)"
         )
     for region in declared.regions.values():
         checks = region.concurrency_checks
@@ -454,7 +508,9 @@ def _boolean(written: Written, label: str) -> bool:
     return value == "true"
 
 
-def _sender(declaration: SenderDeclaration, site: int, sites: list[int]) -> _Sender:
+def _sender(
+    declaration: SenderDeclaration, site: int, sites: list[int], commands: list[SenderCommand]
+) -> _Sender:
     warnings: list[str] = []
     settings = declaration.settings
     label = declaration.label
@@ -470,31 +526,41 @@ def _sender(declaration: SenderDeclaration, site: int, sites: list[int]) -> _Sen
             f"(imported sites: {', '.join(map(str, sites))})"
         )
     raw["ack_timeout_ms"] = _ack_timeout(declaration, warnings)
-    for name in _BOOLEANS:
-        flag = settings.get(name)
-        if flag is not None and _boolean(flag, label) and name in _SENDER_TRUE_DIFFERS:
-            warnings.append(
-                f"{flag.where}: {label}: {flag.name}={flag.value}: {_SENDER_TRUE_DIFFERS[name]}"
-            )
-    for name, difference in _SENDER_SET_DIFFERS.items():
-        if name in settings:
-            written = settings[name]
-            warnings.append(
-                f"{written.where}: {label}: {written.name}={written.value}: {difference}"
-            )
-    parallel = "parallel" in settings and _boolean(settings["parallel"], label)
+    flags = {name: _boolean(settings[name], label) for name in _BOOLEANS if name in settings}
+    for name, spec_field in _SENDER_FLAGS.items():
+        if name in flags:
+            raw[spec_field] = flags[name]
+    if flags.get("manual-start"):
+        warnings.append(_manual_start_warning(declaration, commands))
+    if "disk-store-name" in settings:
+        written = settings["disk-store-name"]
+        warnings.append(
+            f"{written.where}: {label}: {written.name}={written.value}: {_DISK_STORE_DIFFERS}"
+        )
+    if flags.get("disk-synchronous") is False and flags.get("enable-persistence"):
+        written = settings["disk-synchronous"]
+        warnings.append(
+            f"{written.where}: {label}: {written.name}={written.value}: "
+            f"{_ASYNCHRONOUS_DISK_DIFFERS}"
+        )
+    parallel = flags.get("parallel", False)
     raw["parallel"] = parallel
     raw["dispatcher_threads"] = _dispatcher_threads(declaration)
     raw["order_policy"] = _order_policy(declaration, parallel)
-    if "maximum-queue-memory" in settings:
-        raw["maximum_queue_memory_bytes"] = _queue_memory(declaration)
+    megabytes = _java_int(declaration, "maximum-queue-memory", "megabytes")
+    if megabytes is not None:  # unset: Geode's 100 MB, SPEC R27's default too
+        raw["maximum_queue_memory_bytes"] = megabytes * MEGABYTE
+    threshold = _java_int(declaration, "alert-threshold", "ms")
+    if threshold is not None:  # unset: Geode's DEFAULT_ALERT_THRESHOLD 0, off (R38)
+        raw["alert_threshold_ms"] = threshold
     for written in declaration.filters:
         kind = written.name.strip("<>-")
         if kind in _CHANGING_FILTERS:
             warnings.append(
                 f"{written.where}: {label}: {written.name} {written.value}: Geode lets "
                 "this class drop or change events before they are queued; the model "
-                "ships every event unchanged"
+                "ships every event unchanged (event and substitution filters are not "
+                "modelled, SPEC §16.10)"
             )
     listener = declaration.failure_listener
     if listener is not None:
@@ -542,16 +608,37 @@ def _order_policy(declaration: SenderDeclaration, parallel: bool) -> str:
     return policy.lower()
 
 
-def _queue_memory(declaration: SenderDeclaration) -> int:
-    """`maximum-queue-memory`, in megabytes in Geode, as `maximum_queue_memory_bytes`."""
-    written = declaration.settings["maximum-queue-memory"]
-    megabytes = _integer(declaration, written)
-    if not 0 <= megabytes <= INT32_MAX:
+def _java_int(declaration: SenderDeclaration, name: str, unit: str) -> int | None:
+    """A setting Geode holds in a Java int that R27 needs >= 0 (`maximum-queue-memory`,
+    `alert-threshold`), as written in `unit`; None when it is not set."""
+    written = declaration.settings.get(name)
+    if written is None:
+        return None
+    value = _integer(declaration, written)
+    if not 0 <= value <= INT32_MAX:
         raise GeodeImportError(
             f"{written.where}: {declaration.label}: {written.name}: must be from 0 to "
-            f"{INT32_MAX} megabytes (a Java int), got {megabytes}"
+            f"{INT32_MAX} {unit} (a Java int), got {value}"
         )
-    return megabytes * MEGABYTE
+    return value
+
+
+def _manual_start_warning(declaration: SenderDeclaration, commands: list[SenderCommand]) -> str:
+    """`manual-start="true"` maps to `manual_start` (§16.9); what it costs, and what starts
+    the sender: the site's first `start gateway-sender` for it, if any."""
+    written = declaration.settings["manual-start"]
+    start = next((c for c in commands if c.action == "start" and c.sender == declaration.id), None)
+    started = (
+        f"{start.where}: '{start.text}' becomes the operation start_sender"
+        if start is not None
+        else "no 'start gateway-sender' in the files: it stays stopped until a trace's start_sender"
+    )
+    return (
+        f"{written.where}: {declaration.label}: {written.name}={written.value}: the sender "
+        "begins stopped (manual_start, R37), as in Geode: events written before start_sender "
+        "are not queued, so never reach the remote site (Geode deprecates manual start as "
+        f"likely to cause data loss); {started}"
+    )
 
 
 def _ack_timeout(declaration: SenderDeclaration, warnings: list[str]) -> int:
