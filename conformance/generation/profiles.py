@@ -302,7 +302,7 @@ def _choose(
             return Delta(site, key, _value(rng))
         return Destroy(site, key)
     if kind == "putall":
-        chosen = rng.sample(keys, rng.randint(1, 3))
+        chosen = rng.sample(keys, rng.randint(1, min(3, len(keys))))
         return PutAll(rng.choice(up), {k: _value(rng) for k in sorted(chosen)}) if up else None
     if kind == "tick":
         return Tick(rng.choice((1, 10, 100, 1000, 6000, 12_000)))

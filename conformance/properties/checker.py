@@ -276,7 +276,8 @@ class PropertyChecker:
         self._lifecycle_checks = 0
         self._conflations = 0  # P9: `conflated` observations checked
         self._exempt: dict[str, list[str]] = {}  # P2: why an event is exempt -> events
-        self._p2_paused = ""  # P2: the last settle it did not apply at, and why
+        self._held_back = ""  # P2, P5: the last settle they did not apply at, and why
+        self._held_back_settles = 0  # settles where a stopped or paused sender held events
         self._twin: OverflowTwin | None = None  # P10's second run
         if overflow is not None and unlimited(config) is not None:
             self._twin = OverflowTwin(config, overflow)
@@ -921,12 +922,13 @@ class PropertyChecker:
             if (not seen.get("running", True) or seen.get("paused", False))
             and any(dispatcher["queue"] for dispatcher in seen["dispatchers"])
         ]
-        if waiting and self._written_since_wipe:  # §16.7: P2 does not apply
+        if waiting:  # §16.7: P2 does not apply (nor P5: a reading)
             first = waiting[0]
             held = "stopped" if not state["senders"][first].get("running", True) else "paused"
-            self._p2_paused = (
+            self._held_back = (
                 f"after the settle at {where}, sender {first} is {held} with events queued"
             )
+            self._held_back_settles += 1
         elif self._written_since_wipe:
             self._quiescent_checks += 1
             self._unaccounted.clear()
@@ -943,7 +945,7 @@ class PropertyChecker:
                     )
                 )
         self._settles += 1
-        if self._connected:
+        if self._connected and not waiting:  # P5 too (a reading: as P2, §16.7)
             violations.extend(self._p5(state, where))
         return violations
 
@@ -989,8 +991,8 @@ class PropertyChecker:
         if name == "P2":
             if self._quiescent_checks:
                 return ""
-            if self._p2_paused:
-                return self._p2_paused
+            if self._held_back and self._written_since_wipe:
+                return self._held_back
             if self._wiped_at:
                 return (
                     "no event written after the last wipe was checked at a settle with "
@@ -1014,6 +1016,8 @@ class PropertyChecker:
                 return "not every site reaches every other one"
             if not self._settles:
                 return no_settle
+            if self._held_back_settles == self._settles:
+                return self._held_back
             if not self._keys_written:
                 return "no key was written"
             return (
