@@ -83,6 +83,57 @@ class DispatcherForgetsItsTimer(Engine):
         return super()._dispatcher_due(sender, dispatcher)
 
 
+class MergeCreatesAndDestroys(Engine):
+    """R33 before GEODE-7066: batch conflation merges creates and destroys too, so a
+    create or destroy is kept back from the batch by a later write of its key (P9)."""
+
+    def _conflatable(self, event: Event) -> bool:
+        return True
+
+
+class ConflateInFlight(Engine):
+    """R32 as Geode's serial code does it, against its docs: queue conflation takes an
+    update that is in the batch in flight (the batch still ships it, and its ack removes
+    it with the others) (P9)."""
+
+    def _in_flight(self, dispatcher: DispatcherState, event: Event) -> bool:
+        return False
+
+    def _remove_queued(
+        self, sender: SenderState, dispatcher: DispatcherState, event: Event
+    ) -> None:
+        in_flight = dispatcher.in_flight
+        if in_flight is None or event not in in_flight.events:
+            super()._remove_queued(sender, dispatcher, event)
+
+
+class RestartForgetsPossibleDuplicate(Engine):
+    """R36: a persistent queue read back after a restart loses the possible-duplicate
+    flag of the events that were in flight (P11)."""
+
+    def _recovered(
+        self, sender: SenderState, dispatcher: DispatcherState, events: list[Event]
+    ) -> list[Event]:
+        for event in events:
+            event.possible_duplicate = False
+        return events
+
+
+class StoppedSenderQueues(Engine):
+    """R37 before GEODE-4624's statistic: a stopped sender queues events anyway (P2)."""
+
+    def _queues(self, sender: SenderState) -> bool:
+        return True
+
+
+class OverflowSkipsDisk(Engine):
+    """R35: a batch peeks only the events held in memory, as if an overflowed event were
+    not there, and the ack then removes the queue's first events (P10)."""
+
+    def _peek(self, sender: SenderState, dispatcher: DispatcherState) -> list[Event]:
+        return [event for event in super()._peek(sender, dispatcher) if not event.on_disk]
+
+
 PLANTED_BUGS: tuple[type[Engine], ...] = (
     HighWaterMark,
     ResendWithoutPossibleDuplicate,
@@ -95,3 +146,13 @@ PLANTED_BUGS: tuple[type[Engine], ...] = (
 
 DISPATCHER_BUGS: tuple[type[Engine], ...] = (RouteByKeyAndTime, DispatcherForgetsItsTimer)
 """Bugs only a sender with several dispatchers shows (v2.0, R29, R39)."""
+
+LIFECYCLE_BUGS: tuple[type[Engine], ...] = (
+    MergeCreatesAndDestroys,
+    ConflateInFlight,
+    RestartForgetsPossibleDuplicate,
+    StoppedSenderQueues,
+    OverflowSkipsDisk,
+)
+"""Bugs of conflation, overflow, persistence and the sender's lifecycle (v2.0, R32-R37):
+the `lifecycle` profile shows them."""

@@ -358,11 +358,15 @@ class PropertyChecker:
             kind = obs["kind"]
             if kind == "applied":
                 event_id, site = obs["event"], obs["site"]
-                event = events[event_id]
                 violation = self._processed(obs, where)
                 if violation is not None:
                     found.append(violation)
                 status = obs["status"]
+                event = events.get(event_id)
+                if event is None:  # an engine that ships what no queue holds: forgotten
+                    if status == "ok" and obs["key"] in self._comparable:
+                        self._dirty.add(obs["key"])
+                    continue
                 if status == "ok":
                     if site in event.applied:  # P3
                         found.append(
@@ -398,8 +402,9 @@ class PropertyChecker:
                 if not senders:
                     self._leaving.append(event_id)
             elif kind == "forwarded":
-                events[obs["event"]].queues.add(obs["sender"])
-                self._append(obs["sender"], obs["event"], where, found)
+                if obs["event"] in events:
+                    events[obs["event"]].queues.add(obs["sender"])
+                    self._append(obs["sender"], obs["event"], where, found)
             elif kind == "sent":
                 found.extend(self._sent(obs, where))
                 if obs["sender"] in self._tracked:
@@ -418,7 +423,10 @@ class PropertyChecker:
                 self._lifecycle_action(obs, where)
             elif kind in ("dropped", "dlq"):
                 sender = self.config.sender(obs["sender"])
-                event = events[obs["event"]]
+                found_event = events.get(obs["event"])
+                if found_event is None:
+                    continue  # an engine that answers for what no queue holds: forgotten
+                event = found_event
                 event.stops.add((sender.site, sender.remote))
                 if kind == "dropped":
                     self._keys_dropped.add(event.key)
@@ -435,7 +443,9 @@ class PropertyChecker:
                         )
                     )
             elif kind == "redelivery":  # R26: the record left the dead-letter queue
-                known = self._dead_lettered.pop((obs["sender"], obs["event"]))
+                known = self._dead_lettered.pop((obs["sender"], obs["event"]), None)
+                if known is None:
+                    continue  # a record the checker never saw written
                 self._released(known.key)
                 if obs["outcome"] == "requeued":  # the same event, queued again
                     events.setdefault(obs["event"], known).queues.add(obs["sender"])
@@ -659,7 +669,9 @@ class PropertyChecker:
         sender (`not_queued`): stopped on the way at that sender for P2 (exempt, and
         reported), its key left out of P5."""
         sender, event_id = obs["sender"], obs["event"]
-        event = self._events[event_id]
+        event = self._events.get(event_id)
+        if event is None:
+            return  # an engine that loses what no queue holds
         event.stops.add(self._hop(sender))
         self._keys_dropped.add(event.key)
         self._exclude(event.key)
@@ -801,7 +813,9 @@ class PropertyChecker:
     def _leave_queue(self, event_id: str, sender: str) -> None:
         """The event left one queue; once it has left all of them (at the end of the
         step) it is forgotten."""
-        event = self._events[event_id]
+        event = self._events.get(event_id)
+        if event is None:
+            return  # an engine that removes what no queue holds: forgotten already
         event.queues.discard(sender)
         if not event.queues:
             self._leaving.append(event_id)
@@ -859,7 +873,10 @@ class PropertyChecker:
         sender = self.config.sender(obs["sender"])
         out: list[Violation] = []
         for event_id in obs["events"]:
-            event = self._events[event_id]
+            found = self._events.get(event_id)
+            if found is None:
+                continue  # an engine that ships what no queue holds: forgotten
+            event = found
             into = event.shipped  # receiving site -> sending site
             if sender.remote == event.origin:
                 out.append(

@@ -356,9 +356,9 @@ class TraceRun:
             self.engine = factory(config)
         else:
             self.engine = (model or (lambda cfg: make_engine("model", cfg)))(config)
-        if checker is None and properties:  # P10's second run: an engine of the kind tested
-            tested = factory if engine != "model" else model or (lambda c: make_engine("model", c))
-            checker = PropertyChecker(config, overflow=tested)
+        if checker is None and properties:  # P10's second run: of the engine it follows
+            followed = factory if engine == "impl" else model or (lambda c: make_engine("model", c))
+            checker = PropertyChecker(config, overflow=followed)
         self.checker = checker
         self.narrator = Narrator(config) if explain else None
         self.on_step = on_step
