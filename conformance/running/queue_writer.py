@@ -67,7 +67,7 @@ def crash_writer(folder: str, start: int) -> None:
             queue.extend(zip(slots, (str(r["id"]) for r in records), strict=True))
             print(f"ok {','.join(map(str, slots))}", flush=True)
         elif roll < 0.75:  # an ack: the oldest events leave the queue
-            acked = queue[: rng.randint(1, min(5, len(queue)))]
+            acked = queue[: rng.randint(1, min(8, len(queue)))]
             del queue[: len(acked)]
             _remove(log, dispatcher, acked)
         elif roll < 0.85:  # conflation: one event from anywhere in the queue
