@@ -55,9 +55,9 @@ def frame(payload: dict[str, Any]) -> bytes:
 def read_frames(path: Path) -> tuple[list[dict[str, Any]], int, int]:
     """The payloads of a log's whole frames, the offset where they end, and the file's
     size (more than that offset when the tail is torn). StoreError on damage."""
-    frames, end, size = framing.scan_frames(path, MAGIC, "a dead-letter frame")
     payloads: list[dict[str, Any]] = []
-    for offset, payload in frames:
+
+    def decode(offset: int, payload: bytes) -> None:
         try:
             decoded = json.loads(payload)
             if b"\\u" in payload:  # an escaped half of a surrogate pair is not text
@@ -73,6 +73,8 @@ def read_frames(path: Path) -> tuple[list[dict[str, Any]], int, int]:
         if (problem := _payload_problem(decoded)) is not None:
             raise StoreError(f"{path}: byte {offset}: damaged frame ({problem})")
         payloads.append(decoded)
+
+    _, end, size = framing.scan_frames(path, MAGIC, "a dead-letter frame", decode)
     return payloads, end, size
 
 

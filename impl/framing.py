@@ -37,12 +37,15 @@ def frame(magic: bytes, data: bytes) -> bytes:
     return magic + len(data).to_bytes(4, "big") + zlib.crc32(data).to_bytes(4, "big") + data
 
 
-def scan_frames(path: Path, magic: bytes, what: str) -> tuple[list[tuple[int, bytes]], int, int]:
+def scan_frames(
+    path: Path, magic: bytes, what: str, each: Callable[[int, bytes], None] | None = None
+) -> tuple[list[tuple[int, bytes]], int, int]:
     """The (offset, payload bytes) of a log's whole frames whose checksum holds, the
     offset where they end, and the file's size (more than that offset when the tail is
     torn: cut short, or a last frame whose checksum fails). StoreError, naming the file
     and the byte offset, on a wrong magic or an earlier frame's failed checksum; `what`
-    names the store's frames ("a dead-letter frame")."""
+    names the store's frames ("a dead-letter frame"). `each(offset, payload)` is called
+    on every whole frame as it is found (so the first damage in the file is reported)."""
     try:
         data = path.read_bytes()
     except OSError as exc:
@@ -63,6 +66,8 @@ def scan_frames(path: Path, magic: bytes, what: str) -> tuple[list[tuple[int, by
             if end == size:
                 break  # torn: the last frame's bytes did not all reach the disk
             raise StoreError(f"{path}: byte {offset}: damaged frame (checksum mismatch)")
+        if each is not None:
+            each(offset, payload)
         frames.append((offset, payload))
         offset = end
     return frames, offset, size

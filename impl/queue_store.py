@@ -9,10 +9,10 @@ CRC-32, payload), one payload per frame, canonical JSON (sorted keys, no spaces,
     {"remove":[SLOT,...]}       events that left the queue (acknowledged, conflated, lost)
     {"update":[SLOT,FIELDS]}    fields of a live record changed, merged into it
     {"clear":true}              every record discarded
-    {"next":SLOT}               the next slot (first frame of a compacted file)
+    {"next":SLOT}               the next slot (last frame of a compacted file)
 
 A slot is the store's number for a record: increasing in append order, never reused
-within the file's life (a compacted file starts with the next slot), the same after a
+within the file's life (a compacted file ends with the next slot), the same after a
 reopen. Records are opaque JSON objects (strict JSON, as traces are: no NaN, no half of
 a surrogate pair; a tuple reads back as a list).
 
@@ -73,10 +73,11 @@ def replay(path: Path) -> tuple[dict[int, dict[str, Any]], int, int, int]:
     """A file's live records (slot -> record, in append order, updates merged), its next
     slot, the offset where its whole frames end and its size (more when the tail is
     torn). StoreError naming the file and the frame's offset on damage."""
-    frames, end, size = framing.scan_frames(path, MAGIC, "a queue frame")
     live: dict[int, dict[str, Any]] = {}
     next_slot = 1
-    for offset, payload in frames:
+
+    def apply(offset: int, payload: bytes) -> None:
+        nonlocal next_slot
         try:
             decoded = _decode(payload)
         except (msgspec.DecodeError, RecursionError):
@@ -90,6 +91,8 @@ def replay(path: Path) -> tuple[dict[int, dict[str, Any]], int, int, int]:
         if isinstance(problem, str):
             raise StoreError(f"{path}: byte {offset}: damaged frame ({problem})")
         next_slot = problem
+
+    _, end, size = framing.scan_frames(path, MAGIC, "a queue frame", apply)
     return live, next_slot, end, size
 
 
@@ -231,15 +234,15 @@ class QueueLog:
         return list(live.items())
 
     def compact(self) -> None:
-        """Rewrite the live records only (slots kept, the next slot first): a temporary
+        """Rewrite the live records only (slots kept, the next slot last): a temporary
         file, fsync, rename, directory fsync."""
         if self._fd < 0:
             raise ValueError(f"{self.path}: the queue log is closed")
-        first = framing.frame(MAGIC, b'{"next":%d}' % self._next)
-        framing.replace_atomically(self.path, [first, *self._live.values()], self.durable)
+        last = framing.frame(MAGIC, b'{"next":%d}' % self._next)
+        framing.replace_atomically(self.path, [*self._live.values(), last], self.durable)
         os.close(self._fd)
         self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND)
-        self._size = len(first) + self._live_bytes
+        self._size = self._live_bytes + len(last)
         self._unsynced = False
 
     def _maybe_compact(self) -> None:
