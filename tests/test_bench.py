@@ -29,7 +29,7 @@ def test_bench_times_engines_lockstep_and_reading(capsys: pytest.CaptureFixture[
 def test_bench_queue_crash_kills_a_real_writer_and_loses_nothing(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    # A small N; the README records N = 1,000 (docs/QUEUE_STORE.md, "Crash campaign").
+    # A small N; docs/QUEUE_STORE.md ("Crash campaign") records N = 1,000.
     assert main(["bench", "--queue-crash", "20", "--json"]) == 0
     result = json.loads(capsys.readouterr().out)
     assert result["kills"] == 20 and 1 <= result["power_loss_trials"] <= 10
