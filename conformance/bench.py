@@ -656,7 +656,7 @@ def _queue_power_loss(rng: Any, path: Path, data: bytes, counts: dict[str, int])
         expected = list(replay(folder / "before")[0].items())
         torn = bytearray(data[:end])
         if rng.random() < 0.5:
-            torn = torn[: rng.randrange(last, end)]  # the last frame cut
+            torn = torn[: rng.randrange(last + 1, end)]  # the last frame cut, within
         else:
             torn[rng.randrange(last + HEADER, end)] ^= 1 << rng.randrange(8)  # a bit flipped
         (folder / "torn.queue").write_bytes(bytes(torn))
