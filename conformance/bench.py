@@ -10,6 +10,7 @@ run of the same traces.
 from __future__ import annotations
 
 import gc
+import itertools
 import os
 import shutil
 import tempfile
@@ -471,6 +472,238 @@ def dlq_write_cost(records: int = 2000) -> dict[str, int]:
         shutil.rmtree(folder, ignore_errors=True)
         out["records_per_s_fsync" if durable else "records_per_s_no_fsync"] = int(records / seconds)
     return out
+
+
+# -- the queue store under SIGKILL and power loss, and its throughput (SPEC §16.5) ---------
+
+QUEUE_CRASH_BAD = ("lost", "acked_back", "phantoms", "out_of_order", "slots_changed",
+                   "updates_lost", "torn_accepted", "unopenable")  # fmt: skip
+"""The counts of `bench --queue-crash` that must be 0."""
+
+
+def queue_crash(kills: int, seed: int, say: Say) -> dict[str, Any]:
+    """`bench --queue-crash N`: a real writer process (`conformance.running.queue_writer`)
+    works two dispatchers' queues in one queue store and is killed with SIGKILL at a
+    random moment, N times, each time restarted on the same directory. After each kill
+    the store is reopened and checked against what the writer reported done (synced):
+    no acknowledged (removed) event back, no appended event lost, none there that the
+    writer never announced, order and slots kept per dispatcher and per bucket, updates
+    kept, every record intact. On every other kill a power loss is simulated on a copy of
+    one queue file (its last frame cut at a random byte, or a bit of its payload flipped):
+    recovery must cut it with one notice and keep exactly the frames before it."""
+    import random
+    import signal
+    import subprocess
+    import sys
+
+    from conformance.running.queue_writer import QUEUES
+    from impl.queue_store import StoreError, open_queue_store
+
+    rng = random.Random(seed)
+    folder = Path(tempfile.mkdtemp(prefix="wanconform-queue-crash-"))
+    ledger = _QueueLedger()
+    counts = dict.fromkeys((*QUEUE_CRASH_BAD, "power_loss_trials", "torn_tails_cut"), 0)
+    started = time.perf_counter()
+    for kill in range(kills):
+        writer = subprocess.Popen(
+            [sys.executable, "-m", "conformance.running.queue_writer", str(folder),
+             str((kill + 1) * 1_000_000)],
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+        )  # fmt: skip
+        assert writer.stdout is not None
+        first = writer.stdout.readline()  # "ready": the store is open
+        time.sleep(rng.uniform(0.0, 0.05))  # then killed at a random moment of its writing
+        writer.send_signal(signal.SIGKILL)
+        out = first + writer.stdout.read()
+        writer.wait()
+        pending = ledger.read_report(out)
+        files = {d: folder / _queue_name(d) for _, d in QUEUES}
+        snapshot = {d: path.read_bytes() if path.exists() else b"" for d, path in files.items()}
+        try:
+            logs = open_queue_store(folder, QUEUES, lambda line: None, "batch")
+            stored = {d: log.read_back() for (_, d), log in logs.items()}
+            for log in logs.values():
+                log.close()
+        except StoreError:
+            counts["unopenable"] += 1
+            break  # the writer could not open it either
+        ledger.check(stored, pending, counts)
+        if kill % 2 == 1:
+            dispatcher = rng.randrange(2)
+            _queue_power_loss(rng, files[dispatcher], snapshot[dispatcher], counts)
+        if (kill + 1) % max(1, kills // 10) == 0:
+            live = sum(len(ids) for ids in ledger.live.values())
+            say(f"queue-crash: {kill + 1:,} of {kills:,} kills, {live:,} events queued")
+    seconds = time.perf_counter() - started
+    shutil.rmtree(folder, ignore_errors=True)
+    return {"kills": kills, "seconds": round(seconds, 1), "events_appended": ledger.appended,
+            "events_acked": ledger.acked, "events_queued": sum(map(len, ledger.live.values())),
+            "updates": ledger.updates, **counts}  # fmt: skip
+
+
+def _queue_name(dispatcher: int) -> str:
+    from conformance.running.queue_writer import SENDER
+    from impl.queue_store import queue_file
+
+    return queue_file(SENDER, dispatcher)
+
+
+class _QueueLedger:
+    """What the crash writer reported done, per dispatcher: its queued events (id ->
+    slot), the events removed, those marked possible duplicates; and totals."""
+
+    def __init__(self) -> None:
+        self.live: dict[int, dict[str, int]] = {0: {}, 1: {}}
+        self.removed: set[str] = set()
+        self.duplicates: set[str] = set()
+        self.appended = self.acked = self.updates = 0
+
+    def read_report(self, out: str) -> tuple[int, str, list[str]] | None:
+        """Apply the writer's `do`/`ok` lines; the operation announced but not done."""
+        pending: tuple[int, str, list[str]] | None = None
+        for line in out.splitlines(keepends=True):
+            if not line.endswith("\n"):
+                break  # cut by the kill (not reached for lines this short)
+            words = line.split()
+            if words[0] == "do":
+                ids = words[3].split(",") if len(words) > 3 else []
+                pending = (int(words[1]), words[2], ids)
+            elif words[0] == "ok" and pending is not None:
+                self._done(pending, words[1].split(",") if len(words) > 1 else [])
+                pending = None
+        return pending
+
+    def _done(self, operation: tuple[int, str, list[str]], slots: list[str]) -> None:
+        dispatcher, kind, ids = operation
+        queue = self.live[dispatcher]
+        if kind == "add":
+            queue.update(zip(ids, map(int, slots), strict=True))
+            self.appended += len(ids)
+        elif kind == "update":
+            self.duplicates.add(ids[0])
+            self.updates += 1
+        else:  # remove, clear
+            gone = ids if kind == "remove" else list(queue)
+            for event_id in gone:
+                del queue[event_id]
+            self.removed.update(gone)
+            self.acked += len(gone)
+
+    def check(
+        self,
+        stored: dict[int, list[tuple[int, dict[str, Any]]]],
+        pending: tuple[int, str, list[str]] | None,
+        counts: dict[str, int],
+    ) -> None:
+        """Count what the reopened store got wrong; then take it as the truth (the
+        restarted writer goes on from it: an announced operation may have happened)."""
+        from conformance.running.queue_writer import number_of, queued_event
+
+        for dispatcher, pairs in stored.items():
+            queue = self.live[dispatcher]
+            here = {str(record["id"]): slot for slot, record in pairs}
+            announced = pending[2] if pending and pending[0] == dispatcher else []
+            kind = pending[1] if pending and pending[0] == dispatcher else ""
+            may_go = set(announced if kind == "remove" else queue if kind == "clear" else ())
+            counts["lost"] += sum(event_id not in here and event_id not in may_go
+                                  for event_id in queue)  # fmt: skip
+            counts["acked_back"] += len(self.removed & here.keys())
+            new = set(announced) if kind == "add" else set()
+            counts["phantoms"] += sum(i not in queue and i not in new for i in here)
+            counts["slots_changed"] += sum(here[i] != queue[i] for i in queue if i in here)
+            numbers = [number_of(str(record["id"])) for _, record in pairs]
+            slots = [slot for slot, _ in pairs]
+            buckets: dict[Any, list[int]] = {}
+            for _, record in pairs:
+                buckets.setdefault(record["bucket"], []).append(number_of(str(record["id"])))
+            counts["out_of_order"] += sum(
+                a >= b
+                for sequence in (numbers, slots, *buckets.values())
+                for a, b in itertools.pairwise(sequence)
+            )
+            for _, record in pairs:
+                event_id = str(record["id"])
+                duplicate = record.get("possible_duplicate")
+                intact = queued_event(number_of(event_id), dispatcher)
+                counts["torn_accepted"] += record != intact | {"possible_duplicate": duplicate}
+                marked = kind == "update" and event_id in announced
+                counts["updates_lost"] += event_id in self.duplicates and duplicate is not True
+                counts["torn_accepted"] += duplicate is True and not (
+                    event_id in self.duplicates or marked
+                )
+            self.removed.update(set(queue) - here.keys())
+            self.live[dispatcher] = here
+            self.duplicates.update(str(r["id"]) for _, r in pairs if r["possible_duplicate"])
+
+
+def _queue_power_loss(rng: Any, path: Path, data: bytes, counts: dict[str, int]) -> None:
+    """A copy of a queue file whose last frame did not all reach the disk: cut at a random
+    byte, or a bit of its payload flipped. Recovery must cut it with one notice and keep
+    exactly what the frames before it hold."""
+    from impl.framing import HEADER, StoreError, scan_frames
+    from impl.queue_store import MAGIC, QueueLog, replay
+
+    if not data:
+        return
+    folder = Path(tempfile.mkdtemp(prefix="wanconform-queue-powerloss-"))
+    try:
+        (folder / "whole").write_bytes(data)
+        frames, end, _ = scan_frames(folder / "whole", MAGIC, "a queue frame")
+        if not frames:
+            return
+        last = frames[-1][0]
+        (folder / "before").write_bytes(data[:last])
+        expected = list(replay(folder / "before")[0].items())
+        torn = bytearray(data[:end])
+        if rng.random() < 0.5:
+            torn = torn[: rng.randrange(last + 1, end)]  # the last frame cut, within
+        else:
+            torn[rng.randrange(last + HEADER, end)] ^= 1 << rng.randrange(8)  # a bit flipped
+        (folder / "torn.queue").write_bytes(bytes(torn))
+        counts["power_loss_trials"] += 1
+        notices: list[str] = []
+        try:
+            log = QueueLog(folder / "torn.queue", notices.append, "none")
+        except StoreError:
+            counts["unopenable"] += 1
+            return
+        kept = log.read_back()
+        log.close()
+        counts["torn_tails_cut"] += len(notices) == 1
+        counts["torn_accepted"] += kept != expected or len(notices) != 1
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def queue_throughput(repeat: int, say: Say, batch: int = 100) -> dict[str, Any]:
+    """`bench --queue-throughput`: events/s through one dispatcher's queue log, in
+    batches of `batch` queued events (append, sync, remove, sync: an event's whole life
+    in a persistent queue), with fsync per batch and without fsync; best of `repeat`."""
+    from conformance.running.queue_writer import queued_event
+    from impl.queue_store import open_queue_store
+
+    result: dict[str, Any] = {"batch": batch, "repeat": repeat}
+    for fsync, batches in (("batch", 100), ("none", 500)):
+        records = [queued_event(number, 1) for number in range(batches * batch)]
+        best = 0.0
+        for run in range(repeat):
+            folder = Path(tempfile.mkdtemp(prefix="wanconform-queue-throughput-"))
+            log = open_queue_store(folder, [("ny", 0)], lambda line: None, fsync)["ny", 0]
+            gc.collect()
+            started = time.perf_counter()
+            for first in range(0, len(records), batch):
+                slots = log.append(records[first : first + batch])
+                log.sync()
+                log.remove(slots)
+                log.sync()
+            seconds = time.perf_counter() - started
+            log.close()
+            shutil.rmtree(folder, ignore_errors=True)
+            best = max(best, len(records) / seconds)
+            say(f"queue-throughput: fsync {fsync}, run {run + 1}: {len(records) / seconds:,.0f}/s")
+        result["events_per_s_fsync" if fsync == "batch" else "events_per_s_no_fsync"] = round(best)
+    result["load_average"] = [round(x, 1) for x in os.getloadavg()]
+    return result
 
 
 EXPLORE_CONFIG = {

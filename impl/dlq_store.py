@@ -29,59 +29,35 @@ from __future__ import annotations
 
 import json
 import os
-import zlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from impl import framing
+from impl.framing import HEADER as HEADER
+from impl.framing import StoreError as StoreError
+from impl.framing import fsync_directory
 from traces.canonical import canonical_json
-from traces.errors import WanconformError
 
 MAGIC = b"WDLQ"
-HEADER = 12  # magic, length, CRC-32
 SUFFIX = ".dlq"
-
-
-class StoreError(WanconformError):
-    """A store that cannot be used: missing, not a directory, unreadable or damaged."""
 
 
 def sender_file(sender: str) -> str:
     """The file name of a sender's log: its id with anything but [A-Za-z0-9_-] escaped."""
-    escaped = "".join(c if c.isalnum() or c in "_-" else f"%{ord(c):02X}" for c in sender)
-    return escaped + SUFFIX
+    return framing.escape_name(sender) + SUFFIX
 
 
 def frame(payload: dict[str, Any]) -> bytes:
-    data = canonical_json(payload).encode()
-    return MAGIC + len(data).to_bytes(4, "big") + zlib.crc32(data).to_bytes(4, "big") + data
+    return framing.frame(MAGIC, canonical_json(payload).encode())
 
 
 def read_frames(path: Path) -> tuple[list[dict[str, Any]], int, int]:
     """The payloads of a log's whole frames, the offset where they end, and the file's
     size (more than that offset when the tail is torn). StoreError on damage."""
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise StoreError(f"{path}: cannot read: {exc.strerror}") from None
     payloads: list[dict[str, Any]] = []
-    offset = 0
-    while offset < len(data):
-        if len(data) - offset < HEADER:
-            break  # torn: a header cut short
-        if data[offset : offset + 4] != MAGIC:
-            raise StoreError(
-                f"{path}: byte {offset}: not a dead-letter frame (damaged or not a store file)"
-            )
-        length = int.from_bytes(data[offset + 4 : offset + 8], "big")
-        end = offset + HEADER + length
-        if end > len(data):
-            break  # torn: a payload cut short
-        payload = data[offset + HEADER : end]
-        if zlib.crc32(payload) != int.from_bytes(data[offset + 8 : offset + 12], "big"):
-            if end == len(data):
-                break  # torn: the last frame's bytes did not all reach the disk
-            raise StoreError(f"{path}: byte {offset}: damaged frame (checksum mismatch)")
+
+    def decode(offset: int, payload: bytes) -> None:
         try:
             decoded = json.loads(payload)
             if b"\\u" in payload:  # an escaped half of a surrogate pair is not text
@@ -97,8 +73,9 @@ def read_frames(path: Path) -> tuple[list[dict[str, Any]], int, int]:
         if (problem := _payload_problem(decoded)) is not None:
             raise StoreError(f"{path}: byte {offset}: damaged frame ({problem})")
         payloads.append(decoded)
-        offset = end
-    return payloads, offset, len(data)
+
+    _, end, size = framing.scan_frames(path, MAGIC, "a dead-letter frame", decode)
+    return payloads, end, size
 
 
 RECORD_STRINGS = ("event_id", "sender", "key", "op", "exception")
@@ -140,14 +117,6 @@ def live_records(payloads: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return list(records.values())
 
 
-def _fsync_directory(folder: Path) -> None:
-    descriptor = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(descriptor)
-    finally:
-        os.close(descriptor)
-
-
 class SenderLog:
     """One sender's log, open for appends."""
 
@@ -156,18 +125,12 @@ class SenderLog:
         self.durable = durable
         created = not path.exists()
         payloads, end, size = ([], 0, 0) if created else read_frames(path)
-        if end < size:
-            notice(
-                f"{path}: cut a torn tail of {size - end} bytes at byte {end} (a crash mid-write)"
-            )
-            with path.open("r+b") as handle:
-                handle.truncate(end)
-                os.fsync(handle.fileno())
+        framing.cut_torn_tail(path, end, size, notice, durable=True)
         self.records = live_records(payloads)
         self.frames = len(payloads)
         self._file = path.open("ab")
         if created and durable:
-            _fsync_directory(path.parent)
+            fsync_directory(path.parent)
 
     def _write(self, payload: dict[str, Any]) -> None:
         self._file.write(frame(payload))
@@ -188,17 +151,9 @@ class SenderLog:
 
     def compact(self) -> None:
         """Rewrite the live records only: a temporary file, fsync, rename, fsync dir."""
-        temporary = self.path.with_name(self.path.name + ".compacting")
-        with temporary.open("wb") as handle:
-            for record in self.records:
-                handle.write(frame({"add": record}))
-            handle.flush()
-            if self.durable:
-                os.fsync(handle.fileno())
         self._file.close()
-        os.replace(temporary, self.path)
-        if self.durable:
-            _fsync_directory(self.path.parent)
+        chunks = (frame({"add": record}) for record in self.records)
+        framing.replace_atomically(self.path, chunks, self.durable)
         self.frames = len(self.records)
         self._file = self.path.open("ab")
 
@@ -214,14 +169,7 @@ class SenderLog:
 
 def check_directory(folder: str | os.PathLike[str]) -> Path:
     """A store directory that exists and is a writable directory, or StoreError."""
-    path = Path(folder)
-    if not path.exists():
-        raise StoreError(f"{path}: no such directory (a dead-letter store is a directory)")
-    if not path.is_dir():
-        raise StoreError(f"{path}: not a directory (a dead-letter store is a directory)")
-    if not os.access(path, os.R_OK | os.W_OK | os.X_OK):
-        raise StoreError(f"{path}: cannot read and write it")
-    return path
+    return framing.check_directory(folder, "a dead-letter store")
 
 
 def open_store(
@@ -241,7 +189,9 @@ def read_store(folder: str | os.PathLike[str]) -> dict[str, list[dict[str, Any]]
     path = check_directory(folder)
     files = sorted(p for p in path.iterdir() if p.suffix == SUFFIX)
     others = [
-        p.name for p in path.iterdir() if p.suffix != SUFFIX and not p.name.endswith(".compacting")
+        p.name
+        for p in path.iterdir()
+        if p.suffix != SUFFIX and not p.name.endswith(framing.TEMPORARY)
     ]
     if not files and others:
         raise StoreError(f"{path}: not a dead-letter store (no *{SUFFIX} files; found {others[0]})")

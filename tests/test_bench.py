@@ -24,3 +24,32 @@ def test_bench_times_engines_lockstep_and_reading(capsys: pytest.CaptureFixture[
         assert result[field] > 0, field
     assert result["lockstep_vs_model"] > 0
     assert result["lockstep_ahead_vs_model"] is None or result["lockstep_ahead_vs_model"] > 0
+
+
+def test_bench_queue_crash_kills_a_real_writer_and_loses_nothing(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # A small N; docs/QUEUE_STORE.md ("Crash campaign") records N = 1,000.
+    assert main(["bench", "--queue-crash", "20", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["kills"] == 20 and 1 <= result["power_loss_trials"] <= 10
+    assert result["torn_tails_cut"] == result["power_loss_trials"]  # each with one notice
+    assert result["events_appended"] > 0 and result["events_acked"] > 0
+    for name in ("lost", "acked_back", "phantoms", "out_of_order", "slots_changed",
+                 "updates_lost", "torn_accepted", "unopenable"):  # fmt: skip
+        assert result[name] == 0, name
+
+
+def test_bench_queue_crash_refuses_no_kills(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["bench", "--queue-crash", "0"]) == 2
+    err = capsys.readouterr().err
+    assert err == "wanconform: error: --queue-crash: must be at least 1, got 0\n"
+
+
+def test_bench_queue_throughput_measures_both_fsync_choices(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["bench", "--queue-throughput", "--repeat", "1", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["batch"] == 100 and result["repeat"] == 1
+    assert result["events_per_s_fsync"] > 0 and result["events_per_s_no_fsync"] > 0

@@ -61,6 +61,20 @@ def register(subparsers: Any) -> None:
         "cost with and without fsync",
     )
     parser.add_argument(
+        "--queue-crash",
+        type=int,
+        metavar="N",
+        help="instead: kill a queue store's writer (two dispatchers' queues of a persistent "
+        "sender) with SIGKILL N times and simulate power losses: acknowledged events back, "
+        "queued events lost, order broken, records torn must all be 0",
+    )
+    parser.add_argument(
+        "--queue-throughput",
+        action="store_true",
+        help="instead: events/s through a queue store (batches of 100: append, sync, remove, "
+        "sync), with fsync per batch and without; best of --repeat runs",
+    )
+    parser.add_argument(
         "--startup",
         action="store_true",
         help="instead: how long `wanconform --version`, `--help` and a replay of an "
@@ -121,6 +135,10 @@ def run(args: argparse.Namespace) -> int:
         return run_spark(args)
     if args.dlq_crash is not None:
         return run_dlq_crash(args)
+    if args.queue_crash is not None:
+        return run_queue_crash(args)
+    if args.queue_throughput:
+        return run_queue_throughput(args)
     if args.startup:
         return run_startup(args)
     if args.explore is not None:
@@ -242,6 +260,47 @@ def run_dlq_crash(args: argparse.Namespace) -> int:
         )
     bad = ("lost", "duplicated", "torn_accepted", "unopenable", "resurrected")
     return 1 if any(result[name] for name in bad) else 0
+
+
+def run_queue_crash(args: argparse.Namespace) -> int:
+    if args.queue_crash < 1:
+        raise WanconformError(f"--queue-crash: must be at least 1, got {args.queue_crash}")
+    from conformance import bench
+
+    result = bench.queue_crash(args.queue_crash, args.seed, say)
+    if args.json:
+        print(json.dumps(result, sort_keys=True))
+    else:
+        print(
+            f"queue store: {result['kills']:,} SIGKILLs in {result['seconds']} s, "
+            f"{result['events_appended']:,} events appended, {result['events_acked']:,} "
+            f"removed, {result['updates']:,} updates; acknowledged and back "
+            f"{result['acked_back']}, lost {result['lost']}, never announced "
+            f"{result['phantoms']}, out of order {result['out_of_order']}, slots changed "
+            f"{result['slots_changed']}, updates lost {result['updates_lost']}, torn accepted "
+            f"{result['torn_accepted']}, store unopenable {result['unopenable']}; power losses "
+            f"simulated {result['power_loss_trials']:,}, "
+            f"torn tails cut {result['torn_tails_cut']:,}"
+        )
+    return 1 if any(result[name] for name in bench.QUEUE_CRASH_BAD) else 0
+
+
+def run_queue_throughput(args: argparse.Namespace) -> int:
+    if args.repeat < 1:
+        raise WanconformError(f"--repeat: must be at least 1, got {args.repeat}")
+    from conformance import bench
+
+    result = bench.queue_throughput(args.repeat, say)
+    if args.json:
+        print(json.dumps(result, sort_keys=True))
+        return 0
+    load = ", ".join(f"{x:.1f}" for x in result["load_average"])
+    print(
+        f"queue store, batches of {result['batch']} (append, sync, remove, sync), best of "
+        f"{result['repeat']}: {result['events_per_s_fsync']:,} events/s with fsync per batch, "
+        f"{result['events_per_s_no_fsync']:,} without (load average {load})"
+    )
+    return 0
 
 
 def run_startup(args: argparse.Namespace) -> int:

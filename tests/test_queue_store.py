@@ -1,0 +1,244 @@
+"""The durable queue store (impl/queue_store.py, docs/QUEUE_STORE.md): records, slots and
+updates survive a reopen and a compaction, a torn tail is cut with a notice, damage
+before it is an error naming the file and the byte offset."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from impl.framing import HEADER
+from impl.queue_store import (
+    MAGIC,
+    QueueLog,
+    StoreError,
+    _add_frame,
+    open_queue_store,
+    queue_file,
+)
+
+
+def event(number: int) -> dict[str, Any]:
+    return {"id": f"1:{number}", "key": f"k{number}", "op": "create", "value": {"v": number},
+            "version": [1, number, 1], "possible_duplicate": False}  # fmt: skip
+
+
+def open_log(folder: Path, notices: list[str] | None = None, **options: Any) -> QueueLog:
+    fsync = options.pop("fsync", "batch")
+    sink = notices.append if notices is not None else print
+    return open_queue_store(folder, [("ny", 0)], sink, fsync, **options)["ny", 0]
+
+
+def test_round_trip_across_a_reopen(tmp_path: Path) -> None:
+    log = open_log(tmp_path)
+    assert log.append([event(1), event(2), event(3)]) == [1, 2, 3]
+    log.update(2, {"possible_duplicate": True})
+    log.remove([1])
+    log.sync()
+    expected = [(2, event(2) | {"possible_duplicate": True}), (3, event(3))]
+    assert log.read_back() == expected
+    log.close()
+    again = open_log(tmp_path)
+    assert again.read_back() == expected and len(again) == 2
+    assert again.append([event(4)]) == [4]  # slots go on after the reopen
+    again.update(4, {"converted": True})
+    assert again.read_back() == [*expected, (4, event(4) | {"converted": True})]
+    again.close()
+
+
+def test_file_names_escape_the_sender_and_name_the_dispatcher(tmp_path: Path) -> None:
+    logs = open_queue_store(tmp_path, [("ny/1", 0), ("ny/1", 1), ("ln", 0)], print, "none")
+    assert queue_file("ny/1", 1) == "ny%2F1.1.queue"
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "ln.0.queue",
+        "ny%2F1.0.queue",
+        "ny%2F1.1.queue",
+    ]
+    logs["ny/1", 1].append([event(1)])
+    assert logs["ny/1", 0].read_back() == [] and logs["ln", 0].read_back() == []
+    assert logs["ny/1", 1].read_back() == [(1, event(1))]
+    for log in logs.values():
+        log.close()
+
+
+def test_a_removed_last_slot_is_not_reused_and_clear_keeps_the_count(tmp_path: Path) -> None:
+    log = open_log(tmp_path)
+    log.append([event(1), event(2)])
+    log.remove([2])
+    log.close()
+    log = open_log(tmp_path)
+    assert log.append([event(3)]) == [3]
+    log.clear()
+    assert log.read_back() == [] and len(log) == 0
+    log.close()
+    log = open_log(tmp_path)
+    assert log.read_back() == []
+    assert log.append([event(4)]) == [4]
+    log.close()
+
+
+def test_a_missing_folder_is_created(tmp_path: Path) -> None:
+    folder = tmp_path / "a" / "b"
+    log = open_log(folder)
+    log.append([event(1)])
+    log.close()
+    assert [p.name for p in folder.iterdir()] == ["ny.0.queue"]
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(StoreError, match="not a directory"):
+        open_log(tmp_path / "file")
+
+
+def test_torn_tail_is_cut_with_one_notice(tmp_path: Path) -> None:
+    log = open_log(tmp_path)
+    log.append([event(1), event(2)])
+    log.close()
+    path = tmp_path / "ny.0.queue"
+    first = len(_add_frame(1, event(1)))
+    whole = path.read_bytes()
+    for cut in (first + 3, first + HEADER + 5, len(whole) - 1):  # mid header, mid payload
+        path.write_bytes(whole[:cut])
+        notices: list[str] = []
+        log = open_log(tmp_path, notices)
+        assert notices == [
+            f"{path}: cut a torn tail of {cut - first} bytes at byte {first} (a crash mid-write)"
+        ]
+        assert path.stat().st_size == first
+        assert log.read_back() == [(1, event(1))]
+        assert log.append([event(5)]) == [2]  # the torn add never was: its slot is free
+        log.close()
+        assert open_log(tmp_path, notices).read_back() == [(1, event(1)), (2, event(5))]
+        assert len(notices) == 1
+
+
+def test_a_last_frame_whose_checksum_fails_is_cut(tmp_path: Path) -> None:
+    log = open_log(tmp_path)
+    log.append([event(1), event(2)])
+    log.remove([1])
+    log.close()
+    path = tmp_path / "ny.0.queue"
+    data = bytearray(path.read_bytes())
+    data[-2] ^= 0x01  # a bit of the remove's payload
+    path.write_bytes(bytes(data))
+    notices: list[str] = []
+    log = open_log(tmp_path, notices)
+    remove = len(data) - 2 * len(_add_frame(1, event(1)))
+    assert len(notices) == 1 and f"cut a torn tail of {remove} bytes" in notices[0]
+    assert log.read_back() == [(1, event(1)), (2, event(2))]  # the remove never reached disk
+    log.close()
+
+
+@pytest.mark.parametrize(
+    ("damage", "message"),
+    [
+        (lambda d: d[: HEADER + 3] + bytes([d[HEADER + 3] ^ 1]) + d[HEADER + 4 :],
+         "byte 0: damaged frame (checksum mismatch)"),
+        (lambda d: b"XXXX" + d[4:], "byte 0: not a queue frame (damaged or not a store file)"),
+        (lambda d: d + _add_frame(1, event(9)),
+         "damaged frame (an add at slot 1, not above the last (next 3))"),
+    ],
+)  # fmt: skip
+def test_damage_before_the_tail_is_an_error_naming_file_and_offset(
+    tmp_path: Path, damage: Any, message: str
+) -> None:
+    log = open_log(tmp_path)
+    log.append([event(1), event(2)])
+    log.close()
+    path = tmp_path / "ny.0.queue"
+    path.write_bytes(damage(path.read_bytes()))
+    before = path.read_bytes()
+    if "add at slot" in message:
+        message = f"byte {2 * len(_add_frame(1, event(1)))}: " + message
+    with pytest.raises(StoreError, match="^" + re.escape(f"{path}: {message}") + "$"):
+        open_log(tmp_path)
+    assert path.read_bytes() == before  # nothing changed on disk
+
+
+def test_a_frame_naming_a_slot_not_live_is_damage(tmp_path: Path) -> None:
+    from impl.framing import frame
+
+    path = tmp_path / "ny.0.queue"
+    path.write_bytes(_add_frame(1, event(1)) + frame(MAGIC, b'{"remove":[7]}') + b"\0" * 20)
+    offset = len(_add_frame(1, event(1)))
+    with pytest.raises(StoreError, match=re.escape(f"byte {offset}: damaged frame (a remove")):
+        open_log(tmp_path)
+
+
+def test_compaction_keeps_order_slots_and_updates(tmp_path: Path) -> None:
+    log = open_log(tmp_path, compact_above=0)
+    path = tmp_path / "ny.0.queue"
+    log.append([event(n) for n in range(1, 7)])
+    log.update(4, {"possible_duplicate": True})
+    log.remove([1, 2])  # 2 of 6 dead: not yet
+    grown = path.stat().st_size
+    log.remove([3, 5])  # 4 of 6 dead: compacted
+    assert path.stat().st_size < grown / 2
+    assert path.read_bytes().endswith(b'{"next":7}')  # the next slot, last
+    expected = [(4, event(4) | {"possible_duplicate": True}), (6, event(6))]
+    assert log.read_back() == expected
+    assert log.append([event(7)]) == [7]  # appends go on in the new file
+    log.remove([7])
+    log.close()
+    again = open_log(tmp_path)
+    assert again.read_back() == expected
+    assert again.append([event(8)]) == [8]  # the compacted file kept the next slot
+    again.close()
+    assert not list(tmp_path.glob("*.compacting"))
+
+
+def test_an_unfinished_compaction_is_removed_and_the_file_kept(tmp_path: Path) -> None:
+    log = open_log(tmp_path)
+    log.append([event(1)])
+    log.close()
+    (tmp_path / "ny.0.queue.compacting").write_bytes(b"WQUE\0")
+    notices: list[str] = []
+    assert open_log(tmp_path, notices).read_back() == [(1, event(1))]
+    assert notices == [f"{tmp_path / 'ny.0.queue.compacting'}: removed an unfinished compaction"]
+    assert not (tmp_path / "ny.0.queue.compacting").exists()
+
+
+def test_sync_fsyncs_only_what_was_written_and_none_never(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[int] = []
+    real = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: (calls.append(fd), real(fd))[1])
+    batch = open_log(tmp_path / "b")
+    calls.clear()  # creating the file fsynced the directories
+    batch.append([event(1)])
+    assert calls == []  # written to the OS, not yet fsynced
+    batch.sync()
+    batch.sync()  # nothing new
+    assert len(calls) == 1
+    batch.close()
+    none = open_log(tmp_path / "n", fsync="none", compact_above=0)
+    none.append([event(1), event(2), event(3)])
+    none.sync()
+    none.remove([1, 2])  # compacted, without fsync
+    none.clear()
+    none.close()
+    assert len(calls) == 1
+    assert open_log(tmp_path / "n", fsync="none").read_back() == []
+
+
+def test_misuse_is_refused_before_anything_is_written(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="fsync: one of batch, none, got 'always'"):
+        open_log(tmp_path, fsync="always")
+    log = open_log(tmp_path)
+    log.append([event(1)])
+    size = (tmp_path / "ny.0.queue").stat().st_size
+    with pytest.raises(ValueError, match="slot 2 is not live"):
+        log.remove([1, 2])
+    with pytest.raises(ValueError, match="slot 5 is not live"):
+        log.update(5, {"converted": True})
+    with pytest.raises(ValueError, match="removed twice"):
+        log.remove([1, 1])
+    with pytest.raises(TypeError, match="a queue record is a dict"):
+        log.append([["not", "a", "dict"]])  # type: ignore[list-item]
+    assert (tmp_path / "ny.0.queue").stat().st_size == size
+    log.close()
+    with pytest.raises(ValueError, match="closed"):
+        log.append([event(2)])
