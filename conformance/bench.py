@@ -702,8 +702,45 @@ def queue_throughput(repeat: int, say: Say, batch: int = 100) -> dict[str, Any]:
             best = max(best, len(records) / seconds)
             say(f"queue-throughput: fsync {fsync}, run {run + 1}: {len(records) / seconds:,.0f}/s")
         result["events_per_s_fsync" if fsync == "batch" else "events_per_s_no_fsync"] = round(best)
+    result.update(persistent_impl(repeat, say))
     result["load_average"] = [round(x, 1) for x in os.getloadavg()]
     return result
+
+
+def persistent_impl(repeat: int, say: Say, ops: int = 60_000) -> dict[str, Any]:
+    """The impl on the steady workload with its sender persistent and its queue in a
+    durable store (`--queue-dir`): client events per second with fsync per batch, without
+    fsync, and with the queue in memory only; best of `repeat`."""
+    from dataclasses import replace
+
+    from traces.config import Config
+
+    config, workload = steady_workload(ops, keys=10_000, seed=1)
+    senders = tuple(replace(s, enable_persistence=True) for s in config.senders)
+    config = Config(config.sites, senders, config.receivers, config.regions)
+    events = sum(1 for op in workload if op.op in ("put", "delta", "destroy"))
+    out: dict[str, Any] = {"impl_ops": ops}
+    for mode in ("batch", "none", "memory"):
+        best = 0.0
+        for _ in range(repeat):
+            folder = None if mode == "memory" else tempfile.mkdtemp(prefix="wanconform-queues-")
+            from impl import Engine
+
+            engine = (
+                Engine(config)
+                if folder is None
+                else Engine(config, queue_dir=folder, queue_fsync=mode)
+            )
+            gc.collect()
+            started = time.perf_counter()
+            for op in workload:
+                engine.apply(op)
+            best = max(best, events / (time.perf_counter() - started))
+            if folder is not None:
+                shutil.rmtree(folder, ignore_errors=True)
+        say(f"queue-throughput: the impl, queues {mode}: {best:,.0f} events/s")
+        out[f"impl_events_per_s_{mode}"] = round(best)
+    return out
 
 
 EXPLORE_CONFIG = {

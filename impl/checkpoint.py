@@ -30,7 +30,8 @@ if TYPE_CHECKING:
     from impl.engine import Engine
 
 
-def _event(event: Event) -> dict[str, Any]:
+def event_record(event: Event) -> dict[str, Any]:
+    """An event as a checkpoint writes it (and the durable queue keeps it)."""
     base = event.base
     return event_doc(
         event.id,
@@ -57,13 +58,13 @@ def _dispatcher(
     queued = dispatcher.order.events() if dispatcher.lazy else dispatcher.queue.events()
     return dispatcher_doc(
         observed,
-        [_event(event) for event in queued],
+        [event_record(event) for event in queued],
         dispatcher.last_batch_id,
         None
         if batch is None
         else (
             batch.batch_id,
-            zip([_event(e) for e in batch.events], batch.as_delta, strict=True),
+            zip([event_record(e) for e in batch.events], batch.as_delta, strict=True),
         ),
         None
         if ack is None
@@ -105,7 +106,7 @@ def _entry(value: dict[str, Any] | None, tag: list[int]) -> Entry:
     return Entry(value, tag[0], tag[1], tag[2])
 
 
-def _restored_event(doc: dict[str, Any], buckets: int) -> Event:
+def restored_event(doc: dict[str, Any], buckets: int) -> Event:
     """A checkpoint's event at a site of `buckets` buckets (0: replicated); its size (R4)
     and bucket (R28) follow from it."""
     base = doc["base_version"]
@@ -177,7 +178,7 @@ def _restore_dispatcher(
     on_disk = set(saved["on_disk"])
     recovered = set(saved["recovered"])  # not indexed (R32)
     for queued in saved["queue"]:
-        event = _restored_event(queued, buckets)
+        event = restored_event(queued, buckets)
         event.recovered = event.id in recovered
         engine._append(sender, dispatcher, event)
         event.on_disk = event.id in on_disk
@@ -215,7 +216,7 @@ def _restore_dispatcher(
     if batch is not None:
         dispatcher.batch_message = BatchMessage(
             batch["batch_id"],
-            [_restored_event(event, buckets) for event in batch["events"]],
+            [restored_event(event, buckets) for event in batch["events"]],
             [event["as_delta"] for event in batch["events"]],
         )
     ack = saved["ack"]

@@ -47,8 +47,9 @@ from typing import Any, Final
 from mypy_extensions import mypyc_attr
 
 from impl.applied import AppliedRanges
-from impl.checkpoint import export, restore
+from impl.checkpoint import event_record, export, restore, restored_event
 from impl.dlq_store import SenderLog, open_store
+from impl.queue_store import QueueLog, StoreError, open_queue_store
 from impl.state import (
     AckMessage,
     AppendOrder,
@@ -123,7 +124,13 @@ INT64_MAX: Final = 2**63 - 1
 class Engine:
     """The production-shaped engine: `Engine(config)`, `apply(op)`, `observe()`."""
 
-    def __init__(self, config: Config, dlq_dir: str | None = None) -> None:
+    def __init__(
+        self,
+        config: Config,
+        dlq_dir: str | None = None,
+        queue_dir: str | None = None,
+        queue_fsync: str = "batch",
+    ) -> None:
         self._config = config
         self._now = 0  # R5
         self.settle_capped = False  # the last settle stopped at its cap (R25; P12)
@@ -161,6 +168,25 @@ class Engine:
             self._store = open_store(dlq_dir, [s.id for s in self._sender_list], _notice)
             for sender in self._sender_list:
                 sender.dlq = list(self._store[sender.id].records)
+        # The durable queues of the persistent senders (impl/queue_store.py, R36), when
+        # given a directory: every change to such a queue is written there, and a
+        # restart reads the queue back from it. A new engine starts from empty queues.
+        self._queue_logs: dict[tuple[str, int], QueueLog] = {}
+        self._queue_dir = queue_dir
+        self._queue_fsync = queue_fsync
+        if queue_dir is not None:
+            lanes = [
+                (s.id, d.index) for s in self._sender_list if s.persistent for d in s.dispatchers
+            ]
+            self._queue_logs = open_queue_store(
+                queue_dir, lanes, _notice, queue_fsync, buffered=True
+            )
+            held = sum(len(log) for log in self._queue_logs.values())
+            if held:
+                raise StoreError(
+                    f"{queue_dir}: holds {held} queued events of an earlier run; a run starts "
+                    "from empty queues (choose an empty directory)"
+                )
 
     # ------------------------------------------------------------------ surface
 
@@ -170,6 +196,9 @@ class Engine:
         if not self._effect(op, out):
             return [{"kind": "skipped", "op": op.op}]
         self._flush_all(out)
+        if self._queue_logs:  # the operation's queue changes reach the OS (R36)
+            for log in self._queue_logs.values():
+                log.flush()
         return out
 
     def observe(self) -> dict[str, Any]:
@@ -508,6 +537,20 @@ class Engine:
         return abs(java_hash(key)) % count
 
     def _append(self, sender: SenderState, dispatcher: DispatcherState, event: Event) -> None:
+        """Queue `event` on `dispatcher` (`_place`), and in its durable queue if it has
+        one (R36)."""
+        self._place(sender, dispatcher, event)
+        if sender.persistent and self._queue_logs:
+            log = self._queue_logs[(sender.id, dispatcher.index)]
+            event.slot = log.append_one(event_record(event))
+
+    def _stored(self, sender: SenderState, dispatcher: DispatcherState) -> QueueLog | None:
+        """The dispatcher's durable queue (R36), if it has one."""
+        if not sender.persistent or not self._queue_logs:
+            return None
+        return self._queue_logs[(sender.id, dispatcher.index)]
+
+    def _place(self, sender: SenderState, dispatcher: DispatcherState, event: Event) -> None:
         """Queue `event` on `dispatcher`: in memory or on disk (R35); a parallel one's
         FIFO of the event's bucket (R31); a conflating one's index, if it is an update
         not recovered (R32)."""
@@ -560,6 +603,9 @@ class Engine:
         if self._loses_its_base(sender, event, previous):
             event.converted = True
             stats["conflation_full_values"] += 1
+            log = self._stored(sender, dispatcher)
+            if log is not None:
+                log.update(event.slot, {"converted": True})
         self._remove_queued(sender, dispatcher, previous)
         stats["events_conflated_in_queue"] += 1
         out.append(
@@ -609,6 +655,9 @@ class Engine:
         if event in dispatcher.resend:
             dispatcher.resend.remove(event)
         self._left(dispatcher, event)
+        log = self._stored(sender, dispatcher)
+        if log is not None:
+            log.remove([event.slot])
 
     def _left(self, dispatcher: DispatcherState, event: Event) -> None:
         """R35: a queued event left: it frees its memory, or its place on disk."""
@@ -668,6 +717,9 @@ class Engine:
         """R13-R15: send the dispatcher's next batch (a serial one's queue prefix, a
         parallel one's R31 batch), less the members batch conflation keeps back (R33);
         R14 picks each payload."""
+        log = self._stored(sender, dispatcher)
+        if log is not None:
+            log.sync()  # a batch leaves only once its events are on disk (docs/QUEUE_STORE.md)
         events = self._peek(sender, dispatcher)
         shipped = events
         kept_back: list[bool] = []
@@ -779,6 +831,9 @@ class Engine:
                 survivor.converted = True
                 converted.add(by)
                 stats["conflation_full_values"] += 1
+                log = self._stored(sender, dispatcher)
+                if log is not None:
+                    log.update(survivor.slot, {"converted": True})
         for index, by in conflated:
             out.append(
                 {
@@ -1023,9 +1078,13 @@ class Engine:
         dispatcher.in_flight = None  # next_retry_at is unchanged
         events = in_flight.events
         index = dispatcher.index
+        log = self._stored(sender, dispatcher)
         if len(ack.statuses) == ack.removed_count:  # every event leaves the queue
             dispatcher.memory_bytes -= in_flight.memory  # R35
             dispatcher.on_disk -= in_flight.on_disk
+            if log is not None:
+                log.remove([event.slot for event in events])
+                log.sync()
             if dispatcher.lazy:
                 self._leave_lazy(sender, dispatcher, events, [])
             else:
@@ -1085,6 +1144,11 @@ class Engine:
             dispatcher.queue.remove_prefix(len(events))
             if kept:
                 dispatcher.queue.push_front(kept)  # R19: back at the head, in batch order
+        if log is not None:
+            log.remove([event.slot for event in gone])
+            for event in kept:
+                log.update(event.slot, {"converted": event.converted})
+            log.sync()
         if sender.alert_threshold_ms > 0:
             self._alerts(sender, dispatcher, gone, out)
         return True
@@ -1329,6 +1393,10 @@ class Engine:
         if sender.parallel:
             dispatcher.resend = in_flight.events.copy()
         dispatcher.in_flight = None
+        log = self._stored(sender, dispatcher)
+        if log is not None:
+            for event in in_flight.events:
+                log.update(event.slot, {"possible_duplicate": event.possible_duplicate})
 
     def _mark_resend(self, event: Event) -> None:
         """R20: a timed-out event will be re-sent flagged as a possible duplicate."""
@@ -1376,6 +1444,9 @@ class Engine:
             for sender in site.senders:
                 for dispatcher in sender.dispatchers:
                     dispatcher.reset(sender.parallel)
+                    log = self._stored(sender, dispatcher)
+                    if log is not None:
+                        log.clear()
                 self._set_running(sender, not sender.manual_start)  # as a new system starts
                 sender.paused = False
         return True
@@ -1410,10 +1481,12 @@ class Engine:
         if sender.persistent:
             for dispatcher, events in zip(sender.dispatchers, kept, strict=True):
                 dispatcher.reset(sender.parallel)  # a new processor (R31: cursor d)
+                if self._queue_logs:  # the queue as the disk holds it
+                    events = self._read_back(sender, dispatcher)
                 for event in self._recovered(sender, dispatcher, events):
                     event.recovered = True
                     event.on_disk = False
-                    self._append(sender, dispatcher, event)
+                    self._place(sender, dispatcher, event)
         else:
             self._discard(sender, "restart", "events_lost_on_restart", out)
             for dispatcher in sender.dispatchers:
@@ -1421,6 +1494,20 @@ class Engine:
         self._set_running(sender, True)
         sender.paused = False
         return True
+
+    def _read_back(self, sender: SenderState, dispatcher: DispatcherState) -> list[Event]:
+        """R36: the dispatcher's durable queue closed and opened again, its events read
+        back from the disk in order."""
+        key = (sender.id, dispatcher.index)
+        old = self._queue_logs[key]
+        old.close()
+        log = self._queue_logs[key] = QueueLog(old.path, _notice, self._queue_fsync, buffered=True)
+        events = []
+        for slot, record in log.read_back():
+            event = restored_event(record, sender.home.buckets)
+            event.slot = slot
+            events.append(event)
+        return events
 
     def _recovered(
         self, sender: SenderState, dispatcher: DispatcherState, events: list[Event]
@@ -1450,6 +1537,9 @@ class Engine:
             cursor, retry_at = dispatcher.cursor, dispatcher.next_retry_at
             dispatcher.reset(sender.parallel)
             dispatcher.cursor, dispatcher.next_retry_at = cursor, retry_at
+            log = self._stored(sender, dispatcher)
+            if log is not None:
+                log.clear()
         sender.stats[counter] += lost
 
     def _stop_sender(self, op: StopSender, out: list[Observation]) -> bool:

@@ -141,10 +141,16 @@ class QueueLog:
         notice: Callable[[str], None],
         fsync: str,
         compact_above: int = COMPACT_ABOVE,
+        buffered: bool = False,
     ) -> None:
         if fsync not in FSYNC_CHOICES:
             raise ValueError(f"fsync: one of {', '.join(FSYNC_CHOICES)}, got {fsync!r}")
         self.path = path
+        # `buffered`: frames wait in memory until `flush()` (the engine flushes at the end
+        # of every operation: one write per operation, and a SIGKILL loses nothing an
+        # operation returned from); otherwise each call writes its frames at once.
+        self.buffered = buffered
+        self._pending: list[bytes] = []
         self.durable = fsync == "batch"
         self.compact_above = compact_above
         leftover = path.with_name(path.name + framing.TEMPORARY)
@@ -170,9 +176,19 @@ class QueueLog:
     def _write(self, data: bytes) -> None:
         if self._fd < 0:
             raise ValueError(f"{self.path}: the queue log is closed")
-        framing.write_all(self._fd, data)
+        if self.buffered:
+            self._pending.append(data)
+        else:
+            framing.write_all(self._fd, data)
         self._size += len(data)
         self._unsynced = True
+
+    def flush(self) -> None:
+        """Write the frames a buffered log holds back (one write); nothing otherwise."""
+        if self._pending:
+            data = b"".join(self._pending)
+            self._pending.clear()
+            framing.write_all(self._fd, data)
 
     def append(self, records: list[dict[str, Any]]) -> list[int]:
         """Append events in order (one write for all); their slots."""
@@ -187,6 +203,18 @@ class QueueLog:
         self._live_bytes += sum(map(len, frames))
         self._next = first + len(frames)
         return slots
+
+    def append_one(self, record: dict[str, Any]) -> int:
+        """`append([record])[0]`, written out (the engine appends one event at a time)."""
+        if type(record) is not dict:
+            raise TypeError(f"a queue record is a dict, got {type(record).__name__}")
+        slot = self._next
+        data = _add_frame(slot, record)
+        self._write(data)
+        self._live[slot] = data
+        self._live_bytes += len(data)
+        self._next = slot + 1
+        return slot
 
     def remove(self, slots: list[int]) -> None:
         """Events that left the queue (acknowledged, conflated, lost)."""
@@ -221,6 +249,7 @@ class QueueLog:
     def sync(self) -> None:
         """With fsync "batch": fsync what was written since the last sync (nothing to do
         if nothing was). With "none": nothing."""
+        self.flush()
         if self.durable and self._unsynced and self._fd >= 0:
             os.fsync(self._fd)
         self._unsynced = False
@@ -228,6 +257,7 @@ class QueueLog:
     def read_back(self) -> list[tuple[int, dict[str, Any]]]:
         """The live (slot, record) pairs as the file holds them now, in append order,
         updates merged (read from disk: what a restart would recover)."""
+        self.flush()
         live, _, end, size = replay(self.path)
         if end != size:
             raise StoreError(f"{self.path}: byte {end}: torn while open")
@@ -238,6 +268,7 @@ class QueueLog:
         file, fsync, rename, directory fsync."""
         if self._fd < 0:
             raise ValueError(f"{self.path}: the queue log is closed")
+        self.flush()
         last = framing.frame(MAGIC, b'{"next":%d}' % self._next)
         framing.replace_atomically(self.path, [*self._live.values(), last], self.durable)
         os.close(self._fd)
@@ -256,6 +287,7 @@ class QueueLog:
 
     def close(self) -> None:
         if self._fd >= 0:
+            self.flush()
             os.close(self._fd)
             self._fd = -1
 
@@ -267,6 +299,7 @@ def open_queue_store(
     fsync: str,
     *,
     compact_above: int = COMPACT_ABOVE,
+    buffered: bool = False,
 ) -> dict[tuple[str, int], QueueLog]:
     """Each (sender id, dispatcher index)'s queue log in `folder` (created if missing),
     recovered (module docstring). fsync: "batch" or "none"."""
@@ -287,7 +320,7 @@ def open_queue_store(
             if (sender, dispatcher) in logs:
                 raise ValueError(f"queue ({sender!r}, {dispatcher}) named twice")
             file = path / queue_file(sender, dispatcher)
-            logs[sender, dispatcher] = QueueLog(file, notice, fsync, compact_above)
+            logs[sender, dispatcher] = QueueLog(file, notice, fsync, compact_above, buffered)
     except BaseException:
         for log in logs.values():
             log.close()

@@ -300,6 +300,12 @@ def run_queue_throughput(args: argparse.Namespace) -> int:
         f"{result['repeat']}: {result['events_per_s_fsync']:,} events/s with fsync per batch, "
         f"{result['events_per_s_no_fsync']:,} without (load average {load})"
     )
+    print(
+        f"the impl with a persistent sender ({result['impl_ops']:,} steady ops, --queue-dir): "
+        f"{result['impl_events_per_s_batch']:,} events/s with fsync per batch, "
+        f"{result['impl_events_per_s_none']:,} without fsync, "
+        f"{result['impl_events_per_s_memory']:,} with the queue in memory only"
+    )
     return 0
 
 

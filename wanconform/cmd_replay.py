@@ -88,6 +88,14 @@ def register(subparsers: Any) -> None:
         "hold a store yet): the lockstep compares the records read back from it",
     )
     parser.add_argument(
+        "--queue-dir",
+        metavar="DIR",
+        help="keep the queues of the impl's persistent senders (enable_persistence) in a "
+        "durable store (docs/QUEUE_STORE.md) under DIR/TRACE_NAME/ (with --engine impl or "
+        "both; DIR must exist, TRACE_NAME/ must not hold a store yet): restart_sender reads "
+        "each queue back from it, and the lockstep compares what it read with the model's",
+    )
+    parser.add_argument(
         "--steps",
         action="store_true",
         help="one line per operation: its file line, the operation and what happened",
@@ -372,7 +380,9 @@ def run(args: argparse.Namespace) -> int:
         raise WanconformError("--impl: needs --engine impl or --engine both")
     if args.one_process and args.engine != "both":
         raise WanconformError("--one-process: needs --engine both (one engine runs alone)")
-    stores = dlq_stores(args.dlq_dir, args.traces, args.engine, args.impl, search)
+    stores = durable_stores(
+        args.dlq_dir, args.queue_dir, args.traces, args.engine, args.impl, search
+    )
     if args.checkpoint and len(args.traces) > 1:
         raise WanconformError("--checkpoint: give one trace")
     if args.start and (args.check_properties or args.report):
@@ -394,25 +404,43 @@ def run(args: argparse.Namespace) -> int:
     return replay_sources(args, sources, args.engine, lambda source: impl_factory, impl_spec)
 
 
-def dlq_stores(
-    dlq_dir: str | None, traces: list[str], engine: str, spec: str | None, search: list[str]
+def durable_stores(
+    dlq_dir: str | None,
+    queue_dir: str | None,
+    traces: list[str],
+    engine: str,
+    spec: str | None,
+    search: list[str],
 ) -> dict[str, StoreEngines]:
-    """Per trace, the engines of `--dlq-dir` (checked before any work); {} without it."""
-    if dlq_dir is None:
+    """Per trace, the engines of `--dlq-dir` and `--queue-dir` (checked before any work);
+    {} without them."""
+    chosen = {
+        flag: value for flag, value in (("--dlq-dir", dlq_dir), ("--queue-dir", queue_dir)) if value
+    }
+    if not chosen:
         return {}
-    if engine == "model":
-        raise WanconformError("--dlq-dir: the model keeps no store; use --engine impl or both")
-    check_directory(dlq_dir)
-    engine_class = store_engine_class(spec, search)
-    stores = {}
-    for path in traces:
-        folder = Path(dlq_dir) / Path(path).stem
-        if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
-            raise WanconformError(
-                f"--dlq-dir: {folder} exists and is not empty; choose another DIR"
-            )
-        stores[path] = StoreEngines(engine_class, folder)
-    return stores
+    folders: dict[str, list[Path | None]] = {path: [] for path in traces}
+    engine_class = None
+    for flag, directory in (("--dlq-dir", dlq_dir), ("--queue-dir", queue_dir)):
+        if directory is None:
+            for path in traces:
+                folders[path].append(None)
+            continue
+        if engine == "model":
+            raise WanconformError(f"{flag}: the model keeps no store; use --engine impl or both")
+        check_directory(directory)
+        engine_class = store_engine_class(spec, search, flag[2:].replace("-", "_"))
+        for path in traces:
+            folder = Path(directory) / Path(path).stem
+            if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
+                raise WanconformError(
+                    f"{flag}: {folder} exists and is not empty; choose another DIR"
+                )
+            folders[path].append(folder)
+    return {
+        path: StoreEngines(engine_class, dlq, queues=queues)
+        for path, (dlq, queues) in folders.items()
+    }
 
 
 def from_checkpoint(args: argparse.Namespace, source: Source, engine: str) -> dict[str, Any]:

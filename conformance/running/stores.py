@@ -1,4 +1,5 @@
-"""Engines of an impl whose dead letters live in a durable store (`--dlq-dir`, R24)."""
+"""Engines of an impl whose dead letters (`--dlq-dir`, R24) or persistent queues
+(`--queue-dir`, R36) live in durable stores."""
 
 from __future__ import annotations
 
@@ -14,8 +15,11 @@ from traces.engine import DEFAULT_IMPL, load_impl
 from traces.errors import WanconformError
 
 
-def store_engine_class(spec: str | None, search: Iterable[str] = ()) -> Any:
-    """The impl class of `--impl` (default the project's), which must take `dlq_dir`."""
+def store_engine_class(
+    spec: str | None, search: Iterable[str] = (), argument: str = "dlq_dir"
+) -> Any:
+    """The impl class of `--impl` (default the project's), which must take `argument`
+    (`dlq_dir` for `--dlq-dir`, `queue_dir` for `--queue-dir`)."""
     if spec is None or spec == DEFAULT_IMPL:
         from impl import Engine
 
@@ -23,30 +27,46 @@ def store_engine_class(spec: str | None, search: Iterable[str] = ()) -> Any:
     engine_class = load_impl(spec, search)
     if (
         not isinstance(engine_class, type)
-        or "dlq_dir" not in inspect.signature(engine_class).parameters
+        or argument not in inspect.signature(engine_class).parameters
     ):
-        raise WanconformError(f"--dlq-dir: the impl {spec} takes no dlq_dir argument")
+        flag = "--" + argument.replace("_", "-")
+        raise WanconformError(f"{flag}: the impl {spec} takes no {argument} argument")
     return engine_class
 
 
 class StoreEngines:
-    """Engines of an impl with their dead letters in a durable store: the first in the
-    trace's own directory `folder`; any later one (the lockstep replays the trace from its
-    start to locate a state-only difference) in a fresh one beside it. `fresh`: the
-    directory is emptied first (a Spark task retried runs the trace again)."""
+    """Engines of an impl with their dead letters in a durable store (`folder`) and/or
+    their persistent queues in another (`queues`): the first in the trace's own
+    directories; any later one (the lockstep replays the trace from its start to locate a
+    state-only difference, P10 runs it again) in fresh ones beside them. `fresh`: the
+    directories are emptied first (a Spark task retried runs the trace again)."""
 
-    def __init__(self, engine_class: Any, folder: Path, fresh: bool = False) -> None:
+    def __init__(
+        self,
+        engine_class: Any,
+        folder: Path | None,
+        fresh: bool = False,
+        queues: Path | None = None,
+    ) -> None:
         self.engine_class = engine_class
         self.folder = folder
+        self.queues = queues
         self.fresh = fresh
         self.made = 0
 
-    def __call__(self, config: Config) -> Any:
-        self.made += 1
-        folder = self.folder
+    def _place(self, folder: Path) -> str:
         if self.made > 1:
             folder = Path(tempfile.mkdtemp(dir=folder.parent, prefix=f".{folder.name}.replay-"))
         elif self.fresh and folder.exists():
             shutil.rmtree(folder)
         folder.mkdir(exist_ok=True)
-        return self.engine_class(config, dlq_dir=str(folder))
+        return str(folder)
+
+    def __call__(self, config: Config) -> Any:
+        self.made += 1
+        arguments: dict[str, str] = {}
+        if self.folder is not None:
+            arguments["dlq_dir"] = self._place(self.folder)
+        if self.queues is not None:
+            arguments["queue_dir"] = self._place(self.queues)
+        return self.engine_class(config, **arguments)
