@@ -126,12 +126,14 @@ class StoppedSenderQueues(Engine):
         return True
 
 
-class OverflowSkipsDisk(Engine):
-    """R35: a batch peeks only the events held in memory, as if an overflowed event were
-    not there, and the ack then removes the queue's first events (P10)."""
+class OverflowReorders(Engine):
+    """R35: a batch ships the events held in memory first and those on disk after them
+    (as a peek that reads memory before faulting values in would), so overflow changes
+    the order of delivery (P10)."""
 
     def _peek(self, sender: SenderState, dispatcher: DispatcherState) -> list[Event]:
-        return [event for event in super()._peek(sender, dispatcher) if not event.on_disk]
+        events = super()._peek(sender, dispatcher)
+        return [e for e in events if not e.on_disk] + [e for e in events if e.on_disk]
 
 
 PLANTED_BUGS: tuple[type[Engine], ...] = (
@@ -152,7 +154,7 @@ LIFECYCLE_BUGS: tuple[type[Engine], ...] = (
     ConflateInFlight,
     RestartForgetsPossibleDuplicate,
     StoppedSenderQueues,
-    OverflowSkipsDisk,
+    OverflowReorders,
 )
 """Bugs of conflation, overflow, persistence and the sender's lifecycle (v2.0, R32-R37):
 the `lifecycle` profile shows them."""
