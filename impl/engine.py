@@ -20,7 +20,8 @@ plants a bug by subclassing `Engine` and overriding one of them:
 `_is_duplicate` (R16.1), `_mark_resend` (R20), `_requeue_invalid_delta` (R19),
 `_should_forward` (R22), `_batch_time_due` (R15), `_dead_letter_record` (R24),
 `_route` (R29), `_dispatcher_due` (R39), `_queues` (R37), `_in_flight` (R32),
-`_conflatable` (R32, R33), `_recovered` (R36), `_peek` (R15, R31, R35).
+`_conflatable` (R32, R33), `_recovered` (R36), `_peek` (R15, R31), `_batch_full` (R15,
+R35).
 
 Cost: every per-event path is O(1) in the common case: queues are `state.EventQueue`s,
 entries and the applied memory are dicts, the duplicate check is `impl/applied.py`. Sizes
@@ -689,7 +690,9 @@ class Engine:
                     if not waiting:
                         continue
                     head = queue.head()
-                if waiting < sender.batch_size and not self._batch_time_due(sender, head):
+                if not self._batch_full(sender, dispatcher, waiting) and not self._batch_time_due(
+                    sender, head
+                ):
                     continue
                 if now < dispatcher.next_retry_at:
                     continue
@@ -706,6 +709,11 @@ class Engine:
                     )
                 else:
                     self._send(sender, dispatcher, out)
+
+    def _batch_full(self, sender: SenderState, dispatcher: DispatcherState, waiting: int) -> bool:
+        """R15: the dispatcher holds a full batch (`waiting` queued events, in memory or
+        on disk: R35's overflow changes nothing here)."""
+        return waiting >= sender.batch_size
 
     def _batch_time_due(self, sender: SenderState, head: Event) -> bool:
         """R15: the head event has waited the batch time interval."""

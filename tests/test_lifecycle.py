@@ -16,11 +16,12 @@ from expected import acked, applied, dispatcher, in_flight, sender_stats, sent, 
 
 from conformance.generation.profiles import generate_trace
 from conformance.running.run import run_trace as run_checked
+from conformance.spark.check import LocalTrace, check_local
 from conftest import Run, replay, run_trace
 from tools.planted_bugs import (
     ConflateInFlight,
     MergeCreatesAndDestroys,
-    OverflowReorders,
+    OverflowDelaysFlush,
     RestartForgetsPossibleDuplicate,
     StoppedSenderQueues,
 )
@@ -308,7 +309,7 @@ def lifecycle_traces(count: int, ops: int) -> list[tuple[Any, list[Any]]]:
         (ConflateInFlight, "P9"),
         (RestartForgetsPossibleDuplicate, "P11"),
         (StoppedSenderQueues, "P2"),
-        (OverflowReorders, "P10"),
+        (OverflowDelaysFlush, "P10"),
     ],
     ids=lambda x: getattr(x, "__name__", x),
 )
@@ -375,7 +376,7 @@ def test_p10_compares_a_second_run_with_the_default_memory() -> None:
            {"op": "deliver_ack", "sender": "ny"}, put("d", 1)]  # fmt: skip
     config = two_sites(batch_size=2, maximum_queue_memory_bytes=20)
     assert verdict(checked(config, ops, None), "P10").status == "held"
-    p10 = verdict(checked(config, ops, OverflowReorders), "P10")
+    p10 = verdict(checked(config, ops, OverflowDelaysFlush), "P10")
     assert p10.status == "failed" and p10.violations[0].where == "op 6"
     default = verdict(checked(two_sites(batch_size=2), ops, None), "P10")
     assert default.status == "not applicable"
@@ -408,3 +409,21 @@ def test_p2_reports_what_a_restart_lost_as_exempt() -> None:
                      "sender": "ny"}, {"op": "settle"}], None)  # fmt: skip
     p2 = verdict(result, "P2")
     assert (p2.status, p2.reason) == ("held", "exempt, lost on restart: 1:1")
+
+
+@pytest.mark.parametrize(
+    "bug",
+    [MergeCreatesAndDestroys, ConflateInFlight, RestartForgetsPossibleDuplicate,
+     StoppedSenderQueues, OverflowDelaysFlush],
+    ids=lambda bug: bug.__name__,
+)  # fmt: skip
+def test_a_100_trace_campaign_finds_each_lifecycle_bug_as_one_group(bug: Any) -> None:
+    traces = [
+        LocalTrace(f"lifecycle-{i:06d}", config, list(enumerate(ops, start=2)), "lifecycle")
+        for i, (config, ops) in enumerate(lifecycle_traces(100, 200))
+    ]
+    rows, examples, notes = check_local(traces, f"tools.planted_bugs:{bug.__name__}")
+    groups = {row["failures"][0] for row in rows if row["failures"]}
+    assert len(groups) == 1, groups
+    (example,) = examples.values()
+    assert len(example.kept_lines) <= 8 and not notes

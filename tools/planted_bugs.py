@@ -126,14 +126,12 @@ class StoppedSenderQueues(Engine):
         return True
 
 
-class OverflowReorders(Engine):
-    """R35: a batch ships the events held in memory first and those on disk after them
-    (as a peek that reads memory before faulting values in would), so overflow changes
-    the order of delivery (P10)."""
+class OverflowDelaysFlush(Engine):
+    """R35: R15's full-batch trigger counts only the events held in memory, as if an
+    overflowed event were not in the queue, so overflow delays delivery (P10)."""
 
-    def _peek(self, sender: SenderState, dispatcher: DispatcherState) -> list[Event]:
-        events = super()._peek(sender, dispatcher)
-        return [e for e in events if not e.on_disk] + [e for e in events if e.on_disk]
+    def _batch_full(self, sender: SenderState, dispatcher: DispatcherState, waiting: int) -> bool:
+        return waiting - dispatcher.on_disk >= sender.batch_size
 
 
 PLANTED_BUGS: tuple[type[Engine], ...] = (
@@ -154,7 +152,7 @@ LIFECYCLE_BUGS: tuple[type[Engine], ...] = (
     ConflateInFlight,
     RestartForgetsPossibleDuplicate,
     StoppedSenderQueues,
-    OverflowReorders,
+    OverflowDelaysFlush,
 )
 """Bugs of conflation, overflow, persistence and the sender's lifecycle (v2.0, R32-R37):
 the `lifecycle` profile shows them."""

@@ -92,7 +92,12 @@ def _short(value: Any) -> bool:
 
 
 _TIMING = "batch dispatch and timers (R13, R15, R20, R25)"
+_LIFECYCLE = "the sender's lifecycle (R36, R37)"
 _FAMILIES = {
+    "not_queued": _LIFECYCLE,
+    "queue_lost": _LIFECYCLE,
+    "lifecycle": _LIFECYCLE,
+    "conflated": "conflation (R32-R34)",
     "sent": _TIMING,
     "connection_failed": _TIMING,
     "timeout": _TIMING,
@@ -104,13 +109,20 @@ _FAMILIES = {
     "applied": "applying (R16)",
     "enqueued": "client writes (R9-R11)",
     "skipped": "enabled operations (§3)",
+    "alert": "alerts (R38)",
 }
 """The rules that make each kind of observation (SPEC §10): one rule decided differently
 shows as one family, whichever of its observations came out differently. When two
 observations of a step only changed places, the family first in this order is named
-(batches go out whenever a queue is flushed, so they are what moves). A state that
+(batches go out whenever a queue is flushed, so they are what moves; a sender that
+queues or not, loses or conflates, decides what follows, so those come first). A write
+queued by a different set of senders is the lifecycle's (R37: a stopped sender queues
+nothing). A state that
 differs first in a timer (`time` after `settle`, R25; `next_retry_at`; `sent_at`) is a
 timer that fired at another moment: the family of what timers make."""
+_BY_FAMILY = ("conflated", "not_queued", "queue_lost", "lifecycle")
+"""Kinds named by their family even when one was made differently (a conflation `by`
+another event, a loss of another reason: one decision of R32-R37)."""
 _TIMERS = ("state.time", "state.senders.*.next_retry_at", "state.senders.*.in_flight.sent_at")
 Unmatched = tuple[tuple[int, Observation] | None, tuple[int, Observation] | None]
 _IDENTITY = ("sender", "site", "event", "batch_id", "key", "events")
@@ -138,14 +150,18 @@ def _detail(path: str, model: Any, impl: Any, unmatched: Unmatched, uneven: tupl
             status = (ours.get("status"), theirs.get("status"))
             if status[0] != status[1] and status[0] in statuses and status[1] in statuses:
                 return _r16(status[0], status[1])
-            field = min(  # a field only one has (if null), 1 against true: differ too
+            fields = {  # a field only one has (if null), 1 against true: differ too
                 k
                 for k in set(ours) | set(theirs)
                 if k not in ours
                 or k not in theirs
                 or canonical_json(ours[k]) != canonical_json(theirs[k])
-            )
-            return f"observations: {ours['kind']}.{field}"  # the same one, made differently
+            }
+            if ours["kind"] == "enqueued" and "senders" in fields:
+                return f"observations: {_LIFECYCLE} differ"
+            if ours["kind"] in _BY_FAMILY:  # which event it names is the decision
+                return f"observations: {_FAMILIES[ours['kind']]} differ"
+            return f"observations: {ours['kind']}.{min(fields)}"  # the same one, made differently
     if found:
         earliest = min(index for index, _ in found)
         kinds = {o["kind"] for index, o in found if index == earliest}
