@@ -138,6 +138,16 @@ def alphabet(config: Config, keys: int, values: int, names: Iterable[str]) -> tu
         for site in config.sites:
             times = fail_times(config.receiver(site).retry_attempts)
             out += [vocab.Fail(site, k, EXCEPTION, n) for k in ks for n in times]
+    for sender in config.senders:  # R36, R37
+        for name, made in (
+            ("restart_sender", [vocab.RestartSender(sender.id)]),
+            ("stop_sender", [vocab.StopSender(sender.id)]),
+            ("start_sender", [vocab.StartSender(sender.id), vocab.StartSender(sender.id, True)]),
+            ("pause_sender", [vocab.PauseSender(sender.id)]),
+            ("resume_sender", [vocab.ResumeSender(sender.id)]),
+        ):
+            if name in chosen:
+                out += made
     if "settle" in chosen:
         out.append(vocab.Settle())
     return tuple(out)
@@ -256,7 +266,9 @@ def _dispatcher(d: Dispatcher, r: Relabel) -> tuple[Any, ...]:
         tuple(_event(e, r) for e in queue),
         tuple(queue.at(p).event_id for p in d.resend),
         d.cursor,
-        None if flight is None else (flight.batch_id, flight.event_ids, flight.sent_at),
+        None
+        if flight is None
+        else (flight.batch_id, flight.event_ids, flight.sent_at, flight.shipped),
         d.next_retry_at,
         d.last_batch_id,
         None
@@ -265,6 +277,7 @@ def _dispatcher(d: Dispatcher, r: Relabel) -> tuple[Any, ...]:
         None if d.ack_message is None else tuple(d.ack_message),
         d.memory_bytes,
         tuple(sorted(queue.at(p).event_id for p in d.on_disk)),
+        tuple(sorted(queue.at(p).event_id for p in d.recovered)),  # R32's index follows
     )
 
 

@@ -56,12 +56,17 @@ from traces.ops import (
     DropAck,
     Fail,
     Op,
+    PauseSender,
     Put,
     PutAll,
     Redeliver,
+    RestartSender,
+    ResumeSender,
     Settle,
     SiteDown,
     SiteUp,
+    StartSender,
+    StopSender,
     Tick,
     op_to_json,
 )
@@ -309,6 +314,39 @@ class WanConformance(RuleBasedStateMachine):
         self.apply(SiteUp(sender.site, True))
         self.apply(Redeliver(sender.id))
 
+    def draw_lifecycle_sender(self, data: st.DataObject, running: bool | None) -> str:
+        """A sender of this run (R36, R37), most often one in the state the operation
+        needs (`running`: True, False, or None for any), so few are skipped."""
+        assert self.config is not None
+        ids = [s.id for s in self.config.senders]
+        senders = self.state["senders"]
+        fitting = [i for i in ids if running is None or senders[i]["running"] == running]
+        if fitting and data.draw(st.integers(0, 9), label="prefer fitting") < 8:
+            ids = fitting
+        sender: str = data.draw(st.sampled_from(ids), label="sender")
+        return sender
+
+    @precondition(lambda self: configured(self) and bool(self.config.senders))
+    @rule(data=st.data())
+    def restart_sender(self, data: st.DataObject) -> None:
+        self.apply(RestartSender(self.draw_lifecycle_sender(data, None)))
+
+    @precondition(lambda self: configured(self) and bool(self.config.senders))
+    @rule(data=st.data())
+    def stop_sender(self, data: st.DataObject) -> None:
+        self.apply(StopSender(self.draw_lifecycle_sender(data, True)))
+
+    @precondition(lambda self: configured(self) and bool(self.config.senders))
+    @rule(data=st.data(), clean=st.booleans())
+    def start_sender(self, data: st.DataObject, clean: bool) -> None:
+        self.apply(StartSender(self.draw_lifecycle_sender(data, False), clean))
+
+    @precondition(lambda self: configured(self) and bool(self.config.senders))
+    @rule(data=st.data(), resume=st.booleans())
+    def pause_or_resume_sender(self, data: st.DataObject, resume: bool) -> None:
+        sender = self.draw_lifecycle_sender(data, True)
+        self.apply(ResumeSender(sender) if resume else PauseSender(sender))
+
     @precondition(lambda self: configured(self) and bool(self.holding()))
     @rule(data=st.data())
     def redeliver_held(self, data: st.DataObject) -> None:
@@ -354,12 +392,19 @@ class WanConformance(RuleBasedStateMachine):
     # -- end of a run ----------------------------------------------------------------------
 
     def teardown(self) -> None:
-        """Bring every site back (no wipe), settle, and check P2 and P5 (R25, §11)."""
+        """Bring every site back (no wipe) and every sender running unpaused (R37), settle,
+        and check P2 and P5 (R25, §11)."""
         if self.config is None or self.failed:
             return
         for site in self.config.sites:
             if not self.state["sites"][str(site)]["up"]:
                 self.apply(SiteUp(site))
+        for sender in self.config.senders:
+            seen = self.state["senders"][sender.id]
+            if not seen["running"]:
+                self.apply(StartSender(sender.id))
+            elif seen["paused"]:
+                self.apply(ResumeSender(sender.id))
         self.apply(Settle())
         failure = self.run.finish().failure  # P7 on the final state
         if failure is not None:

@@ -33,12 +33,17 @@ from traces.ops import (
     DropAck,
     Fail,
     Op,
+    PauseSender,
     Put,
     PutAll,
     Redeliver,
+    RestartSender,
+    ResumeSender,
     Settle,
     SiteDown,
     SiteUp,
+    StartSender,
+    StopSender,
     Tick,
 )
 
@@ -88,6 +93,10 @@ def sender_options(draw: st.DrawFn, partitioned: bool = False) -> dict[str, Any]
         "order_policy": draw(st.sampled_from(policies)),
         # R35: now and then a limit a few events fill (overflow changes nothing observed)
         "maximum_queue_memory_bytes": draw(st.sampled_from([104_857_600] * 3 + [0, 30])),
+        "enable_batch_conflation": draw(st.booleans()),  # R32-R34
+        "enable_persistence": draw(st.booleans()),  # R36, R37
+        "alert_threshold_ms": draw(st.sampled_from([0, 0, 100])),  # R38
+        "manual_start": draw(st.sampled_from([False] * 7 + [True])),  # R37
     }
 
 
@@ -184,4 +193,11 @@ def operations(config: Config, *, faults: bool = True, wipes: bool = True) -> st
         if config.senders:
             ids = st.lists(st.from_regex(r"[1-9]:[1-9]", fullmatch=True), max_size=2)
             choices.append(st.builds(Redeliver, senders, st.none() | ids.map(tuple)))
+            choices += [  # R36, R37
+                st.builds(RestartSender, senders),
+                st.builds(StopSender, senders),
+                st.builds(StartSender, senders, st.booleans()),
+                st.builds(PauseSender, senders),
+                st.builds(ResumeSender, senders),
+            ]
     return st.one_of(choices)
