@@ -27,7 +27,7 @@ $(COMPILED): $(STAMP) $(wildcard impl/*.py) traces/config.py traces/observations
 # compared) and report.html (its path is the last line); --force: a new run replaces it.
 # SITES="1=ln-cache.xml 2=ny-cache.xml" runs it on your own Geode files instead (each site's
 # cache.xml, gfsh script or gemfire.properties, as `wanconform import --site` reads them).
-CAMPAIGN := --traces 200 --ops 1000 --profile steady,faults,multisite,dlq,chaos,parallel --seed 1 --compare-policies
+CAMPAIGN := --traces 200 --ops 1000 --profile steady,faults,multisite,dlq,chaos,parallel,lifecycle --seed 1 --compare-policies
 SITES ?=
 
 run: $(COMPILED)

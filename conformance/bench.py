@@ -43,7 +43,7 @@ def time_engine(name: str, config: Any, ops: list[Op]) -> float:
 
 
 def time_checker(config: Any, ops: list[Op]) -> float:
-    """Seconds the model takes with the property checker following it (P2-P8, P12, as
+    """Seconds the model takes with the property checker following it (P2-P12, as
     `replay --check-properties` runs them), garbage collected first."""
     from conformance.properties.checker import PropertyChecker
 
@@ -159,7 +159,7 @@ def engines(ops: int, keys: int, seed: int, repeat: int, say: Say) -> dict[str, 
         "model_parallel_vs_serial": round(
             seconds["model parallel"] / parallel_events / (seconds["model"] / events), 2
         ),
-        # the properties (P2-P8, P12) on the ring workload, per operation, beside the model
+        # the properties (P2-P12) on the ring workload, per operation, beside the model
         "ring_ops": len(ring),
         "model_ring_us_per_op": round(seconds["model, ring"] / len(ring) * 1e6, 2),
         "properties_us_per_op": round(
@@ -760,7 +760,7 @@ with 120 workers; per worker, per second: 3.7M / 60 / 120 = 514."""
 
 def explore_rate(depth: int, keys: int, say: Say) -> dict[str, Any]:
     """`bench --explore`: exhaustive exploration of `EXPLORE_CONFIG` to `depth` with
-    `keys` keys and one value (every operation of SPEC §3, P2-P8 and P12 checked): distinct
+    `keys` keys and one value (every operation of SPEC §3, P2-P12 checked): distinct
     states per second, and the search's time over the model's plain steps of the same
     transitions (and settle checks), one core."""
     from conformance.search.explore import Bounds, explore
@@ -827,7 +827,7 @@ def startup(repeat: int, say: Say) -> dict[str, Any]:
 
 
 SEGMENT_RUNS = ("model", "fast", "segments")
-"""What `segments` measures: the model alone, the fast engine alone with P2-P8 and P12 (what the
+"""What `segments` measures: the model alone, the fast engine alone with P2-P12 (what the
 fast pass does, without its checkpoints), the check in segments."""
 
 

@@ -21,13 +21,15 @@ from wanconform.cli import main
 CONFIG = '{"config": {"sites": [1, 2], "senders": [{"id": "ny", "site": 1, "remote": 2}]}}\n'
 OPS = (
     "put, delta, destroy, putall, tick, deliver, deliver_ack, drop, drop_ack, site_down, "
-    "site_up, fail, settle, redeliver"
+    "site_up, fail, settle, redeliver, restart_sender, stop_sender, start_sender, pause_sender, "
+    "resume_sender"
 )
 SCALAR = "must be a scalar (integer, string, boolean or null)"
 SENDER_FIELDS = (
-    "ack_timeout_ms, batch_size, batch_time_interval_ms, delta, dispatcher_threads, dlq_secure, "
-    "failure_listener, id, maximum_queue_memory_bytes, order_policy, parallel, remote, "
-    "retry_interval_ms, site"
+    "ack_timeout_ms, alert_threshold_ms, batch_size, batch_time_interval_ms, delta, "
+    "dispatcher_threads, dlq_secure, enable_batch_conflation, enable_persistence, "
+    "failure_listener, id, manual_start, maximum_queue_memory_bytes, order_policy, parallel, "
+    "remote, retry_interval_ms, site"
 )
 
 

@@ -1,4 +1,4 @@
-"""The per-trace check (P1 with P2-P8 and P12) without Spark: rows, planted bugs, bad input."""
+"""The per-trace check (P1 with P2-P12) without Spark: rows, planted bugs, bad input."""
 
 from __future__ import annotations
 

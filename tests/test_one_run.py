@@ -3,7 +3,7 @@
 - `replay --report` reads its trace twice: to validate it, then one run (the report
   and its examples come from that run, the examples shrink the operations it kept).
 - `replay` and `report` give the same verdicts on the same trace and impl: after a
-  divergence both run the model on alone, so P2-P8 and P12 cover the whole trace.
+  divergence both run the model on alone, so P2-P12 cover the whole trace.
 - every summary states P1, and says where the impl stopped.
 Expected values are derived by hand from SPEC v1.1 and the traces.
 """
@@ -100,6 +100,6 @@ def test_every_replay_summary_states_P1(tmp_path: Path, capsys: pytest.CaptureFi
     assert out[0] == f"{path}: 10 operations (0 skipped), time 2500 ms"
     assert f"  P1: FAILED: model and impl diverge at {path}:9: divergence at " in "\n".join(out)
     assert (
-        f"  the impl stopped at {path}:9 (P1); the model ran on alone to the end, so P2-P8 and P12 "
+        f"  the impl stopped at {path}:9 (P1); the model ran on alone to the end, so P2-P12 "
         "and the state below are the model's"
     ) in out

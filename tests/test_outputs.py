@@ -181,6 +181,8 @@ def test_ctrl_c_is_one_line_exit_130_and_nothing_written(
         return open_trace(path, *args)
 
     monkeypatch.setattr(traces.parquet, "open_trace", interrupted_on_the_third)
+    # Not this test process's JVM (the `spark` fixture's, when an earlier test started it).
+    monkeypatch.setattr(glue, "abandon", lambda: None)
     assert main(["convert", *map(str, EXAMPLES[:5]), "--out", str(tmp_path / "set")]) == 130
     captured = capsys.readouterr()
     assert captured.err == "wanconform: interrupted: nothing written\n"

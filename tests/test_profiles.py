@@ -192,6 +192,10 @@ MIXES = {
               "drop_ack", "site_down", "site_up", "settle", "fail", "redeliver"},
     "parallel": {"put", "delta", "destroy", "putall", "tick", "deliver", "deliver_ack", "drop",
                  "drop_ack", "site_down", "site_up", "settle"},
+    "lifecycle": {"put", "delta", "destroy", "putall", "tick", "deliver", "deliver_ack", "drop",
+                  "drop_ack", "site_down", "site_up", "settle", "fail", "redeliver",
+                  "restart_sender", "stop_sender", "start_sender", "pause_sender",
+                  "resume_sender"},
 }  # fmt: skip
 
 

@@ -40,7 +40,7 @@ def test_report_data_of_planted_r20_bug(tmp_path: Path) -> None:
     report["seconds"] = 0.0
     assert report["traces"] == 2 and report["failing"] == 1
     # resend.jsonl (10 operations) diverges at its 8th, the resend; the check goes on
-    # with the model alone for P2-P8 and P12 (as `wanconform check`); dead_letter.jsonl has 6.
+    # with the model alone for P2-P12 (as `wanconform check`); dead_letter.jsonl has 6.
     assert report["operations"] == 10 + 6
     assert report["profiles"] == ["report"]
     verdicts = {row["property"]: row["cells"][0] for row in report["verdicts"]}
@@ -387,7 +387,7 @@ def test_r37_report_of_a_serial_stop_marks_the_loss_and_the_stopped_sender(
     path = str(EXAMPLES / "stop_serial_loses_queue.jsonl")
     rows, examples, notes = check_local(local([path]), spec)
     report = report_json(write_report(rows, examples, notes, tmp_path / "r.html", spec))
-    example = example_of(report, "P1 observations: queue_lost.reason")
+    example = example_of(report, "P1 observations: the sender's lifecycle (R36, R37) differ")
     assert example["kept_lines"] == [2, 3]
     assert example["step"].endswith("stop_sender ny → ny stop; ny lost 1:1 from its queue (stop)")
     root = ET.fromstring(example["sequence_svg"])

@@ -226,14 +226,15 @@ OP_TYPES: dict[str, type[Op]] = {
 OP_NAMES: tuple[str, ...] = tuple(OP_TYPES)
 
 
-OMITTED_AT_ZERO = frozenset({"thread", "dispatcher"})
-"""v2.0's optional counts, left out of a trace line when 0 (their default): a v1.2
-operation is written as the same text as before."""
+OMITTED_AT_ZERO = frozenset({"thread", "dispatcher", "clean_queues"})
+"""v2.0's optional fields, left out of a trace line at their default (0, or false for
+`clean_queues`): a v1.2 operation is written as the same text as before."""
 
 
 def op_to_json(op: Op) -> dict[str, Any]:
     """The trace line of an operation: `{"op": name, ...fields}`, all fields explicit
-    except an absent `events` (R26: every record) and a `thread` or `dispatcher` of 0."""
+    except an absent `events` (R26: every record), a `thread` or `dispatcher` of 0 and a
+    false `clean_queues`."""
     out: dict[str, Any] = {"op": op.op}
     for name in op.__dataclass_fields__:
         value = getattr(op, name)

@@ -168,7 +168,7 @@ def run(args: argparse.Namespace) -> int:
         f"({result['lockstep_seconds']:.3f} s, {result['lockstep_vs_model']}x the model alone)"
     )
     print(
-        f"properties (P2-P8, P12) on {result['ring_ops']:,} ops of a 3-site ring with a settle "
+        f"properties (P2-P12) on {result['ring_ops']:,} ops of a 3-site ring with a settle "
         f"every 100: {result['properties_us_per_op']} us/op beside the model's "
         f"{result['model_ring_us_per_op']} us/op ({result['properties_vs_model']}x the model)"
     )

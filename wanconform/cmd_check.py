@@ -1,4 +1,4 @@
-"""`wanconform check`: every trace of a trace set, model vs impl (P1) with P2-P8 and P12, on
+"""`wanconform check`: every trace of a trace set, model vs impl (P1) with P2-P12, on
 Spark."""
 
 from __future__ import annotations
@@ -46,10 +46,10 @@ def check_dlq_dir(args: argparse.Namespace) -> None:
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "check",
-        help="check a trace set in lockstep (P1) with P2-P8 and P12 on Spark",
+        help="check a trace set in lockstep (P1) with P2-P12 on Spark",
         description=(
             "Run every trace of the trace set TRACES through the model and the impl in "
-            "lockstep (P1) and check P2-P8 and P12 (docs/SPEC.md §11), streaming through each "
+            "lockstep (P1) and check P2-P12 (docs/SPEC.md §11), streaming through each "
             "trace. Writes RESULTS/results.parquet (one row per trace; all or nothing) and "
             "prints a summary. Exit 1 if any trace diverged or failed a property."
         ),

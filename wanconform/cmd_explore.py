@@ -305,7 +305,7 @@ def _report(
     impl_spec: str,
 ) -> None:
     """The HTML report: the exploration's figures, and its counterexamples run as
-    `wanconform report` runs traces (in lockstep, P2-P8 and P12 checked, shrunk, explained)."""
+    `wanconform report` runs traces (in lockstep, P2-P12 checked, shrunk, explained)."""
     from conformance.search.explore import coverage_rows, summary_lines
     from conformance.spark.check import LocalTrace, check_local
     from reports.render import write_report

@@ -112,7 +112,7 @@ def register(subparsers: Any) -> None:
         "--check-properties",
         action="store_true",
         help=(
-            "check P2-P8 and P12 on the run and report each as held, FAILED (with the violations) "
+            "check P2-P12 on the run and report each as held, FAILED (with the violations) "
             "or not applicable and why (e.g. P4 on an unsupported topology, R23)"
         ),
     )
@@ -387,8 +387,7 @@ def run(args: argparse.Namespace) -> int:
         raise WanconformError("--checkpoint: give one trace")
     if args.start and (args.check_properties or args.report):
         raise WanconformError(
-            "--from: P2-P8 and P12 are checked on a run from its start; drop "
-            "--check-properties/--report"
+            "--from: P2-P12 are checked on a run from its start; drop --check-properties/--report"
         )
     if args.start:
         from traces.checkpoint import read_checkpoint

@@ -2,7 +2,7 @@
 
     wanconform report TRACE...|RESULTS_DIR -o report.html [--impl module:Class]
 
-Each TRACE is run once, in lockstep with P2-P8 and P12 checked (as `wanconform check` checks a
+Each TRACE is run once, in lockstep with P2-P12 checked (as `wanconform check` checks a
 trace), and the largest failure groups' examples are shrunk and explained; a campaign or
 `check` results directory already holds its rows, its impl and its examples, so nothing
 is run again: the report shows what that check found. Exit status: 0 written and
@@ -28,7 +28,7 @@ def register(subparsers: Any) -> None:
         "report",
         help="write an HTML report: verdicts, coverage, failures grouped and explained",
         description=(
-            "Run each TRACE in lockstep (P1) with P2-P8 and P12 checked, or read the results of "
+            "Run each TRACE in lockstep (P1) with P2-P12 checked, or read the results of "
             "a campaign or `check` directory (with the impl that produced them: nothing is "
             "run again), and write one self-contained HTML file: verdicts per property and "
             "profile (a trace's folder), coverage, bandwidth, topologies, and the failures "

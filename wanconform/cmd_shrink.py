@@ -3,7 +3,7 @@
     wanconform shrink TRACE -o MIN.jsonl [--impl module:Class] [--pytest FILE]
 
 The failure is the trace's first divergence of model and impl (P1) or property
-violation (P2-P8 and P12); the minimal trace fails with the same signature
+violation (P2-P12); the minimal trace fails with the same signature
 (`conformance.search.shrink`). Progress goes to stderr, the result to stdout. Exit status: 0
 shrunk (the outputs are written, atomically), 2 bad input, including a trace that does not
 fail (there is nothing to shrink).
@@ -33,7 +33,7 @@ def register(subparsers: Any) -> None:
         help="shrink a failing trace to a 1-minimal trace that fails the same way",
         description=(
             "Find TRACE's first failure (a divergence of model and impl, P1, or a violation "
-            "of P2-P8 and P12), cut the trace after it, keep only the keys, senders and sites "
+            "of P2-P12), cut the trace after it, keep only the keys, senders and sites "
             "involved, then delta-debug (ddmin) to a trace from which no single operation "
             "can be removed without losing the failure. The failure's signature (the "
             "property; for P1 observations or state and the first differing path) is kept."
@@ -121,8 +121,7 @@ def cut_log(args: argparse.Namespace) -> int:
     failure = run.finish().failure
     if failure is None:
         raise WanconformError(
-            f"{source.name}: nothing to shrink: the log agrees with the model and P2-P8 and "
-            "P12 hold"
+            f"{source.name}: nothing to shrink: the log agrees with the model and P2-P12 hold"
         )
     write_text_atomically(args.output, trace_text(source.config, kept))
     print(

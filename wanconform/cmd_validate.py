@@ -4,7 +4,7 @@ A log (docs/LOG.md) is a trace whose operations also carry what the system obser
 and, now and then, its observable state. The model replays the operations; every
 logged observation and state is compared (`conformance.running.run` with the log playing the
 impl, `traces.logfile`), and the first disagreement is reported exactly as `replay
---engine both` reports a divergence: text, `--json`, `--report`; P2-P8 and P12 are checked on
+--engine both` reports a divergence: text, `--json`, `--report`; P2-P12 are checked on
 the run with `--check-properties` (and in the report).
 """
 
@@ -45,7 +45,7 @@ def register(subparsers: Any) -> None:
         "--json", action="store_true", help="exactly one line of canonical JSON per log"
     )
     parser.add_argument(
-        "--check-properties", action="store_true", help="also check P2-P8 and P12 on the run"
+        "--check-properties", action="store_true", help="also check P2-P12 on the run"
     )
     parser.add_argument("--report", metavar="HTML", help="also write the HTML report")
     add_segment_arguments(parser, "log")

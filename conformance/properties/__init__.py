@@ -1,2 +1,2 @@
-"""The properties P2-P8 and P12 and the topology analysis (R22/R23): conformance's ground
+"""The properties P2-P12 and the topology analysis (R22/R23): conformance's ground
 floor."""

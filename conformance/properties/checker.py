@@ -1,4 +1,4 @@
-"""The properties of SPEC §11 and §16.7 (P2-P8, P12) in one place, for Hypothesis, trace
+"""The properties of SPEC §11 and §16.7 (P2-P12) in one place, for Hypothesis, trace
 replay and Spark.
 
 `PropertyChecker` follows a run step by step from the observations alone: `after_step`
@@ -58,6 +58,19 @@ Readings where §11 is silent (also in the README):
   unpaused with their site and remote up; a dispatcher whose next due time may lie past
   2^63-1, or a settle stopped at its inner-operation cap (the engine's `settle_capped`,
   when it has one), makes the check not applicable there.
+- P9 (v2.0 part 2) is checked at each `conflated`: the event conflated is an update
+  queued at the sender, not in its batch in flight (R32), and a later-appended update of
+  the same key with a newer tag is queued there; the conflated event stops on the way for
+  P2, and P5 still compares its key (the final value). P10 runs a twin engine with no
+  memory limit beside the one under test (`conformance.properties.overflow`, only when
+  some sender's limit is below the default) and compares their deliveries step by step.
+  P11 after each `restart_sender` (and a `stop_sender` of a persistent or serial sender):
+  with persistence the queues hold exactly what was queued, in append order, and a batch
+  given up is sent again with `events_resent`; without, exactly the queued events are
+  reported `queue_lost`; dead-letter records survive either way.
+- P2 and P5 (as amended by §16.7) leave out events `not_queued` by a stopped sender and,
+  at a settle where a stopped or paused sender still holds events, are not checked there
+  (those events are neither lost nor delivered yet).
 """
 
 from __future__ import annotations

@@ -4,17 +4,17 @@ Every command that runs a trace runs it here: `replay`, the Spark `check` (one t
 time), `shrink`, the Hypothesis machine and the examples of reports. A `TraceRun` takes
 the operations one at a time (`step`), so a trace of any length streams through it, and
 `finish` returns one `RunResult`: the final state, P1's verdict (the divergence, if any),
-P2-P8 and P12's verdicts, the counts, the first failure with its signature, and, when asked, the
+P2-P12's verdicts, the counts, the first failure with its signature, and, when asked, the
 run in words (`Step`).
 
 With `engine="both"` the model and the impl run in lockstep (P1, `conformance.running.lockstep`).
 After a divergence the impl is not stepped again (its state no longer means anything),
-and the model runs on alone to the end so that P2-P8 and P12 are checked on the whole trace;
+and the model runs on alone to the end so that P2-P12 are checked on the whole trace;
 `stop_at_failure` instead ends the run at its first failure (shrinking wants exactly
 that). A result says when a run, or the impl, stopped before the end, and where.
 
 A failure has one signature (`Signature`): what the bug is, so that one bug makes one
-group however many ways it shows. For P2-P8 and P12 the property. For P1 the first differing
+group however many ways it shows. For P2-P12 the property. For P1 the first differing
 path, with list indices, entry keys, event ids and the site or sender of a state path
 normalized (`observations[].status`, `state.sites.*.entries.*.value`), and the
 direction of the difference normalized so that a reversed comparison lands in one group
@@ -207,7 +207,7 @@ def divergence_signature(divergence: Divergence) -> Signature:
 
 @dataclass(frozen=True, slots=True)
 class Failure:
-    """The first failure of a run: a divergence (P1) or a property violation (P2-P8 and P12)."""
+    """The first failure of a run: a divergence (P1) or a property violation (P2-P12)."""
 
     signature: Signature
     index: int  # 0-based operation after which it showed (P7: the last operation)
@@ -261,9 +261,9 @@ class RunResult:
     events: int  # client events (enqueued)
     state: dict[str, Any]  # the final observable state (§10): the model's when it ran
     divergence: Divergence | None
-    verdicts: tuple[Verdict, ...]  # P1, then P2-P8 and P12 when the properties were checked
+    verdicts: tuple[Verdict, ...]  # P1, then P2-P12 when the properties were checked
     coverage: dict[str, int]  # conformance.running.coverage counts
-    failure: Failure | None  # the first failure, P1 or P2-P8 and P12
+    failure: Failure | None  # the first failure, P1 or P2-P12
     stopped: str  # "" or where and why the run ended before the end of the trace
     impl_stopped: str  # "" or where the impl stopped (a divergence), the model going on
     seconds: float
@@ -314,7 +314,7 @@ class TraceRun:
 
     engine: "model", "impl" (`impl`'s engine alone) or "both" (lockstep, P1).
     impl / impl_spec: the impl's factory and its name (default the project's impl).
-    properties: check P2-P8 and P12. explain: words for every step (`Step.text`).
+    properties: check P2-P12. explain: words for every step (`Step.text`).
     on_step: receives every `Step` as it happens (else, with `explain`, the result keeps
     them). stop_at_failure: end at the first failure. replay: reads the operations run so
     far again, from the first (the lockstep locates a state-only divergence with it; by
@@ -557,6 +557,6 @@ def stopped_line(result: RunResult, other: str = "the impl") -> str:
     if result.impl_stopped:
         return (
             f"{other} stopped at {result.impl_stopped} (P1); the model ran on alone to the "
-            "end, so P2-P8 and P12 and the state below are the model's"
+            "end, so P2-P12 and the state below are the model's"
         )
     return ""

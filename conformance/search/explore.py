@@ -442,7 +442,7 @@ def canonical_relabel(state: State, keys: Sequence[str], rename_keys: bool = Tru
 
 @dataclass(frozen=True, slots=True)
 class Found:
-    """A violation (P2-P8 and P12) or a divergence (P1) and the shortest path that shows it."""
+    """A violation (P2-P12) or a divergence (P1) and the shortest path that shows it."""
 
     property: str
     message: str
@@ -894,7 +894,7 @@ def summary_lines(
         )
     elif result.found:
         lines.append(
-            f"{plural(len(result.found), 'violation')} found; {checked}P2-P8 and P12 were checked "
+            f"{plural(len(result.found), 'violation')} found; {checked}P2-P12 were checked "
             f"on every behaviour of at most {result.covered_depth} operations"
         )
     else:

@@ -1,7 +1,7 @@
 """Shrinking a failing trace to a 1-minimal trace that fails the same way (issue 10).
 
 A trace fails when model and impl diverge (P1, `conformance.running.lockstep`) or a property of
-SPEC §11 is violated (P2-P8 and P12, `conformance.properties.checker`), whichever shows first. Its
+SPEC §11 is violated (P2-P12, `conformance.properties.checker`), whichever shows first. Its
 failure has a *signature*: the property, and for P1 the kind of divergence
 (observations or state) and the first differing path with list indices, entry keys and
 event ids normalized (`observations[].events_resent`, `state.sites.2.entries.*.value`).
@@ -75,7 +75,7 @@ def find_failure(
     names: Sequence[str] | None = None,
     events: dict[str, str] | None = None,
 ) -> Failure | None:
-    """Run `ops` (`conformance.running.run`, both engines, P2-P8 and P12) up to their first
+    """Run `ops` (`conformance.running.run`, both engines, P2-P12) up to their first
     failure; the failure. `skipped` collects the indices of skipped operations, `events`
     the key each event wrote; `names` names the operations in messages (default
     "operation N")."""
@@ -358,7 +358,7 @@ def shrink(
     first = find_failure(config, ops, impl_factory, skipped, names, written)
     shrinker.tests += 1
     if first is None:
-        raise NothingToShrink("nothing to shrink: model and impl agree and P2-P8 and P12 hold")
+        raise NothingToShrink("nothing to shrink: model and impl agree and P2-P12 hold")
     shrinker.signature = first.signature
     say(f"failure: {first.signature} at operation {first.index + 1:,} of {len(ops):,}")
     kept = list(range(first.index + 1))

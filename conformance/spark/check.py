@@ -1,4 +1,4 @@
-"""Checking traces at scale: each trace run in lockstep (P1) with P2-P8 and P12, one result row.
+"""Checking traces at scale: each trace run in lockstep (P1) with P2-P12, one result row.
 
 `check_batches` is the function Spark runs (`conformance.spark.glue`), tested without Spark:
 Arrow record batches of `CHECK_INPUT_SCHEMA` in, sorted by (trace id, seq) with each

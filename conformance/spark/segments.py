@@ -1,7 +1,7 @@
 """One long trace (or log) checked in parallel segments, with the result of a sequential run.
 
 1. **Fast pass.** One engine runs the whole trace once, as `replay --engine impl` would
-   (the impl; for a log, `validate`, the model), with the property checker P2-P8 and P12 on its
+   (the impl; for a log, `validate`, the model), with the property checker P2-P12 on its
    observations. Every S operations it writes a *cut*: the engine's checkpoint
    (docs/CHECKPOINT.md), the checker's state, the counts so far and where the next
    operation's line starts in the file.
@@ -17,12 +17,12 @@
    by induction the model's state at cut i is checkpoint i (the model restored from a
    checkpoint behaves as the model that wrote it, tests/test_checkpoint.py), so every
    segment saw the observations of the sequential lockstep, and the result is the fast
-   pass's (P2-P8 and P12 were checked on observations equal to the model's at every step) with
+   pass's (P2-P12 were checked on observations equal to the model's at every step) with
    P1 held. If segment j is the first with a divergence or an end state that is not the
    next checkpoint, the run goes on *sequentially* from cut j, where both sides are still
    the sequential run's, with the checker as it was there: the same lockstep, the same
    divergence (operation, file line, both sides), then the model alone to the end for
-   P2-P8 and P12, as `replay --engine both` does. That costs one sequential run from cut j, and
+   P2-P12, as `replay --engine both` does. That costs one sequential run from cut j, and
    only for a trace that fails.
 
 A trace file's segments read their lines from byte offsets, a Parquet trace set's from
