@@ -118,6 +118,7 @@ def engines(ops: int, keys: int, seed: int, repeat: int, say: Say) -> dict[str, 
         ops, keys=keys, seed=seed, dispatchers=PARALLEL_DISPATCHERS
     )
     parallel_events = sum(1 for op in parallel_workload if op.op in ("put", "delta", "destroy"))
+    conflating = steady_workload(ops, keys=keys, seed=seed, conflation=True)[0]
     ring_config, ring = ring_workload(ops, keys=keys, seed=seed)
     seconds: dict[str, float] = {}
     timers: dict[str, Callable[[], float]] = {
@@ -126,6 +127,8 @@ def engines(ops: int, keys: int, seed: int, repeat: int, say: Say) -> dict[str, 
         "impl": lambda: time_engine("impl", config, workload),
         "impl parallel": lambda: time_engine("impl", parallel_config, parallel_workload),
         "lockstep": lambda: time_lockstep(config, workload),
+        "model conflation": lambda: time_engine("model", conflating, workload),
+        "lockstep conflation": lambda: time_lockstep(conflating, workload),
         "model, ring": lambda: time_engine("model", ring_config, ring),
         "model and properties, ring": lambda: time_checker(ring_config, ring),
     }
@@ -174,6 +177,11 @@ def engines(ops: int, keys: int, seed: int, repeat: int, say: Say) -> dict[str, 
         "lockstep_seconds": round(seconds["lockstep"], 3),
         "lockstep_events_per_s": round(events / seconds["lockstep"]),
         "lockstep_vs_model": round(seconds["lockstep"] / seconds["model"], 2),
+        # the same workload with batch conflation on (R32, R33), against it off (bar: 1.2x)
+        "model_conflation_vs_off": round(seconds["model conflation"] / seconds["model"], 2),
+        "lockstep_conflation_vs_off": round(
+            seconds["lockstep conflation"] / seconds["lockstep"], 2
+        ),
         # None without a second CPU (or fork): the impl cannot run ahead
         "lockstep_ahead_vs_model": (
             round(seconds["lockstep ahead"] / seconds["model"], 2)

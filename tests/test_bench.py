@@ -23,6 +23,7 @@ def test_bench_times_engines_lockstep_and_reading(capsys: pytest.CaptureFixture[
     ):
         assert result[field] > 0, field
     assert result["lockstep_vs_model"] > 0
+    assert result["model_conflation_vs_off"] > 0 and result["lockstep_conflation_vs_off"] > 0
     assert result["lockstep_ahead_vs_model"] is None or result["lockstep_ahead_vs_model"] > 0
 
 

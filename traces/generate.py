@@ -28,10 +28,13 @@ def _value(rng: random.Random) -> Value:
     }
 
 
-def steady_config(batch_size: int = 100, dispatchers: int = 1) -> Config:
-    """Two sites, one sender ny 1->2 with deltas on; with several dispatchers a parallel
-    one, site 1 partitioned into 113 buckets."""
+def steady_config(batch_size: int = 100, dispatchers: int = 1, conflation: bool = False) -> Config:
+    """Two sites, one sender ny 1->2 with deltas on (and batch conflation if
+    `conflation`); with several dispatchers a parallel one, site 1 partitioned into 113
+    buckets."""
     sender = {"id": "ny", "site": 1, "remote": 2, "batch_size": batch_size, "delta": True}
+    if conflation:
+        sender["enable_batch_conflation"] = True
     if dispatchers == 1:
         return parse_config({"sites": [1, 2], "senders": [sender]})
     sender |= {"parallel": True, "dispatcher_threads": dispatchers}
@@ -165,9 +168,15 @@ def ring_workload(ops: int, keys: int = 10_000, seed: int = 0) -> tuple[Config, 
 
 
 def steady_workload(
-    ops: int, keys: int = 10_000, seed: int = 0, batch_size: int = 100, dispatchers: int = 1
+    ops: int,
+    keys: int = 10_000,
+    seed: int = 0,
+    batch_size: int = 100,
+    dispatchers: int = 1,
+    conflation: bool = False,
 ) -> tuple[Config, list[Op]]:
-    """`ops` operations of the steady workload (`steady_ops`) with seed `seed`."""
+    """`ops` operations of the steady workload (`steady_ops`) with seed `seed` (the same
+    operations whether `conflation` is on or off)."""
     rng = random.Random(seed)
     stream = steady_ops(rng, keys, batch_size, dispatchers)
-    return steady_config(batch_size, dispatchers), list(islice(stream, ops))
+    return steady_config(batch_size, dispatchers, conflation), list(islice(stream, ops))

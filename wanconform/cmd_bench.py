@@ -23,7 +23,8 @@ def register(subparsers: Any) -> None:
         description=(
             "Time the model and the impl, each alone and in lockstep, on a deterministic "
             "steady workload: 2 sites, one sender with batch_size 100 and delta on, 10-field "
-            "values, mostly delta updates, with the deliver/ack traffic; and one validating "
+            "values, mostly delta updates, with the deliver/ack traffic (also with 5 "
+            "parallel dispatchers, and with batch conflation on); and one validating "
             "read of its trace file, written canonically and with Python's json.dumps. "
             "Progress goes to stderr."
         ),
@@ -119,7 +120,8 @@ def register(subparsers: Any) -> None:
         help=(
             "print one JSON line: ops, events, model_events_per_s, impl_events_per_s, "
             "speedup, lockstep_events_per_s, lockstep_vs_model, lockstep_ahead_vs_model "
-            "(null without a second CPU), read_canonical_ops_per_s, "
+            "(null without a second CPU), model_conflation_vs_off, "
+            "lockstep_conflation_vs_off, read_canonical_ops_per_s, "
             "read_plain_ops_per_s, impl_compiled"
         ),
     )
@@ -166,6 +168,10 @@ def run(args: argparse.Namespace) -> int:
     print(
         f"lockstep: {result['lockstep_events_per_s']:>7,} events/s "
         f"({result['lockstep_seconds']:.3f} s, {result['lockstep_vs_model']}x the model alone)"
+    )
+    print(
+        f"batch conflation on (the same operations): model {result['model_conflation_vs_off']}x, "
+        f"lockstep {result['lockstep_conflation_vs_off']}x the time with it off"
     )
     print(
         f"properties (P2-P12) on {result['ring_ops']:,} ops of a 3-site ring with a settle "
