@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, Phase, settings
 
 settings.register_profile(
     "ci",
-    max_examples=200,
+    max_examples=100,
     deadline=None,
     derandomize=True,
     print_blob=True,

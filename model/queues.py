@@ -66,31 +66,51 @@ def enqueue(
     """R29: append `event` to the dispatcher its key (or thread, or bucket) routes it to,
     then R32's queue conflation. Returns the sender, the dispatcher's index and the
     `conflated` observations."""
-    if (
-        sender.dispatcher_threads == 1
-        and not sender.parallel
-        and not sender.enable_batch_conflation
-    ):  # R29's serial N = 1, `append` written out (most writes come here)
+    indexed = sender.enable_batch_conflation and event.op == "update"
+    if sender.dispatcher_threads == 1 and not sender.parallel:
+        # R29's serial N = 1, `append` written out (most writes come here)
+        index = 0
         dispatcher = current.dispatchers[0]
         queue, memory = dispatcher.queue, dispatcher.memory_bytes + event.size
+        earlier = _still_queued(dispatcher, event.key) if indexed else ()
+        if indexed:  # R32: the index forgets what left the queue
+            conflation = dispatcher.conflation.set(event.key, (*earlier, queue.end))
+            dispatcher = dispatcher._replace(conflation=conflation)
         if memory <= sender.maximum_queue_memory_bytes:  # R35
             dispatcher = dispatcher._replace(queue=queue.append(event), memory_bytes=memory)
         else:
             on_disk = dispatcher.on_disk.set(queue.end, event.size)
             dispatcher = dispatcher._replace(queue=queue.append(event), on_disk=on_disk)
-        return current._replace(dispatchers=(dispatcher,)), 0, []
-    index = dispatcher_of(sender, event.key, event.thread, event.bucket)
-    current = append(sender, current, index, event)
-    if not sender.enable_batch_conflation or event.op != "update":
+        current = current._replace(dispatchers=(dispatcher,))
+    else:
+        index = dispatcher_of(sender, event.key, event.thread, event.bucket)
+        earlier = _still_queued(current.dispatchers[index], event.key) if indexed else ()
+        current = append(sender, current, index, event, earlier)
+    if not earlier:
         return current, index, []
-    current, observations = _conflate_in_queue(sender, current, index)
+    current, observations = _conflate_in_queue(sender, current, index, earlier[-1])
     return current, index, observations
 
 
-def append(sender: SenderConfig, current: Sender, index: int, event: GatewayEvent) -> Sender:
+def _still_queued(dispatcher: Dispatcher, key: str) -> tuple[int, ...]:
+    """R32: the positions of the indexed updates of `key` still in the queue."""
+    positions = dispatcher.conflation.get(key)
+    if positions is None:
+        return ()
+    items = dispatcher.queue.items
+    return tuple(p for p in positions if p in items)
+
+
+def append(
+    sender: SenderConfig,
+    current: Sender,
+    index: int,
+    event: GatewayEvent,
+    earlier: tuple[int, ...] | None = None,
+) -> Sender:
     """Append `event` to dispatcher `index`'s queue: R35 places it in memory or on disk; a
     parallel dispatcher's bucket FIFO gets it too (R31), a conflating one's index an
-    update (R32)."""
+    update (R32: after `earlier`, its key's positions still queued, when known)."""
     dispatcher = current.dispatchers[index]
     queue = dispatcher.queue
     position = queue.end
@@ -108,9 +128,9 @@ def append(sender: SenderConfig, current: Sender, index: int, event: GatewayEven
         buckets = buckets.set(bucket, (fifo or _NO_POSITIONS).append(position))
     conflation_index = dispatcher.conflation
     if sender.enable_batch_conflation and event.op == "update":  # R32: indexed
-        conflation_index = conflation_index.set(
-            event.key, (*conflation_index.get(event.key, ()), position)
-        )
+        if earlier is None:
+            earlier = conflation_index.get(event.key, ())
+        conflation_index = conflation_index.set(event.key, (*earlier, position))
     updated = dispatcher._replace(
         queue=queue.append(event),
         buckets=buckets,
@@ -128,29 +148,23 @@ _NO_POSITIONS: Seq[int] = Seq()
 
 
 def _conflate_in_queue(
-    sender: SenderConfig, current: Sender, index: int
+    sender: SenderConfig, current: Sender, index: int, p_position: int
 ) -> tuple[Sender, list[Observation]]:
-    """R32 after an update `e` was appended (and indexed) at dispatcher `index`: the most
-    recently appended indexed update `p` of its key still queued before it leaves the
-    queue, unless `p` is in the batch in flight or `e`'s tag is not newer (R16.3). R34:
-    a survivor that would ship as a delta on `p`'s tag ships its full value."""
+    """R32 after an update `e` was appended (and indexed) at dispatcher `index`, where
+    `p_position` holds `p`, the most recently appended indexed update of its key still
+    queued before it: `p` leaves the queue, unless it is in the batch in flight or `e`'s
+    tag is not newer (R16.3). R34: a survivor that would ship as a delta on `p`'s tag
+    ships its full value."""
     dispatcher = current.dispatchers[index]
     queue = dispatcher.queue
     e_position = queue.end - 1
     event = queue.at(e_position)
-    earlier = [p for p in dispatcher.conflation[event.key][:-1] if p in queue.items]
-    dispatcher = dispatcher._replace(
-        conflation=dispatcher.conflation.set(event.key, (*earlier, e_position))
-    )  # the index forgets what left the queue
-    if not earlier:
-        return with_dispatcher(current, index, dispatcher), []
-    p_position = earlier[-1]
     in_flight = dispatcher.in_flight
     previous = queue.at(p_position)
     if (in_flight is not None and p_position in in_flight.members) or not wins(
         event.version, previous.version
     ):
-        return with_dispatcher(current, index, dispatcher), []
+        return current, []
     stats = current.stats
     survivor = event
     if loses_its_base(sender, event, previous):  # R34

@@ -243,6 +243,8 @@ def conflate_batch(
     kept_back: set[int] = set()
     conflated: list[tuple[str, str]] = []
     survivors: dict[int, list[int]] = {}  # index of `by` -> indexes it conflated
+    if all(len(indexes) == 1 for indexes in updates.values()):
+        return members, set(), [], set()  # no key has two updates in the batch
     for i, (position, event) in enumerate(members):
         if event.op != "update":
             continue
