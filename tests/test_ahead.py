@@ -219,11 +219,12 @@ def test_cli_replay_engine_both_ahead_prints_what_one_process_prints(
     AHEAD_OPERATIONS (20,000) to 2,000, so that the helper runs here (and the test is
     quick)."""
     import conformance.running.lockstep
+    from conformance.running.ahead import Ahead
 
     monkeypatch.setattr("conformance.running.ahead.AHEAD_OPERATIONS", 2_000)
     helpers: list[int] = []  # how many helpers the runs without --one-process started
 
-    class Counted(conformance.running.lockstep.Ahead):  # type: ignore[misc]
+    class Counted(Ahead):
         def __init__(self, *args: Any) -> None:
             helpers.append(1)
             super().__init__(*args)

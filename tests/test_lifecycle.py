@@ -240,8 +240,8 @@ def test_r37_stop_abandons_the_batch_in_flight_without_a_timeout(engine: str) ->
 
 @pytest.mark.parametrize("engine", ENGINES)
 def test_r37_clean_start_discards_the_queue(engine: str) -> None:
-    ops = [{"op": "stop_sender", "sender": "ny"}, {"op": "start_sender", "sender": "ny",
-           "clean_queues": True}]  # fmt: skip
+    stop: dict[str, Any] = {"op": "stop_sender", "sender": "ny"}
+    ops = [stop, {"op": "start_sender", "sender": "ny", "clean_queues": True}]
     parallel = {"regions": {"1": {"type": "partition", "total_num_buckets": 4}}}
     config = {**two_sites(batch_size=10, parallel=True), **parallel}
     r = run_trace(config, [put("a", 1), *ops], engine)

@@ -205,7 +205,12 @@ def test_sync_fsyncs_only_what_was_written_and_none_never(
 ) -> None:
     calls: list[int] = []
     real = os.fsync
-    monkeypatch.setattr(os, "fsync", lambda fd: (calls.append(fd), real(fd))[1])
+
+    def counted(fd: int) -> None:
+        calls.append(fd)
+        real(fd)
+
+    monkeypatch.setattr(os, "fsync", counted)
     batch = open_log(tmp_path / "b")
     calls.clear()  # creating the file fsynced the directories
     batch.append([event(1)])

@@ -61,9 +61,10 @@ Readings where §11 is silent (also in the README):
 - P9 (v2.0 part 2) is checked at each `conflated`: the event conflated is an update
   queued at the sender, not in its batch in flight (R32), and a later-appended update of
   the same key with a newer tag is queued there; the conflated event stops on the way for
-  P2, and P5 still compares its key (the final value). P10 runs a twin engine with no
-  memory limit beside the one under test (`conformance.properties.overflow`, only when
-  some sender's limit is below the default) and compares their deliveries step by step.
+  P2, and P5 still compares its key (the final value). P10 runs a second engine with
+  every such limit at the default beside the one the properties follow
+  (`conformance.properties.overflow`, only when some sender's limit is below the default)
+  and compares their observations step by step and their final states.
   P11 after each `restart_sender` (and a `stop_sender` of a persistent or serial sender):
   with persistence the queues hold exactly what was queued, in append order, and a batch
   given up is sent again with `events_resent`; without, exactly the queued events are
