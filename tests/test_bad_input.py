@@ -638,3 +638,40 @@ def test_a_trace_set_whose_second_ops_file_is_empty(
     assert err.startswith(f"wanconform: error: {tmp_path / 'set' / 'ops'}: not readable Parquet: ")
     assert "part-00001.parquet" in err
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (
+            ["replay", "--engin", "both", "t.jsonl"],
+            "wanconform replay: error: unrecognized arguments: --engin "
+            "(see: wanconform replay --help)",
+        ),
+        (
+            ["generate", "--trace", "10", "--out", "set"],
+            "wanconform generate: error: unrecognized arguments: --trace 10 "
+            "(see: wanconform generate --help)",
+        ),
+        (
+            ["replay", "--engine", "nope", "t.jsonl"],
+            "wanconform replay: error: argument --engine: invalid choice: 'nope' (choose from "
+            "'model', 'impl', 'both') (see: wanconform replay --help)",
+        ),
+        (
+            ["replay"],
+            "wanconform replay: error: the following arguments are required: TRACE "
+            "(see: wanconform replay --help)",
+        ),
+    ],
+    ids=["abbreviated_flag", "abbreviated_flag_with_value", "bad_choice", "missing_argument"],
+)
+def test_a_wrong_command_line_is_one_line_and_abbreviations_are_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], expected: str
+) -> None:
+    """Issue 31 item 8: one line on stderr, exit 2, nothing on stdout and nothing written;
+    an option must be written whole (argparse would take `--engin` for `--engine`)."""
+    with pytest.raises(SystemExit) as info:
+        main(argv)
+    captured = capsys.readouterr()
+    assert (info.value.code, captured.out, captured.err) == (2, "", expected + "\n")

@@ -15,7 +15,7 @@ import argparse
 import importlib
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 from traces.engine import tune_gc
 from traces.errors import WanconformError
@@ -40,7 +40,7 @@ COMMAND_MODULES = (
 
 
 SPEC_NOTE = (
-    "Section (§), rule (R1-R39) and property (P1-P8 and P12) numbers refer to docs/SPEC.md, the "
+    "Section (§), rule (R1-R39) and property (P1-P12) numbers refer to docs/SPEC.md, the "
     "protocol specification in this project's repository."
 )
 
@@ -64,10 +64,27 @@ def chosen_command(argv: Sequence[str]) -> str | None:
     return None
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser, strict and brief: an option must be written whole (`--engin`
+    is not `--engine`), and a wrong command line is one line on stderr, exit 2, which
+    names the command and where its help is (not argparse's usage block)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
+        self.command: str | None = None  # the top level's: the subcommand named, if any
+
+    def error(self, message: str) -> NoReturn:
+        # Unknown options reach the top level: they belong to the subcommand named.
+        prog = self.prog if self.command is None else f"{self.prog} {self.command}"
+        print(f"{prog}: error: {message} (see: {prog} --help)", file=sys.stderr)
+        sys.exit(2)
+
+
 def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     """The parser; with `argv`, only the named subcommand's module is imported (each
     command imports what it uses: start-up stays quick), else every command's."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="wanconform",
         description="Executable model and conformance harness for WAN gateway replication.",
         epilog=SPEC_NOTE,
@@ -75,6 +92,7 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     parser.add_argument("--version", action=_Version, nargs=0, help="show the version and exit")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     chosen = None if argv is None else chosen_command(argv)
+    parser.command = chosen
     only_version = argv is not None and chosen is None and "--version" in argv
     for name in COMMAND_MODULES:
         if (chosen is None and not only_version) or name == f"wanconform.cmd_{chosen}":
