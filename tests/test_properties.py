@@ -52,3 +52,27 @@ def test_P4_edge_by_edge_check_agrees_with_networkx(shippers: list[str]) -> None
         if checker.after_step(Tick(1), [sent], dict) and found is None:
             found = index
     assert found == expected
+
+
+def test_P4_checked_on_nothing_is_not_applicable() -> None:
+    """Issue 31 item 4: a property checked on nothing is "not applicable". Site 2 is down
+    from the start, so ny never ships the write (R21: no connection) and P4 has no edge
+    to check; once site 2 is back and the write shipped (batch_size 1), P4 holds."""
+    import model
+    from traces.ops import Op, Put, Settle, SiteDown, SiteUp
+
+    config = parse_config(
+        {"sites": [1, 2], "senders": [{"id": "ny", "site": 1, "remote": 2, "batch_size": 1}]}
+    )
+
+    def p4(ops: list[Op]) -> tuple[str, str]:
+        engine, checker = model.Engine(config), PropertyChecker(config)
+        for op in ops:
+            checker.after_step(op, engine.apply(op), engine.observe)
+        checker.finish(engine.observe())
+        [verdict] = [v for v in checker.verdicts() if v.property == "P4"]
+        return verdict.status, verdict.reason
+
+    down = [SiteDown(2), Put(1, "a", {"v": 1}), Tick(1000)]
+    assert p4(down) == ("not applicable", "no event was shipped")
+    assert p4([*down, SiteUp(2), Settle()]) == ("held", "")

@@ -45,8 +45,9 @@ Readings where §11 is silent (also in the README):
   every path must be stopped.
 - "Superseded" (P2): the site's entry tag is newer than the event's in R16.3's order,
   which is the total order (timestamp, dsid, entry_version).
-- P4 applies only to supported topologies (R23); P3 when some event was applied, P6
-  when some value was built from a delta, P7 when a secure sender wrote a dead letter.
+- P4 applies to supported topologies (R23) when some event was shipped; P3 when some
+  event was applied, P6 when some value was built from a delta, P7 when a secure sender
+  wrote a dead letter.
   P4's edge is the sender, whatever its dispatchers (§16.7).
 - P8 (v2.0): "appended to g" is each append (R11, R22, R26's requeue: a requeued event is
   appended again); "processes (first time)" is the first `applied` of that append,
@@ -249,6 +250,7 @@ class PropertyChecker:
         self._dirty: set[str] = set()  # comparable keys written or applied since P5 looked
         self._differing: set[str] = set()  # comparable keys that differed when P5 looked
         self._applied_any = False
+        self._shipped_any = False  # P4: some event was shipped (else nothing was checked)
         self._built_any = False
         self._secure_dead_letters = 0
         self._step = 0
@@ -886,6 +888,7 @@ class PropertyChecker:
             return []
         sender = self.config.sender(obs["sender"])
         out: list[Violation] = []
+        self._shipped_any = self._shipped_any or bool(obs["events"])
         for event_id in obs["events"]:
             found = self._events.get(event_id)
             if found is None:
@@ -1039,7 +1042,7 @@ class PropertyChecker:
                     f"the topology is unsupported (R23): site {first.site} receives events of "
                     f"site {first.origin} along {len(first.paths)} paths"
                 )
-            return ""
+            return "" if self._shipped_any else "no event was shipped"
         if name == "P5":
             if self._p5_checks:
                 return ""
