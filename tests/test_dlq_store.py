@@ -145,7 +145,7 @@ def test_the_inspector_lists_filters_counts_exports_and_writes_redeliveries(
     assert main(["dlq", str(store), "--key", "b"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[1].split() == ["ny", "1:2", "b", "create", "E", "[1,0,1]", '{"v":"SECRET-b"}']
-    assert out[-1] == "1 records"
+    assert out[-1] == "1 record"
     assert main(["dlq", str(store), "--counts"]) == 0
     assert capsys.readouterr().out.split() == ["2", "E", "2", "records"]
     assert main(["dlq", str(store), "--format", "csv", "-o", str(tmp_path / "r.csv")]) == 0

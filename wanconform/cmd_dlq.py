@@ -25,6 +25,7 @@ from impl.dlq_store import read_store
 from traces.canonical import canonical_json
 from traces.errors import WanconformError
 from traces.outputs import declare_outputs, write_text_atomically
+from traces.text import plural
 
 COLUMNS = ("sender", "event_id", "key", "op", "exception", "version", "value", "recipients")
 
@@ -95,7 +96,10 @@ def run(args: argparse.Namespace) -> int:
             for sender, ids in sorted(by_sender.items())
         ]
         write_text_atomically(args.output, "".join(line + "\n" for line in ops))
-        print(f"{args.output}: {len(ops)} redeliver operations for {len(records)} records")
+        print(
+            f"{args.output}: {plural(len(ops), 'redeliver operation')} for "
+            f"{plural(len(records), 'record')}"
+        )
         return 0
     rows = [_row(record) for record in records]
     if args.format == "jsonl":
@@ -109,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
     elif args.format == "parquet":
         _write_parquet(rows, Path(args.output))
     if args.format != "text":
-        print(f"{args.output}: {len(rows)} records")
+        print(f"{args.output}: {plural(len(rows), 'record')}")
         return 0
     if args.counts:
         for exception, count in sorted(Counter(r["exception"] for r in rows).items()):
@@ -119,7 +123,7 @@ def run(args: argparse.Namespace) -> int:
     print("  ".join(f"{c:<12}" for c in COLUMNS[:-1]).rstrip())
     for row in rows:
         print("  ".join(f"{row[c]:<12}" for c in COLUMNS[:-1]).rstrip())
-    print(f"{len(rows)} records")
+    print(plural(len(rows), "record"))
     return 0
 
 

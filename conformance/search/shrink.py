@@ -368,7 +368,7 @@ def shrink(
         nonlocal kept
         kept = candidate
         result.stages.append((name, len(kept)))
-        say(f"{name}: {len(kept):,} operations ({shrinker.tests:,} traces run)")
+        say(f"{name}: {plural(len(kept), 'operation')} ({plural(shrinker.tests, 'trace')} run)")
 
     stage("cut after the first failure", kept)
     stage("kept the shortest failing suffix", shrinker.suffix(kept))
