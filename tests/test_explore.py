@@ -384,6 +384,18 @@ def test_counterexample_is_written_and_replays(tmp_path: Path) -> None:
         cwd=ROOT, capture_output=True, text=True, check=False,
     )  # fmt: skip
     assert replay.returncode == 1 and "P1: FAILED" in replay.stdout
+    # Issue 31 item 5: the printed command names the trace where --out put it, and
+    # works from where explore was run.
+    command = words.rstrip("\n").splitlines()[-1]
+    assert command == (
+        f"reproduce: wanconform replay --check-properties --engine both --impl {bug} "
+        f"--steps {out / 'counterexample.jsonl'}"
+    )
+    reproduced = subprocess.run(
+        [sys.executable, "-m", "wanconform", *command.split()[2:]],
+        cwd=ROOT, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert reproduced.returncode == 1 and "P1: FAILED" in reproduced.stdout, reproduced.stderr
     again = _cli(str(config), "--depth", "3", "--engine", "both", "--impl", bug, "--out", str(out))
     assert again.returncode == 2 and "give --force" in again.stderr
 

@@ -223,7 +223,14 @@ def run(args: argparse.Namespace) -> int:
         for number in range(1, len(result.found) + 1)
     ]
     texts = [
-        _counterexample(config, found.path, impl, impl_spec, f"{label}.jsonl")
+        _counterexample(
+            config,
+            found.path,
+            impl,
+            impl_spec,
+            f"{label}.jsonl",
+            os.path.join(args.out, f"{label}.jsonl") if args.out else None,
+        )
         for found, label in zip(result.found, labels, strict=True)
     ]
     for found, label, (trace, words) in zip(result.found, labels, texts, strict=True):
@@ -246,10 +253,17 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _counterexample(
-    config: Any, path: tuple[Any, ...], impl: Any, impl_spec: str, name: str
+    config: Any,
+    path: tuple[Any, ...],
+    impl: Any,
+    impl_spec: str,
+    name: str,
+    saved_as: str | None,
 ) -> tuple[str, str]:
     """The trace text of a counterexample and its explanation: the run in words, as
-    `replay --steps` tells it, and its first failure as `replay` describes it."""
+    `replay --steps` tells it, its first failure as `replay` describes it, and the
+    command that reproduces it from where the user stands (the trace `saved_as`, in the
+    `--out` directory; without one, printed to be saved as `name`)."""
     from conformance.running.run import TraceRun
     from traces.tracefile import trace_text, where
 
@@ -270,7 +284,9 @@ def _counterexample(
     command = "replay --check-properties" + (
         f" --engine both --impl {impl_spec}" if impl is not None else ""
     )
-    lines.append(f"reproduce: wanconform {command} --steps {name}")
+    if saved_as is None:
+        lines.append(f"reproduce: save the trace above as {name}, then")
+    lines.append(f"reproduce: wanconform {command} --steps {saved_as or name}")
     return trace_text(config, list(path)), "\n".join(lines) + "\n"
 
 
