@@ -264,6 +264,32 @@ def test_ctrl_c_in_the_middle_of_a_spark_check(tmp_path: Path) -> None:
     assert living_processes_of_session(process.pid) == []
 
 
+def test_ctrl_c_while_the_jvm_starts_leaves_no_jvm(tmp_path: Path) -> None:
+    """Issue 31 item 2: Ctrl-C 2 s after `campaign` starts (here: while PySpark launches
+    its JVM, which ignores SIGINT) is one line, exit 130, nothing written, and no JVM left
+    running. The interrupt is held until the JVM is known, then it is stopped."""
+    command = [*WANCONFORM, "campaign", "--traces", "20", "--ops", "100", "--out", "out"]
+    process = subprocess.Popen(
+        command,
+        cwd=tmp_path,
+        start_new_session=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        time.sleep(2.0)
+        os.killpg(process.pid, signal.SIGINT)
+        out, err = process.communicate(timeout=120)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+    assert (process.returncode, err, out) == (130, "wanconform: interrupted: nothing written\n", "")
+    assert os.listdir(tmp_path) == []
+    time.sleep(1)
+    assert living_processes_of_session(process.pid) == []
+
+
 def living_processes_of_session(session: int) -> list[str]:
     found = subprocess.run(
         ["ps", "-o", "pid=,stat=,args=", "-s", str(session)], capture_output=True, text=True

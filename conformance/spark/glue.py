@@ -162,9 +162,21 @@ def _launch_jvm(settings: dict[str, str]) -> None:
     for key, value in settings.items():
         conf.set(key, value)
     popen = {"stderr": subprocess.PIPE}
-    gateway = launch_gateway(conf, popen_kwargs=popen)  # type: ignore[no-untyped-call]
+    # Ctrl-C while the JVM starts is held until it has started: PySpark's JVM ignores
+    # SIGINT, and one interrupted mid-launch would be known to nobody and outlive the
+    # command (issue 31 item 2); once it is in `_jvm`, `abandon` stops it.
+    pressed: list[int] = []
+    held = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGINT, lambda sig, _: pressed.append(sig)) if held else None
+    try:
+        gateway = launch_gateway(conf, popen_kwargs=popen)  # type: ignore[no-untyped-call]
+        _jvm.append(gateway.proc)
+    finally:
+        if held:
+            signal.signal(signal.SIGINT, previous or signal.default_int_handler)
     threading.Thread(target=_forward_jvm_stderr, args=(gateway.proc.stderr,), daemon=True).start()
-    _jvm.append(gateway.proc)
+    if pressed:
+        raise KeyboardInterrupt
     SparkContext._ensure_initialized(gateway=gateway, conf=conf)
 
 
