@@ -73,6 +73,6 @@ def test_P4_checked_on_nothing_is_not_applicable() -> None:
         [verdict] = [v for v in checker.verdicts() if v.property == "P4"]
         return verdict.status, verdict.reason
 
-    down = [SiteDown(2), Put(1, "a", {"v": 1}), Tick(1000)]
+    down: list[Op] = [SiteDown(2), Put(1, "a", {"v": 1}), Tick(1000)]
     assert p4(down) == ("not applicable", "no event was shipped")
     assert p4([*down, SiteUp(2), Settle()]) == ("held", "")
