@@ -226,6 +226,14 @@ def remove(dispatcher: Dispatcher, positions: list[int]) -> Dispatcher:
     if resend:
         leaving = set(positions)
         resend = tuple(p for p in resend if p not in leaving)
+    conflation = dispatcher.conflation
+    if conflation:  # R32: the index holds only what is queued (as a checkpoint's does)
+        for position in positions:
+            key = items[position].key
+            indexed = conflation.get(key)
+            if indexed is not None and position in indexed:
+                kept = tuple(p for p in indexed if p != position)
+                conflation = conflation.set(key, kept) if kept else conflation.delete(key)
     return dispatcher._replace(
         queue=queue.remove(positions),
         buckets=buckets,
@@ -233,6 +241,7 @@ def remove(dispatcher: Dispatcher, positions: list[int]) -> Dispatcher:
         on_disk=on_disk,
         recovered=recovered,
         resend=resend,
+        conflation=conflation,
     )
 
 
