@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, Phase, settings
 
 settings.register_profile(
     "ci",
-    max_examples=100,
+    max_examples=60,
     deadline=None,
     derandomize=True,
     print_blob=True,

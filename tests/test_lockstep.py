@@ -93,7 +93,7 @@ def runs(draw: st.DrawFn) -> tuple[Config, list[Op]]:
 @pytest.mark.parametrize("bug", STATE_ONLY_BUGS + PLANTED_BUGS, ids=lambda bug: bug.__name__)
 @pytest.mark.parametrize("state_every", [None, 1, 7])
 @pytest.mark.parametrize("replayed", [False, True], ids=["recorded", "replayed"])
-@settings(max_examples=20)
+@settings(max_examples=12)
 @given(run=runs())
 def test_P1_lockstep_names_the_same_first_operation_as_a_per_step_comparison(
     bug: type[Engine], state_every: int | None, replayed: bool, run: tuple[Config, list[Op]]
@@ -106,7 +106,7 @@ def test_P1_lockstep_names_the_same_first_operation_as_a_per_step_comparison(
 @pytest.mark.skipif(not ahead_possible(), reason="a helper needs a second CPU and fork")
 @pytest.mark.parametrize("bug", STATE_ONLY_BUGS + PLANTED_BUGS, ids=lambda bug: bug.__name__)
 @pytest.mark.parametrize("state_every", [None, 1, 7])
-@settings(max_examples=8)
+@settings(max_examples=5)
 @given(run=runs())
 def test_P1_lockstep_ahead_names_the_same_first_operation_as_a_per_step_comparison(
     bug: type[Engine], state_every: int | None, run: tuple[Config, list[Op]]
