@@ -20,6 +20,7 @@ from conformance.search.examples import Example
 from reports.chart_svg import Chart, render_chart_svg
 from reports.report_data import ExploreView, Report, build_report
 from traces.outputs import write_text_atomically
+from traces.text import plural
 
 _ENVIRONMENT = jinja2.Environment(
     loader=jinja2.PackageLoader("reports", "templates"),
@@ -27,6 +28,7 @@ _ENVIRONMENT = jinja2.Environment(
     undefined=jinja2.StrictUndefined,
     keep_trailing_newline=True,
 )
+_ENVIRONMENT.filters["plural"] = plural  # {{ n | plural("trace") }}: "1 trace", "2 traces"
 
 
 def _chart(chart: Chart | None) -> Markup | str:

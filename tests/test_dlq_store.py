@@ -129,11 +129,30 @@ def test_replay_with_a_store_compares_what_it_reads_back(
     assert main(["replay", "--engine", "both", "--dlq-dir", str(store), str(trace)]) == 0
     assert "P1: held" in capsys.readouterr().out
     assert read_store(store / "t") == {"ny.dlq": []}
-    # the same store again: refused before any work; a store that is not there: 2
+    # the same store again: refused before any work
     assert main(["replay", "--engine", "both", "--dlq-dir", str(store), str(trace)]) == 2
     assert "exists and is not empty; choose another DIR" in capsys.readouterr().err
-    assert main(["replay", "--engine", "both", "--dlq-dir", str(tmp_path / "no"), str(trace)]) == 2
-    assert "no such directory" in capsys.readouterr().err
+    # a DIR that is not there is made, and stderr says where the store is (issue 31)
+    missing = tmp_path / "no" / "such"
+    assert main(["replay", "--engine", "both", "--dlq-dir", str(missing), str(trace)]) == 0
+    assert f"t.jsonl: dead letters in {missing / 't'}\n" in capsys.readouterr().err
+    assert read_store(missing / "t") == {"ny.dlq": []}
+    # `wanconform dlq DIR` reads the one store under the DIR given (issue 31)
+    assert main(["dlq", str(missing)]) == 0
+    assert capsys.readouterr().out.endswith("0 records\n")
+    (tmp_path / "u.jsonl").write_text(trace.read_text())
+    assert main(["replay", "--engine", "both", "--dlq-dir", str(missing), str(tmp_path / "u.jsonl")]) == 0
+    capsys.readouterr()
+    assert main(["dlq", str(missing)]) == 2
+    assert capsys.readouterr().err == (
+        f"wanconform: error: {missing}: holds the stores of 2 traces (t, u); give one, e.g. "
+        f"`wanconform dlq {missing / 't'}`\n"
+    )
+    (tmp_path / "file").write_text("")
+    assert main(["replay", "--engine", "impl", "--dlq-dir", str(tmp_path / "file"), str(trace)]) == 2
+    assert capsys.readouterr().err == (
+        f"wanconform: error: --dlq-dir: {tmp_path / 'file'}: exists and is not a directory\n"
+    )
 
 
 def test_the_inspector_lists_filters_counts_exports_and_writes_redeliveries(

@@ -1354,7 +1354,7 @@ def test_cli_import_writes_canonical_config(
     assert captured.err.endswith(f"wanconform: wrote {out_path}\n")
     text = out_path.read_text(encoding="utf-8")
     assert text == canonical_json(TWO_SITES.to_json()) + "\n"
-    assert sorted(os.listdir(tmp_path)) == ["config.json"]
+    assert sorted(os.listdir(tmp_path)) == [".wanconform-written.json", "config.json"]
     assert main(["topology", str(out_path), "--json"]) == 0
 
 
@@ -1372,18 +1372,21 @@ def test_cli_import_error_leaves_output_untouched(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     out_path = tmp_path / "config.json"
-    out_path.write_text("previous\n", encoding="utf-8")
+    sites = ["--site", f"1={GEODE / 'ln-cache.xml'}", "--site", f"2={GEODE / 'ny-cache.xml'}"]
+    assert main(["import", *sites, "-o", str(out_path)]) == 0  # an earlier output
+    previous = out_path.read_text(encoding="utf-8")
+    capsys.readouterr()
     code = main(
         ["import", "--site", f"1={GEODE / 'billion-laughs.xml'}", "--site",
-         f"2={GEODE / 'ny.gfsh'}", "-o", str(out_path)]
+         f"2={GEODE / 'ny.gfsh'}", "-o", str(out_path), "--force"]
     )  # fmt: skip
     captured = capsys.readouterr()
     assert code == 2
     assert captured.out == ""
     assert captured.err.count("\n") == 1
     assert captured.err.startswith("wanconform: error: ") and "billion-laughs.xml:3" in captured.err
-    assert out_path.read_text(encoding="utf-8") == "previous\n"
-    assert sorted(os.listdir(tmp_path)) == ["config.json"]
+    assert out_path.read_text(encoding="utf-8") == previous
+    assert sorted(os.listdir(tmp_path)) == [".wanconform-written.json", "config.json"]
 
 
 def test_cli_import_empty_file_is_exit_2_and_allow_partial_is_0(

@@ -150,6 +150,62 @@ def test_force_never_replaces_a_directory_wanconform_did_not_write(
     assert main(["convert", TRACE, "--out", str(tmp_path / "empty")]) == 0
 
 
+DLQ_TRACE = str(ROOT / "traces" / "examples" / "failed_event_dead_lettered.jsonl")
+GEODE = ROOT / "tests" / "data" / "geode"
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["import", "--site", f"1={GEODE / 'ln-cache.xml'}", "--site",
+         f"2={GEODE / 'ny-cache.xml'}", "-o"],
+        ["topology", TRACE, "--svg"],
+        ["replay", TRACE, "--report"],
+        ["replay", TRACE, "--engine", "impl", "--checkpoint"],
+        ["dlq", "STORE", "--format", "csv", "-o"],
+        ["dlq", "STORE", "--redeliver", "-o"],
+    ],  # fmt: skip
+    ids=["import -o", "topology --svg", "replay --report", "replay --checkpoint", "dlq -o",
+         "dlq --redeliver -o"],  # fmt: skip
+)
+def test_an_output_file_is_replaced_only_with_force_and_only_if_wanconform_wrote_it(
+    command: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 31, item 1: a single-file output keeps the promise directories keep."""
+    if "STORE" in command:
+        store = tmp_path / "dlq"
+        assert main(["replay", DLQ_TRACE, "--engine", "impl", "--dlq-dir", str(store)]) == 0
+        command = [str(store) if word == "STORE" else word for word in command]
+    out = tmp_path / "notes.txt"
+    out.write_text("my notes\n")
+    capsys.readouterr()
+    assert main([*command, str(out)]) == 2
+    assert one_error(capsys) == (
+        f"wanconform: error: {out}: exists; give --force to replace it (only a file "
+        "wanconform wrote), or choose another file"
+    )
+    assert main([*command, str(out), "--force"]) == 2
+    assert one_error(capsys) == (
+        f"wanconform: error: {out}: exists and is not a file wanconform wrote (or it changed "
+        "since); choose another file"
+    )
+    assert out.read_text() == "my notes\n"
+    ours = tmp_path / "ours"
+    assert main([*command, str(ours)]) in (0, 1)
+    written = ours.read_bytes()
+    capsys.readouterr()
+    assert main([*command, str(ours)]) == 2  # wanconform's own: still only with --force
+    assert "exists; give --force to replace it" in one_error(capsys)
+    os.utime(ours, ns=(0, 0))  # to see it replaced
+    assert main([*command, str(ours), "--force"]) in (0, 1)
+    assert ours.stat().st_mtime_ns > 0 and ours.read_bytes()[:40] == written[:40]
+    with ours.open("ab") as changed:  # changed since: the user's now
+        changed.write(b"\n")
+    capsys.readouterr()
+    assert main([*command, str(ours), "--force"]) == 2
+    assert "is not a file wanconform wrote (or it changed since)" in one_error(capsys)
+
+
 @pytest.mark.parametrize(
     ("marker", "kind"),
     [
@@ -583,7 +639,7 @@ def test_an_output_killed_at_random_moments_is_absent_or_whole(tmp_path: Path) -
     traces = sorted(str(p) for p in sources.iterdir())
     commands = {
         "set": [*WANCONFORM, "convert", *traces, "--force", "--out"],
-        "r.html": [*WANCONFORM, "replay", *traces[:20], "--report"],
+        "r.html": [*WANCONFORM, "replay", *traces[:20], "--force", "--report"],
     }
     rng = random.Random(20)
     for name, command in commands.items():
@@ -600,7 +656,8 @@ def test_an_output_killed_at_random_moments_is_absent_or_whole(tmp_path: Path) -
             assert not target.exists() or valid(target) == complete
         subprocess.run([*command, str(target)], check=True, capture_output=True)
         assert valid(target) == complete
-    assert sorted(os.listdir(tmp_path)) == ["in", "r.html", "set"]  # no leftovers
+    # no leftovers; r.html is known as wanconform's at every moment a kill can come
+    assert sorted(os.listdir(tmp_path)) == [".wanconform-written.json", "in", "r.html", "set"]
 
 
 def valid(target: Path) -> Any:

@@ -460,7 +460,8 @@ def test_svg_is_well_formed_deterministic_and_highlights_duplicates(
         assert code == 1
     data = first.read_bytes()
     assert data == second.read_bytes()
-    assert sorted(os.listdir(tmp_path)) == ["a.svg", "b.svg"]  # no temporary files left
+    # no temporary files left; the ledger of what wanconform wrote (traces/outputs.py)
+    assert sorted(os.listdir(tmp_path)) == [".wanconform-written.json", "a.svg", "b.svg"]
     root = SafeET.fromstring(data)
     ns = {"svg": "http://www.w3.org/2000/svg"}
     assert root.tag == "{http://www.w3.org/2000/svg}svg"

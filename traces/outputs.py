@@ -8,6 +8,10 @@ Every file or directory a command writes goes through here:
   disk, and a "folder" that is a file), an output file is a regular file or absent, an
   output directory is absent, empty, or one wanconform wrote (`output_kind`), and one
   wanconform wrote is replaced only with `--force`: a result is never lost silently.
+  An existing output file is replaced only with `--force` too, and only if wanconform
+  wrote it and it has not changed since: each folder wanconform writes an output file
+  into keeps a ledger, `.wanconform-written.json`, of those files' names and SHA-256
+  digests (entered by `atomic_file` for the outputs `check_outputs` was given).
 - `atomic_file(path)` / `write_text_atomically`: a temporary file in the same folder,
   renamed over the target when complete.
 - `building_directory(path)`: a temporary directory next to the target, renamed into place
@@ -21,6 +25,8 @@ dead processes.
 from __future__ import annotations
 
 import argparse
+import hashlib
+import json
 import os
 import re
 import shutil
@@ -87,14 +93,72 @@ def _existing_folder(path: Path, create: bool, shown: str | os.PathLike[str]) ->
     raise _fail(shown, f"no such folder {path.parent}")
 
 
-def check_output_file(path: str | os.PathLike[str]) -> None:
-    """An output file can be written (before any work); one line if not."""
+def check_output_file(path: str | os.PathLike[str], force: bool = False) -> None:
+    """An output file can be written (before any work): absent, or one wanconform wrote
+    (unchanged since) that `force` allows to replace; one line if not."""
     target = Path(os.path.abspath(path))
     if target.is_dir():
         raise WanconformError(f"{os.fspath(path)}: is a directory; give a file name")
     if target.exists() and not target.is_file():
         raise _fail(path, "not a regular file")
+    if target.exists() and not force:
+        raise WanconformError(
+            f"{os.fspath(path)}: exists; give --force to replace it (only a file wanconform "
+            "wrote), or choose another file"
+        )
+    if target.exists() and not wrote(target):
+        raise WanconformError(
+            f"{os.fspath(path)}: exists and is not a file wanconform wrote (or it changed "
+            "since); choose another file"
+        )
     _probe(_existing_folder(target, create=False, shown=path), path)
+
+
+# -- the ledger of the output files wanconform wrote ---------------------------------------
+
+LEDGER = ".wanconform-written.json"
+"""In each folder that holds an output file wanconform wrote: {file name: [SHA-256]}."""
+
+_DECLARED: set[Path] = set()
+"""The output files of this command (`check_outputs`): `atomic_file` enters them."""
+
+
+def _digest(path: Path) -> str:
+    sha = hashlib.sha256()
+    with open(path, "rb") as stream:
+        for block in iter(lambda: stream.read(1 << 20), b""):
+            sha.update(block)
+    return sha.hexdigest()
+
+
+def _ledger(folder: Path) -> dict[str, list[str]]:
+    """A folder's ledger; {} if it has none or it is unreadable (then nothing is known to
+    be wanconform's, which refuses a replacement: the safe side)."""
+    try:
+        entries = json.loads((folder / LEDGER).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(entries, dict):
+        return {}
+    return {
+        str(name): [str(d) for d in digests]
+        for name, digests in entries.items()
+        if isinstance(digests, list)
+    }
+
+
+def wrote(path: Path) -> bool:
+    """Did wanconform write the file at `path`, as it is now?"""
+    return _digest(path) in _ledger(path.parent).get(path.name, [])
+
+
+def _enter(target: Path, digests: list[str]) -> None:
+    """Set `target`'s digests in its folder's ledger (whole or not at all, as any file)."""
+    entries = _ledger(target.parent)
+    entries[target.name] = digests
+    text = json.dumps(entries, sort_keys=True, indent=0) + "\n"
+    with atomic_file(target.parent / LEDGER, declared=False) as temporary:
+        temporary.write_text(text, encoding="utf-8")
 
 
 def check_output_directory(path: str | os.PathLike[str], force: bool = False) -> None:
@@ -127,12 +191,12 @@ def declare_outputs(
     """Name the arguments (their `dest`) that are output files or directories, so that
     `check_outputs` checks them before the command runs; directories get `--force`."""
     parser.set_defaults(output_files=tuple(files), output_directories=tuple(directories))
-    if directories:
+    if files or directories:
         parser.add_argument(
             "--force",
             action="store_true",
-            help="replace an output directory that wanconform wrote earlier (never one it "
-            "did not write)",
+            help="replace an output that wanconform wrote earlier (never one it did not "
+            "write, or changed since)",
         )
 
 
@@ -141,7 +205,8 @@ def check_outputs(args: argparse.Namespace) -> None:
     for dest in getattr(args, "output_files", ()):
         value = getattr(args, dest, None)
         if value is not None and value != "-":
-            check_output_file(value)
+            check_output_file(value, getattr(args, "force", False))
+            _DECLARED.add(Path(os.path.abspath(value)))
     for dest in getattr(args, "output_directories", ()):
         value = getattr(args, dest, None)
         if value is not None:
@@ -183,10 +248,13 @@ def _prefix(target: Path) -> str:
 
 
 @contextmanager
-def atomic_file(path: str | os.PathLike[str]) -> Iterator[Path]:
+def atomic_file(path: str | os.PathLike[str], declared: bool = True) -> Iterator[Path]:
     """A temporary path to write the file at; renamed to `path` if the body completes,
-    removed otherwise."""
+    removed otherwise. A command's output file (`check_outputs`) enters the ledger: its
+    new digest beside the old before the rename, alone after it, so that a kill at any
+    moment leaves the file in place known as wanconform's."""
     target = Path(path)
+    ledger = declared and Path(os.path.abspath(target)) in _DECLARED
     folder = target.parent
     _remove_leftovers(folder, target.name)
     try:
@@ -200,7 +268,13 @@ def atomic_file(path: str | os.PathLike[str]) -> Iterator[Path]:
         umask = os.umask(0)  # mkstemp makes the file 0600; give it the usual mode
         os.umask(umask)
         os.chmod(temporary, 0o666 & ~umask)
+        if ledger:
+            digest = _digest(temporary)
+            old = _ledger(target.parent).get(target.name, [])
+            _enter(target, [*old[-1:], digest])
         os.replace(temporary, target)
+        if ledger:
+            _enter(target, [digest])
     except OSError as exc:
         temporary.unlink(missing_ok=True)
         raise _fail(path, exc.strerror or str(exc)) from None

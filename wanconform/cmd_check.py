@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from conformance.running.stores import store_engine_class
+from conformance.running.stores import store_engine_class, store_root
 from impl.dlq_store import check_directory
 from traces.engine import DEFAULT_IMPL, load_impl
 from traces.outputs import declare_outputs
@@ -31,16 +31,21 @@ def add_check_arguments(parser: argparse.ArgumentParser) -> None:
         "--dlq-dir",
         metavar="DIR",
         help="keep the impl's dead letters in a durable store per trace, DIR/TRACE_ID/ "
-        "(docs/DLQ_STORE.md; DIR must exist and be seen by every executor); "
-        "inspect one with `wanconform dlq DIR/TRACE_ID`",
+        "(docs/DLQ_STORE.md; DIR is made if missing and must be seen by every executor); "
+        "inspect them with `wanconform dlq DIR`",
     )
 
 
 def check_dlq_dir(args: argparse.Namespace) -> None:
     """`--dlq-dir`, checked before Spark starts."""
     if args.dlq_dir is not None:
-        check_directory(args.dlq_dir)
         store_engine_class(args.impl)
+        check_directory(store_root("--dlq-dir", args.dlq_dir))
+        print(
+            f"dead letters: one store per trace, {os.path.join(args.dlq_dir, 'TRACE_ID')} "
+            f"(inspect with `wanconform dlq {args.dlq_dir}`)",
+            file=sys.stderr,
+        )
 
 
 def register(subparsers: Any) -> None:

@@ -8,6 +8,7 @@ from typing import Any
 
 from traces.errors import WanconformError
 from traces.outputs import declare_outputs
+from traces.text import plural
 
 
 def register(subparsers: Any) -> None:
@@ -32,7 +33,7 @@ def run(args: argparse.Namespace) -> int:
     sources = [Path(s) for s in args.sources]
     if len(sources) == 1 and sources[0].is_dir():
         count = parquet_to_jsonl(sources[0], args.out)
-        print(f"{args.out}: {count:,} JSON Lines traces")
+        print(f"{args.out}: {plural(count, 'JSON Lines trace')}")
         return 0
     for source in sources:
         if source.is_dir():

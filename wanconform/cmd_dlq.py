@@ -16,15 +16,14 @@ import argparse
 import csv
 import io
 import os
-import tempfile
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from impl.dlq_store import read_store
+from impl.dlq_store import SUFFIX, read_store
 from traces.canonical import canonical_json
 from traces.errors import WanconformError
-from traces.outputs import declare_outputs, write_text_atomically
+from traces.outputs import atomic_file, declare_outputs, write_text_atomically
 from traces.text import plural
 
 COLUMNS = ("sender", "event_id", "key", "op", "exception", "version", "value", "recipients")
@@ -42,7 +41,11 @@ def register(subparsers: Any) -> None:
         ),
         epilog="Exit status: 0 done, 2 bad input (a missing, unreadable or damaged store).",
     )
-    parser.add_argument("store", metavar="DIR", help="a store directory")
+    parser.add_argument(
+        "store",
+        metavar="DIR",
+        help="a store directory, or the --dlq-dir DIR of a run (holding one trace's store)",
+    )
     parser.add_argument("--sender", action="append", default=[], help="only this sender")
     parser.add_argument("--key", action="append", default=[], help="only this key")
     parser.add_argument("--exception", action="append", default=[], help="only this exception")
@@ -73,6 +76,28 @@ def _row(record: dict[str, Any]) -> dict[str, str]:
     }
 
 
+def store_folder(directory: str) -> Path:
+    """The store to read: `directory` itself, or the one store under it (`--dlq-dir DIR`
+    puts each trace's store in DIR/TRACE/); one line naming them when it holds several."""
+    path = Path(directory)
+    if not path.is_dir() or any(p.suffix == SUFFIX for p in path.iterdir()):
+        return path  # read_store says what is wrong with it, if anything
+    stores = sorted(
+        p.name
+        for p in path.iterdir()
+        if p.is_dir() and any(q.suffix == SUFFIX for q in p.iterdir())
+    )
+    if len(stores) == 1:
+        return path / stores[0]
+    if len(stores) > 1:
+        shown = ", ".join(stores[:5]) + (", ..." if len(stores) > 5 else "")
+        raise WanconformError(
+            f"{directory}: holds the stores of {plural(len(stores), 'trace')} ({shown}); "
+            f"give one, e.g. `wanconform dlq {path / stores[0]}`"
+        )
+    return path
+
+
 def run(args: argparse.Namespace) -> int:
     if (args.redeliver or args.format in ("csv", "parquet", "jsonl")) and not args.output:
         raise WanconformError("dlq: --redeliver and --format jsonl|csv|parquet need -o FILE")
@@ -80,7 +105,7 @@ def run(args: argparse.Namespace) -> int:
         raise WanconformError(f"{args.output}: is a directory; -o needs a file name")
     records = [
         record
-        for _, held in sorted(read_store(args.store).items())
+        for _, held in sorted(read_store(store_folder(args.store)).items())
         for record in held
         if (not args.sender or record["sender"] in args.sender)
         and (not args.key or record["key"] in args.key)
@@ -118,11 +143,13 @@ def run(args: argparse.Namespace) -> int:
     if args.counts:
         for exception, count in sorted(Counter(r["exception"] for r in rows).items()):
             print(f"{count:>8}  {exception}")
-        print(f"{len(rows):>8}  records")
+        print(f"{len(rows):>8}  {'record' if len(rows) == 1 else 'records'}")
         return 0
-    print("  ".join(f"{c:<12}" for c in COLUMNS[:-1]).rstrip())
+    shown = COLUMNS[:-1]  # each column as wide as its widest value, the last not padded
+    widths = {c: max([len(c), *(len(row[c]) for row in rows)]) for c in shown}
+    print("  ".join(f"{c:<{widths[c]}}" for c in shown).rstrip())
     for row in rows:
-        print("  ".join(f"{row[c]:<12}" for c in COLUMNS[:-1]).rstrip())
+        print("  ".join(f"{row[c]:<{widths[c]}}" for c in shown).rstrip())
     print(plural(len(rows), "record"))
     return 0
 
@@ -132,14 +159,5 @@ def _write_parquet(rows: list[dict[str, str]], target: Path) -> None:
     import pyarrow.parquet as pq
 
     table = pa.table({column: [row[column] for row in rows] for column in COLUMNS})
-    try:
-        fd, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")
-    except OSError as exc:
-        raise WanconformError(f"{target}: cannot write: {exc.strerror}") from None
-    os.close(fd)
-    try:
+    with atomic_file(target) as temporary:
         pq.write_table(table, temporary)
-        os.replace(temporary, target)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise

@@ -11,6 +11,7 @@ from conformance.generation.profiles import PROFILES, check_profile
 from traces.config import Config
 from traces.errors import WanconformError
 from traces.outputs import declare_outputs
+from traces.text import plural
 from wanconform.cmd_import import add_site_options, load_geode_sites
 
 MAX_OPS = 10_000_000
@@ -129,6 +130,7 @@ def run(args: argparse.Namespace) -> int:
     )
     bar.close(f"generate  done in {bar.elapsed():.1f} s")
     print(
-        f"{args.out}: {args.traces:,} traces of {args.ops:,} operations ({generation.describe()})"
+        f"{args.out}: {plural(args.traces, 'trace')} of {plural(args.ops, 'operation')} "
+        f"({generation.describe()})"
     )
     return 0

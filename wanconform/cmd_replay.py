@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from conformance.properties.checker import Verdict
 from conformance.running.run import RunResult, Step, TraceRun, stopped_line
-from conformance.running.stores import StoreEngines, store_engine_class
+from conformance.running.stores import StoreEngines, store_engine_class, store_root
 from impl.dlq_store import check_directory
 from traces.canonical import canonical_json
 from traces.config import Config, SenderConfig
@@ -84,15 +84,17 @@ def register(subparsers: Any) -> None:
         "--dlq-dir",
         metavar="DIR",
         help="keep the impl's dead letters in a durable store (docs/DLQ_STORE.md) under "
-        "DIR/TRACE_NAME/ (with --engine impl or both; DIR must exist, TRACE_NAME/ must not "
-        "hold a store yet): the lockstep compares the records read back from it",
+        "DIR/TRACE_NAME/ (with --engine impl or both; DIR is made if missing, TRACE_NAME/ "
+        "must not hold a store yet): the lockstep compares the records read back from it; "
+        "inspect it with `wanconform dlq DIR`",
     )
     parser.add_argument(
         "--queue-dir",
         metavar="DIR",
         help="keep the queues of the impl's persistent senders (enable_persistence) in a "
         "durable store (docs/QUEUE_STORE.md) under DIR/TRACE_NAME/ (with --engine impl or "
-        "both; DIR must exist, TRACE_NAME/ must not hold a store yet): restart_sender reads "
+        "both; DIR is made if missing, TRACE_NAME/ must not hold a store yet): restart_sender "
+        "reads "
         "each queue back from it, and the lockstep compares what it read with the model's",
     )
     parser.add_argument(
@@ -427,7 +429,6 @@ def durable_stores(
             continue
         if engine == "model":
             raise WanconformError(f"{flag}: the model keeps no store; use --engine impl or both")
-        check_directory(directory)
         engine_class = store_engine_class(spec, search, flag[2:].replace("-", "_"))
         for path in traces:
             folder = Path(directory) / Path(path).stem
@@ -436,6 +437,10 @@ def durable_stores(
                     f"{flag}: {folder} exists and is not empty; choose another DIR"
                 )
             folders[path].append(folder)
+        check_directory(store_root(flag, directory))
+        what = "dead letters" if flag == "--dlq-dir" else "persistent queues"
+        for path in traces:
+            print(f"{Path(path).name}: {what} in {folders[path][-1]}", file=sys.stderr)
     return {
         path: StoreEngines(engine_class, dlq, queues=queues)
         for path, (dlq, queues) in folders.items()

@@ -34,6 +34,23 @@ def store_engine_class(
     return engine_class
 
 
+def store_root(flag: str, directory: str | Path) -> Path:
+    """The directory of `--dlq-dir` or `--queue-dir` (each trace's store goes into
+    DIR/TRACE/): made, with its parents, if it is missing; one line if it cannot be
+    used."""
+    path = Path(directory)
+    if not path.exists():
+        try:
+            path.mkdir(parents=True)
+        except OSError as exc:
+            raise WanconformError(
+                f"{flag}: {directory}: cannot create it ({exc.strerror or exc})"
+            ) from None
+    if not path.is_dir():
+        raise WanconformError(f"{flag}: {directory}: exists and is not a directory")
+    return path
+
+
 class StoreEngines:
     """Engines of an impl with their dead letters in a durable store (`folder`) and/or
     their persistent queues in another (`queues`): the first in the trace's own
