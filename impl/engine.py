@@ -162,6 +162,11 @@ class Engine:
                 site.enqueued["routes"] = {
                     s.id: {"dispatcher": 0, "bucket": None} for s in site.senders
                 }
+            elif site.buckets > 0 and all(
+                s.parallel or s.dispatcher_threads == 1 or s.order_policy == "partition"
+                for s in site.senders
+            ):  # every route follows the key's bucket (R28, R29): one routes object each
+                site.bucket_routes = {}
         # The durable dead-letter store (impl/dlq_store.py), when given a directory: the
         # records it recovers are the senders' dead letters (a restart).
         self._store: dict[str, SenderLog] | None = None
@@ -451,11 +456,16 @@ class Engine:
         senders = site.senders
         bucket = -1 if site.buckets == 0 else bucket_of(key, site.buckets)  # R28
         routes: dict[str, object] | None = None
+        shared: dict[str, object] | None = None  # this bucket's routes, built before (R29)
         after: list[Observation] = []  # what queuing it caused (R32, R37)
         if senders:  # R11: one event in the queue of every sender at the origin
             weight = size(value)  # R4, once for every copy
             if site.enqueued["routes"] is None or site.stopped:
-                routes = {}
+                by_bucket = site.bucket_routes
+                if by_bucket is not None and not site.stopped:
+                    shared = by_bucket.get(bucket)
+                if shared is None:
+                    routes = {}
             for sender in senders:
                 if not self._queues(sender):  # R37: a stopped sender queues nothing
                     self._not_queued(sender, event_id, after)
@@ -489,12 +499,16 @@ class Engine:
                             "bucket": None if bucket < 0 else bucket,
                         }
                     routes[sender.id] = route
+            if routes is not None and not site.stopped and site.bucket_routes is not None:
+                site.bucket_routes[bucket] = routes  # shared, read-only, from now on
         elif site.enqueued["routes"] is None:
             routes = {}
         # The observation, filled in from the site's template (a dict copy is cheaper
         # than building a dict key by key).
         observation = site.enqueued.copy()
-        if routes is not None:
+        if shared is not None:
+            observation["routes"] = shared
+        elif routes is not None:
             observation["routes"] = routes
         observation["event"] = event_id
         observation["key"] = key
@@ -858,41 +872,72 @@ class Engine:
 
     def _parallel_batch(self, sender: SenderState, dispatcher: DispatcherState) -> list[Event]:
         """R31: the resend list first, then round robin over the owned buckets from the
-        cursor, one bucket's oldest event not yet in the batch at a time."""
+        cursor, one bucket's oldest event not yet in the batch at a time.
+
+        Going up cyclically from the cursor, each owned bucket with an event left is met
+        once per round, in the same order every round, until the batch is full; so the
+        order of the rounds is worked out on counts first, and each bucket's FIFO is read
+        once. O(batch size + owned buckets), whatever the queue holds."""
         batch = dispatcher.resend
         dispatcher.resend = []
+        room = sender.batch_size - len(batch)
+        nonempty = dispatcher.nonempty
+        if room <= 0 or not nonempty:
+            return batch
         taken: dict[int, int] = {}
         for event in batch:  # a bucket's events in `resend` are its FIFO's first ones
             taken[event.bucket] = taken.get(event.bucket, 0) + 1
         buckets = dispatcher.buckets
-        candidates = [b for b in dispatcher.nonempty if buckets[b].size() > taken.get(b, 0)]
-        cursor = dispatcher.cursor
+        # The owned buckets with an event not yet taken, cyclically from the cursor.
+        start = bisect_left(nonempty, dispatcher.cursor)
+        ring: list[int] = []
+        left: list[int] = []  # per bucket of `ring`: its events not yet taken
+        for at in range(len(nonempty)):
+            bucket = nonempty[(start + at) % len(nonempty)]
+            count = buckets[bucket].size()
+            if taken:
+                count -= taken.get(bucket, 0)
+            if count > 0:
+                ring.append(bucket)
+                left.append(count)
+        if not ring:
+            return batch
+        # The rounds: `picks` holds the ring position of each event taken, in batch order.
+        picks: list[int] = []
+        active = list(range(len(ring)))
+        rounds = 0
+        while active and len(picks) < room:
+            rounds += 1
+            still: list[int] = []
+            for position in active:
+                if len(picks) == room:
+                    break
+                picks.append(position)
+                if left[position] > rounds:
+                    still.append(position)
+            active = still
+        last = ring[picks[-1]]
         step = sender.dispatcher_threads
-        total = sender.home.buckets
-        room = sender.batch_size - len(batch)
-        chosen: list[int] = []  # the bucket of each event taken, in batch order
-        more: dict[int, int] = {}  # bucket -> how many taken from it
-        while len(chosen) < room and candidates:
-            at = bisect_left(candidates, cursor)
-            if at == len(candidates):
-                at = 0
-            bucket = candidates[at]
-            count = more.get(bucket, 0) + 1
-            more[bucket] = count
-            chosen.append(bucket)
-            if taken.get(bucket, 0) + count == buckets[bucket].size():
-                del candidates[at]
-            cursor = bucket + step if bucket + step < total else dispatcher.index
-        dispatcher.cursor = cursor
-        oldest: dict[int, list[Event]] = {}  # bucket -> its events taken, oldest first
-        for bucket, count in more.items():
-            skip = taken.get(bucket, 0)
-            oldest[bucket] = buckets[bucket].first(skip + count)[skip:]
-        following: dict[int, int] = {}
-        for bucket in chosen:
-            index = following.get(bucket, 0)
-            batch.append(oldest[bucket][index])
-            following[bucket] = index + 1
+        dispatcher.cursor = last + step if last + step < sender.home.buckets else dispatcher.index
+        # Each bucket's events taken (its oldest not yet in the batch), then interleaved.
+        count_of = [0] * len(ring)
+        for position in picks:
+            count_of[position] += 1
+        oldest: list[list[Event]] = []
+        for position in range(len(ring)):
+            count = count_of[position]
+            if count == 0:
+                oldest.append([])
+                continue
+            bucket = ring[position]
+            skip = taken.get(bucket, 0) if taken else 0
+            events = buckets[bucket].first(skip + count)
+            oldest.append(events[skip:] if skip else events)
+        following = [0] * len(ring)
+        for position in picks:
+            index = following[position]
+            batch.append(oldest[position][index])
+            following[position] = index + 1
         return batch
 
     # ------------------------------------------------------------------ receiver

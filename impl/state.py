@@ -186,9 +186,9 @@ def total_size(values: list[Value]) -> int:
 def java_hash(key: str) -> int:
     """R28: Java's `String.hashCode` of `key`, over its UTF-16 code units (a character
     outside the BMP is two surrogates), as a signed 32-bit integer."""
-    h = 0
+    h: i64 = 0  # below 2**32 between characters: machine integers when compiled
     for character in key:
-        code = ord(character)
+        code: i64 = ord(character)
         if code > 0xFFFF:
             code -= 0x10000
             h = (31 * h + 0xD800 + (code >> 10)) & 0xFFFFFFFF
@@ -418,8 +418,10 @@ class AppendOrder:
         return out
 
     def left(self, count: int) -> None:
-        """`count` of its events were unflagged: move the head past the gone ones."""
-        self._live -= count
+        """`count` of its events were unflagged: move the head past the gone ones, and
+        drop the gone ones once they outnumber the queued ones (so the list holds at most
+        twice the queued events, and a gone event is released soon after it left)."""
+        live = self._live = self._live - count
         events = self._events
         head = self._head
         end = len(events)
@@ -428,8 +430,11 @@ class AppendOrder:
         if head >= end:
             events.clear()
             head = 0
-        elif head >= 64 and 2 * head >= end:
-            del events[:head]
+        elif end - live > live:
+            if head + live == end:  # every gone one is before the head
+                del events[:head]
+            else:
+                self._events = [event for event in events[head:] if event.queued]
             head = 0
         self._head = head
 
@@ -562,6 +567,7 @@ class SiteState:
 
     __slots__ = (
         "applied",
+        "bucket_routes",
         "buckets",
         "enqueued",
         "entries",
@@ -601,6 +607,9 @@ class SiteState:
             "senders": None,
             "routes": None,
         }
+        # The `routes` of the `enqueued` observations by bucket, when every route of
+        # the senders here follows the bucket (R29) and none is stopped (R37); else None.
+        self.bucket_routes: dict[int, dict[str, object]] | None = None
         self.entries: dict[str, Entry] = {}
         self.stats: dict[str, int] = dict.fromkeys(SITE_STATS, 0)
         self.applied: dict[int, AppliedRanges] = {}  # origin -> applied seqs (R16.1)

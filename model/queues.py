@@ -124,8 +124,8 @@ def append(
     if dispatcher.cursor is not None:  # parallel (R31)
         bucket = event.bucket
         assert bucket is not None  # R27: a parallel sender's site is partitioned
-        fifo = buckets.get(bucket)
-        buckets = buckets.set(bucket, (fifo or _NO_POSITIONS).append(position))
+        fifo = buckets.get(bucket, _NO_POSITIONS)
+        buckets = buckets.set(bucket, fifo.append(position))
     conflation_index = dispatcher.conflation
     if sender.enable_batch_conflation and event.op == "update":  # R32: indexed
         if earlier is None:
@@ -211,13 +211,15 @@ def remove(dispatcher: Dispatcher, positions: list[int]) -> Dispatcher:
         memory -= sum(items[position].size for position in positions)
     buckets = dispatcher.buckets
     if dispatcher.cursor is not None:  # parallel: each bucket's members leave its FIFO
-        by_bucket: dict[int, set[int]] = {}
+        by_bucket: dict[int, list[int]] = {}
         for position in positions:
-            by_bucket.setdefault(items[position].bucket, set()).add(position)  # type: ignore[arg-type]
+            by_bucket.setdefault(items[position].bucket, []).append(position)  # type: ignore[arg-type]
         for bucket, gone in by_bucket.items():
             fifo = buckets[bucket]
-            fifo = fifo.remove(_indexes(fifo, gone))
-            buckets = buckets.set(bucket, fifo) if len(fifo) else buckets.delete(bucket)
+            if len(gone) == len(fifo.items):  # all of it
+                buckets = buckets.delete(bucket)
+            else:
+                buckets = buckets.set(bucket, fifo.remove(_indexes(fifo, gone)))
     recovered, resend = dispatcher.recovered, dispatcher.resend
     if recovered:
         for position in positions:
@@ -245,15 +247,19 @@ def remove(dispatcher: Dispatcher, positions: list[int]) -> Dispatcher:
     )
 
 
-def _indexes(fifo: Seq[int], gone: set[int]) -> list[int]:
-    """Where a bucket's FIFO holds the positions `gone`: among its first ones (R31: a
-    batch takes a bucket's oldest events)."""
+def _indexes(fifo: Seq[int], gone: list[int]) -> list[int] | range:
+    """Where a bucket's FIFO holds the positions `gone` (ascending): most often its first
+    ones (R31: a batch takes a bucket's oldest events), else among them."""
+    items, start, count = fifo.items, fifo.start, len(gone)
+    prefix = range(start, start + count)
+    if [items.get(index) for index in prefix] == gone:
+        return prefix
+    wanted = set(gone)
     indexes = []
-    items = fifo.items
-    for index in range(fifo.start, fifo.end):
-        if items.get(index) in gone:
+    for index in range(start, fifo.end):
+        if items.get(index) in wanted:
             indexes.append(index)
-            if len(indexes) == len(gone):
+            if len(indexes) == count:
                 break
     return indexes
 

@@ -13,7 +13,6 @@ batch names its members by queue position, and an ack removes those positions.
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Iterator
 from itertools import islice
 
 from immutables import Map
@@ -82,27 +81,33 @@ def parallel_batch(
         assert event.bucket is not None
         taken[event.bucket] = taken.get(event.bucket, 0) + 1
     fifos = dispatcher.buckets
-    left = {b: len(fifo) - taken.get(b, 0) for b, fifo in fifos.items()}
+    left = {b: len(fifo.items) - taken.get(b, 0) for b, fifo in fifos.items()}
     candidates = sorted(b for b, count in left.items() if count > 0)
-    rest: dict[int, Iterator[int]] = {}
     cursor = dispatcher.cursor
     assert cursor is not None
+    room = sender.batch_size - len(members)
+    if not room or not candidates:
+        return members, cursor
+    # Going up cyclically from the cursor through the buckets with an event not yet taken,
+    # one event each, in rounds; a bucket leaves the rounds when it has none left.
+    at = bisect_left(candidates, cursor)
+    rounds = candidates[at:] + candidates[:at]
+    streams = {b: islice(iter(fifos[b]), taken.get(b, 0), None) for b in rounds}
+    bucket = rounds[0]
+    while room and rounds:
+        still: list[int] = []
+        for bucket in rounds:
+            position = next(streams[bucket])
+            members.append((position, items[position]))
+            room -= 1
+            left[bucket] -= 1
+            if left[bucket]:
+                still.append(bucket)
+            if not room:
+                break
+        rounds = still
     step = sender.dispatcher_threads
-    while len(members) < sender.batch_size and candidates:
-        at = bisect_left(candidates, cursor)
-        if at == len(candidates):
-            at = 0  # past the last owned bucket: round again from the first
-        bucket = candidates[at]
-        following = rest.get(bucket)
-        if following is None:
-            following = rest[bucket] = islice(iter(fifos[bucket]), taken.get(bucket, 0), None)
-        position = next(following)
-        members.append((position, items[position]))
-        left[bucket] -= 1
-        if not left[bucket]:
-            del candidates[at]
-        cursor = bucket + step if bucket + step < buckets_total else index
-    return members, cursor
+    return members, (bucket + step if bucket + step < buckets_total else index)
 
 
 def flush(config: Config, state: State, sender: SenderConfig) -> tuple[State, list[Observation]]:

@@ -16,7 +16,7 @@ batches, resend lists and the memory accounting name events by position.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any, Generic, Literal, NamedTuple, TypeVar
 
 from immutables import Map
@@ -104,7 +104,7 @@ class Seq(Generic[T]):
             items[position] = item
         return Seq(self.start, self.end, items.finish())
 
-    def remove(self, positions: Iterator[int] | list[int] | tuple[int, ...]) -> Seq[T]:
+    def remove(self, positions: Iterable[int]) -> Seq[T]:
         """The sequence without the items at `positions`."""
         items = self.items.mutate()
         for position in positions:

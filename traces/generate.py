@@ -5,7 +5,8 @@ sender 1->2 with batch_size 100 and delta on, `keys` keys with 10-field values, 
 delta updates, and the deliver / deliver_ack traffic that keeps one batch in flight.
 With `dispatchers` N > 1 the sender is parallel over a site partitioned into Geode's
 113 buckets (SPEC v2.0, R27-R31), and the traffic delivers and acknowledges each
-dispatcher's batch after every N x batch_size writes.
+dispatcher's batch after every `parallel_period` writes: few enough that no
+dispatcher's queue grows (the workload stays steady).
 """
 
 from __future__ import annotations
@@ -38,8 +39,22 @@ def steady_config(batch_size: int = 100, dispatchers: int = 1, conflation: bool 
     if dispatchers == 1:
         return parse_config({"sites": [1, 2], "senders": [sender]})
     sender |= {"parallel": True, "dispatcher_threads": dispatchers}
-    regions = {"1": {"type": "partition", "total_num_buckets": 113}}
+    regions = {"1": {"type": "partition", "total_num_buckets": PARALLEL_BUCKETS}}
     return parse_config({"sites": [1, 2], "senders": [sender], "regions": regions})
+
+
+PARALLEL_BUCKETS = 113
+"""Geode's default `total-num-buckets`: the steady workload's partitioned site."""
+
+
+def parallel_period(batch_size: int, dispatchers: int) -> int:
+    """Writes between two rounds of traffic with several dispatchers: the busiest one
+    (owning ceil(113 / N) buckets, R31) is then offered 90% of a batch per round on
+    average (the keys are uniform), so that its queue stays short. With a period of N x
+    batch_size instead, a dispatcher of 23 of the 113 buckets gets 101.8 events a round
+    and ships 100: its queue, and every cost that follows it, grows with the trace."""
+    busiest = -(-PARALLEL_BUCKETS // dispatchers)
+    return batch_size * PARALLEL_BUCKETS * 9 // (10 * busiest)
 
 
 def steady_ops(
@@ -48,9 +63,9 @@ def steady_ops(
     """The steady workload's operations, without end: client writes (first a put per
     key, then 90% deltas) with a deliver and a deliver_ack after every `batch_size` writes
     and a 1 ms tick (with several dispatchers: of each dispatcher, after every
-    `dispatchers` x `batch_size` writes). Every operation is enabled with one
-    dispatcher; with several, a dispatcher with no batch out skips its deliveries."""
-    every = batch_size * dispatchers
+    `parallel_period` writes). Every operation is enabled with one dispatcher; with
+    several, a dispatcher with no batch out skips its deliveries."""
+    every = batch_size if dispatchers == 1 else parallel_period(batch_size, dispatchers)
     traffic: list[Op] = [
         op for d in range(dispatchers) for op in (Deliver("ny", d), DeliverAck("ny", d))
     ]
