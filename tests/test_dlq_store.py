@@ -141,7 +141,8 @@ def test_replay_with_a_store_compares_what_it_reads_back(
     assert main(["dlq", str(missing)]) == 0
     assert capsys.readouterr().out.endswith("0 records\n")
     (tmp_path / "u.jsonl").write_text(trace.read_text())
-    assert main(["replay", "--engine", "both", "--dlq-dir", str(missing), str(tmp_path / "u.jsonl")]) == 0
+    second = str(tmp_path / "u.jsonl")
+    assert main(["replay", "--engine", "both", "--dlq-dir", str(missing), second]) == 0
     capsys.readouterr()
     assert main(["dlq", str(missing)]) == 2
     assert capsys.readouterr().err == (
@@ -149,7 +150,9 @@ def test_replay_with_a_store_compares_what_it_reads_back(
         f"`wanconform dlq {missing / 't'}`\n"
     )
     (tmp_path / "file").write_text("")
-    assert main(["replay", "--engine", "impl", "--dlq-dir", str(tmp_path / "file"), str(trace)]) == 2
+    assert (
+        main(["replay", "--engine", "impl", "--dlq-dir", str(tmp_path / "file"), str(trace)]) == 2
+    )
     assert capsys.readouterr().err == (
         f"wanconform: error: --dlq-dir: {tmp_path / 'file'}: exists and is not a directory\n"
     )

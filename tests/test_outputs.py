@@ -157,16 +157,28 @@ GEODE = ROOT / "tests" / "data" / "geode"
 @pytest.mark.parametrize(
     "command",
     [
-        ["import", "--site", f"1={GEODE / 'ln-cache.xml'}", "--site",
-         f"2={GEODE / 'ny-cache.xml'}", "-o"],
+        [
+            "import",
+            "--site",
+            f"1={GEODE / 'ln-cache.xml'}",
+            "--site",
+            f"2={GEODE / 'ny-cache.xml'}",
+            "-o",
+        ],
         ["topology", TRACE, "--svg"],
         ["replay", TRACE, "--report"],
         ["replay", TRACE, "--engine", "impl", "--checkpoint"],
         ["dlq", "STORE", "--format", "csv", "-o"],
         ["dlq", "STORE", "--redeliver", "-o"],
-    ],  # fmt: skip
-    ids=["import -o", "topology --svg", "replay --report", "replay --checkpoint", "dlq -o",
-         "dlq --redeliver -o"],  # fmt: skip
+    ],
+    ids=[
+        "import -o",
+        "topology --svg",
+        "replay --report",
+        "replay --checkpoint",
+        "dlq -o",
+        "dlq --redeliver -o",
+    ],
 )
 def test_an_output_file_is_replaced_only_with_force_and_only_if_wanconform_wrote_it(
     command: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
