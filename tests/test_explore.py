@@ -29,6 +29,7 @@ from conformance.search.explore import (
     frozen_state,
     key_names,
     state_ops,
+    summary_lines,
     tick_amounts,
 )
 from impl import Engine as impl_engine
@@ -607,3 +608,17 @@ def test_a_node_rebuilt_from_its_path_is_the_node_the_search_kept() -> None:
             following += [((*path, s.op), s.state, s.checker) for s in carried.successors]
         frontier = following[::2]  # a sample of each level
     assert compared > 40 and with_events > 20
+
+
+def test_symmetry_with_nothing_to_reduce_says_why() -> None:
+    """Issue 31, item 11: not a bare "reduction factor at least 1.00"."""
+    bounds = Bounds(2, 1, 1, symmetry=True)
+    result = explore(one_way(), bounds)
+    assert result.concrete == result.states
+    lines = summary_lines("x", one_way(), bounds, result, None)
+    [line] = [s for s in lines if s.startswith("symmetry over")]
+    assert line == (
+        f"symmetry over keys and values: {result.states:,} distinct concrete states seen as "
+        f"{result.states:,} canonical ones: no reduction: no two states reached differ only "
+        "by a relabelling (one key and one value: nothing to relabel)"
+    )

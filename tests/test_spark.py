@@ -195,6 +195,17 @@ def test_campaign_writes_traces_results_and_summary(
     assert summary in capsys.readouterr().out + "\n"
     assert pq.read_table(out / "results" / "results.parquet").num_rows == 5
     assert len(open_trace_set(out / "traces").traces) == 5
+    # campaign.json: all it takes to run it again (issue 31, item 10)
+    record = json.loads((out / "campaign.json").read_text())
+    versions = record.pop("versions")
+    assert record == {
+        "kind": "wanconform campaign", "seed": 0, "traces": 5, "ops": 100,
+        "profiles": ["steady", "dlq"], "config": None, "config_from": None,
+        "impl": "impl:Engine", "master": "local", "compare_policies": True,
+        "dlq_dir": str(tmp_path / "stores"),
+    }  # fmt: skip
+    assert sorted(versions) == ["pyspark", "python", "wanconform"]
+    assert versions["python"] == ".".join(map(str, sys.version_info[:3]))
     # built beside OUT and moved into place whole: nothing else left; not replaced
     # silently by a second campaign (refused before any work), only with --force
     assert sorted(os.listdir(tmp_path)) == ["campaign", "stores"]

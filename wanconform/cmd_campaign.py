@@ -60,6 +60,33 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(func=run)
 
 
+def rerun_record(args: argparse.Namespace, generation: Any) -> dict[str, Any]:
+    """campaign.json: what the campaign ran, everything needed to run it again (issue 31):
+    the options, the configuration it was given (None: each profile draws its own), the
+    impl, and the versions of wanconform, Python and PySpark."""
+    import importlib.metadata
+    import platform
+
+    return {
+        "kind": "wanconform campaign",
+        "seed": args.seed,
+        "traces": args.traces,
+        "ops": args.ops,
+        "profiles": list(generation.profiles),
+        "config": generation.config.to_json() if generation.config else None,
+        "config_from": generation.source if generation.config else None,
+        "impl": args.impl or DEFAULT_IMPL,
+        "master": args.master or "local",
+        "compare_policies": bool(args.compare_policies),
+        "dlq_dir": args.dlq_dir,
+        "versions": {
+            "wanconform": importlib.metadata.version("wanconform"),
+            "python": platform.python_version(),
+            "pyspark": importlib.metadata.version("pyspark"),
+        },
+    }
+
+
 def run(args: argparse.Namespace) -> int:
     generation = check_generation_arguments(args)
     if args.impl:
@@ -150,7 +177,7 @@ def run(args: argparse.Namespace) -> int:
             settings=settings,
         )
         spent["report"] = time.perf_counter() - started
-        marker = {"kind": "wanconform campaign", "seed": args.seed, "traces": args.traces}
+        marker = rerun_record(args, generation)
         write_text_atomically(staging / CAMPAIGN_MARKER, json.dumps(marker, sort_keys=True) + "\n")
     print(text)
     print(f"\ncampaign written to {out}/ (traces/, results/results.parquet, summary.txt)")

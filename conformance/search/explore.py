@@ -880,9 +880,16 @@ def summary_lines(
             if keys_interchangeable(bounds)
             else "values (not keys: putall writes in key order, R10)"
         )
+        reduction = f"reduction factor at least {factor:.2f}"
+        if result.concrete == result.states:  # say why, not just 1.00
+            reduction = "no reduction: no two states reached differ only by a relabelling" + (
+                " (one key and one value: nothing to relabel)"
+                if bounds.keys * bounds.values == 1
+                else ""
+            )
         lines.append(
             f"symmetry over {what}: {result.concrete:,} distinct concrete states seen as "
-            f"{result.states:,} canonical ones: reduction factor at least {factor:.2f}"
+            f"{result.states:,} canonical ones: {reduction}"
         )
     checked = "P1 (against " + impl + "), " if impl else ""
     if result.capped:
