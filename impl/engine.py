@@ -71,6 +71,7 @@ from impl.state import (
 )
 from traces.checkpoint import check_fits, document
 from traces.config import Config
+from traces.engine import settle_cap
 from traces.observations import Observation
 from traces.ops import (
     Deliver,
@@ -94,9 +95,6 @@ from traces.ops import (
     StopSender,
     Tick,
 )
-
-SETTLE_MAX_OPERATIONS = 1_000_000
-"""R25: `settle` stops after this many inner operations."""
 
 # The operation records, for the dispatch of `_effect` (Final: compiled, a static).
 _PUT: Final = Put
@@ -135,6 +133,7 @@ class Engine:
         self._config = config
         self._now = 0  # R5
         self.settle_capped = False  # the last settle stopped at its cap (R25; P12)
+        self.settle_cap = settle_cap()  # R25's 1,000,000 inner operations, or --settle-cap's
         self._routes: dict[int, dict[str, int | None]] = {}  # enqueued's route objects
         self._sites: dict[int, SiteState] = {
             site: SiteState(
@@ -1662,7 +1661,7 @@ class Engine:
         retry_interval_ms is 0: it fails to connect once more.
         """
         self.settle_capped = False
-        for _ in range(SETTLE_MAX_OPERATIONS):
+        for _ in range(self.settle_cap):
             inner = self._settle_next()
             if inner is None:
                 return True

@@ -24,6 +24,7 @@ from model.state import State
 from model.step import enabled, initial_state, settle_step, step
 from traces.checkpoint import check_fits, document
 from traces.config import Config
+from traces.engine import settle_cap
 from traces.observations import Observation
 from traces.ops import Op, Settle
 
@@ -37,10 +38,13 @@ class Engine:
         self.config = config
         self.state: State = initial_state(config)
         self.settle_capped = False  # the last settle stopped at its cap (R25; P12)
+        self.settle_cap = settle_cap()  # R25's 1,000,000, or --settle-cap's
 
     def apply(self, op: Op) -> list[Observation]:
         if type(op) is Settle:
-            self.state, observations, self.settle_capped = settle_step(self.config, self.state)
+            self.state, observations, self.settle_capped = settle_step(
+                self.config, self.state, self.settle_cap
+            )
             return observations
         self.state, observations = step(self.config, self.state, op)
         return observations

@@ -5,7 +5,7 @@ first batch that can be delivered; else the first ack; else tick to the earliest
 time of a dispatcher whose sender's site and remote are both up, unless it lies past
 2^63-1 (v1.2: settle never ticks past it); else stop. A flush is due only for a running,
 unpaused sender; a timeout whatever its state. Down sites stay down. At most 1,000,000
-inner operations.
+inner operations (`traces.engine.SETTLE_CAP`; `--settle-cap` may choose another cap).
 """
 
 from __future__ import annotations
@@ -14,10 +14,9 @@ from collections.abc import Callable
 
 from model.state import Dispatcher, State
 from traces.config import INT64_MAX, Config, SenderConfig
+from traces.engine import SETTLE_CAP
 from traces.observations import Observation
 from traces.ops import Deliver, DeliverAck, Op, Tick
-
-MAX_INNER_OPERATIONS = 1_000_000
 
 Step = Callable[[Config, State, Op], tuple[State, list[Observation]]]
 Enabled = Callable[[Config, State, Op], bool]
@@ -67,12 +66,12 @@ def next_operation(config: Config, state: State, enabled: Enabled) -> Op | None:
 
 
 def settle(
-    config: Config, state: State, step: Step, enabled: Enabled
+    config: Config, state: State, step: Step, enabled: Enabled, cap: int = SETTLE_CAP
 ) -> tuple[State, list[Observation], bool]:
-    """R25/R39: run inner operations until nothing is left to do, or the cap is reached
+    """R25/R39: run inner operations until nothing is left to do, or `cap` of them ran
     (the third value: True when it stopped at the cap with something still to do)."""
     observations: list[Observation] = []
-    for _ in range(MAX_INNER_OPERATIONS):
+    for _ in range(cap):
         op = next_operation(config, state, enabled)
         if op is None:
             return state, observations, False

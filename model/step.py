@@ -20,6 +20,7 @@ from model.queues import new_sender
 from model.state import Site, State
 from traces.config import Config
 from traces.enabled import why_skipped
+from traces.engine import SETTLE_CAP
 from traces.observations import Observation
 from traces.ops import (
     Deliver,
@@ -101,9 +102,12 @@ def _settle(config: Config, state: State, op: Settle) -> tuple[State, list[Obser
     return state, observations
 
 
-def settle_step(config: Config, state: State) -> tuple[State, list[Observation], bool]:
-    """`step(config, state, Settle())`, and whether the settle stopped at its cap (R25)."""
-    state, observations, capped = settle.settle(config, state, step, enabled)
+def settle_step(
+    config: Config, state: State, cap: int = SETTLE_CAP
+) -> tuple[State, list[Observation], bool]:
+    """`step(config, state, Settle())` with at most `cap` inner operations, and whether
+    the settle stopped at that cap (R25)."""
+    state, observations, capped = settle.settle(config, state, step, enabled, cap)
     return (*_flush(config, state, observations), capped)
 
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from conformance.properties.topology import analyse_topology
-from conformance.running.coverage import SITE_EVENTS, Coverage
+from conformance.running.coverage import SITE_EVENTS, Coverage, capped_settles
 from conformance.search.examples import MAX_EXAMPLES, Example, failure_groups, group_variants
 from conformance.spark.campaign import delta_share
 from conformance.spark.results import ALL_PROPERTIES
@@ -150,6 +150,7 @@ class Report:
     coverage_charts: tuple[Chart, ...] = ()  # statuses, outcomes, events per site
     bandwidth_chart: Chart | None = None
     explore: ExploreView | None = None  # `wanconform explore --report`
+    capped: str = ""  # R25: the settles that stopped at their cap, if any
 
     @property
     def delta_share(self) -> str:
@@ -349,7 +350,12 @@ def build_report(
         }
         for r in rows[:MAX_ROWS]
     )
+    capped_traces = [r["trace_id"] for r in rows if capped_settles(r["coverage"])]
+    capped = capped_settles(coverage.counts, len(capped_traces)) or ""
+    if capped:
+        capped += f" (first: {', '.join(capped_traces[:3])})"
     return Report(
+        capped=capped,
         title="wanconform report",
         generated=_generated(),
         impl=impl_spec,

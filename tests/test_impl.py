@@ -23,6 +23,7 @@ from expected import acked, applied, enqueued, sent
 import impl
 import impl.engine
 import impl.state
+import model
 from impl import Engine
 from impl.applied import AppliedRanges
 from impl.state import size
@@ -978,16 +979,23 @@ def test_r25_settle_is_followed_by_the_flush_of_every_enabled_operation() -> Non
     ]
 
 
-def test_r25_settle_stops_after_its_operation_budget(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(impl.engine, "SETTLE_MAX_OPERATIONS", 2)
-    engine = Engine(two_sites(batch_size=1))
+@pytest.mark.parametrize("engine_class", [Engine, model.Engine], ids=["impl", "model"])
+def test_r25_settle_stops_after_its_operation_budget(
+    monkeypatch: pytest.MonkeyPatch, engine_class: Any
+) -> None:
+    """The cap `--settle-cap 2` sets (issue 31, item 6), honoured alike by both engines."""
+    monkeypatch.setenv("WANCONFORM_SETTLE_CAP", "2")
+    engine = engine_class(two_sites(batch_size=1))
     run(engine, Put(1, "a", {"v": 1}), Put(1, "b", {"v": 1}), Put(1, "c", {"v": 1}))
     assert engine.apply(Settle()) == [
         applied(2, "ny", "1:1", "a", "ok"),  # inner operation 1: deliver
         acked("ny", 1, ["1:1"]),  # inner operation 2: deliver_ack, then its flush
         sent("ny", 2, ["1:2"], bytes_full=7),
     ]
+    assert engine.settle_capped
     assert engine.observe()["senders"]["ny"]["dispatchers"][0]["queue"] == ["1:2", "1:3"]
+    monkeypatch.delenv("WANCONFORM_SETTLE_CAP")
+    assert engine_class(two_sites()).settle_cap == 1_000_000  # R25's, by default
 
 
 def test_r25_settle_delivers_lowest_sender_id_first() -> None:

@@ -5,7 +5,8 @@
     state = engine.observe()             # SPEC §10 observable state, a JSON object
     engine.settle_capped                 # optional: did the last settle stop at its cap
                                          # (R25)? P12 is then not applicable; an engine
-                                         # without it is taken never to stop there
+                                         # without it is taken never to stop there. Its
+                                         # cap: `settle_cap()` (1,000,000, or --settle-cap)
     engine.observe_keys(keys)            # optional: observe() with only the entries of
                                          # `keys`; the property checker asks it at each
                                          # settle. Without it the checker calls observe()
@@ -45,6 +46,22 @@ class Engine(Protocol):
 
 EngineFactory = Callable[[Config], Engine]
 """What builds an engine on a configuration: an engine class, or `--impl`'s choice."""
+
+SETTLE_CAP = 1_000_000
+"""R25: a settle stops after this many inner operations at most."""
+
+SETTLE_CAP_VARIABLE = "WANCONFORM_SETTLE_CAP"
+"""Where `--settle-cap N` puts its N for the engines of this process, the processes it
+starts and Spark's executors (`conformance.spark.glue` passes it on)."""
+
+
+def settle_cap() -> int:
+    """The cap on a settle's inner operations that engines built now honour: R25's
+    1,000,000, unless `--settle-cap` chose another (to find an engine that never settles
+    sooner; both engines then stop at the same count, so they still agree)."""
+    text = os.environ.get(SETTLE_CAP_VARIABLE, "")
+    return int(text) if text.isdigit() and int(text) > 0 else SETTLE_CAP
+
 
 YOUNG_OBJECTS_PER_COLLECTION = 1_000_000
 

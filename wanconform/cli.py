@@ -21,6 +21,7 @@ from traces.engine import tune_gc
 from traces.errors import WanconformError
 from traces.outputs import check_outputs
 from traces.text import printable
+from wanconform.options import apply_settle_cap
 
 COMMAND_MODULES = (
     "wanconform.cmd_replay",
@@ -108,6 +109,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         words = sys.argv[1:] if argv is None else list(argv)
         args = build_parser(words).parse_args(words)
         check_outputs(args)  # before any work: an unwritable output is found first
+        apply_settle_cap(args)
         tune_gc()
         code: int = args.func(args)
     except KeyboardInterrupt:

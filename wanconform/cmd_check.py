@@ -14,10 +14,12 @@ from conformance.running.stores import store_engine_class, store_root
 from impl.dlq_store import check_directory
 from traces.engine import DEFAULT_IMPL, load_impl
 from traces.outputs import declare_outputs
+from wanconform.options import add_settle_cap
 from wanconform.progress import stage_progress, start_spark
 
 
 def add_check_arguments(parser: argparse.ArgumentParser) -> None:
+    add_settle_cap(parser)
     parser.add_argument(
         "--impl",
         default=None,

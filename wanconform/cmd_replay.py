@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from conformance.properties.checker import Verdict
+from conformance.running.coverage import capped_settles
 from conformance.running.run import RunResult, Step, TraceRun, stopped_line
 from conformance.running.stores import StoreEngines, store_engine_class, store_root
 from impl.dlq_store import check_directory
@@ -30,6 +31,7 @@ from traces.ops import Op, op_to_json
 from traces.outputs import declare_outputs
 from traces.text import plural
 from traces.tracefile import open_trace, where
+from wanconform.options import add_settle_cap
 from wanconform.progress import Progress
 
 if TYPE_CHECKING:
@@ -143,6 +145,7 @@ def register(subparsers: Any) -> None:
             "result, sooner)"
         ),
     )
+    add_settle_cap(parser)
     add_segment_arguments(parser, "trace")
     declare_outputs(parser, files=["report", "checkpoint"])
     parser.set_defaults(func=run)
@@ -318,6 +321,9 @@ def summary(result: RunResult, other: str = "impl") -> str:
     for verdict in result.verdicts[1:]:
         lines.append(f"  {verdict}")
         lines.extend(f"    {violation}" for violation in verdict.violations)
+    capped = capped_settles(result.coverage)
+    if capped:
+        lines.append(f"  {capped}")
     converged, differing = convergence(state)
     if converged:
         lines.append("  all sites hold identical entries")

@@ -25,6 +25,7 @@ from traces.logfile import is_log, open_log
 from traces.outputs import declare_outputs, write_text_atomically
 from traces.text import plural
 from traces.tracefile import open_trace, trace_text, where
+from wanconform.options import add_settle_cap
 
 
 def register(subparsers: Any) -> None:
@@ -60,6 +61,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--pytest", metavar="FILE", help="also write a regression test that fails on it"
     )
+    add_settle_cap(parser)
     declare_outputs(parser, files=["output", "pytest"])
     parser.set_defaults(func=run)
 

@@ -26,8 +26,10 @@ from typing import Any
 
 from model.routing import bucket_of
 from traces.config import Config
+from traces.engine import settle_cap
 from traces.observations import RECEIVER_STATUSES
 from traces.ops import OP_NAMES, Op
+from traces.text import plural
 
 # What the harness must see happen (coverage of the harness itself).
 SENDER_OUTCOMES = (
@@ -53,6 +55,30 @@ DISPATCH_BRANCHES = (
     "R31.interleaved",
 )
 CROSS_KEY_REORDERING = "sometimes.cross_key_reordering"
+
+
+CAPPED_SETTLES = "settle.capped."
+"""+ an engine's name: how many of its settles stopped at their cap (R25; `TraceRun`)."""
+
+
+def capped_settles(counts: dict[str, int], traces: int | None = None) -> str | None:
+    """R25's cap, when some settle stopped at it: per engine, and in how many traces
+    (`traces`, in a campaign); None when none did."""
+    found = {
+        name.removeprefix(CAPPED_SETTLES): count
+        for name, count in sorted(counts.items())
+        if name.startswith(CAPPED_SETTLES) and count
+    }
+    if not found:
+        return None
+    where = "" if traces is None else f" in {plural(traces, 'trace')}"
+    return (
+        f"settle stopped at its cap of {settle_cap():,} inner operations (R25: nothing "
+        "checked after it is quiescent; an engine that never settles? --settle-cap sets "
+        "the cap): "
+        + ", ".join(f"{engine} {plural(count, 'time')}" for engine, count in found.items())
+        + where
+    )
 
 
 class Coverage:

@@ -36,14 +36,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from conformance.properties.checker import PropertyChecker, Verdict, Violation
-from conformance.running.coverage import CROSS_KEY_REORDERING, Coverage
+from conformance.running.coverage import CAPPED_SETTLES, CROSS_KEY_REORDERING, Coverage
 from conformance.running.lockstep import Divergence, Lockstep
 from conformance.running.narrative import Narrator
 from traces.canonical import canonical_json
 from traces.config import Config
 from traces.engine import DEFAULT_IMPL, Engine, EngineFactory, load_impl, make_engine
 from traces.observations import Observation
-from traces.ops import Op
+from traces.ops import Op, Settle
 from traces.text import plural
 
 ENGINES = ("model", "impl", "both")
@@ -401,6 +401,22 @@ class TraceRun:
         (an optional part of the engine surface, traces/engine.py) is taken not to have."""
         return bool(getattr(self.engine, "settle_capped", False))
 
+    def _count_capped(self, in_lockstep: bool) -> None:
+        """R25: count each engine's settle that stopped at its cap (`CAPPED_SETTLES`)."""
+        counts = self.coverage.counts
+        capped = self._settle_capped()  # the model's, in lockstep
+        lockstep = self.lockstep
+        if capped:
+            counts[CAPPED_SETTLES + ("model" if lockstep else self.engine_name)] += 1
+        if lockstep is None or not in_lockstep:
+            return
+        if lockstep.ahead:  # its observations agreed: it stopped where the model did
+            impl_capped = capped
+        else:
+            impl_capped = bool(getattr(lockstep.impl, "settle_capped", False))
+        if impl_capped:
+            counts[CAPPED_SETTLES + "impl"] += 1
+
     @property
     def divergence(self) -> Divergence | None:
         return None if self.lockstep is None else self.lockstep.divergence
@@ -425,6 +441,8 @@ class TraceRun:
         self.skipped += skipped
         if self.count_coverage:
             self.coverage.record(op, observations)
+            if type(op) is Settle:
+                self._count_capped(in_lockstep)
         self.events += sum(1 for obs in observations if obs["kind"] == "enqueued")
         violations: list[Violation] = []
         if self.checker is not None:

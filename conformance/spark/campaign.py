@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from conformance.running.coverage import Coverage
+from conformance.running.coverage import Coverage, capped_settles
 from conformance.search.examples import MAX_EXAMPLES, failure_groups, group_variants
 from conformance.spark.results import ALL_PROPERTIES
 from traces.engine import DEFAULT_IMPL
@@ -45,6 +45,7 @@ class CampaignSummary:
     verdicts: dict[str, Counter[str]] = field(default_factory=dict)  # P1..P7 -> status counts
     violations: dict[str, list[str]] = field(default_factory=dict)  # first few per property
     coverage: Coverage = field(default_factory=Coverage)
+    capped_traces: list[str] = field(default_factory=list)  # R25: a settle stopped at its cap
     bytes_full: int = 0
     bytes_delta: int = 0
     dropped: int = 0
@@ -76,6 +77,8 @@ def summarize(rows: Sequence[dict[str, Any]], seconds: float) -> CampaignSummary
                     f"{v['where']}: {v['message']}" for v in verdict["violations"][: 3 - len(kept)]
                 )
         summary.coverage.merge(row["coverage"])
+        if capped_settles(row["coverage"]):
+            summary.capped_traces.append(row["trace_id"])
         summary.bytes_full += row["bytes_full"]
         summary.bytes_delta += row["bytes_delta"]
         summary.dropped += row["dropped"]
@@ -134,6 +137,10 @@ def render(summary: CampaignSummary, failures: str = "", impl: str = DEFAULT_IMP
     for name, messages in summary.violations.items():
         for message in messages:
             lines.append(f"  {name} violation: {message}")
+    capped = capped_settles(summary.coverage.counts, len(summary.capped_traces))
+    if capped:
+        first = ", ".join(summary.capped_traces[:3])
+        lines.append(f"  {capped} (first: {first})")
     lines.append("")
     if summary.divergences:
         count = plural(len(summary.divergences), "signature")

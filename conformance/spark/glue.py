@@ -66,7 +66,7 @@ from conformance.spark.segments import SEGMENT_OPS, SegmentResult, can_split
 from conformance.spark.segments import Plan as SegmentPlan
 from traces.canonical import canonical_json
 from traces.config import Config, parse_config
-from traces.engine import DEFAULT_IMPL
+from traces.engine import DEFAULT_IMPL, SETTLE_CAP_VARIABLE
 from traces.errors import WanconformError
 from traces.ops import Op
 from traces.outputs import building_directory
@@ -105,7 +105,8 @@ _jvm: list[Any] = []  # the JVM process this module started (Popen)
 
 
 def _settings(master: str, app: str) -> dict[str, str]:
-    return {
+    cap = os.environ.get(SETTLE_CAP_VARIABLE)  # --settle-cap, for the executors' engines
+    return ({f"spark.executorEnv.{SETTLE_CAP_VARIABLE}": cap} if cap else {}) | {
         "spark.master": master,
         "spark.app.name": app,
         "spark.ui.enabled": "false",

@@ -1,0 +1,35 @@
+"""Options several commands share, declared once."""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+from traces.engine import SETTLE_CAP, SETTLE_CAP_VARIABLE
+
+
+def _positive(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
+    return int(text)
+
+
+def add_settle_cap(parser: argparse.ArgumentParser) -> None:
+    """`--settle-cap N`: R25's cap on a settle's inner operations, for both engines."""
+    parser.add_argument(
+        "--settle-cap",
+        type=_positive,
+        default=None,
+        metavar="N",
+        help=f"stop each settle after N inner operations (default {SETTLE_CAP:,}, R25's): "
+        "an engine that never settles is then found sooner; the model stops at the same "
+        "count, and every settle that stops there is reported",
+    )
+
+
+def apply_settle_cap(args: argparse.Namespace) -> None:
+    """Give `--settle-cap` to the engines this process, its helpers and Spark's executors
+    build (`traces.engine.settle_cap`)."""
+    cap = getattr(args, "settle_cap", None)
+    if cap is not None:
+        os.environ[SETTLE_CAP_VARIABLE] = str(cap)
