@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
+from pathlib import Path
 
 import pyarrow as pa
 import pytest
@@ -151,3 +153,28 @@ def test_bad_rows_become_one_error_and_no_results(case: str, message: str) -> No
     with pytest.raises(TraceError) as caught:
         results_table(batches)
     assert str(caught.value) == message
+
+
+def test_check_keeps_persistent_queues_in_a_store_per_trace(tmp_path: Path) -> None:
+    """`check --queue-dir DIR` (issue 29): each trace's persistent queues in DIR/TRACE_ID/,
+    read back at restart_sender and compared with the model's (P1 holds)."""
+    example = Path(__file__).resolve().parent.parent / "traces" / "examples"
+    lines = (example / "restart_persistent.jsonl").read_text().splitlines()
+    config = json.loads(lines[0])["config"]
+    rows: list[dict[str, object]] = [
+        {"trace_id": "r", "seq": 1, "kind": "config", "json": canonical_json(config),
+         "profile": "hand", "seed": 1, "operations": len(lines) - 1}
+    ]  # fmt: skip
+    rows += [
+        {"trace_id": "r", "seq": n, "kind": "op", "json": line, "profile": None,
+         "seed": None, "operations": None} for n, line in enumerate(lines[1:], start=2)
+    ]  # fmt: skip
+    queues = tmp_path / "queues"
+    queues.mkdir()
+    [row] = [
+        plain_row(r)
+        for r in results_table(check_batches(stream(rows), queue_dir=str(queues))).to_pylist()
+    ]
+    assert row["verdicts"]["p1"]["status"] == "held"
+    assert row["coverage"]["op.restart_sender.ran"] == 1
+    assert sorted(p.name for p in (queues / "r").iterdir()) == ["ny.0.queue"]

@@ -79,6 +79,7 @@ def rerun_record(args: argparse.Namespace, generation: Any) -> dict[str, Any]:
         "master": args.master or "local",
         "compare_policies": bool(args.compare_policies),
         "dlq_dir": args.dlq_dir,
+        "queue_dir": args.queue_dir,
         "versions": {
             "wanconform": importlib.metadata.version("wanconform"),
             "python": platform.python_version(),
@@ -129,6 +130,7 @@ def run(args: argparse.Namespace) -> int:
             say,
             args.dlq_dir,
             moved_to=(str(final / "traces"), str(final / "results")),
+            queue_dir=args.queue_dir,
         )
         bar.close(f"check     done in {bar.elapsed():.1f} s")
         summary = summarize(rows, time.perf_counter() - started)

@@ -36,16 +36,31 @@ def add_check_arguments(parser: argparse.ArgumentParser) -> None:
         "(docs/DLQ_STORE.md; DIR is made if missing and must be seen by every executor); "
         "inspect them with `wanconform dlq DIR`",
     )
+    parser.add_argument(
+        "--queue-dir",
+        metavar="DIR",
+        help="keep the queues of the impl's persistent senders (enable_persistence) in a "
+        "durable store per trace, DIR/TRACE_ID/ (docs/QUEUE_STORE.md; DIR is made if "
+        "missing and must be seen by every executor): restart_sender reads each queue back "
+        "from it, and the lockstep compares what it read with the model's",
+    )
 
 
 def check_dlq_dir(args: argparse.Namespace) -> None:
-    """`--dlq-dir`, checked before Spark starts."""
+    """`--dlq-dir` and `--queue-dir`, checked before Spark starts."""
     if args.dlq_dir is not None:
         store_engine_class(args.impl)
         check_directory(store_root("--dlq-dir", args.dlq_dir))
         print(
             f"dead letters: one store per trace, {os.path.join(args.dlq_dir, 'TRACE_ID')} "
             f"(inspect with `wanconform dlq {args.dlq_dir}`)",
+            file=sys.stderr,
+        )
+    if args.queue_dir is not None:
+        store_engine_class(args.impl, argument="queue_dir")
+        check_directory(store_root("--queue-dir", args.queue_dir))
+        print(
+            f"persistent queues: one store per trace, {os.path.join(args.queue_dir, 'TRACE_ID')}",
             file=sys.stderr,
         )
 
@@ -67,7 +82,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--master", default=None, help="Spark master (default: local)")
     from wanconform.cmd_replay import add_segment_arguments
 
-    add_segment_arguments(parser, "trace", master=False, unless="not with --dlq-dir")
+    add_segment_arguments(parser, "trace", master=False, unless="not with --dlq-dir or --queue-dir")
     declare_outputs(parser, directories=["out"])
     parser.set_defaults(func=run)
 
@@ -102,6 +117,7 @@ def run(args: argparse.Namespace) -> int:
         bar.stage,
         say,
         args.dlq_dir,
+        queue_dir=args.queue_dir,
         segment_ops=args.segment_ops,
         on_segments=lambda line: print(f"check: {line}", file=sys.stderr),
     )

@@ -187,15 +187,20 @@ def check_batches(
     impl_spec: str | None = None,
     replay_from: Callable[[str, Config], Callable[[], Iterable[Op]]] | None = None,
     dlq_dir: str | None = None,
+    queue_dir: str | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """Rows of `CHECK_INPUT_SCHEMA`, sorted by (trace id, seq), the configuration row of
     each trace first -> one `ROW_SCHEMA` batch per trace. `replay_from(trace_id, config)`
     gives the lockstep its way to re-read a trace from the start (see `Lockstep`).
-    `dlq_dir`: the impl keeps each trace's dead letters in a store DLQ_DIR/TRACE_ID/."""
+    `dlq_dir`: the impl keeps each trace's dead letters in a store DLQ_DIR/TRACE_ID/;
+    `queue_dir`: its persistent senders' queues in a store QUEUE_DIR/TRACE_ID/ (R36)."""
     tune_gc()  # a Spark task's Python worker runs engines for long too
     spec = impl_spec or DEFAULT_IMPL
     impl_factory = load_impl(spec)
-    store_class = store_engine_class(spec) if dlq_dir is not None else None
+    stored = dlq_dir is not None or queue_dir is not None
+    store_class = (
+        store_engine_class(spec, argument="dlq_dir" if dlq_dir else "queue_dir") if stored else None
+    )
     current: _Current | None = None
     failed: str | None = None  # a trace whose rest is skipped after an error
     previous: tuple[str, int] | None = None
@@ -229,8 +234,13 @@ def check_batches(
                     config = parse_config_cell(trace_id, text)
                     replay = replay_from(trace_id, config) if replay_from else None
                     impl = impl_factory
-                    if dlq_dir is not None:  # this trace's store: DLQ_DIR/TRACE_ID/
-                        impl = StoreEngines(store_class, Path(dlq_dir) / trace_id, fresh=True)
+                    if stored:  # this trace's stores: DLQ_DIR/TRACE_ID/, QUEUE_DIR/TRACE_ID/
+                        impl = StoreEngines(
+                            store_class,
+                            None if dlq_dir is None else Path(dlq_dir) / trace_id,
+                            fresh=True,
+                            queues=None if queue_dir is None else Path(queue_dir) / trace_id,
+                        )
                     run = TraceRun(trace_id, config, impl=impl, impl_spec=spec, replay=replay)
                     current = _Current(trace_id, run, config, operations, profile, seed)
                     continue

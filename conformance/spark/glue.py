@@ -605,6 +605,7 @@ def check(
     moved_to: tuple[str, str] | None = None,
     segment_ops: int = SEGMENT_OPS,
     on_segments: Callable[[str], None] | None = None,
+    queue_dir: str | os.PathLike[str] | None = None,
 ) -> list[dict[str, Any]]:
     """Check every trace of a trace set and write the results directory `out`
     (`conformance.spark.results`: the rows, the impl, the largest groups' examples and the
@@ -612,7 +613,8 @@ def check(
     trace set's, the results') paths once the caller moves them into place (a campaign
     builds both in a temporary directory), for the manifest and reproduce commands.
     A trace of at least 2 x `segment_ops` operations is checked in segments of that many
-    (README "Segments"), with the same row (not with `dlq_dir`: a store is one run's);
+    (README "Segments"), with the same row (not with `dlq_dir` or `queue_dir`: a store is
+    one run's);
     `on_segments` hears how each was split."""
     from pyspark.sql import functions as F
 
@@ -623,7 +625,10 @@ def check(
     long = [
         info
         for info in trace_set.traces
-        if info.operations >= 2 * segment_ops and dlq_dir is None and can_split(spec)
+        if info.operations >= 2 * segment_ops
+        and dlq_dir is None
+        and queue_dir is None
+        and can_split(spec)
     ]
     long_ids = [info.trace_id for info in long]
     configs = spark.read.parquet(str(Path(path) / "configs")).select(
@@ -662,10 +667,15 @@ def check(
     replay_from = _replay_from(path)
 
     stores = None if dlq_dir is None else str(Path(dlq_dir).resolve())
+    queues = None if queue_dir is None else str(Path(queue_dir).resolve())
 
     def check_fn(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         return check_batches(
-            (b.select(CHECK_INPUT_SCHEMA.names) for b in batches), spec, replay_from, stores
+            (b.select(CHECK_INPUT_SCHEMA.names) for b in batches),
+            spec,
+            replay_from,
+            stores,
+            queues,
         )
 
     with job(spark, "check", on_progress):
