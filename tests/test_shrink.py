@@ -150,3 +150,44 @@ def test_shrink_keeps_only_the_sites_senders_and_receivers_the_failure_needs(
     failure = find_failure(minimal.config, minimal.ops, load_impl(RESEND))
     assert failure is not None
     assert str(failure.signature) == "P1 observations: sent.events_resent"
+
+
+def test_shrinking_within_a_budget_keeps_the_shortest_failing_trace_found(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 31, item 7: a budget that runs out at once keeps the trace cut after its
+    first failure (stage 1), says so, and it still fails the same way."""
+    trace = read_trace(DATA / "resend.jsonl")
+    said: list[str] = []
+    result = shrink(
+        trace.config, trace.ops, ResendWithoutPossibleDuplicate, said.append, budget=1e-9
+    )
+    assert result.out_of_budget
+    assert result.kept == list(range(result.first_failure.index + 1))
+    assert said[-1].startswith("the budget of 0 s ran out: kept the shortest failing trace found")
+    again = find_failure(trace.config, result.ops(list(trace.ops)), ResendWithoutPossibleDuplicate)
+    assert again is not None and again.signature == result.failure.signature
+    # the command says it is not minimal; without a budget (0) it is (4 operations)
+    out = tmp_path / "min.jsonl"
+    command = ["shrink", str(DATA / "resend.jsonl"), "-o", str(out), "--impl", RESEND]
+    assert main([*command, "--shrink-budget", "0.000001"]) == 0
+    assert "  not minimal: the budget of 0 s ran out" in capsys.readouterr().out
+    assert len(read_trace(out).ops) == len(result.kept)
+    assert main([*command, "--shrink-budget", "0", "--force"]) == 0
+    assert len(read_trace(out).ops) == 4
+
+
+def test_check_names_the_failure_groups_before_it_shrinks_their_examples() -> None:
+    """Issue 31, item 7: the groups first, then each example shrunk within its budget."""
+    from conformance.spark.check import LocalTrace, check_local
+
+    trace = read_trace(DATA / "resend.jsonl")
+    said: list[str] = []
+    local = LocalTrace("resend", trace.config, list(enumerate(trace.ops, 2)))
+    _, examples, _ = check_local([local], RESEND, progress=said.append, shrink_budget=60)
+    assert said[:3] == [
+        "failure group P1 observations: sent.events_resent: 1 trace (first resend)",
+        "shrinking the example of 1 group (at most 60 s each; --shrink-budget)",
+        "explaining P1 observations: sent.events_resent with resend",
+    ]
+    assert len(examples) == 1

@@ -202,7 +202,8 @@ def test_campaign_writes_traces_results_and_summary(
         "kind": "wanconform campaign", "seed": 0, "traces": 5, "ops": 100,
         "profiles": ["steady", "dlq"], "config": None, "config_from": None,
         "impl": "impl:Engine", "master": "local", "compare_policies": True,
-        "dlq_dir": str(tmp_path / "stores"), "queue_dir": None,
+        "dlq_dir": str(tmp_path / "stores"), "queue_dir": None, "shrink_budget": 30.0,
+        "settle_cap": None,
     }  # fmt: skip
     assert sorted(versions) == ["pyspark", "python", "wanconform"]
     assert versions["python"] == ".".join(map(str, sys.version_info[:3]))

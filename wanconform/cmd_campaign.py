@@ -80,6 +80,8 @@ def rerun_record(args: argparse.Namespace, generation: Any) -> dict[str, Any]:
         "compare_policies": bool(args.compare_policies),
         "dlq_dir": args.dlq_dir,
         "queue_dir": args.queue_dir,
+        "shrink_budget": args.shrink_budget,
+        "settle_cap": args.settle_cap,
         "versions": {
             "wanconform": importlib.metadata.version("wanconform"),
             "python": platform.python_version(),
@@ -131,6 +133,7 @@ def run(args: argparse.Namespace) -> int:
             args.dlq_dir,
             moved_to=(str(final / "traces"), str(final / "results")),
             queue_dir=args.queue_dir,
+            shrink_budget=args.shrink_budget,
         )
         bar.close(f"check     done in {bar.elapsed():.1f} s")
         summary = summarize(rows, time.perf_counter() - started)

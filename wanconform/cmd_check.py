@@ -11,15 +11,17 @@ from pathlib import Path
 from typing import Any
 
 from conformance.running.stores import store_engine_class, store_root
+from conformance.search.examples import SHRINK_BUDGET
 from impl.dlq_store import check_directory
 from traces.engine import DEFAULT_IMPL, load_impl
 from traces.outputs import declare_outputs
-from wanconform.options import add_settle_cap
+from wanconform.options import add_settle_cap, add_shrink_budget
 from wanconform.progress import stage_progress, start_spark
 
 
 def add_check_arguments(parser: argparse.ArgumentParser) -> None:
     add_settle_cap(parser)
+    add_shrink_budget(parser, SHRINK_BUDGET, "each failure group's example")
     parser.add_argument(
         "--impl",
         default=None,
@@ -118,6 +120,7 @@ def run(args: argparse.Namespace) -> int:
         say,
         args.dlq_dir,
         queue_dir=args.queue_dir,
+        shrink_budget=args.shrink_budget,
         segment_ops=args.segment_ops,
         on_segments=lambda line: print(f"check: {line}", file=sys.stderr),
     )

@@ -25,7 +25,7 @@ from traces.logfile import is_log, open_log
 from traces.outputs import declare_outputs, write_text_atomically
 from traces.text import plural
 from traces.tracefile import open_trace, trace_text, where
-from wanconform.options import add_settle_cap
+from wanconform.options import add_settle_cap, add_shrink_budget
 
 
 def register(subparsers: Any) -> None:
@@ -62,8 +62,13 @@ def register(subparsers: Any) -> None:
         "--pytest", metavar="FILE", help="also write a regression test that fails on it"
     )
     add_settle_cap(parser)
+    add_shrink_budget(parser, SHRINK_BUDGET, "the trace")
     declare_outputs(parser, files=["output", "pytest"])
     parser.set_defaults(func=run)
+
+
+SHRINK_BUDGET = 120.0
+"""Seconds `wanconform shrink` shrinks for by default (--shrink-budget)."""
 
 
 def run(args: argparse.Namespace) -> int:
@@ -81,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
 
     names = [where(source.name, line) for line in lines]
     try:
-        result = shrink(source.config, ops, factory, progress, names)
+        result = shrink(source.config, ops, factory, progress, names, args.shrink_budget)
     except WanconformError as exc:
         raise WanconformError(f"{source.name}: {exc}") from None
     minimal = result.ops(ops)
@@ -100,6 +105,11 @@ def run(args: argparse.Namespace) -> int:
         f"wrote {args.output}" + (f" and {args.pytest}" if args.pytest else "")
     )
     print(f"  kept lines {kept} of {source.name}")
+    if result.out_of_budget:
+        print(
+            f"  not minimal: the budget of {args.shrink_budget:,.0f} s ran out; this is the "
+            "shortest failing trace found by then (--shrink-budget gives it more, 0 no limit)"
+        )
     impl = args.impl or DEFAULT_IMPL
     print(f"  reproduce: wanconform replay --engine both --impl {impl} --steps {args.output}")
     print("  " + result.failure.describe().replace("\n", "\n  "))

@@ -27,6 +27,28 @@ def add_settle_cap(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_shrink_budget(parser: argparse.ArgumentParser, default: float, what: str) -> None:
+    """`--shrink-budget SECONDS`: how long shrinking may take (0: no limit)."""
+    parser.add_argument(
+        "--shrink-budget",
+        type=_seconds,
+        default=default,
+        metavar="SECONDS",
+        help=f"shrink {what} for at most SECONDS (default {default:,.0f}; 0: no limit), "
+        "then keep the shortest failing trace found, and say so",
+    )
+
+
+def _seconds(text: str) -> float | None:
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = -1.0
+    if not seconds >= 0 or seconds == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a number of seconds >= 0, got {text!r}")
+    return seconds or None
+
+
 def apply_settle_cap(args: argparse.Namespace) -> None:
     """Give `--settle-cap` to the engines this process, its helpers and Spark's executors
     build (`traces.engine.settle_cap`)."""

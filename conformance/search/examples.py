@@ -24,9 +24,12 @@ from traces.config import Config
 from traces.engine import load_impl
 from traces.observations import Observation
 from traces.ops import Op, op_to_json
+from traces.text import plural
 from traces.tracefile import trace_text, where
 
 MAX_EXAMPLES = 20  # failure groups, largest first, whose example is shrunk and explained
+SHRINK_BUDGET = 30.0
+"""Seconds to shrink each group's example (`check`/`campaign --shrink-budget`)."""
 
 Fetch = Callable[[str], "tuple[Config, Sequence[Op], Sequence[int], str] | None"]
 """trace id -> its configuration, operations, their line numbers and a file that holds
@@ -105,18 +108,26 @@ def explain(
     lines: Sequence[int],
     impl_spec: str,
     source: str = "",
+    budget: float | None = SHRINK_BUDGET,
+    progress: Callable[[str], None] | None = None,
 ) -> tuple[Example | None, str]:
-    """Shrink a failing trace and explain its first failure: the example, or why there
-    is none. `lines` are the operations' line numbers in the input; `source` a file
-    that holds it (for the reproduce commands)."""
+    """Shrink a failing trace (within `budget` seconds) and explain its first failure:
+    the example, or why there is none. `lines` are the operations' line numbers in the
+    input; `source` a file that holds it (for the reproduce commands)."""
     factory = load_impl(impl_spec)
     try:
-        shrunk = shrink(config, ops, factory)
+        shrunk = shrink(config, ops, factory, progress, budget=budget)
     except NothingToShrink:
         return None, "no example: the trace no longer fails"
     note = ""
     if str(shrunk.failure.signature) != signature:
         note = f"the trace's first failure is {shrunk.failure.signature}"
+    if shrunk.out_of_budget:
+        note = (note + "; " if note else "") + (
+            f"shrinking stopped at its budget of {budget or 0:,.0f} s: the shortest failing "
+            f"trace found by then, {plural(len(shrunk.kept), 'operation')} of "
+            f"{len(ops):,} (--shrink-budget gives it more)"
+        )
     minimal = shrunk.ops(ops)
     name = f"{Path(source or trace).stem}.min.jsonl"
     result = run_trace(
@@ -270,13 +281,23 @@ def explain_groups(
     fetch: Fetch,
     impl_spec: str,
     progress: Callable[[str], None] | None = None,
+    budget: float | None = SHRINK_BUDGET,
 ) -> tuple[list[Example], dict[str, str]]:
     """The examples of the `MAX_EXAMPLES` largest failure groups (each the group's first
-    trace, shrunk and explained), and for a group without one, why."""
+    trace, shrunk within `budget` seconds and explained), and for a group without one,
+    why. The groups are named first, before any shrinking."""
     say = progress or (lambda line: None)
     examples: list[Example] = []
     notes: dict[str, str] = {}
-    for signature, members in failure_groups(rows)[:MAX_EXAMPLES]:
+    groups = failure_groups(rows)
+    for signature, members in groups:
+        first = members[0]["trace_id"]
+        say(f"failure group {signature}: {plural(len(members), 'trace')} (first {first})")
+    if groups:
+        shown = min(len(groups), MAX_EXAMPLES)
+        limit = "no limit" if budget is None else f"at most {budget:,.0f} s each"
+        say(f"shrinking the example of {plural(shown, 'group')} ({limit}; --shrink-budget)")
+    for signature, members in groups[:MAX_EXAMPLES]:
         trace_id = members[0]["trace_id"]
         fetched = fetch(trace_id)
         if fetched is None:
@@ -284,7 +305,9 @@ def explain_groups(
             continue
         config, ops, lines, source = fetched
         say(f"explaining {signature} with {trace_id}")
-        example, note = explain(signature, trace_id, config, ops, lines, impl_spec, source)
+        example, note = explain(
+            signature, trace_id, config, ops, lines, impl_spec, source, budget, say
+        )
         if example is None:
             notes[signature] = note
         else:

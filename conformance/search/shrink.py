@@ -25,12 +25,17 @@ signature (after each, the trace is cut after its failure, which may come earlie
    operations went with them. What is left is what the failure needs.
 Every kept operation is an operation of the input (no operation is rewritten), so the
 result names the input lines it kept; `Shrunk.config` is the pruned configuration.
+
+A budget (seconds) bounds the stages after the first run: when it runs out, the result is
+the shortest trace found so far that fails the same way (every stage keeps only such
+traces), and `Shrunk.out_of_budget` says so.
 """
 
 from __future__ import annotations
 
 import math
 import re
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -61,6 +66,10 @@ MAX_GROUPS = 64  # stage 4 runs only when the trace has at most this many keys+s
 CACHE_BELOW = 20_000  # candidates shorter than this are remembered (ddmin retries some)
 
 _EVENT = re.compile(r"\b(\d+):(\d+)\b")
+
+
+class _OutOfBudget(Exception):
+    """The shrinking budget ran out (caught in `shrink`)."""
 
 
 class NothingToShrink(WanconformError):
@@ -115,6 +124,7 @@ class Shrunk:
     first_failure: Failure  # the failure of the input
     stages: list[tuple[str, int]] = field(default_factory=list)  # (stage, operations left)
     tests: int = 0  # candidate traces run
+    out_of_budget: bool = False  # the budget ran out: `kept` is the best found by then
 
     def ops(self, source: Sequence[Op]) -> list[Op]:
         return [source[i] for i in self.kept]
@@ -166,14 +176,17 @@ class _Shrinker:
         ops: Sequence[Op],
         impl_factory: EngineFactory | None,
         progress: Progress,
+        deadline: float | None = None,
     ) -> None:
         self.config = config
         self.ops = ops
         self.impl_factory = impl_factory
         self.progress = progress
+        self.deadline = deadline  # time.monotonic() after which no candidate is run
         self.tests = 0
         self.signature: Signature | None = None
         self._cache: dict[tuple[int, ...], tuple[list[int], Failure] | None] = {}
+        self.best: tuple[list[int], Failure, Config] | None = None  # shortest failing so far
 
     def run(
         self, kept: list[int], skipped: list[int] | None = None, config: Config | None = None
@@ -191,10 +204,14 @@ class _Shrinker:
         cache_key = tuple(kept) if len(kept) < CACHE_BELOW and config is None else None
         if cache_key is not None and cache_key in self._cache:
             return self._cache[cache_key]
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            raise _OutOfBudget
         failure = self.run(kept, config=config)
         result = None
         if failure is not None and failure.signature == self.signature:
             result = (kept[: failure.index + 1], failure)
+            if self.best is None or len(result[0]) < len(self.best[0]):
+                self.best = (result[0], failure, config or self.config)
         if cache_key is not None:
             self._cache[cache_key] = result
         return result
@@ -348,9 +365,11 @@ def shrink(
     impl_factory: EngineFactory | None = None,
     progress: Progress | None = None,
     names: Sequence[str] | None = None,
+    budget: float | None = None,
 ) -> Shrunk:
     """Shrink a failing trace (see the module's docstring); `NothingToShrink` if it does
-    not fail. `progress` gets one line per stage."""
+    not fail. `progress` gets one line per stage. `budget`: seconds for the stages after
+    the first run (None: no limit)."""
     say = progress or (lambda line: None)
     shrinker = _Shrinker(config, ops, impl_factory, say)
     skipped: list[int] = []
@@ -363,6 +382,25 @@ def shrink(
     say(f"failure: {first.signature} at operation {first.index + 1:,} of {len(ops):,}")
     kept = list(range(first.index + 1))
     result = Shrunk(config, len(ops), kept, first, first)
+    shrinker.best = (kept, first, config)
+    if budget is not None:
+        shrinker.deadline = time.monotonic() + budget
+    try:
+        _stages(shrinker, result, written, say)
+    except _OutOfBudget:
+        assert shrinker.best is not None
+        result.kept, result.failure, result.config = shrinker.best
+        result.tests, result.out_of_budget = shrinker.tests, True
+        say(
+            f"the budget of {budget:,.0f} s ran out: kept the shortest failing trace found, "
+            f"{plural(len(result.kept), 'operation')} ({plural(shrinker.tests, 'trace')} run)"
+        )
+    return result
+
+
+def _stages(shrinker: _Shrinker, result: Shrunk, written: dict[str, str], say: Progress) -> None:
+    """The stages after the first failure (the module's docstring), into `result`."""
+    kept, first = result.kept, result.first_failure
 
     def stage(name: str, candidate: list[int]) -> None:
         nonlocal kept
@@ -373,7 +411,6 @@ def shrink(
     stage("cut after the first failure", kept)
     stage("kept the shortest failing suffix", shrinker.suffix(kept))
     keys = shrinker.involved_keys(kept, first, written)
-    del written
     say(f"keys involved: {', '.join(sorted(keys)[:10])}{' ...' if len(keys) > 10 else ''}")
     if keys:
         stage(f"kept only the {plural(len(keys), 'key')} involved", shrinker.only_keys(kept, keys))
@@ -388,7 +425,6 @@ def shrink(
     assert final is not None, "shrinking lost the failure"
     result.kept, result.failure, result.tests = kept, final[1], shrinker.tests
     result.config = shrinker.config
-    return result
 
 
 def pytest_text(trace: str, impl_spec: str, failure: Failure, name: str) -> str:

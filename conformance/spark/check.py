@@ -21,7 +21,7 @@ import pyarrow as pa
 
 from conformance.running.run import TraceRun, run_trace
 from conformance.running.stores import StoreEngines, store_engine_class
-from conformance.search.examples import Example, explain_groups
+from conformance.search.examples import SHRINK_BUDGET, Example, explain_groups
 from conformance.spark.results import RESULTS_SCHEMA, result_row
 from conformance.spark.segments import SegmentRunner, check_in_segments
 from traces.config import Config
@@ -79,6 +79,7 @@ def check_local(
     impl_spec: str = DEFAULT_IMPL,
     impl_factory: EngineFactory | None = None,
     progress: Callable[[str], None] | None = None,
+    shrink_budget: float | None = SHRINK_BUDGET,
 ) -> tuple[list[dict[str, Any]], dict[str, Example], dict[str, str]]:
     """Check traces held in this process, as `wanconform check` checks a trace set: the
     result rows, the examples of the largest failure groups (by signature) and, for a
@@ -104,7 +105,7 @@ def check_local(
             return None
         return trace.config, [op for _, op in trace.ops], [n for n, _ in trace.ops], name
 
-    examples, notes = explain_groups(rows, fetch, impl_spec, progress)
+    examples, notes = explain_groups(rows, fetch, impl_spec, progress, shrink_budget)
     return rows, {example.signature: example for example in examples}, notes
 
 

@@ -53,7 +53,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from conformance.generation.profiles import generate_rows, generate_trace, trace_ids
-from conformance.search.examples import MAX_EXAMPLES, explain_groups, failure_groups
+from conformance.search.examples import MAX_EXAMPLES, SHRINK_BUDGET, explain_groups, failure_groups
 from conformance.spark.check import (
     CHECK_INPUT_SCHEMA,
     ROW_SCHEMA,
@@ -606,6 +606,7 @@ def check(
     segment_ops: int = SEGMENT_OPS,
     on_segments: Callable[[str], None] | None = None,
     queue_dir: str | os.PathLike[str] | None = None,
+    shrink_budget: float | None = SHRINK_BUDGET,
 ) -> list[dict[str, Any]]:
     """Check every trace of a trace set and write the results directory `out`
     (`conformance.spark.results`: the rows, the impl, the largest groups' examples and the
@@ -703,7 +704,7 @@ def check(
             str(Path(shown_out, FAILURES, f"{trace_id}.jsonl")),
         )
 
-    examples, notes = explain_groups(results, fetch, spec, say)
+    examples, notes = explain_groups(results, fetch, spec, say, shrink_budget)
     write_results(target, table, spec, shown_set, examples, notes, exported)
     return results
 
