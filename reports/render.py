@@ -17,6 +17,7 @@ import jinja2
 from markupsafe import Markup
 
 from conformance.search.examples import Example
+from conformance.spark.policies import KEYS_NOTE
 from reports.chart_svg import Chart, render_chart_svg
 from reports.report_data import ExploreView, Report, build_report
 from traces.outputs import write_text_atomically
@@ -29,6 +30,7 @@ _ENVIRONMENT = jinja2.Environment(
     keep_trailing_newline=True,
 )
 _ENVIRONMENT.filters["plural"] = plural  # {{ n | plural("trace") }}: "1 trace", "2 traces"
+_ENVIRONMENT.globals["keys_note"] = KEYS_NOTE  # what "keys that differ" counts
 
 
 def _chart(chart: Chart | None) -> Markup | str:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import textwrap
 import time
 from pathlib import Path
 from typing import Any
@@ -97,7 +98,12 @@ def run(args: argparse.Namespace) -> int:
     check_dlq_dir(args)
     from conformance.spark import glue
     from conformance.spark.campaign import render, summarize
-    from conformance.spark.policies import compare_trace_set, render_settings, render_table
+    from conformance.spark.policies import (
+        KEYS_NOTE,
+        compare_trace_set,
+        render_settings,
+        render_table,
+    )
     from conformance.spark.results import FAILURES, read_results
     from reports.render import write_report
 
@@ -163,11 +169,11 @@ def run(args: argparse.Namespace) -> int:
             text += "\n"
         text += render(summary, str(out / "results" / FAILURES), args.impl or DEFAULT_IMPL)
         if policies:
-            text += "\n\nfailure policies compared (the same traces; docs: "
-            text += "conformance/spark/policies.py):\n"
+            text += "\n\nfailure policies compared (the same traces):\n"
             text += render_table(comparison.policies)
             text += "\n\nconflation and persistence, on and off (the same traces):\n"
             text += render_settings(comparison.settings)
+            text += "\n\n" + textwrap.fill(KEYS_NOTE, 92)
         write_text_atomically(staging / "summary.txt", text + "\n")
         results = read_results(staging / "results")
         started = time.perf_counter()

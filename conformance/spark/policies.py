@@ -73,6 +73,7 @@ class PolicyFigures:
     traces: int = 0
     events_lost: int = 0
     keys_differing: int = 0
+    keys_differing_after_wipe: int = 0  # of them, in traces with a wipe (`KEYS_NOTE`)
     largest_backlog: int = 0
     records_left: int = 0
     redelivery: dict[str, int] = field(
@@ -87,6 +88,7 @@ class PolicyFigures:
             "traces": self.traces,
             "events_lost": self.events_lost,
             "keys_differing": self.keys_differing,
+            "keys_differing_after_wipe": self.keys_differing_after_wipe,
             "largest_backlog": self.largest_backlog,
             "records_left": self.records_left,
             "redelivery": dict(self.redelivery),
@@ -113,6 +115,20 @@ def run_settled(
     return engine
 
 
+KEYS_NOTE = (
+    "keys differ: keys whose entries are not the same at every site at the end (every "
+    'site up, then a settle); "after a wipe": those of traces where a site came back '
+    "wiped (site_up wipe, R21): its entries are gone, and WAN replication never sends "
+    "entries written before again, so no failure policy or setting brings them back"
+)
+"""What "keys differ" counts, said under its tables (summary and report)."""
+
+
+def wiped(ops: Sequence[Op]) -> bool:
+    """Does the trace bring a site back wiped (R21)?"""
+    return any(isinstance(op, SiteUp) and op.wipe for op in ops)
+
+
 def keys_differing(state: dict[str, Any]) -> int:
     """Keys whose entries are not the same at every site."""
     sites = list(state["sites"].values())
@@ -120,7 +136,7 @@ def keys_differing(state: dict[str, Any]) -> int:
     return sum(len({repr(site["entries"].get(key)) for site in sites}) > 1 for key in keys)
 
 
-def run_policy(config: Config, ops: Iterable[Op], policy: str, figures: PolicyFigures) -> None:
+def run_policy(config: Config, ops: Sequence[Op], policy: str, figures: PolicyFigures) -> None:
     """One trace under one policy, added to `figures`. Every policy ends the same way
     (`run_settled`); `dlq-redelivered` then redelivers every sender's records and settles
     again. The largest backlog is counted from the observations: enqueued and forwarded
@@ -162,7 +178,9 @@ def run_policy(config: Config, ops: Iterable[Op], policy: str, figures: PolicyFi
     senders = state["senders"].values()
     figures.events_lost += sum(s["stats"]["events_dropped"] for s in senders)
     figures.records_left += sum(len(s["dlq"]) for s in senders)
-    figures.keys_differing += keys_differing(state)
+    differing = keys_differing(state)
+    figures.keys_differing += differing
+    figures.keys_differing_after_wipe += differing if wiped(ops) else 0
 
 
 # -- conflation and persistence, on and off (SPEC v2.0 part 2) ------------------------------
@@ -201,6 +219,7 @@ class SettingFigures:
     events_lost_on_restart: int = 0  # the counter (restarts and serial stops)
     events_resent: int = 0
     keys_differing: int = 0
+    keys_differing_after_wipe: int = 0  # of them, in traces with a wipe (`KEYS_NOTE`)
 
     @property
     def title(self) -> str:
@@ -217,6 +236,7 @@ class SettingFigures:
             "title": self.title,
             "traces": self.traces,
             "keys_differing": self.keys_differing,
+            "keys_differing_after_wipe": self.keys_differing_after_wipe,
         }
         if self.setting == "conflation":
             return common | {
@@ -256,7 +276,9 @@ def run_setting(config: Config, ops: Sequence[Op], figures: SettingFigures) -> N
         figures.events_conflated_from_batches += stats["events_conflated_from_batches"]
         figures.events_lost_on_restart += stats["events_lost_on_restart"]
         figures.events_resent += stats["events_resent"]
-    figures.keys_differing += keys_differing(state)
+    differing = keys_differing(state)
+    figures.keys_differing += differing
+    figures.keys_differing_after_wipe += differing if wiped(ops) else 0
 
 
 @dataclass(slots=True)
@@ -299,7 +321,8 @@ def compare_all(
 def render_table(figures: Sequence[PolicyFigures]) -> str:
     """The campaign summary's table."""
     header = (
-        f"{'failure policy':<28}{'lost':>8}{'keys differ':>13}{'max backlog':>13}"
+        f"{'failure policy':<28}{'lost':>8}{'keys differ':>13}{'after a wipe':>14}"
+        f"{'max backlog':>13}"
         f"{'records left':>14}{'requeued':>10}{'superseded':>12}{'unrecov.':>10}"
         f"{'conflicts':>11}"
     )
@@ -308,6 +331,7 @@ def render_table(figures: Sequence[PolicyFigures]) -> str:
         r = f.redelivery
         lines.append(
             f"{TITLES[f.policy]:<28}{f.events_lost:>8,}{f.keys_differing:>13,}"
+            f"{f.keys_differing_after_wipe:>14,}"
             f"{f.largest_backlog:>13,}{f.records_left:>14,}{r['requeued']:>10,}"
             f"{r['superseded']:>12,}{r['unrecoverable']:>10,}{f.redelivery_conflicts:>11,}"
         )
@@ -320,13 +344,14 @@ def render_settings(settings: dict[str, list[SettingFigures]]) -> str:
     if "conflation" in settings:
         lines.append(
             f"{'batch conflation (model)':<28}{'bytes shipped':>15}{'conflated':>11}"
-            f"{'in queue':>10}{'in batch':>10}{'keys differ':>13}"
+            f"{'in queue':>10}{'in batch':>10}{'keys differ':>13}{'after a wipe':>14}"
         )
         for f in settings["conflation"]:
             lines.append(
                 f"{'on' if f.enabled else 'off':<28}{f.bytes_shipped:>15,}"
                 f"{f.events_conflated:>11,}{f.events_conflated_in_queue:>10,}"
                 f"{f.events_conflated_from_batches:>10,}{f.keys_differing:>13,}"
+                f"{f.keys_differing_after_wipe:>14,}"
             )
     if "persistence" in settings:
         first = settings["persistence"][0]
@@ -334,7 +359,7 @@ def render_settings(settings: dict[str, list[SettingFigures]]) -> str:
         lines.append(f"\nqueue persistence (model; {restarts} traces have restart_sender):")
         lines.append(
             f"{'queue persistence':<28}{'lost':>8}{'restart':>9}{'stop':>6}{'clean':>7}"
-            f"{'lost on restart':>17}{'re-sent':>9}{'keys differ':>13}"
+            f"{'lost on restart':>17}{'re-sent':>9}{'keys differ':>13}{'after a wipe':>14}"
         )
         for f in settings["persistence"]:
             r = f.lost_by_reason
@@ -342,6 +367,7 @@ def render_settings(settings: dict[str, list[SettingFigures]]) -> str:
                 f"{'on' if f.enabled else 'off':<28}{f.events_lost:>8,}{r['restart']:>9,}"
                 f"{r['stop']:>6,}{r['clean_queues']:>7,}{f.events_lost_on_restart:>17,}"
                 f"{f.events_resent:>9,}{f.keys_differing:>13,}"
+                f"{f.keys_differing_after_wipe:>14,}"
             )
     return "\n".join(lines)
 
