@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 from itertools import islice
+from pathlib import Path
 from types import MappingProxyType
 
 import pytest
@@ -230,3 +231,31 @@ def test_on_a_given_config_a_trace_is_a_pure_function_of_its_arguments(profile: 
     rows_config, rows = generate_rows(3, f"{profile}-000001", profile, 300, GIVEN)
     assert rows_config is GIVEN
     assert "\n".join(row[4] for row in rows) + "\n" == first.split("\n", 1)[1]
+
+
+def test_a_profile_the_given_configuration_leaves_idle_is_warned_about(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Issue 31, item 10: `--profile dlq` on a configuration with no dead-letter listener
+    makes no dead letter: said once, before any work."""
+    from wanconform.cli import build_parser
+    from wanconform.cmd_generate import check_generation_arguments
+
+    examples = Path(__file__).resolve().parent.parent / "traces" / "examples"
+    plain = str(examples / "batching_by_size.jsonl")
+    for config, profiles, expected in [
+        (plain, "steady,dlq,parallel", ["dlq", "parallel"]),
+        (plain, "steady", []),
+        (str(examples / "failed_event_dead_lettered.jsonl"), "dlq", []),
+    ]:
+        words = ["generate", "--config", config, "--profile", profiles, "--out", "x"]
+        check_generation_arguments(build_parser(words).parse_args(words))
+        warned = [line.split()[3] for line in capsys.readouterr().err.splitlines()]
+        assert warned == expected
+    words = ["generate", "--config", plain, "--profile", "dlq", "--out", "x"]
+    check_generation_arguments(build_parser(words).parse_args(words))
+    assert capsys.readouterr().err == (
+        f"wanconform: warning: profile dlq on the configuration of {plain}: no sender has a "
+        "dead-letter failure listener (failure_listener dlq, R24), so its injected failures "
+        "are dropped (R18) and no dead letter is written\n"
+    )

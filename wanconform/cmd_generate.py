@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -86,12 +87,42 @@ def check_generation_arguments(args: argparse.Namespace) -> Generation:
     if args.config:
         from wanconform.cmd_topology import load_config_or_trace
 
-        return Generation(profiles, load_config_or_trace(args.config), {}, args.config)
-    if args.site:
+        generation = Generation(profiles, load_config_or_trace(args.config), {}, args.config)
+    elif args.site:
         config, names = load_geode_sites(args.site, args.define, args.allow_partial)
         files = " ".join(f"--site {text}" for text in args.site)
-        return Generation(profiles, config, names, files)
-    return Generation(profiles, None, {}, "")
+        generation = Generation(profiles, config, names, files)
+    else:
+        return Generation(profiles, None, {}, "")
+    for warning in idle_profiles(generation):
+        print(f"wanconform: warning: {warning}", file=sys.stderr)
+    return generation
+
+
+def idle_profiles(generation: Generation) -> list[str]:
+    """Profiles that the given configuration leaves with nothing to show: what they are
+    for needs a setting no sender has (each profile draws its own configuration only
+    when none is given)."""
+    config = generation.config
+    assert config is not None
+    senders = config.senders
+    needs = {
+        "dlq": (
+            any(s.failure_listener == "dlq" for s in senders),
+            "no sender has a dead-letter failure listener (failure_listener dlq, R24), so "
+            "its injected failures are dropped (R18) and no dead letter is written",
+        ),
+        "parallel": (
+            any(s.parallel or s.dispatcher_threads > 1 for s in senders),
+            "no sender is parallel or has more than one dispatcher (R27-R31), so it runs "
+            "as the serial senders do",
+        ),
+    }
+    return [
+        f"profile {profile} on the configuration of {generation.source}: {why}"
+        for profile, (has, why) in needs.items()
+        if profile in generation.profiles and not has
+    ]
 
 
 def register(subparsers: Any) -> None:
