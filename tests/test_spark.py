@@ -239,6 +239,11 @@ def test_campaign_on_imported_geode_files_keeps_their_topology(
     summary = (out / "summary.txt").read_text()
     assert "on the configuration of --site 1=" in summary
     assert "Topology: sites 1, 2\n  sender ny: 1 -> 2\n  sender ln: 2 -> 1\n" in summary
+    # each sender's settings, defaults included (issue 31, item 10)
+    assert (
+        "Sender settings:\n  ln (2 -> 1): batch_size 100, batch_time_interval_ms 1000," in summary
+    )
+    assert "  ny (1 -> 2): batch_size 50, batch_time_interval_ms 500, ack_timeout_ms" in summary
     assert "WAN topology: sites 1, 2; 2 senders" in (out / "report.html").read_text()
     imported = import_geode_config([parse_site_argument(text) for text in sites]).config
     trace_set = open_trace_set(out / "traces")

@@ -27,7 +27,7 @@ from traces.outputs import (
 )
 from wanconform.cmd_check import add_check_arguments, check_dlq_dir, say
 from wanconform.cmd_generate import add_generation_arguments, check_generation_arguments
-from wanconform.cmd_topology import format_table
+from wanconform.cmd_topology import format_table, sender_settings
 from wanconform.progress import stage_progress, start_spark
 
 
@@ -166,7 +166,7 @@ def run(args: argparse.Namespace) -> int:
         )
         if generation.config is not None:
             text += "\n" + format_table(analyse_topology(generation.config), generation.names)
-            text += "\n"
+            text += "\n\n" + sender_settings(generation.config, generation.names) + "\n"
         text += render(summary, str(out / "results" / FAILURES), args.impl or DEFAULT_IMPL)
         if policies:
             text += "\n\nfailure policies compared (the same traces):\n"

@@ -14,9 +14,11 @@ user wrote: an id made unique by the import (`1/sender3`) is shown with the Geod
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import sys
+import textwrap
 from collections.abc import Mapping
 from typing import Any
 
@@ -96,6 +98,23 @@ def load_config_or_trace(path: str) -> Config:
 
 def _path_text(path: tuple[int, ...]) -> str:
     return " -> ".join(str(site) for site in path)
+
+
+def sender_settings(config: Config, names: Mapping[str, str] | None = None) -> str:
+    """Every sender's settings, defaults included (SPEC §2, §16.1): what a campaign on
+    this configuration ran with."""
+    lines = ["Sender settings:"]
+    for sender in config.senders:
+        settings = ", ".join(
+            f"{field.name} {json.dumps(getattr(sender, field.name))}"
+            for field in dataclasses.fields(sender)
+            if field.name not in ("id", "site", "remote")
+        )
+        written = (names or {}).get(sender.id, sender.id)
+        head = f"  {sender.id} ({sender.site} -> {sender.remote}"
+        head += f", Geode id {written!r}): " if written != sender.id else "): "
+        lines.append(textwrap.fill(settings, 92, initial_indent=head, subsequent_indent="    "))
+    return "\n".join(lines)
 
 
 def format_table(analysis: TopologyAnalysis, names: Mapping[str, str] | None = None) -> str:
