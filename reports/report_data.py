@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from conformance.properties.topology import analyse_topology
+from conformance.running import geode_stats
 from conformance.running.coverage import SITE_EVENTS, Coverage, capped_settles
 from conformance.search.examples import MAX_EXAMPLES, Example, failure_groups, group_variants
 from conformance.spark.campaign import delta_share
@@ -151,6 +152,7 @@ class Report:
     bandwidth_chart: Chart | None = None
     explore: ExploreView | None = None  # `wanconform explore --report`
     capped: str = ""  # R25: the settles that stopped at their cap, if any
+    geode: tuple[tuple[str, str, int], ...] = ()  # Geode's statistics (docs/GEODE_STATS.md)
 
     @property
     def delta_share(self) -> str:
@@ -356,6 +358,11 @@ def build_report(
         capped += f" (first: {', '.join(capped_traces[:3])})"
     return Report(
         capped=capped,
+        geode=tuple(
+            (kind, name, value)
+            for kind in (geode_stats.SENDER, geode_stats.RECEIVER)
+            for name, value in geode_stats.values(coverage.counts, kind)
+        ),
         title="wanconform report",
         generated=_generated(),
         impl=impl_spec,

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from conformance.properties.checker import Verdict
+from conformance.running import geode_stats
 from conformance.running.coverage import capped_settles
 from conformance.running.run import RunResult, Step, TraceRun, stopped_line
 from conformance.running.stores import StoreEngines, store_engine_class, store_root
@@ -324,6 +325,8 @@ def summary(result: RunResult, other: str = "impl") -> str:
     capped = capped_settles(result.coverage)
     if capped:
         lines.append(f"  {capped}")
+    lines.append("  in Geode's statistics (docs/GEODE_STATS.md):")
+    lines.extend(f"    {line}" for line in geode_stats.lines(result.coverage))
     converged, differing = convergence(state)
     if converged:
         lines.append("  all sites hold identical entries")

@@ -57,6 +57,9 @@ DISPATCH_BRANCHES = (
 CROSS_KEY_REORDERING = "sometimes.cross_key_reordering"
 
 
+QUEUED_AT_END = "queued.at_end"
+"""Events still queued when a run ends, summed over its senders (`TraceRun.finish`)."""
+
 CAPPED_SETTLES = "settle.capped."
 """+ an engine's name: how many of its settles stopped at their cap (R25; `TraceRun`)."""
 
@@ -122,6 +125,14 @@ class Coverage:
                 counts[f"redelivery.{obs['outcome']}"] += 1
             elif kind == "enqueued":
                 counts[f"{SITE_EVENTS}{obs['site']}"] += 1
+                counts["queued.events"] += len(obs["senders"])
+            elif kind == "conflated":
+                counts[f"conflated.{obs['where']}"] += 1
+            elif kind == "alert" or kind == "not_queued":
+                counts[kind] += 1
+            if kind == "sent":
+                counts["sent.events"] += len(obs["events"])
+                counts["sent.batches_resent"] += obs["events_resent"] > 0
             if config is None:
                 continue
             if not plain:

@@ -36,7 +36,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from conformance.properties.checker import PropertyChecker, Verdict, Violation
-from conformance.running.coverage import CAPPED_SETTLES, CROSS_KEY_REORDERING, Coverage
+from conformance.running.coverage import (
+    CAPPED_SETTLES,
+    CROSS_KEY_REORDERING,
+    QUEUED_AT_END,
+    Coverage,
+)
 from conformance.running.lockstep import Divergence, Lockstep
 from conformance.running.narrative import Narrator
 from traces.canonical import canonical_json
@@ -530,6 +535,10 @@ class TraceRun:
             verdicts += self.checker.verdicts()
             if self.checker.reordered and self.count_coverage:  # §16.7's "sometimes"
                 self.coverage.counts[CROSS_KEY_REORDERING] += self.checker.reordered
+        if self.count_coverage:  # a gauge at the end (Geode's eventQueueSize)
+            senders = self._final_state()["senders"].values()
+            queued = sum(len(d["queue"]) for s in senders for d in s["dispatchers"])
+            self.coverage.counts[QUEUED_AT_END] += queued
         return RunResult(
             name=self.name,
             config=self.config,

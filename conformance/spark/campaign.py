@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from conformance.running import geode_stats
 from conformance.running.coverage import Coverage, capped_settles
 from conformance.search.examples import MAX_EXAMPLES, failure_groups, group_variants
 from conformance.spark.results import ALL_PROPERTIES
@@ -141,6 +142,9 @@ def render(summary: CampaignSummary, failures: str = "", impl: str = DEFAULT_IMP
     if capped:
         first = ", ".join(summary.capped_traces[:3])
         lines.append(f"  {capped} (first: {first})")
+    lines.append("")
+    lines.append("in Geode's statistics, over every trace (docs/GEODE_STATS.md):")
+    lines.extend(f"  {line}" for line in geode_stats.lines(summary.coverage.counts))
     lines.append("")
     if summary.divergences:
         count = plural(len(summary.divergences), "signature")
