@@ -46,7 +46,7 @@ from conformance.search.strategies import (
 )
 from traces.canonical import canonical_json
 from traces.config import Config, SenderConfig
-from traces.engine import DEFAULT_IMPL, EngineFactory, make_engine
+from traces.engine import DEFAULT_IMPL, EngineFactory, load_impl, make_engine
 from traces.ops import (
     Deliver,
     DeliverAck,
@@ -169,7 +169,7 @@ class WanConformance(RuleBasedStateMachine):
     def impl_spec(cls) -> str:
         """The impl as `--impl` names it: `module:Class`, or impl's own."""
         factory = cls.impl_factory
-        if isinstance(factory, type) and factory.__name__ != "Engine":
+        if isinstance(factory, type) and factory is not load_impl(DEFAULT_IMPL):
             return f"{factory.__module__}:{factory.__qualname__}"
         return DEFAULT_IMPL
 
