@@ -80,7 +80,7 @@ def test_r15_the_java_senders_missing_flush_after_an_ack_is_found_at_line_8(
         '{"op":"deliver_ack","sender":"ny"}\n'
         '    observations[1]: model={"batch_id":2,"bytes_delta":0,"bytes_full":14,'
         '"dispatcher":0,"events":["1:3","1:4"],"events_resent":0,"kind":"sent","sender":"ny"} '
-        'impl="<absent>"\n'
+        'log="<absent>"\n'
     ) in out
     assert schema_errors(buggy) == []
 
@@ -114,7 +114,7 @@ def test_logged_states_are_compared_where_they_are_logged(
     assert main(["validate", str(bad)]) == 1
     out = capsys.readouterr().out
     assert f"diverge at {bad}:8: divergence at " + '{"ms":2000,"op":"tick"}' in out
-    assert "    state.sites.2.stats.applied: model=2 impl=7\n" in out
+    assert "    state.sites.2.stats.applied: model=2 log=7\n" in out  # the log, not "impl"
     assert f"  the log stopped at {bad}:8 (P1); the model ran on alone to the end" in out
 
 
@@ -131,7 +131,7 @@ def test_a_logged_observation_that_differs_is_the_divergence(
     assert main(["validate", str(log)]) == 1
     out = capsys.readouterr().out
     assert f"diverge at {log}:9: divergence at " + '{"ms":500,"op":"tick"}' in out
-    assert "    observations[0].events_resent: model=2 impl=0\n" in out
+    assert "    observations[0].events_resent: model=2 log=0\n" in out
     # shrink on a log: the trace of its operations up to the disagreement
     cut = tmp_path / "cut.jsonl"
     assert main(["shrink", str(log), "-o", str(cut)]) == 0

@@ -299,9 +299,16 @@ def sender_line(config: SenderConfig, sender: dict[str, Any]) -> str:
 def summary(result: RunResult, other: str = "impl") -> str:
     """The text a person reads after a replay (`other`: what the model ran against)."""
     state = result.state
+    ran = f"({result.skipped:,} skipped)"
+    if result.offset:  # --from: the checkpoint holds the first ones
+        ran = (
+            f"(the first {result.offset:,} from the checkpoint; "
+            f"{plural(result.operations - result.offset, 'operation')} replayed, "
+            f"{result.skipped:,} of them skipped)"
+        )
     lines = [
-        f"{result.name}: {plural(result.operations, 'operation')} "
-        f"({result.skipped:,} skipped), time {state['time']} ms"
+        f"{result.name}: {plural(result.operations, 'operation')} {ran}, "
+        f"time {state['time']} ms"
     ]
     for site_id, site in sorted(state["sites"].items(), key=lambda item: int(item[0])):
         stats = " ".join(f"{k}={v}" for k, v in site["stats"].items())
@@ -312,7 +319,7 @@ def summary(result: RunResult, other: str = "impl") -> str:
     for sender_id, sender in sorted(state["senders"].items()):
         lines.append(f"  {sender_line(result.config.sender(sender_id), sender)}")
     if result.divergence is not None:
-        described = result.divergence.describe().replace("\n", "\n  ")
+        described = result.divergence.describe(other.removeprefix("the ")).replace("\n", "\n  ")
         lines.append(f"  P1: FAILED: model and {other} diverge at {described}")
     else:
         lines.append(f"  {result.verdicts[0]}")

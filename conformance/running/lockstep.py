@@ -91,11 +91,12 @@ class Divergence:
     )
     uneven: tuple[str, ...] = ()  # the kinds of observation one side made more often
 
-    def describe(self) -> str:
+    def describe(self, side: str = "impl") -> str:
+        """In words; `side` names what the model ran against ("impl", or "log")."""
         lines = [f"{self.where}: divergence at {canonical_json(op_to_json(self.op))}"]
         for diff in self.differences:
             model, impl = canonical_json(diff.model), canonical_json(diff.impl)
-            lines.append(f"  {diff.path}: model={model} impl={impl}")
+            lines.append(f"  {diff.path}: model={model} {side}={impl}")
         if self.total > len(self.differences):
             lines.append(f"  ... {self.total - len(self.differences)} more differing paths")
         return "\n".join(lines)

@@ -122,7 +122,8 @@ observations of a step only changed places, the family first in this order is na
 (batches go out whenever a queue is flushed, so they are what moves; a sender that
 queues or not, loses or conflates, decides what follows, so those come first). A write
 queued by a different set of senders is the lifecycle's (R37: a stopped sender queues
-nothing). A state that
+nothing). A batch that one side acknowledges where the other's times out is the ack's
+(R18: R20's timeout follows only where the ack was not taken). A state that
 differs first in a timer (`time` after `settle`, R25; `next_retry_at`; `sent_at`) is a
 timer that fired at another moment: the family of what timers make."""
 _BY_FAMILY = ("conflated", "not_queued", "queue_lost", "lifecycle")
@@ -167,6 +168,9 @@ def _detail(path: str, model: Any, impl: Any, unmatched: Unmatched, uneven: tupl
             if ours["kind"] in _BY_FAMILY:  # which event it names is the decision
                 return f"observations: {_FAMILIES[ours['kind']]} differ"
             return f"observations: {ours['kind']}.{min(fields)}"  # the same one, made differently
+    acked_or_timed_out = {o["kind"] for _, o in found} == {"acked", "timeout"}
+    if len(found) == 2 and acked_or_timed_out and found[0][1]["sender"] == found[1][1]["sender"]:
+        return f"observations: {_FAMILIES['acked']} differ"  # the ack decided (R18, R20)
     if found:
         earliest = min(index for index, _ in found)
         kinds = {o["kind"] for index, o in found if index == earliest}
@@ -224,7 +228,8 @@ class Failure:
     def describe(self, other: str = "impl") -> str:
         """The failure in words (`other`: what the model ran against, "the log")."""
         if self.divergence is not None:
-            return f"P1: model and {other} diverge at " + self.divergence.describe()
+            side = other.removeprefix("the ")
+            return f"P1: model and {other} diverge at " + self.divergence.describe(side)
         assert self.violation is not None
         return str(self.violation)
 
@@ -274,6 +279,7 @@ class RunResult:
     seconds: float
     steps: list[Step] | None = None  # with `explain` and no `on_step`
     failure_states: tuple[dict[str, Any], dict[str, Any]] | None = None  # model, impl
+    offset: int = 0  # operations before the first run here (a checkpoint's, `--from`)
 
     @property
     def failed(self) -> bool:
@@ -388,6 +394,7 @@ class TraceRun:
         self.coverage = Coverage(config)
         self.count_coverage = coverage  # False: no counts (a segment: its fast pass counts)
         self.operations = offset
+        self.offset = offset
         self.skipped = 0
         self.events = 0
         self.failure: Failure | None = None
@@ -557,6 +564,7 @@ class TraceRun:
             seconds=round(time.perf_counter() - self.started, 6),
             steps=self.steps,
             failure_states=self.failure_states,
+            offset=self.offset,
         )
 
 
