@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from user_engines import write_reversed_tie_break
+from user_engines import ignores_acks, write_reversed_tie_break
 
 from conformance.generation.profiles import generate_trace, trace_ids
 from conformance.running.lockstep import Difference, Divergence
@@ -29,7 +29,7 @@ from tools.planted_bugs import (
     RemoveInvalidDelta,
     ResendWithoutPossibleDuplicate,
 )
-from traces.engine import EngineFactory, load_impl
+from traces.engine import SETTLE_CAP_VARIABLE, EngineFactory, load_impl
 from traces.ops import Deliver, Settle, Tick
 
 
@@ -112,18 +112,24 @@ def test_state_signatures_leave_the_values_and_site_to_the_variant() -> None:
     )
 
 
+EVERY = "steady,faults,multisite,dlq,chaos,parallel,lifecycle"
 BUGS: dict[str, tuple[str, str]] = {
-    # engine: (profile, the one signature)
-    "HighWaterMark": ("chaos", "P1 applied status: duplicate decided differently (R16.1)"),
-    "ResendWithoutPossibleDuplicate": ("chaos", "P1 observations: sent.events_resent"),
-    "RemoveInvalidDelta": ("chaos", "P1 observations: acked.removed"),
-    "ForwardToKnownRecipients": ("multisite", "P1 observations: forwarding (R22) differ"),
+    # engine: (profiles, the one signature); 100 traces over every profile (issue 31,
+    # item 3), but for LateBatchTime: where its only difference is an event that waited
+    # 1 ms past an alert threshold (1 trace of 100 over every profile), it shows as an
+    # alert bug would, and the engines' observations cannot tell the two apart
+    "HighWaterMark": (EVERY, "P1 applied status: duplicate decided differently (R16.1)"),
+    "ResendWithoutPossibleDuplicate": (EVERY, "P1 observations: sent.events_resent"),
+    "RemoveInvalidDelta": (EVERY, "P1 observations: acked.removed"),
+    "ForwardToKnownRecipients": (EVERY, "P1 observations: forwarding (R22) differ"),
     "LateBatchTime": (
         "chaos",
         "P1 observations: batch dispatch and timers (R13, R15, R20, R25) differ",
     ),
-    "DeadLetterWithoutValue": ("dlq", "P1 state.senders.*.dlq[].value"),
-    "reversed tie-break": ("chaos", "P1 applied status: conflict decided differently (R16.3)"),
+    "DeadLetterWithoutValue": (EVERY, "P1 state.senders.*.dlq[].value"),
+    "reversed tie-break": (EVERY, "P1 applied status: conflict decided differently (R16.3)"),
+    # an acked on one side met by a timeout on the other is the acks' (R18, R20)
+    "ignores acks": (EVERY, "P1 observations: acks (R17-R19, R24) differ"),
 }
 PLANTED = {bug.__name__: bug for bug in (
     HighWaterMark, ResendWithoutPossibleDuplicate, RemoveInvalidDelta,
@@ -132,15 +138,22 @@ PLANTED = {bug.__name__: bug for bug in (
 
 
 @pytest.mark.parametrize("name", sorted(BUGS))
-def test_one_bug_is_one_group_in_a_campaign_of_100_traces(name: str, tmp_path: Path) -> None:
-    profile, expected = BUGS[name]
+def test_one_bug_is_one_group_in_a_campaign_of_100_traces(
+    name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    profiles, expected = BUGS[name]
+    # An engine that ignores acks never settles: each settle would run to R25's
+    # 1,000,000 operations; 5,000 are far more than these 200-operation traces need
+    monkeypatch.setenv(SETTLE_CAP_VARIABLE, "5000")
     factory: EngineFactory
     if name in PLANTED:
         factory = PLANTED[name]
+    elif name == "ignores acks":
+        factory = ignores_acks()
     else:
         factory = load_impl(write_reversed_tie_break(tmp_path), [str(tmp_path)])
     rows = []
-    for trace_id, _ in trace_ids([profile], 100):
+    for trace_id, profile in trace_ids(profiles.split(","), 100):
         config, stream = generate_trace(7, trace_id, profile, 200)
         ops = [(line, op) for line, op in enumerate(stream, start=2)]
         rows.append(check_trace(trace_id, config, ops, factory, profile))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 TIE_BREAK = "wins = entry.dsid > current.dsid"
@@ -15,3 +16,20 @@ def write_reversed_tie_break(folder: Path) -> str:
     assert source.count(TIE_BREAK) == 1
     (folder / "lowerdsid.py").write_text(source.replace(TIE_BREAK, TIE_BREAK.replace(">", "<")))
     return "lowerdsid:Engine"
+
+
+def ignores_acks() -> type:
+    """A user's engine that takes each ack from the network and never processes it (R18):
+    its batches stay in flight, time out (R20) and go again, for ever."""
+    from impl import Engine as Impl
+
+    class IgnoresAcks(Impl):
+        def _deliver_ack(self, op: Any, out: list[Any]) -> bool:
+            sender = self._senders[op.sender]
+            dispatcher = sender.dispatchers[op.dispatcher]
+            if dispatcher.ack_message is None or not sender.home.up:
+                return False
+            dispatcher.ack_message = None  # taken from the network, never processed
+            return True
+
+    return IgnoresAcks

@@ -42,7 +42,7 @@ from conformance.running.coverage import (
     QUEUED_AT_END,
     Coverage,
 )
-from conformance.running.lockstep import Divergence, Lockstep
+from conformance.running.lockstep import ABSENT, Divergence, Lockstep
 from conformance.running.narrative import Narrator
 from traces.canonical import canonical_json
 from traces.config import Config
@@ -142,7 +142,14 @@ def _r16(model: Any, impl: Any) -> str:
     return f"applied status: {first} decided differently ({_DECISIONS[first]})"
 
 
-def _detail(path: str, model: Any, impl: Any, unmatched: Unmatched, uneven: tuple[str, ...]) -> str:
+def _detail(
+    path: str,
+    model: Any,
+    impl: Any,
+    unmatched: Unmatched,
+    uneven: tuple[str, ...],
+    placed: tuple[str, ...] = (),
+) -> str:
     """What differs, the same whichever side has which value (see module)."""
     statuses = (*_DECISIONS, "ok")
     if path.endswith(".status") and model in statuses and impl in statuses:
@@ -171,6 +178,11 @@ def _detail(path: str, model: Any, impl: Any, unmatched: Unmatched, uneven: tupl
     acked_or_timed_out = {o["kind"] for _, o in found} == {"acked", "timeout"}
     if len(found) == 2 and acked_or_timed_out and found[0][1]["sender"] == found[1][1]["sender"]:
         return f"observations: {_FAMILIES['acked']} differ"  # the ack decided (R18, R20)
+    if found and all(o["kind"] == "alert" for _, o in found) and set(placed) - {"alert"}:
+        # R38's alerts follow acks: an alert one side made alone, where the other side
+        # made another kind at that place, is named by that kind (a batch that went or
+        # came back at another moment, so an event waited longer)
+        found = [(0, {"kind": kind}) for kind in placed]
     if found:
         earliest = min(index for index, _ in found)
         kinds = {o["kind"] for index, o in found if index == earliest}
@@ -192,10 +204,12 @@ def p1_signature(
     impl: Any,
     unmatched: Unmatched = (None, None),
     uneven: tuple[str, ...] = (),
+    placed: tuple[str, ...] = (),
 ) -> Signature:
     """P1's signature from the operation's name, the first difference (its path and the
-    two sides' values) and each side's first observation the other did not make
-    (`conformance.running.lockstep.Divergence.unmatched`)."""
+    two sides' values), each side's first observation the other did not make
+    (`conformance.running.lockstep.Divergence.unmatched`) and the kinds the two sides
+    made at the first differing place (`placed`)."""
     parts = normalize_path(path).split(".")
     if parts[0] == "state" and len(parts) > 2:
         parts[2] = "*"  # the site or sender id
@@ -203,7 +217,7 @@ def p1_signature(
     variant = f"{op} {normalized}"
     if _short(model) and _short(impl):
         variant += f": model {canonical_json(model)}, impl {canonical_json(impl)}"
-    return Signature("P1", _detail(normalized, model, impl, unmatched, uneven), variant)
+    return Signature("P1", _detail(normalized, model, impl, unmatched, uneven, placed), variant)
 
 
 def divergence_signature(divergence: Divergence) -> Signature:
@@ -211,7 +225,17 @@ def divergence_signature(divergence: Divergence) -> Signature:
     first = divergence.differences[0] if divergence.differences else None
     if first is None:
         return Signature("P1", divergence.op.op, divergence.op.op)
-    return p1_signature(divergence.op.op, first.path, first.model, first.impl, divergence.unmatched)
+    place = first.path.split("]", 1)[0] + "].kind" if first.path.startswith("obs") else ""
+    placed = tuple(
+        str(side)
+        for diff in divergence.differences
+        if diff.path == place
+        for side in (diff.model, diff.impl)
+        if isinstance(side, str) and side != ABSENT
+    )
+    return p1_signature(
+        divergence.op.op, first.path, first.model, first.impl, divergence.unmatched, (), placed
+    )
 
 
 @dataclass(frozen=True, slots=True)
