@@ -7,6 +7,7 @@ from pathlib import Path
 
 from conformance.spark.policies import (
     POLICIES,
+    Comparison,
     compare,
     compare_all,
     policy_config,
@@ -132,3 +133,15 @@ def test_a_stop_of_a_serial_sender_loses_its_queue_only_without_persistence() ->
     on, off = comparison.settings["persistence"]
     assert (off.events_lost, off.lost_by_reason["stop"], off.keys_differing) == (1, 1, 2)
     assert (on.events_lost, on.keys_differing, on.traces_with_restarts) == (0, 1, 0)
+
+
+def test_comparisons_of_parts_merge_into_the_comparison_of_the_whole() -> None:
+    """campaign --compare-policies on Spark compares parts of the trace set in tasks and
+    merges them: counts add up, the largest backlog is the largest of the parts'."""
+    traces = [(CONFIG, OPS), example("restart_not_persistent"),
+              example("conflation_in_queue"), example("stop_serial_loses_queue")]  # fmt: skip
+    whole = compare_all(traces)
+    merged = Comparison.merged([compare_all(traces[:1]), compare_all(traces[1:3]),
+                                compare_all(traces[3:])])  # fmt: skip
+    assert merged.to_json() == whole.to_json()
+    assert whole.to_json()["policies"][0]["traces"] == 4

@@ -100,7 +100,6 @@ def run(args: argparse.Namespace) -> int:
     from conformance.spark.campaign import render, summarize
     from conformance.spark.policies import (
         KEYS_NOTE,
-        compare_trace_set,
         render_settings,
         render_table,
     )
@@ -149,7 +148,7 @@ def run(args: argparse.Namespace) -> int:
         if args.compare_policies:
             bar = stage_progress("policies")
             say("comparing the failure policies on every trace")
-            comparison = compare_trace_set(str(staging / "traces"))
+            comparison = glue.compare_policies(spark, staging / "traces", bar.stage)
             bar.close(f"policies  done in {bar.elapsed():.1f} s")
             spent["policies"] = bar.elapsed()
             compared = comparison.to_json()

@@ -61,12 +61,13 @@ from conformance.spark.check import (
     results_table,
     segmented_batch,
 )
+from conformance.spark.policies import Comparison, compare_trace_set
 from conformance.spark.results import FAILURES, MAX_EXPORTED_FAILURES, plain_row, write_results
 from conformance.spark.segments import SEGMENT_OPS, SegmentResult, can_split
 from conformance.spark.segments import Plan as SegmentPlan
 from traces.canonical import canonical_json
 from traces.config import Config, parse_config
-from traces.engine import DEFAULT_IMPL, SETTLE_CAP_VARIABLE
+from traces.engine import DEFAULT_IMPL, SETTLE_CAP_VARIABLE, tune_gc
 from traces.errors import WanconformError
 from traces.ops import Op
 from traces.outputs import building_directory
@@ -592,6 +593,29 @@ def _slot_keys(spark: Any, parts: int) -> list[int]:
     )
     keys = {int(row["part"]): int(row["id"]) for row in found}
     return [keys.get(p, p) for p in range(parts)]  # a missing one only costs balance
+
+
+def compare_policies(
+    spark: Any, traces: str | os.PathLike[str], on_progress: StageProgress | None = None
+) -> Comparison:
+    """`campaign --compare-policies` on Spark: the traces of the set split over the cores
+    (the longest first, as `check` places them), each part compared in a task
+    (`conformance.spark.policies.compare_trace_set`), the parts merged here. The same
+    figures as in one process (counts add up)."""
+    trace_set = open_trace_set(traces)
+    path = str(trace_set.path.resolve())
+    parts = max(1, min(len(trace_set.traces), parallelism(spark)))
+    placement = balance(trace_set.traces, parts)
+    ids = [[t for t, p in sorted(placement.items()) if p == part] for part in range(parts)]
+
+    def compare_part(part: Iterable[list[str]]) -> Iterator[Comparison]:
+        tune_gc()
+        for chosen in part:
+            yield compare_trace_set(path, chosen)
+
+    with job(spark, "policies", on_progress):
+        compared = spark.sparkContext.parallelize(ids, parts).mapPartitions(compare_part).collect()
+    return Comparison.merged(compared)
 
 
 def check(

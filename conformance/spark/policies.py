@@ -35,6 +35,7 @@ setting's object as `SettingFigures.to_json`.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -293,6 +294,37 @@ class Comparison:
             setting: [f.to_json() for f in figures] for setting, figures in self.settings.items()
         }
 
+    @staticmethod
+    def merged(parts: Sequence[Comparison]) -> Comparison:
+        """The comparison of all the parts' traces together (each part a disjoint set of
+        traces): counts add up, the largest backlog is the largest."""
+        first = parts[0]
+        policies = [_merged(figures) for figures in zip(*(p.policies for p in parts), strict=True)]
+        settings = {
+            setting: [
+                _merged(figures)
+                for figures in zip(*(p.settings[setting] for p in parts), strict=True)
+            ]
+            for setting in first.settings
+        }
+        return Comparison(policies, settings)
+
+
+def _merged(figures: Sequence[Any]) -> Any:
+    """One figures object of several of the same policy or setting (`Comparison.merged`)."""
+    values: dict[str, Any] = {}
+    for name in (f.name for f in dataclasses.fields(figures[0])):
+        parts = [getattr(f, name) for f in figures]
+        if name == "largest_backlog":
+            values[name] = max(parts)
+        elif isinstance(parts[0], dict):
+            values[name] = {key: sum(part[key] for part in parts) for key in parts[0]}
+        elif isinstance(parts[0], int) and not isinstance(parts[0], bool):
+            values[name] = sum(parts)
+        else:  # the policy or setting's name, on or off: the same in every part
+            values[name] = parts[0]
+    return type(figures[0])(**values)
+
 
 def compare(traces: Iterable[tuple[Config, Sequence[Op]]]) -> list[PolicyFigures]:
     """Every trace under every policy; the figures, in `POLICIES` order."""
@@ -372,14 +404,18 @@ def render_settings(settings: dict[str, list[SettingFigures]]) -> str:
     return "\n".join(lines)
 
 
-def compare_trace_set(path: str) -> Comparison:
-    """`compare_all` on every trace of a Parquet trace set (read once, a trace at a time)."""
+def compare_trace_set(path: str, only: Iterable[str] | None = None) -> Comparison:
+    """`compare_all` on every trace of a Parquet trace set (read once, a trace at a time),
+    or on the traces of ids `only` (a part of the set, `conformance.spark.glue`)."""
     from traces.parquet import open_trace_set, parse_op_cell
 
     trace_set = open_trace_set(path)
+    chosen = None if only is None else set(only)
 
     def traces() -> Iterable[tuple[Config, list[Op]]]:
         for info in trace_set.traces:
+            if chosen is not None and info.trace_id not in chosen:
+                continue
             ops = [
                 parse_op_cell(info.trace_id, seq, text, info.config)
                 for seq, text in trace_set.ops_of(info.trace_id)
