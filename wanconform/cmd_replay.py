@@ -307,8 +307,7 @@ def summary(result: RunResult, other: str = "impl") -> str:
             f"{result.skipped:,} of them skipped)"
         )
     lines = [
-        f"{result.name}: {plural(result.operations, 'operation')} {ran}, "
-        f"time {state['time']} ms"
+        f"{result.name}: {plural(result.operations, 'operation')} {ran}, time {state['time']} ms"
     ]
     for site_id, site in sorted(state["sites"].items(), key=lambda item: int(item[0])):
         stats = " ".join(f"{k}={v}" for k, v in site["stats"].items())
