@@ -51,7 +51,7 @@ def test_report_opens_in_chromium_without_errors_and_filters(tmp_path: Path) -> 
     assert found is not None, "the page's self-test did not run"
     selftest = json.loads(found.group(1))
     assert selftest["sections"] == [
-        "verdicts", "failures", "coverage", "bandwidth", "topologies", "traces",
+        "verdicts", "failures", "coverage", "geode-stats", "bandwidth", "topologies", "traces",
     ]  # fmt: skip
     # resend.jsonl and lost_ack_resend.jsonl resend a timed-out batch (R20): both show
     # the planted bug; the other two never time out.
