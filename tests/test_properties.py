@@ -76,3 +76,32 @@ def test_P4_checked_on_nothing_is_not_applicable() -> None:
     down: list[Op] = [SiteDown(2), Put(1, "a", {"v": 1}), Tick(1000)]
     assert p4(down) == ("not applicable", "no event was shipped")
     assert p4([*down, SiteUp(2), Settle()]) == ("held", "")
+
+
+def test_P2_after_a_wipe_with_nothing_written_since_is_not_applicable() -> None:
+    """Issue 31 item 4: P2 is checked on the events written after the last wipe (a
+    reading, README); a settle that checked events before the wipe does not make it
+    "held" on none. Written after it and settled: held again."""
+    import model
+    from traces.ops import Op, Put, Settle, SiteDown, SiteUp
+
+    config = parse_config(
+        {"sites": [1, 2], "senders": [{"id": "ny", "site": 1, "remote": 2, "batch_size": 1}]}
+    )
+
+    def p2(ops: list[Op]) -> tuple[str, str]:
+        engine, checker = model.Engine(config), PropertyChecker(config)
+        for index, op in enumerate(ops):
+            checker.after_step(op, engine.apply(op), engine.observe, f"t:{index + 2}")
+        checker.finish(engine.observe())
+        [verdict] = [v for v in checker.verdicts() if v.property == "P2"]
+        return verdict.status, verdict.reason
+
+    wiped: list[Op] = [Put(1, "a", {"v": 1}), Settle(), SiteDown(1), SiteUp(1, wipe=True), Settle()]
+    assert p2(wiped[:2]) == ("held", "")
+    assert p2(wiped) == (
+        "not applicable",
+        "no event written after the last wipe was checked at a settle with every site up "
+        "(site 1 was wiped at t:5)",
+    )
+    assert p2([*wiped, Put(1, "b", {"v": 2}), Settle()])[0] == "held"

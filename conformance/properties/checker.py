@@ -650,6 +650,7 @@ class PropertyChecker:
         self._wiped_at = f"site {site} was wiped at {where}"
         self._unaccounted.clear()
         self._written_since_wipe = 0
+        self._quiescent_checks = 0  # P2's scope starts again: checks before it do not count
         self._keys_before_wipe |= self._keys_written
         self._comparable.clear()  # every key written so far is left out of P5 (v1.2)
         self._dirty.clear()
