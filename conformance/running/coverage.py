@@ -121,6 +121,9 @@ class Coverage:
                 counts[f"status.{obs['status']}"] += 1
             elif kind in SENDER_OUTCOMES:
                 counts[f"outcome.{kind}"] += 1
+                if kind == "sent":  # Geode's eventsDistributed, batchesRedistributed
+                    counts["sent.events"] += len(obs["events"])
+                    counts["sent.batches_resent"] += obs["events_resent"] > 0
             elif kind == "redelivery":
                 counts[f"redelivery.{obs['outcome']}"] += 1
             elif kind == "enqueued":
@@ -130,9 +133,6 @@ class Coverage:
                 counts[f"conflated.{obs['where']}"] += 1
             elif kind == "alert" or kind == "not_queued":
                 counts[kind] += 1
-            if kind == "sent":
-                counts["sent.events"] += len(obs["events"])
-                counts["sent.batches_resent"] += obs["events_resent"] > 0
             if config is None:
                 continue
             if not plain:

@@ -166,9 +166,8 @@ STATS: tuple[GeodeStat, ...] = (
 
 def values(counts: Counts, kind: str) -> list[tuple[str, int]]:
     """(name, value) of every modelled statistic of `kind` (SENDER or RECEIVER)."""
-    plain = {name: int(n) for name, n in counts.items()}
-    missing = _Zero(plain)
-    return [(s.name, s.value(missing)) for s in STATS if s.type == kind and s.value]
+    known = _Zero(counts)  # a count never made is 0
+    return [(s.name, s.value(known)) for s in STATS if s.type == kind and s.value]
 
 
 class _Zero(dict[str, int]):
