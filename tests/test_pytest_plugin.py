@@ -46,10 +46,16 @@ def test_the_plugin_finds_a_users_bug_and_passes_the_impl(tmp_path: Path) -> Non
     )  # fmt: skip
     assert run.returncode == 1, run.stdout + run.stderr
     assert "1 failed" in run.stdout
-    commands = re.findall(
-        r"reproduce with: (wanconform replay --engine both --impl mine:Engine --steps "
-        r"wanconform-counterexamples/counterexample-[0-9a-f]{12}(?:\.min)?\.jsonl)",
-        run.stdout,
+    # distinct commands: under CI (the CI variable set) pytest's short summary repeats the
+    # whole message
+    commands = list(
+        dict.fromkeys(
+            re.findall(
+                r"reproduce with: (wanconform replay --engine both --impl mine:Engine --steps "
+                r"wanconform-counterexamples/counterexample-[0-9a-f]{12}(?:\.min)?\.jsonl)",
+                run.stdout,
+            )
+        )
     )
     assert len(commands) == 2, run.stdout  # the run found, and the minimal trace
     # shrunk by wanconform's shrinker (1-minimal): it ends with the destroy whose
