@@ -110,9 +110,29 @@ def parallel_batch(
     return members, (bucket + step if bucket + step < buckets_total else index)
 
 
-def flush(config: Config, state: State, sender: SenderConfig) -> tuple[State, list[Observation]]:
+def flush_due(state: State, sender: SenderConfig, index: int) -> int | None:
+    """When R15 (R30, R37) lets dispatcher `index` flush, unless another step comes
+    first: the earliest `now` at which `flush` would act on it in this state, or None
+    when only another step can make it flush (an event log's lateness, docs/LOG.md)."""
+    current = state.senders[sender.id]
+    if not state.sites[sender.site].up or not current.running or current.paused:
+        return None
+    dispatcher = current.dispatchers[index]
+    waiting = len(dispatcher.queue.items)
+    if dispatcher.in_flight is not None or not waiting:
+        return None
+    if waiting >= sender.batch_size:
+        return dispatcher.next_retry_at
+    head_due = dispatcher.queue.head().enqueued_at + sender.batch_time_interval_ms
+    return max(dispatcher.next_retry_at, head_due)
+
+
+def flush(
+    config: Config, state: State, sender: SenderConfig, only: int | None = None
+) -> tuple[State, list[Observation]]:
     """R15/R30 for each dispatcher of one sender, in index order: send the next batch, or
-    fail to connect. Only a running, unpaused sender at an up site flushes (R37)."""
+    fail to connect (`only`: for that dispatcher alone, an event log's flush). Only a
+    running, unpaused sender at an up site flushes (R37)."""
     current = state.senders[sender.id]
     if not state.sites[sender.site].up or not current.running or current.paused:
         return state, []
@@ -121,6 +141,8 @@ def flush(config: Config, state: State, sender: SenderConfig) -> tuple[State, li
     batch_size, interval = sender.batch_size, sender.batch_time_interval_ms
     for index, dispatcher in enumerate(current.dispatchers):
         if dispatcher.in_flight is not None or now < dispatcher.next_retry_at:
+            continue
+        if only is not None and index != only:
             continue
         queue = dispatcher.queue  # R15's trigger (`wants_flush`, written out: it runs often)
         waiting = len(queue.items)
@@ -466,9 +488,21 @@ def deliver_ack(
     return state._replace(senders=state.senders.set(sender_id, current)), observations
 
 
-def timeouts(config: Config, state: State) -> tuple[State, list[Observation]]:
+def timeout_due(state: State, sender: SenderConfig, index: int) -> int | None:
+    """When R20 times out dispatcher `index`'s batch in this state (None: it has none in
+    flight, or its site is down): an event log's lateness (docs/LOG.md)."""
+    in_flight = state.senders[sender.id].dispatchers[index].in_flight
+    if in_flight is None or not state.sites[sender.site].up:
+        return None
+    return in_flight.sent_at + sender.ack_timeout_ms
+
+
+def timeouts(
+    config: Config, state: State, only: tuple[str, int] | None = None
+) -> tuple[State, list[Observation]]:
     """R20 per (sender, dispatcher): a batch whose ack is overdue loses the connection;
-    its events will be resent (a parallel dispatcher's as its `resend` list, R31)."""
+    its events will be resent (a parallel dispatcher's as its `resend` list, R31).
+    `only`: that (sender, dispatcher) alone, an event log's timeout."""
     observations: list[Observation] = []
     now = state.time
     for sender in config.senders:
@@ -478,6 +512,8 @@ def timeouts(config: Config, state: State) -> tuple[State, list[Observation]]:
         for index, dispatcher in enumerate(before.dispatchers):
             in_flight = dispatcher.in_flight
             if in_flight is None or now < in_flight.sent_at + sender.ack_timeout_ms:
+                continue
+            if only is not None and only != (sender.id, index):
                 continue
             updated = abandon(sender, dispatcher)._replace(
                 next_retry_at=now + sender.retry_interval_ms

@@ -111,7 +111,7 @@ def settle_step(
     return (*_flush(config, state, observations), capped)
 
 
-_EFFECTS: dict[type[Any], Callable[[Config, State, Any], tuple[State, list[Observation]]]] = {
+EFFECTS: dict[type[Any], Callable[[Config, State, Any], tuple[State, list[Observation]]]] = {
     Put: client.put,
     Delta: client.apply_delta,
     Destroy: client.destroy,
@@ -140,7 +140,7 @@ def step(config: Config, state: State, op: Op) -> tuple[State, list[Observation]
     """One transition: (state', observations). Pure: `state` is never changed."""
     if not enabled(config, state, op):
         return state, [{"kind": "skipped", "op": op.op}]
-    state, observations = _EFFECTS[type(op)](config, state, op)
+    state, observations = EFFECTS[type(op)](config, state, op)
     for sender_config in config.senders:  # _flush, inline: it runs after every operation
         state, flushed = sender.flush(config, state, sender_config)
         observations.extend(flushed)

@@ -177,6 +177,27 @@ class ResumeSender:
     op = "resume_sender"
 
 
+@dataclass(frozen=True, slots=True)
+class Flush:
+    """An event log's flush (docs/LOG.md): R15 fired for this dispatcher now. Only in an
+    event log, where the time-triggered steps are choices the log resolves (a trace's
+    flushes follow every operation, §3)."""
+
+    sender: str
+    dispatcher: int = 0
+    op = "flush"
+
+
+@dataclass(frozen=True, slots=True)
+class Timeout:
+    """An event log's timeout (docs/LOG.md): R20 fired for this dispatcher now. Only in
+    an event log (a trace's timeouts follow every `tick`, §3)."""
+
+    sender: str
+    dispatcher: int = 0
+    op = "timeout"
+
+
 Op = (
     Put
     | Delta
@@ -197,6 +218,8 @@ Op = (
     | StartSender
     | PauseSender
     | ResumeSender
+    | Flush
+    | Timeout
 )
 
 OP_TYPES: dict[str, type[Op]] = {
@@ -271,6 +294,16 @@ FIELD_KINDS: dict[str, dict[str, str]] = {
     "pause_sender": {"sender": "sender"},
     "resume_sender": {"sender": "sender"},
 }
+
+EVENT_LOG_OPS: dict[str, type[Op]] = {"flush": Flush, "timeout": Timeout}
+"""The operations only an event log has (docs/LOG.md): the time-triggered steps."""
+EVENT_LOG_FIELD_KINDS: dict[str, dict[str, str]] = {
+    **{name: fields for name, fields in FIELD_KINDS.items() if name not in ("tick", "settle")},
+    "flush": {"sender": "sender", "dispatcher": "count?"},
+    "timeout": {"sender": "sender", "dispatcher": "count?"},
+}
+"""An event log's operations: a trace's but `tick` (time is each line's `t`) and `settle`
+(the model's, not a system's), and the time-triggered steps."""
 
 
 def _is_scalar(value: Any) -> bool:
@@ -350,16 +383,18 @@ def _check(kind: str, raw: Any, field: str, config: Config) -> Any:
     raise AssertionError(kind)
 
 
-def parse_op(raw: Any, config: Config) -> Op:
-    """Validate one decoded operation object against SPEC §3 and the configuration."""
+def parse_op(raw: Any, config: Config, kinds: dict[str, dict[str, str]] = FIELD_KINDS) -> Op:
+    """Validate one decoded operation object against SPEC §3 and the configuration
+    (`kinds`: the operations allowed and their fields; an event log's are
+    `EVENT_LOG_FIELD_KINDS`)."""
     if not isinstance(raw, dict):
         raise OpError("", f"an operation must be a JSON object, got {json_kind(raw)}")
     name = raw.get("op")
     if name is None:
-        raise OpError("op", "missing (one of " + ", ".join(OP_NAMES) + ")")
-    if not isinstance(name, str) or name not in FIELD_KINDS:
-        raise OpError("op", f"unknown operation {name!r} (one of " + ", ".join(OP_NAMES) + ")")
-    fields = FIELD_KINDS[name]
+        raise OpError("op", "missing (one of " + ", ".join(kinds) + ")")
+    if not isinstance(name, str) or name not in kinds:
+        raise OpError("op", f"unknown operation {name!r} (one of " + ", ".join(kinds) + ")")
+    fields = kinds[name]
     unknown = sorted(set(raw) - set(fields) - {"op"})
     if unknown:
         allowed = ", ".join(fields) or "none"
@@ -373,7 +408,7 @@ def parse_op(raw: Any, config: Config) -> Op:
         args[field] = _check(kind, raw[field], field, config)
     if "dispatcher" in args:
         check_dispatcher(config, args["sender"], args["dispatcher"])
-    return OP_TYPES[name](**args)
+    return (OP_TYPES.get(name) or EVENT_LOG_OPS[name])(**args)
 
 
 def check_dispatcher(config: Config, sender: str, dispatcher: int) -> None:

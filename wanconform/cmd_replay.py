@@ -377,6 +377,13 @@ def as_json(
     return out
 
 
+class Watch(Protocol):
+    """What sees every step of a run and gives a verdict at its end (`replay_sources`)."""
+
+    def step(self, engine: Any, where: str, op: Op) -> None: ...
+    def verdict(self) -> Verdict: ...
+
+
 class Source(Protocol):
     """A validated trace or log (`TraceSource`, `LogSource`)."""
 
@@ -386,7 +393,9 @@ class Source(Protocol):
     def config(self) -> Config: ...
     @property
     def op_count(self) -> int: ...
-    def ops(self) -> Iterator[tuple[int, Op]]: ...
+    def ops(self) -> Iterator[tuple[int | str, Op]]:
+        """(file line, or where for a merged event log, operation)"""
+        ...
 
 
 def run(args: argparse.Namespace) -> int:
@@ -522,10 +531,15 @@ def replay_sources(
     impl_spec: str,
     other: str = "impl",
     no_example: str = "",
+    model_of: Callable[[Any], EngineFactory | None] = lambda source: None,
+    watch: Callable[[], Watch] | None = None,
 ) -> int:
     """Run validated traces (or logs: `impl_of` makes the engine that plays the system
     from one) and print what happened; with `--report` the report. `no_example`: why
-    there are no shrunk examples (a log cannot be re-run), or "" to make them."""
+    there are no shrunk examples (a log cannot be re-run), or "" to make them.
+    `model_of`: the model's engine for a source (default the model); `watch`: makes, per
+    source, what sees every step and adds its verdict to the result (an event log's
+    lateness)."""
     status = 0
     rows: list[dict[str, Any]] = []
     kept: dict[str, tuple[Config, list[Op], list[int], str]] = {}
@@ -539,11 +553,11 @@ def replay_sources(
                 print(step.text)
 
         properties = args.check_properties or bool(args.report)
-        split = "log" if isinstance(source, LogSource) else args.impl
+        split = "log" if isinstance(source, LogSource) else getattr(args, "impl", None)
         start = getattr(args, "start_doc", None)
         result = (
             segmented(args, source, split, properties)
-            if engine == "both" and start is None
+            if engine == "both" and start is None and watch is None
             else None
         )
         if result is not None:
@@ -551,8 +565,11 @@ def replay_sources(
             continue
         # With --report the operations are kept (the examples shrink them), and the
         # lockstep re-reads them from memory: the file is read twice, validation and run.
-        ops: list[tuple[int, Op]] | None = [] if args.report and not no_example else None
+        ops: list[tuple[int | str, Op]] | None = [] if args.report and not no_example else None
         engines: dict[str, Any] = {"impl": impl_of(source)}
+        if (model_engine := model_of(source)) is not None:
+            engines["model"] = model_engine
+        watcher = watch() if watch is not None else None
         if start is not None:  # --from: both engines built from the checkpoint
             engines |= from_checkpoint(args, source, engine)
         offset = engines.get("offset", 0)
@@ -576,7 +593,7 @@ def replay_sources(
             **engines,
         )
         progress = Progress(f"replaying {source.name}", source.op_count)
-        last = 1
+        last: int | str = 1
         skip = trace_run.operations
         for last, op in source.ops():
             if skip:
@@ -584,10 +601,15 @@ def replay_sources(
                 continue
             if ops is not None:
                 ops.append((last, op))
-            trace_run.step(where(source.name, last), op)
+            here = last if isinstance(last, str) else where(source.name, last)
+            trace_run.step(here, op)
+            if watcher is not None:
+                watcher.step(trace_run.engine, here, op)
             progress.update(trace_run.operations)
         progress.close()
-        result = trace_run.finish(where(source.name, last))
+        result = trace_run.finish(last if isinstance(last, str) else where(source.name, last))
+        if watcher is not None:
+            result.verdicts = (*result.verdicts, watcher.verdict())
         if getattr(args, "checkpoint", None):
             from traces.checkpoint import checkpoint_text
             from traces.outputs import write_text_atomically
@@ -605,7 +627,7 @@ def replay_sources(
                 kept[source.name] = (
                     source.config,
                     [op for _, op in ops],
-                    [line for line, _ in ops],
+                    [line for line, _ in ops if isinstance(line, int)],
                     source.name,
                 )
     if args.report:

@@ -6,6 +6,12 @@ logged observation and state is compared (`conformance.running.run` with the log
 impl, `traces.logfile`), and the first disagreement is reported exactly as `replay
 --engine both` reports a divergence: text, `--json`, `--report`; P2-P12 are checked on
 the run with `--check-properties` (and in the report).
+
+An event log (a directory, or files with an event log's header: `traces.eventlog`) is
+what the processes of a running system logged, one file each: merged into one run, it is
+checked against the driven model (`model.driven`: the log chooses when flushes and
+timeouts happen, among the moments R15 and R20 allow), and how late they were against
+`--max-late-ms` (`conformance.running.lateness`).
 """
 
 from __future__ import annotations
@@ -13,6 +19,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from conformance.running.lateness import DEFAULT_MAX_LATE_MS
+from traces.eventlog import event_log_files
 from traces.logfile import LogSource, open_log
 from traces.outputs import declare_outputs
 from wanconform.cmd_replay import add_segment_arguments, replay_sources
@@ -37,7 +45,22 @@ def register(subparsers: Any) -> None:
         epilog="Exit status: 0 the logs agree with the model, 1 a disagreement or a "
         "property violation, 2 bad input.",
     )
-    parser.add_argument("logs", nargs="+", metavar="LOG", help="log file (.jsonl)")
+    parser.add_argument(
+        "logs",
+        nargs="+",
+        metavar="LOG",
+        help="log file (.jsonl); or one run's event logs: their directory, or its files",
+    )
+    parser.add_argument(
+        "--max-late-ms",
+        type=non_negative_int,
+        default=DEFAULT_MAX_LATE_MS,
+        metavar="MS",
+        help=(
+            "event logs: a flush or timeout taken more than MS after R15/R20 made it due "
+            f"(or not taken by then) is a lateness violation (default {DEFAULT_MAX_LATE_MS})"
+        ),
+    )
     parser.add_argument(
         "--steps", action="store_true", help="one line per operation, as `replay --steps`"
     )
@@ -53,7 +76,21 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(func=run)
 
 
+def non_negative_int(text: str) -> int:
+    """An argparse type: an integer >= 0."""
+    try:
+        number = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if number < 0:
+        raise argparse.ArgumentTypeError(f"must be at least 0, got {number}")
+    return number
+
+
 def run(args: argparse.Namespace) -> int:
+    files = event_log_files(args.logs)
+    if files is not None:
+        return run_events(args, files)
     sources = []
     for path in args.logs:  # validate every log before any output
         progress = Progress(f"validating {path}")
@@ -65,4 +102,28 @@ def run(args: argparse.Namespace) -> int:
 
     return replay_sources(
         args, sources, "both", engine_of, "the log", other="the log", no_example=NO_EXAMPLE
+    )
+
+
+def run_events(args: argparse.Namespace, files: list[str]) -> int:
+    """One run's event logs: validated and merged, then checked against the driven model,
+    with its lateness (docs/LOG.md, "Event logs")."""
+    from conformance.running.events import EventRun
+    from conformance.running.lateness import LatenessCheck
+    from traces.eventlog import open_event_log
+
+    name = args.logs[0] if len(args.logs) == 1 else "+".join(files)
+    progress = Progress(f"validating {name}")
+    run = EventRun(open_event_log(files, name, progress.update))
+    progress.close()
+    return replay_sources(
+        args,
+        [run],
+        "both",
+        lambda run: run.log_engine,
+        "the log",
+        other="the log",
+        no_example=NO_EXAMPLE,
+        model_of=lambda run: run.model_engine,
+        watch=lambda: LatenessCheck(args.max_late_ms),
     )

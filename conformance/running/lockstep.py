@@ -132,7 +132,7 @@ def json_differences(model: Any, impl: Any, path: str) -> Iterator[Difference]:
         yield Difference(path, model, impl)
 
 
-def _same_observations(model: list[Observation], impl: list[Observation]) -> bool:
+def same_observations(model: list[Observation], impl: list[Observation]) -> bool:
     """Exact equality of two observation lists, bool and int told apart.
 
     orjson writes the same bytes for equal plain JSON data with keys in the same order,
@@ -299,7 +299,7 @@ class Lockstep:
             impl_observations = impl.apply(op)
         self.impl_observations = impl_observations
         self._wheres.append(where)
-        if impl_observations is not model_observations and not _same_observations(
+        if impl_observations is not model_observations and not same_observations(
             model_observations, impl_observations
         ):
             self.divergence = self._observations_diverged(

@@ -28,6 +28,7 @@ from traces.ops import (
     Drop,
     DropAck,
     Fail,
+    Flush,
     Op,
     PauseSender,
     Put,
@@ -41,6 +42,7 @@ from traces.ops import (
     StartSender,
     StopSender,
     Tick,
+    Timeout,
 )
 from traces.text import plural
 
@@ -61,7 +63,14 @@ def op_text(op: Op, config: Config | None = None) -> str:
             return f"putall {site} {entries_text}{_thread(thread)}"
         case Tick(ms=ms):
             return f"tick {ms}"
-        case Deliver(sender=s) | DeliverAck(sender=s) | Drop(sender=s) | DropAck(sender=s):
+        case (
+            Deliver(sender=s)
+            | DeliverAck(sender=s)
+            | Drop(sender=s)
+            | DropAck(sender=s)
+            | Flush(sender=s)
+            | Timeout(sender=s)
+        ):
             return f"{op.op} {lane(s, op.dispatcher, config)}"
         case SiteDown(site=site):
             return f"site_down {site}"
@@ -247,4 +256,8 @@ class Narrator:
 
     def why_skipped(self, op: Op, state: dict[str, Any]) -> str:
         """Why `op` was not enabled in `state` (SPEC §3's table, `traces.enabled`)."""
+        if isinstance(op, Flush):
+            return "R15 does not let it flush now (docs/LOG.md, event logs)"
+        if isinstance(op, Timeout):
+            return "R20 does not time it out now (docs/LOG.md, event logs)"
         return why_skipped(self.config, ObservedState(state), op) or "not enabled"

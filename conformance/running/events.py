@@ -1,0 +1,229 @@
+"""One run of an event log (docs/LOG.md, "Event logs"; `traces.eventlog`) against the
+driven model (`model.driven`).
+
+`EventRun` is what `replay_sources` runs: its `ops()` is the merged log, its
+`model_engine` the driven model and its `log_engine` the system as its log tells it. Where
+several processes logged a step at the same millisecond and either may come first, the
+merge takes the first (in process order) whose logged observations are exactly what the
+model makes of it in its state then; when none is, the first, and the run reports the
+disagreement there. Steps at one millisecond that agree in more than one order but do
+not commute can be taken in the wrong order: a system that logs such steps should give
+them different times.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from conformance.running.lockstep import same_observations
+from model.driven import DrivenEngine, driven_step
+from model.sender import flush_due, timeout_due
+from model.state import State
+from model.step import initial_state, step
+from traces.config import Config
+from traces.eventlog import FORM, VERSION, EventLine, EventLogSource
+from traces.logfile import LogEntry, LoggedEngine
+from traces.observations import Observation
+from traces.ops import (
+    Deliver,
+    DeliverAck,
+    Drop,
+    DropAck,
+    Flush,
+    Op,
+    Settle,
+    SiteDown,
+    SiteUp,
+    Tick,
+    Timeout,
+    op_to_json,
+)
+
+SEARCH_STEPS = 10_000
+"""Model steps one millisecond's search for an order may take (`EventRun.arrange`)."""
+
+
+_TRIAL: dict[type[Any], int] = {
+    Deliver: 0,
+    DeliverAck: 0,
+    Drop: 0,
+    DropAck: 0,
+    Timeout: 2,
+    SiteDown: 3,
+    SiteUp: 3,
+}
+"""`EventRun.arrange`'s order of trial (others: 1): what takes a message from the network
+first (only other lines can take it away), then the sites' own steps, then timeouts, then
+a site going down or up."""
+
+
+class EventRun:
+    """The merged log, the driven model and the log's engine of one run (a `Source`)."""
+
+    def __init__(self, source: EventLogSource) -> None:
+        self.source = source
+        self.name = source.name
+        self.config = source.config
+        self.op_count = source.op_count
+        self.model: DrivenEngine | None = None
+        self._entry: LogEntry | None = None
+
+    def model_engine(self, config: Config) -> DrivenEngine:
+        self.model = DrivenEngine(config)
+        return self.model
+
+    def log_engine(self, config: Config) -> LoggedEngine:
+        return LoggedEngine(config, self._entries())
+
+    def _entries(self) -> Iterator[LogEntry]:
+        while True:
+            assert self._entry is not None
+            yield self._entry
+
+    def arrange(self, block: list[list[EventLine]]) -> list[EventLine]:
+        """An order of one millisecond's lines (each process's in its own order) in which
+        the model agrees with every line, found by a depth-first search from its state
+        now; when there is none within `SEARCH_STEPS` model steps, the longest agreeing
+        start found, then the rest process by process (the run reports the disagreement
+        there). At each point it tries the processes' next lines in `_TRIAL`'s order: a
+        line that changes what the other processes' lines find (a timeout, a site going
+        down or up) is taken when theirs need it, so it is seldom undone."""
+        sequences = [lines for lines in block if lines]
+        if len(sequences) < 2 or self.model is None:
+            return [line for lines in sequences for line in lines]
+        total = sum(len(lines) for lines in sequences)
+        config = self.config
+        cursors = [0] * len(sequences)
+
+        def candidates() -> list[int]:
+            ready = [i for i, lines in enumerate(sequences) if cursors[i] < len(lines)]
+            return sorted(
+                ready, key=lambda i: _TRIAL.get(type(sequences[i][cursors[i]].entry.op), 1)
+            )
+
+        path: list[EventLine] = []
+        taken_from: list[int] = []  # the process of each line of `path`
+        best: list[EventLine] = []
+        # Per line taken, the state before it and the processes left to try there.
+        stack: list[tuple[State, list[int]]] = [(self.model.state, candidates())]
+        budget = SEARCH_STEPS
+        while stack and len(path) < total and budget > 0:
+            state, untried = stack[-1]
+            while untried:
+                index = untried.pop(0)
+                line = sequences[index][cursors[index]]
+                budget -= 1
+                if not _same_batch(state, line):
+                    continue
+                after, observations = driven_step(config, state, line.entry.op)
+                if same_observations(observations, line.entry.observed):
+                    cursors[index] += 1
+                    path.append(line)
+                    taken_from.append(index)
+                    if len(path) > len(best):
+                        best = list(path)
+                    stack.append((after, candidates()))
+                    break
+            else:  # no process's next line agrees here: undo the last line taken
+                stack.pop()
+                if path:
+                    path.pop()
+                    cursors[taken_from.pop()] -= 1
+        if len(path) == total:
+            return path
+        taken = {id(line) for line in best}
+        return best + [line for lines in sequences for line in lines if id(line) not in taken]
+
+    def ops(self) -> Iterator[tuple[int | str, Op]]:
+        for where, entry in self.source.steps(self.arrange):
+            self._entry = entry
+            yield where, entry.op
+
+
+def _same_batch(state: State, line: EventLine) -> bool:
+    """Does the message a network line takes (its `batch_id`) fit the model's network? (A
+    drop observes nothing: without this, any batch would do.)"""
+    op = line.entry.op
+    kind = type(op)
+    if kind not in (Deliver, DeliverAck, Drop, DropAck):
+        return True
+    dispatcher = state.senders[op.sender].dispatchers[op.dispatcher]  # type: ignore[union-attr]
+    message = dispatcher.batch_message if kind in (Deliver, Drop) else dispatcher.ack_message
+    return message is not None and message.batch_id == line.batch_id
+
+
+def process_of(config: Config, op: Op) -> str:
+    """The process that logs `op` in `event_log_of`'s logs: a site's own steps, a sender's
+    at its site, a delivery at the receiving site; drops by the network."""
+    site = getattr(op, "site", None)
+    if site is not None:
+        return f"site-{site}"
+    if type(op) in (Drop, DropAck):
+        return "network"
+    sender = config.sender(op.sender)  # type: ignore[union-attr]
+    return f"site-{sender.remote if type(op) is Deliver else sender.site}"
+
+
+def event_log_of(
+    config: Config, ops: Iterable[Op], finer: bool = True
+) -> dict[str, list[dict[str, Any]]]:
+    """The event logs a system that took every step the moment the model's rules make it
+    due would write for a trace without `settle` (docs/LOG.md): per process, its header
+    and lines. Each step's observations are the deterministic model's (`model.step`) cut
+    into the operation's own and those of the timeouts and flushes after it, which become
+    `timeout` and `flush` lines; a skipped operation is not logged (a system logs what
+    it did). `finer`: each line's `at` is its place in the run (the finest clock there
+    is), so the merge puts the lines back in the run's order. An AssertionError if the driven model, taking those steps, does not make
+    exactly the deterministic model's observations (one model, two modes)."""
+    state = driven = initial_state(config)
+    lanes = [(s, i) for s in config.senders for i in range(s.dispatcher_threads)]
+    header = {"log": FORM, "version": VERSION, "config": config.to_json()}
+    logs: dict[str, list[dict[str, Any]]] = {}
+
+    def log(op: Op, observed: list[Observation], batch_id: int | None = None) -> None:
+        process = process_of(config, op)
+        lines = logs.setdefault(process, [{**header, "process": process}])
+        line = {"t": driven.time, **op_to_json(op), "observed": observed}
+        if finer:
+            line["at"] = sum(len(lines) - 1 for lines in logs.values())
+        if batch_id is not None:
+            line["batch_id"] = batch_id
+        lines.append(line)
+
+    for op in ops:
+        assert type(op) is not Settle, "a trace with settle has no event log"
+        state, expected = step(config, state, op)
+        if expected == [{"kind": "skipped", "op": op.op}]:
+            continue
+        made: list[Observation] = []
+        batch_id = None
+        if type(op) in (Deliver, DeliverAck, Drop, DropAck):
+            dispatcher = driven.senders[op.sender].dispatchers[op.dispatcher]  # type: ignore[union-attr]
+            batch = type(op) in (Deliver, Drop)
+            message = dispatcher.batch_message if batch else dispatcher.ack_message
+            assert message is not None
+            batch_id = message.batch_id
+        driven, observed = driven_step(config, driven, op)
+        made += observed
+        if type(op) is not Tick:
+            log(op, observed, batch_id)
+        timed: list[Op] = []
+        if type(op) is Tick:
+            timed += [Timeout(s.id, i) for s, i in lanes if _due(timeout_due(driven, s, i), driven)]
+        for timeout in timed:
+            driven, observed = driven_step(config, driven, timeout)
+            made += observed
+            log(timeout, observed)
+        for sender, index in lanes:
+            if _due(flush_due(driven, sender, index), driven):
+                flush = Flush(sender.id, index)
+                driven, observed = driven_step(config, driven, flush)
+                made += observed
+                log(flush, observed)
+        assert made == expected, (op, made, expected)
+    return logs
+
+
+def _due(when: int | None, state: State) -> bool:
+    return when is not None and when <= state.time

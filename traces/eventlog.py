@@ -1,0 +1,385 @@
+"""Event logs of a running system (docs/LOG.md, "Event logs"): what `validate DIR` reads.
+
+One JSON Lines file per process of the system:
+
+    {"log": "events", "version": 1, "process": "site-1", "config": {...}}     line 1
+    {"t": 1000, "op": "put", "site": 1, ..., "observed": [...]}                 then one line
+    {"t": 1004, "op": "flush", "sender": "ny", "dispatcher": 0, "observed": [...]}  per step
+    {"t": 1009, "op": "deliver", "sender": "ny", "batch_id": 1, "observed": [...]}
+
+A line is a log line (`traces.logfile`: an operation, what the system observed, maybe its
+state) with `t`, the time of the step in ms on a clock the processes share, and, on a
+`deliver` or `deliver_ack`, the `batch_id` it received or acknowledged. Its operations are
+a trace's less `tick` and `settle`, plus `flush` and `timeout` (`traces.ops.EVENT_LOG_OPS`):
+the time-triggered steps, which the log resolves (`model.driven`).
+
+`open_event_log` validates every file in one streaming pass each, then merges them once
+(`EventLogSource.steps`): each process's lines in its own order, a `deliver` after the
+`flush` that sent its batch, a `deliver_ack` after that batch's `deliver` (and a `drop` or
+`drop_ack` likewise), timestamps for the rest. The lines of one millisecond are taken in
+the order `arrange` prefers where causality allows (the run's is an order the model
+agrees with, `conformance.running.events`; by default process by process, in file name
+order). Taking a line never stops another from being next, so whether a merge exists
+does not depend on that order: a log no merge can explain is one TraceError naming the
+two lines, found before any output. The run is the merged operations with a `tick`
+before each millisecond past the model's clock.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from traces.config import Config, int64_error, json_kind
+from traces.errors import TraceError
+from traces.logfile import LogEntry, _LogReader
+from traces.ops import (
+    EVENT_LOG_FIELD_KINDS,
+    Deliver,
+    DeliverAck,
+    Drop,
+    DropAck,
+    Flush,
+    Op,
+    OpError,
+    Tick,
+    parse_op,
+)
+from traces.tracefile import PROGRESS_EVERY, file_lines, where
+
+FORM = "events"
+VERSION = 1
+HEADER_FIELDS = ("config", "log", "process", "version")
+
+NETWORK_OPS = (Deliver, DeliverAck, Drop, DropAck)
+"""The operations that take a message from the network: each names its batch."""
+Lane = tuple[str, int]
+"""(sender id, dispatcher index)."""
+
+
+@dataclass(frozen=True, slots=True)
+class EventLine:
+    """One line of a process's event log."""
+
+    where: str  # "site-1.jsonl:9"
+    t: int
+    at: int  # the finer time, when the log has one (docs/LOG.md); else -1
+    entry: LogEntry
+    batch_id: int  # a deliver's or deliver_ack's batch; a flush's `sent` batch; else 0
+
+
+class _EventReader(_LogReader):
+    """One process's file: its header, then its lines, each validated."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        self.process = ""
+        self.last_t = 0
+        self.last_at = -1
+        self.has_at: bool | None = None  # whether the file's lines carry `at`
+
+    def lines(self) -> Iterator[EventLine]:
+        for number, line in enumerate(file_lines(self.name), start=1):
+            decoded = self.decode(number, line)
+            if decoded is None:
+                continue
+            here, raw = decoded
+            if self.config is None:
+                self.config = self.header(here, raw)
+                continue
+            yield self.event(number, here, raw)
+        if self.config is None:
+            raise TraceError(
+                f"{where(self.name, 1)}: empty event log: the first line must be "
+                '{"log": "events", "version": 1, "process": ..., "config": {...}} (docs/LOG.md)'
+            )
+
+    def header(self, here: str, raw: Any) -> Config:
+        if not isinstance(raw, dict) or raw.get("log") != FORM:
+            raise TraceError(
+                f'{here}: the first line of an event log must be {{"log": "events", '
+                '"version": 1, "process": ..., "config": {...}} (docs/LOG.md)'
+            )
+        if sorted(raw) != list(HEADER_FIELDS):
+            missing = sorted(set(HEADER_FIELDS) - set(raw))
+            problem = f"{missing[0]}: missing" if missing else (
+                f"{sorted(set(raw) - set(HEADER_FIELDS))[0]}: unknown field"
+            )  # fmt: skip
+            raise TraceError(f"{here}: {problem} (the header has {', '.join(HEADER_FIELDS)})")
+        if raw["version"] != VERSION or isinstance(raw["version"], bool):
+            raise TraceError(
+                f"{here}: version: this wanconform reads event logs of version {VERSION}, "
+                f"got {raw['version']!r}"
+            )
+        process = raw["process"]
+        if not isinstance(process, str) or not process:
+            raise TraceError(
+                f"{here}: process: must be a non-empty string, got {json_kind(process)}"
+            )
+        self.process = process
+        return self._config(here, {"config": raw["config"]})
+
+    def operation(self, here: str, raw: Any) -> Op:
+        assert self.config is not None
+        try:
+            return parse_op(raw, self.config, EVENT_LOG_FIELD_KINDS)
+        except OpError as exc:
+            hint = ""
+            if exc.field == "op" and raw.get("op") in ("tick", "settle"):
+                hint = (
+                    ": an event log has no tick (each line's t is its time) and no settle"
+                    " (docs/LOG.md)"
+                )
+            raise TraceError(f"{here}: {exc}{hint}") from None
+
+    def event(self, number: int, here: str, raw: Any) -> EventLine:
+        if not isinstance(raw, dict):
+            raise TraceError(f"{here}: a log line must be a JSON object, got {json_kind(raw)}")
+        fields = dict(raw)
+        t = fields.pop("t", None)
+        if t is None:
+            raise TraceError(f"{here}: t: missing (the time of the step, in ms; docs/LOG.md)")
+        if problem := int64_error(t):
+            raise TraceError(f"{here}: t: {problem}")
+        if not isinstance(t, int) or isinstance(t, bool) or t < 0:
+            raise TraceError(f"{here}: t: must be an integer >= 0 (ms), got {json_kind(t)}")
+        if t < self.last_t:
+            raise TraceError(
+                f"{here}: t: {t} is before the previous line's {self.last_t}: a process "
+                "logs its steps in the order it took them, on a clock that does not run back"
+            )
+        self.last_t = t
+        at = self.finer(here, fields.pop("at", None))
+        batch_id = fields.pop("batch_id", None)
+        entry = self.entry(number, here, fields)
+        network = type(entry.op) in NETWORK_OPS
+        if network and batch_id is None:
+            raise TraceError(
+                f"{here}: batch_id: missing (a {entry.op.op} names the batch whose message it took)"
+            )
+        if not network and batch_id is not None:
+            raise TraceError(
+                f"{here}: batch_id: only a deliver, deliver_ack, drop or drop_ack has one"
+            )
+        if batch_id is not None and (
+            not isinstance(batch_id, int) or isinstance(batch_id, bool) or batch_id < 1
+        ):
+            raise TraceError(
+                f"{here}: batch_id: must be an integer >= 1, got {json_kind(batch_id)}"
+            )
+        if type(entry.op) is Flush:
+            sent = [o["batch_id"] for o in entry.observed if o["kind"] == "sent"]
+            batch_id = sent[0] if sent else 0
+        return EventLine(here, t, at, entry, batch_id or 0)
+
+    def finer(self, here: str, at: Any) -> int:
+        """A line's `at`: on every line of the file or on none, an integer that never
+        runs back (on the same clock as `t`, finer); -1 when the file has none."""
+        if self.has_at is None:
+            self.has_at = at is not None
+        if (at is not None) != self.has_at:
+            raise TraceError(
+                f"{here}: at: "
+                + ("missing: the file's first line has one" if self.has_at else
+                   "the file's first line has none: give every line one, or none")
+            )  # fmt: skip
+        if at is None:
+            return -1
+        if problem := int64_error(at):
+            raise TraceError(f"{here}: at: {problem}")
+        if not isinstance(at, int) or isinstance(at, bool) or at < 0:
+            raise TraceError(f"{here}: at: must be an integer >= 0, got {json_kind(at)}")
+        if at < self.last_at:
+            raise TraceError(
+                f"{here}: at: {at} is before the previous line's {self.last_at} (a clock "
+                "that does not run back)"
+            )
+        self.last_at = at
+        return at
+
+
+def _lane(op: Any) -> Lane:
+    return (op.sender, op.dispatcher)
+
+
+Arrange = Callable[[list[list[EventLine]]], list[EventLine]]
+"""The order to try the lines of one millisecond in, given each process's lines at it (in
+its own order): a preference, kept where causality allows."""
+
+
+def _in_process_order(block: list[list[EventLine]]) -> list[EventLine]:
+    return [line for lines in block for line in lines]
+
+
+def _merge(streams: list[Iterator[EventLine]], arrange: Arrange) -> Iterator[tuple[str, LogEntry]]:
+    """(where, entry): the processes' lines in one order (see the module's docstring),
+    each millisecond's after the tick that brings the clock to it (yielded before they
+    are arranged, which may look at the state the tick made; where: the first line at
+    that time); memory: one millisecond's lines and the last batch each dispatcher sent
+    and had received."""
+    heads: list[EventLine | None] = [next(stream, None) for stream in streams]
+    sent: dict[Lane, int] = {}
+    received: dict[Lane, int] = {}
+    clock = 0
+
+    def ready(line: EventLine) -> bool:
+        op = line.entry.op
+        kind = type(op)
+        if kind is Deliver or kind is Drop:
+            return sent.get(_lane(op), 0) >= line.batch_id
+        if kind is DeliverAck or kind is DropAck:
+            return received.get(_lane(op), 0) >= line.batch_id
+        return True
+
+    while True:
+        times = [(line.t, line.at) for line in heads if line is not None]
+        if not times:
+            return
+        now = min(times)
+        first = now[0]
+        block: list[list[EventLine]] = []
+        for index, stream in enumerate(streams):
+            lines = []
+            while (line := heads[index]) is not None and (line.t, line.at) == now:
+                lines.append(line)
+                heads[index] = next(stream, None)
+            block.append(lines)
+        if first > clock:
+            where_first = next(lines[0] for lines in block if lines).where
+            yield where_first, LogEntry(0, Tick(first - clock), [], None)
+            clock = first
+        rank = {id(line): order for order, line in enumerate(arrange(block))}
+        cursors = [0] * len(block)
+        for _ in range(sum(len(lines) for lines in block)):
+            nexts = [
+                (rank[id(lines[at])], index)
+                for index, (lines, at) in enumerate(zip(block, cursors, strict=True))
+                if at < len(lines)
+            ]
+            chosen = next((i for _, i in sorted(nexts) if ready(block[i][cursors[i]])), None)
+            if chosen is None:
+                pending = [block[i][cursors[i]] for _, i in sorted(nexts, key=lambda n: n[1])]
+                later = [line for line in heads if line is not None]
+                raise TraceError(_unexplained(pending[0], pending[1:] + later))
+            line = block[chosen][cursors[chosen]]
+            cursors[chosen] += 1
+            op = line.entry.op
+            if type(op) is Flush and line.batch_id:
+                sent[_lane(op)] = line.batch_id
+            elif type(op) is Deliver:
+                received[_lane(op)] = max(received.get(_lane(op), 0), line.batch_id)
+            yield line.where, line.entry
+
+
+def _unexplained(blocked: EventLine, others: list[EventLine]) -> str:
+    """The error of a line that no merge can put after what it needs (`others`: the next
+    line of every other process, or its next millisecond's)."""
+    op = blocked.entry.op
+    sender, dispatcher = _lane(op)
+    what = "sent" if type(op) in (Deliver, Drop) else "received"
+    others = sorted(others, key=lambda line: line.t)
+    nxt = (
+        f"the next line of any other process is {others[0].where} at t={others[0].t}"
+        if others
+        else "no other process logs anything after it"
+    )
+    return (
+        f"{blocked.where}: t={blocked.t}: {op.op} of batch {blocked.batch_id} of {sender} "
+        f"dispatcher {dispatcher}, but no line before it {what} that batch (a batch is "
+        f"received after it is sent, its ack after it is received): {nxt}"
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class EventLogSource:
+    """A validated event log (several files, one run), read and merged again on every
+    `steps()`: memory does not grow with its length."""
+
+    name: str  # the directory, or the files joined by "+"
+    files: tuple[str, ...]
+    config: Config
+    op_count: int  # operations of the run, the ticks included
+    lines: int
+    states: int
+
+    def steps(self, arrange: Arrange = _in_process_order) -> Iterator[tuple[str, LogEntry]]:
+        """(where, entry) of every operation of the run: the merged lines, each after the
+        tick that brings the clock to its `t` (a tick is where its line is)."""
+        return _merge([_EventReader(name).lines() for name in self.files], arrange)
+
+
+def event_log_files(paths: list[str]) -> list[str] | None:
+    """The files of an event log among `validate`'s arguments: a directory's `*.jsonl`, or
+    files whose first line is an event log's header; None when they are not one."""
+    if len(paths) == 1 and os.path.isdir(paths[0]):
+        files = sorted(str(p) for p in Path(paths[0]).glob("*.jsonl"))
+        if not files:
+            raise TraceError(f"{paths[0]}: no *.jsonl file in this directory (docs/LOG.md)")
+        return files
+    headed = [_has_header(path) for path in paths]
+    if not any(headed):
+        return None
+    if not all(headed):
+        plain = paths[headed.index(False)]
+        raise TraceError(
+            f"{plain}: not an event log, given with event logs: validate one run's event "
+            "logs together, and other logs on their own"
+        )
+    return sorted(paths)
+
+
+def _has_header(path: str) -> bool:
+    if os.path.isdir(path):
+        raise TraceError(f"{path}: a directory: give it alone (one run's event logs)")
+    reader = _EventReader(path)
+    for number, line in enumerate(file_lines(path), start=1):
+        decoded = reader.decode(number, line)
+        if decoded is not None:
+            return isinstance(decoded[1], dict) and decoded[1].get("log") == FORM
+    return False
+
+
+def open_event_log(
+    files: list[str], name: str, progress: Callable[[int], None] | None = None
+) -> EventLogSource:
+    """Validate each file, the same configuration in all, and their merge; TraceError at
+    the first problem."""
+    config: Config | None = None
+    processes: dict[str, str] = {}
+    finer: dict[bool, str] = {}  # with `at` or without: the first such file
+    lines = states = 0
+    for path in files:
+        reader = _EventReader(path)
+        for line in reader.lines():
+            lines += 1
+            states += line.entry.state is not None
+            if progress is not None and lines % PROGRESS_EVERY == 0:
+                progress(lines)
+        assert reader.config is not None
+        if config is None:
+            config, first = reader.config, path
+        elif reader.config != config:
+            raise TraceError(
+                f"{where(path, 1)}: config: not the configuration of {where(first, 1)} "
+                "(the processes of one run share one)"
+            )
+        if reader.process in processes:
+            raise TraceError(
+                f"{where(path, 1)}: process: {reader.process!r} is also the process of "
+                f"{processes[reader.process]}"
+            )
+        processes[reader.process] = path
+        if reader.has_at is not None:
+            finer.setdefault(bool(reader.has_at), path)
+            if len(finer) > 1:
+                raise TraceError(
+                    f"{finer[True]}: at: its lines have one, those of {finer[False]} do not "
+                    "(give every process's lines `at`, or none)"
+                )
+    assert config is not None
+    source = EventLogSource(name, tuple(files), config, 0, lines, states)
+    count = sum(1 for _ in source.steps())  # the merge, checked before any output
+    return EventLogSource(name, tuple(files), config, count, lines, states)
