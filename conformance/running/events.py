@@ -174,8 +174,9 @@ def event_log_of(
     into the operation's own and those of the timeouts and flushes after it, which become
     `timeout` and `flush` lines; a skipped operation is not logged (a system logs what
     it did). `finer`: each line's `at` is its place in the run (the finest clock there
-    is), so the merge puts the lines back in the run's order. An AssertionError if the driven model, taking those steps, does not make
-    exactly the deterministic model's observations (one model, two modes)."""
+    is), so the merge puts the lines back in the run's order. An AssertionError if the
+    driven model, taking those steps, does not make exactly the deterministic model's
+    observations (one model, two modes)."""
     state = driven = initial_state(config)
     lanes = [(s, i) for s in config.senders for i in range(s.dispatcher_threads)]
     header = {"log": FORM, "version": VERSION, "config": config.to_json()}
