@@ -33,11 +33,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from traces.config import Config, int64_error, json_kind
 from traces.errors import TraceError
 from traces.logfile import LogEntry, _LogReader
 from traces.ops import (
     EVENT_LOG_FIELD_KINDS,
+    EVENT_LOG_OPS,
+    OP_TYPES,
     Deliver,
     DeliverAck,
     Drop,
@@ -74,23 +78,30 @@ class EventLine:
 class _EventReader(_LogReader):
     """One process's file: its header, then its lines, each validated."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, trusted: bool = False) -> None:
         super().__init__(name)
+        self.trusted = trusted  # a file validated before: read fast, unchecked
         self.process = ""
         self.last_t = 0
         self.last_at = -1
         self.has_at: bool | None = None  # whether the file's lines carry `at`
 
     def lines(self) -> Iterator[EventLine]:
-        for number, line in enumerate(file_lines(self.name), start=1):
+        numbered = enumerate(file_lines(self.name), start=1)
+        for number, line in numbered:
             decoded = self.decode(number, line)
-            if decoded is None:
-                continue
-            here, raw = decoded
-            if self.config is None:
-                self.config = self.header(here, raw)
-                continue
-            yield self.event(number, here, raw)
+            if decoded is not None:
+                self.config = self.header(*decoded)
+                break
+        if self.trusted:
+            for number, line in numbered:
+                if line.strip():
+                    yield self.known(number, line)
+            return
+        for number, line in numbered:
+            decoded = self.decode(number, line)
+            if decoded is not None:
+                yield self.event(number, *decoded)
         if self.config is None:
             raise TraceError(
                 f"{where(self.name, 1)}: empty event log: the first line must be "
@@ -134,6 +145,23 @@ class _EventReader(_LogReader):
                     " (docs/LOG.md)"
                 )
             raise TraceError(f"{here}: {exc}{hint}") from None
+
+    def known(self, number: int, line: bytes) -> EventLine:
+        """A line of a file validated before (`open_event_log`), decoded without checks."""
+        assert self.config is not None
+        raw = orjson.loads(line)
+        t, at, batch_id = raw.pop("t"), raw.pop("at", -1), raw.pop("batch_id", 0)
+        observed, state = raw.pop("observed"), raw.pop("state", None)
+        name = raw.pop("op")
+        if name == "redeliver":  # its `events` is a tuple
+            op = parse_op({"op": name, **raw}, self.config, EVENT_LOG_FIELD_KINDS)
+        else:  # every field as validated: the operation's record straight from them
+            op = (OP_TYPES.get(name) or EVENT_LOG_OPS[name])(**raw)
+        if type(op) is Flush:
+            batch_id = next((o["batch_id"] for o in observed if o["kind"] == "sent"), 0)
+        return EventLine(
+            where(self.name, number), t, at, LogEntry(number, op, observed, state), batch_id
+        )
 
     def event(self, number: int, here: str, raw: Any) -> EventLine:
         if not isinstance(raw, dict):
@@ -234,6 +262,13 @@ def _merge(streams: list[Iterator[EventLine]], arrange: Arrange) -> Iterator[tup
             return received.get(_lane(op), 0) >= line.batch_id
         return True
 
+    def take(line: EventLine) -> None:
+        op = line.entry.op
+        if type(op) is Flush and line.batch_id:
+            sent[_lane(op)] = line.batch_id
+        elif type(op) is Deliver:
+            received[_lane(op)] = max(received.get(_lane(op), 0), line.batch_id)
+
     while True:
         times = [(line.t, line.at) for line in heads if line is not None]
         if not times:
@@ -251,9 +286,17 @@ def _merge(streams: list[Iterator[EventLine]], arrange: Arrange) -> Iterator[tup
             where_first = next(lines[0] for lines in block if lines).where
             yield where_first, LogEntry(0, Tick(first - clock), [], None)
             clock = first
-        rank = {id(line): order for order, line in enumerate(arrange(block))}
+        order = arrange(block)
         cursors = [0] * len(block)
-        for _ in range(sum(len(lines) for lines in block)):
+        process = {id(line): index for index, lines in enumerate(block) for line in lines}
+        for line in order:  # as arranged while causality allows (it mostly does)
+            if not ready(line):
+                break
+            cursors[process[id(line)]] += 1
+            take(line)
+            yield line.where, line.entry
+        rank = {id(line): number for number, line in enumerate(order)}
+        for _ in range(sum(len(lines) - at for lines, at in zip(block, cursors, strict=True))):
             nexts = [
                 (rank[id(lines[at])], index)
                 for index, (lines, at) in enumerate(zip(block, cursors, strict=True))
@@ -266,11 +309,7 @@ def _merge(streams: list[Iterator[EventLine]], arrange: Arrange) -> Iterator[tup
                 raise TraceError(_unexplained(pending[0], pending[1:] + later))
             line = block[chosen][cursors[chosen]]
             cursors[chosen] += 1
-            op = line.entry.op
-            if type(op) is Flush and line.batch_id:
-                sent[_lane(op)] = line.batch_id
-            elif type(op) is Deliver:
-                received[_lane(op)] = max(received.get(_lane(op), 0), line.batch_id)
+            take(line)
             yield line.where, line.entry
 
 
@@ -308,7 +347,7 @@ class EventLogSource:
     def steps(self, arrange: Arrange = _in_process_order) -> Iterator[tuple[str, LogEntry]]:
         """(where, entry) of every operation of the run: the merged lines, each after the
         tick that brings the clock to its `t` (a tick is where its line is)."""
-        return _merge([_EventReader(name).lines() for name in self.files], arrange)
+        return _merge([_EventReader(name, trusted=True).lines() for name in self.files], arrange)
 
 
 def event_log_files(paths: list[str]) -> list[str] | None:
@@ -342,23 +381,29 @@ def _has_header(path: str) -> bool:
     return False
 
 
+def _header(path: str) -> _EventReader:
+    """A reader of `path` that has read its header (and nothing more)."""
+    reader = _EventReader(path)
+    for number, line in enumerate(file_lines(path), start=1):
+        decoded = reader.decode(number, line)
+        if decoded is not None:
+            reader.config = reader.header(*decoded)
+            return reader
+    raise TraceError(
+        f"{where(path, 1)}: empty event log: the first line must be "
+        '{"log": "events", "version": 1, "process": ..., "config": {...}} (docs/LOG.md)'
+    )
+
+
 def open_event_log(
     files: list[str], name: str, progress: Callable[[int], None] | None = None
 ) -> EventLogSource:
-    """Validate each file, the same configuration in all, and their merge; TraceError at
-    the first problem."""
-    config: Config | None = None
+    """Validate the headers (one configuration in all, one process each), then every line
+    and the merge, in one pass; TraceError at the first problem."""
     processes: dict[str, str] = {}
-    finer: dict[bool, str] = {}  # with `at` or without: the first such file
-    lines = states = 0
+    config: Config | None = None
     for path in files:
-        reader = _EventReader(path)
-        for line in reader.lines():
-            lines += 1
-            states += line.entry.state is not None
-            if progress is not None and lines % PROGRESS_EVERY == 0:
-                progress(lines)
-        assert reader.config is not None
+        reader = _header(path)
         if config is None:
             config, first = reader.config, path
         elif reader.config != config:
@@ -372,14 +417,20 @@ def open_event_log(
                 f"{processes[reader.process]}"
             )
         processes[reader.process] = path
-        if reader.has_at is not None:
-            finer.setdefault(bool(reader.has_at), path)
-            if len(finer) > 1:
-                raise TraceError(
-                    f"{finer[True]}: at: its lines have one, those of {finer[False]} do not "
-                    "(give every process's lines `at`, or none)"
-                )
     assert config is not None
-    source = EventLogSource(name, tuple(files), config, 0, lines, states)
-    count = sum(1 for _ in source.steps())  # the merge, checked before any output
+    readers = [_EventReader(path) for path in files]
+    count = lines = states = 0
+    for _, entry in _merge([reader.lines() for reader in readers], _in_process_order):
+        count += 1
+        if entry.line:  # not a tick
+            lines += 1
+            states += entry.state is not None
+            if progress is not None and lines % PROGRESS_EVERY == 0:
+                progress(lines)
+    finer = {bool(reader.has_at): reader.name for reader in readers if reader.has_at is not None}
+    if len(finer) > 1:
+        raise TraceError(
+            f"{finer[True]}: at: its lines have one, those of {finer[False]} do not (give "
+            "every process's lines `at`, or none)"
+        )
     return EventLogSource(name, tuple(files), config, count, lines, states)

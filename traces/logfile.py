@@ -25,7 +25,14 @@ from traces.config import Config, JsonNumber, int64_error, json_kind
 from traces.errors import TraceError
 from traces.observations import FIELDS, KINDS, OPTIONAL_FIELDS, Observation
 from traces.ops import Op, Tick
-from traces.tracefile import PROGRESS_EVERY, Reader, file_lines, numbered_lines, where
+from traces.tracefile import (
+    NUMBERS_KEPT,
+    PROGRESS_EVERY,
+    Reader,
+    file_lines,
+    numbered_lines,
+    where,
+)
 
 STATE_FIELDS = ("senders", "sites", "time")
 """The top-level fields of an observable state (SPEC §10)."""
@@ -42,6 +49,12 @@ class LogEntry:
 
 
 class _LogReader(Reader):
+    numbers_seen = 0  # `NUMBERS_KEPT` before the line being read was decoded
+
+    def decode(self, number: int, line: bytes | str) -> tuple[str, Any] | None:
+        self.numbers_seen = NUMBERS_KEPT[0]
+        return super().decode(number, line)
+
     def entries(self, lines: Iterator[bytes]) -> Iterator[LogEntry]:
         for number, line in enumerate(lines, start=1):
             decoded = self.decode(number, line)
@@ -85,6 +98,8 @@ class _LogReader(Reader):
                 )
             check_fields(at, kind, observation)
         for field, value in (("observed", observed), ("state", state)):
+            if NUMBERS_KEPT[0] == self.numbers_seen:
+                break  # none in this line (`decode` saw the count)
             if (found := _number_not_int(value, field)) is not None:
                 raise TraceError(
                     f"{here}: {found[0]}: must be an integer, a string, a boolean or null "

@@ -184,9 +184,19 @@ def _reject_constant(token: str) -> Any:
     raise ValueError(f"{token} is not valid JSON")
 
 
+NUMBERS_KEPT = [0]
+"""How many numbers `decode_line` kept as text (`JsonNumber`) so far: a reader that must
+find them in a decoded value looks only when this grew."""
+
+
+def _number(text: str) -> JsonNumber:
+    NUMBERS_KEPT[0] += 1
+    return JsonNumber(text)
+
+
 def _parse_int(text: str) -> int | JsonNumber:
     # No 64-bit integer has more than 20 characters; Python refuses over 4,300 digits.
-    return int(text) if len(text) <= 20 else JsonNumber(text)
+    return int(text) if len(text) <= 20 else _number(text)
 
 
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
@@ -218,7 +228,7 @@ def decode_line(text: str) -> Any:
             object_pairs_hook=_no_duplicate_keys,
             parse_constant=_reject_constant,
             parse_int=_parse_int,
-            parse_float=JsonNumber,
+            parse_float=_number,
         )
     except RecursionError:
         raise ValueError("nested too deeply") from None

@@ -68,6 +68,7 @@ class EventRun:
         self.op_count = source.op_count
         self.model: DrivenEngine | None = None
         self._entry: LogEntry | None = None
+        self._prepared: dict[int, tuple[State, State, list[Observation]]] = {}
 
     def model_engine(self, config: Config) -> DrivenEngine:
         self.model = DrivenEngine(config)
@@ -103,6 +104,7 @@ class EventRun:
             )
 
         path: list[EventLine] = []
+        made: list[list[Observation]] = []  # the model's observations of each
         taken_from: list[int] = []  # the process of each line of `path`
         best: list[EventLine] = []
         # Per line taken, the state before it and the processes left to try there.
@@ -120,6 +122,7 @@ class EventRun:
                 if same_observations(observations, line.entry.observed):
                     cursors[index] += 1
                     path.append(line)
+                    made.append(observations)
                     taken_from.append(index)
                     if len(path) > len(best):
                         best = list(path)
@@ -129,8 +132,13 @@ class EventRun:
                 stack.pop()
                 if path:
                     path.pop()
+                    made.pop()
                     cursors[taken_from.pop()] -= 1
-        if len(path) == total:
+        if len(path) == total:  # the model will take these very steps: no need to redo them
+            self._prepared = {
+                id(line.entry): (stack[number][0], stack[number + 1][0], made[number])
+                for number, line in enumerate(path)
+            }
             return path
         taken = {id(line) for line in best}
         return best + [line for lines in sequences for line in lines if id(line) not in taken]
@@ -138,6 +146,9 @@ class EventRun:
     def ops(self) -> Iterator[tuple[int | str, Op]]:
         for where, entry in self.source.steps(self.arrange):
             self._entry = entry
+            prepared = self._prepared.pop(id(entry), None)
+            if prepared is not None and self.model is not None:
+                self.model.prepared = (entry.op, *prepared)
             yield where, entry.op
 
 

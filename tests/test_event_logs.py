@@ -1,0 +1,296 @@
+"""Event logs of a running system (issue 30, items 1-2; docs/LOG.md "Event logs"): one file
+per process, merged, checked against the model whose flushes and timeouts the log chooses
+among the moments R15 and R20 allow, with their lateness against --max-late-ms.
+
+Hand-derived expectations come from SPEC R4, R9-R20 worked by hand; the round trip over
+every profile checks that each deterministic run is a behaviour the driven model accepts
+(and `event_log_of` asserts that the driven model, taking the same steps, makes exactly
+the deterministic model's observations: one model, two modes)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conformance.generation.profiles import PROFILES, generate_trace
+from conformance.running.events import event_log_of
+from traces.ops import Settle
+from wanconform.cli import main
+
+CONFIG = {
+    "sites": [1, 2],
+    "senders": [
+        {"id": "ny", "site": 1, "remote": 2, "batch_size": 2, "batch_time_interval_ms": 100}
+    ],
+}
+
+
+def header(process: str) -> dict[str, Any]:
+    return {"log": "events", "version": 1, "process": process, "config": CONFIG}
+
+
+def put(t: int, key: str, n: int, seq: int) -> dict[str, Any]:
+    """A put of {"n": n} at site 1 at t, the site's `seq`-th write: tag [1, t, 1] (R9)."""
+    value = {"n": n}
+    enqueued = {
+        "kind": "enqueued", "site": 1, "event": f"1:{seq}", "key": key, "op": "create",
+        "version": [1, t, 1], "value": value, "senders": ["ny"],
+        "routes": {"ny": {"dispatcher": 0, "bucket": None}},
+    }  # fmt: skip
+    return {"t": t, "op": "put", "site": 1, "key": key, "value": value, "observed": [enqueued]}
+
+
+def flush(t: int, batch_id: int, events: list[str]) -> dict[str, Any]:
+    """R15: each {"n": n} value is 7 bytes of canonical JSON (R4)."""
+    sent = {
+        "kind": "sent", "sender": "ny", "dispatcher": 0, "batch_id": batch_id,
+        "events": events, "bytes_full": 7 * len(events), "bytes_delta": 0, "events_resent": 0,
+    }  # fmt: skip
+    return {"t": t, "op": "flush", "sender": "ny", "observed": [sent]}
+
+
+def deliver(t: int, batch_id: int, events: list[tuple[str, str]]) -> dict[str, Any]:
+    applied = [
+        {"kind": "applied", "site": 2, "sender": "ny", "event": event, "key": key, "status": "ok"}
+        for event, key in events
+    ]
+    return {"t": t, "op": "deliver", "sender": "ny", "batch_id": batch_id, "observed": applied}
+
+
+def ack(t: int, batch_id: int, removed: list[str]) -> dict[str, Any]:
+    acked = {"kind": "acked", "sender": "ny", "dispatcher": 0, "batch_id": batch_id}
+    return {
+        "t": t, "op": "deliver_ack", "sender": "ny", "batch_id": batch_id,
+        "observed": [acked | {"removed": removed}],
+    }  # fmt: skip
+
+
+def write_logs(folder: Path, logs: dict[str, list[dict[str, Any]]]) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    for process, lines in logs.items():
+        text = "".join(json.dumps(line) + "\n" for line in [header(process), *lines])
+        (folder / f"{process}.jsonl").write_text(text)
+    return folder
+
+
+def two_batches() -> dict[str, list[dict[str, Any]]]:
+    """Puts at 10, 30, 40: the queue is full (batch_size 2) at 30, so R15 lets batch 1 go
+    from 30; the system sends it at 45 (15 ms late) with the queue's first two events.
+    After the ack at 60, 1:3 (enqueued at 40) is due at 40 + 100 = 140; sent at 150 (10 ms
+    late)."""
+    return {
+        "site-1": [
+            put(10, "a", 1, 1), put(30, "b", 2, 2), put(40, "c", 3, 3),
+            flush(45, 1, ["1:1", "1:2"]), ack(60, 1, ["1:1", "1:2"]), flush(150, 2, ["1:3"]),
+        ],
+        "site-2": [deliver(50, 1, [("1:1", "a"), ("1:2", "b")])],
+    }  # fmt: skip
+
+
+def test_a_late_flush_within_the_bound_agrees_and_its_lateness_is_reported(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = write_logs(tmp_path / "run", two_batches())
+    assert main(["validate", str(folder)]) == 0
+    out = capsys.readouterr().out
+    assert "P1: held (model and the log agree at every step)" in out
+    assert (
+        "lateness: held (2 flushes and 0 timeouts, late by at most 15 ms (p50 <= 10 ms, "
+        "p99 <= 20 ms); bound 1000 ms)"
+    ) in out
+
+
+def test_max_late_ms_makes_a_late_flush_a_violation_not_a_divergence(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = write_logs(tmp_path / "run", two_batches())
+    assert main(["validate", str(folder), "--max-late-ms", "12", "--json"]) == 1
+    result = json.loads(capsys.readouterr().out)
+    assert result["p1"]["status"] == "held"
+    assert result["properties"]["lateness"]["violations"] == [
+        {
+            "where": f"{folder}/site-1.jsonl:5",
+            "message": "flush of ny dispatcher 0 late by 15 ms (due at t=30; --max-late-ms 12)",
+        }
+    ]
+
+
+def test_a_flush_before_r15_allows_it_is_a_divergence(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # One event enqueued at 10: R15 lets it go at 10 + 100 = 110, not at 50.
+    lines = [put(10, "a", 1, 1), flush(50, 1, ["1:1"])]
+    folder = write_logs(tmp_path / "run", {"site-1": lines})
+    assert main(["validate", str(folder)]) == 1
+    out = capsys.readouterr().out
+    assert f"P1: FAILED: model and the log diverge at {folder}/site-1.jsonl:3" in out
+    assert 'observations[0].kind: model="skipped" log="sent"' in out
+
+
+def test_a_flush_that_takes_the_wrong_events_is_a_divergence(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Three events queued by 12: R15 takes the first min(batch_size, 3) = 2.
+    lines = [put(10, "a", 1, 1), put(11, "b", 2, 2), put(12, "c", 3, 3)]
+    lines.append(flush(20, 1, ["1:1", "1:2", "1:3"]))
+    folder = write_logs(tmp_path / "run", {"site-1": lines})
+    assert main(["validate", str(folder)]) == 1
+    out = capsys.readouterr().out
+    assert f"diverge at {folder}/site-1.jsonl:5" in out
+    assert 'observations[0].events[2]: model="<absent>" log="1:3"' in out
+
+
+def test_a_flush_never_taken_is_late_once_the_bound_has_passed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # 1:1 is due at 110; the log goes on to 2,000 at site 2 without sending it.
+    site2 = [{"t": 2000, "op": "site_down", "site": 2, "observed": []}]
+    folder = write_logs(tmp_path / "run", {"site-1": [put(10, "a", 1, 1)], "site-2": site2})
+    assert main(["validate", str(folder), "--json"]) == 1
+    result = json.loads(capsys.readouterr().out)
+    assert result["p1"]["status"] == "held"
+    assert result["properties"]["lateness"]["violations"] == [
+        {
+            "where": f"{folder}/site-2.jsonl:2",
+            "message": "flush of ny dispatcher 0 due at t=110 not taken by t=2000: late by "
+            "more than --max-late-ms 1000",
+        }
+    ]
+
+
+def test_a_timeout_is_accepted_from_the_moment_r20_allows_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Batch 1 sent at 30 (due then: full); its ack never comes: R20 lets it time out at
+    # 30 + 10,000 (ack_timeout_ms's default) = 10,030. At 10,000 it may not.
+    timeout = {
+        "kind": "timeout", "sender": "ny", "dispatcher": 0, "batch_id": 1,
+        "events": ["1:1", "1:2"],
+    }  # fmt: skip
+    lines = [put(10, "a", 1, 1), put(30, "b", 2, 2), flush(30, 1, ["1:1", "1:2"])]
+    early = [*lines, {"t": 10000, "op": "timeout", "sender": "ny", "observed": [timeout]}]
+    late = [*lines, {"t": 10033, "op": "timeout", "sender": "ny", "observed": [timeout]}]
+    assert main(["validate", str(write_logs(tmp_path / "early", {"site-1": early}))]) == 1
+    assert 'observations[0].kind: model="skipped" log="timeout"' in capsys.readouterr().out
+    assert main(["validate", str(write_logs(tmp_path / "late", {"site-1": late}))]) == 0
+    assert "2 flushes" not in (out := capsys.readouterr().out)
+    assert "lateness: held (1 flush and 1 timeout, late by at most 3 ms" in out
+
+
+def test_lines_of_one_millisecond_are_ordered_as_the_model_agrees(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Site 2 is down from 5 and comes back at 30; site 1's flush at 30 sent its batch, so
+    # it came after site 2's site_up, though site-1's file sorts first.
+    site2 = [
+        {"t": 5, "op": "site_down", "site": 2, "observed": []},
+        {"t": 30, "op": "site_up", "site": 2, "observed": []},
+    ]
+    site1 = [put(10, "a", 1, 1), put(30, "b", 2, 2), flush(30, 1, ["1:1", "1:2"])]
+    folder = write_logs(tmp_path / "run", {"site-1": site1, "site-2": site2})
+    assert main(["validate", str(folder)]) == 0
+    assert "P1: held" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda lines: lines[1].pop("t"), "site-1.jsonl:3: t: missing (the time of the step"),
+        (
+            lambda lines: lines[1].update(t=5),
+            "site-1.jsonl:3: t: 5 is before the previous line's 10: a process logs its steps",
+        ),
+        (
+            lambda lines: lines.append({"t": 90, "op": "tick", "ms": 5, "observed": []}),
+            "site-1.jsonl:4: op: unknown operation 'tick' (one of put, ",
+        ),
+        (
+            lambda lines: lines[0].update(batch_id=1),
+            "site-1.jsonl:2: batch_id: only a deliver, deliver_ack, drop or drop_ack has one",
+        ),
+        (lambda lines: lines[0].update(at=1), "site-1.jsonl:3: at: missing: the file's first"),
+    ],
+)
+def test_a_bad_line_is_one_line_naming_file_and_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], change: Any, message: str
+) -> None:
+    lines = [put(10, "a", 1, 1), put(30, "b", 2, 2)]
+    change(lines)
+    folder = write_logs(tmp_path / "run", {"site-1": lines})
+    assert main(["validate", str(folder)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    [line] = captured.err.strip().splitlines()
+    assert message in line
+
+
+def test_a_delivery_logged_before_its_batch_was_sent_names_both_lines(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    site1 = [put(10, "a", 1, 1), put(30, "b", 2, 2), flush(45, 1, ["1:1", "1:2"])]
+    site2 = [deliver(40, 1, [("1:1", "a"), ("1:2", "b")])]
+    folder = write_logs(tmp_path / "run", {"site-1": site1, "site-2": site2})
+    assert main(["validate", str(folder)]) == 2
+    err = capsys.readouterr().err
+    assert (
+        f"{folder}/site-2.jsonl:2: t=40: deliver of batch 1 of ny dispatcher 0, but no line "
+        "before it sent that batch (a batch is received after it is sent, its ack after it "
+        f"is received): the next line of any other process is {folder}/site-1.jsonl:4 at t=45"
+    ) in err
+
+
+def test_the_processes_of_one_run_share_one_configuration(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = write_logs(tmp_path / "run", two_batches())
+    other = json.loads((folder / "site-2.jsonl").read_text().splitlines()[0])
+    other["config"]["sites"] = [1, 2, 3]
+    lines = (folder / "site-2.jsonl").read_text().splitlines()
+    (folder / "site-2.jsonl").write_text("\n".join([json.dumps(other), *lines[1:]]) + "\n")
+    assert main(["validate", str(folder)]) == 2
+    assert f"{folder}/site-2.jsonl:1: config: not the configuration of" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("profile", sorted(PROFILES))
+def test_every_deterministic_run_is_a_behaviour_the_event_log_model_accepts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], profile: str
+) -> None:
+    for number in range(5):
+        config, stream = generate_trace(30, f"t{number}", profile, 400)
+        ops = [op for op in stream if type(op) is not Settle]
+        logs = event_log_of(config, ops)  # asserts: driven == deterministic observations
+        folder = tmp_path / f"run{number}"
+        folder.mkdir()
+        for process, lines in logs.items():
+            (folder / f"{process}.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+        # The deterministic model flushes and times out only when an operation runs:
+        # a step is late by at most the longest tick.
+        longest = max([op.ms for op in ops if hasattr(op, "ms")], default=0)
+        assert main(["validate", str(folder), "--max-late-ms", str(longest), "--json"]) == 0
+        result = json.loads(capsys.readouterr().out)
+        assert result["p1"]["status"] == "held"
+        assert result["properties"]["lateness"]["status"] == "held"
+
+
+def test_a_batch_with_its_events_swapped_is_found_at_its_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config, stream = generate_trace(30, "t0", "faults", 300)
+    logs = event_log_of(config, [op for op in stream if type(op) is not Settle])
+    process, number = next(
+        (process, number)
+        for process, lines in logs.items()
+        for number, line in enumerate(lines)
+        if line.get("op") == "flush" and len(line["observed"][-1].get("events", [])) > 1
+    )
+    sent = logs[process][number]["observed"][-1]
+    sent["events"] = sent["events"][::-1]
+    folder = tmp_path / "run"
+    folder.mkdir()
+    for name, lines in logs.items():
+        (folder / f"{name}.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    assert main(["validate", str(folder)]) == 1
+    assert f"diverge at {folder}/{process}.jsonl:{number + 1}" in capsys.readouterr().out
