@@ -13,13 +13,16 @@ import json
 from pathlib import Path
 from typing import Any
 
+import jsonschema  # type: ignore[import-untyped]
 import pytest
 
 from conformance.generation.profiles import PROFILES, generate_trace
 from conformance.running.events import event_log_of
+from traces.logschema import schema_text
 from traces.ops import Settle
 from wanconform.cli import main
 
+ROOT = Path(__file__).resolve().parent.parent
 CONFIG = {
     "sites": [1, 2],
     "senders": [
@@ -294,3 +297,20 @@ def test_a_batch_with_its_events_swapped_is_found_at_its_line(
         (folder / f"{name}.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
     assert main(["validate", str(folder)]) == 1
     assert f"diverge at {folder}/{process}.jsonl:{number + 1}" in capsys.readouterr().out
+
+
+def test_the_event_log_schema_says_what_the_reader_accepts(tmp_path: Path) -> None:
+    # The file in the repository is what traces/logschema.py makes from the reader's own
+    # tables; the logs the tests above validate are valid under it, and a deliver without
+    # its batch_id is refused by both.
+    assert (ROOT / "docs" / "eventlog.schema.json").read_text() == schema_text(events=True)
+    validator = jsonschema.Draft202012Validator(json.loads(schema_text(events=True)))
+    config, stream = generate_trace(30, "t0", "chaos", 300)
+    logs = event_log_of(config, [op for op in stream if type(op) is not Settle])
+    lines = [line for process in logs.values() for line in process]
+    assert [e.message for line in lines for e in validator.iter_errors(line)] == []
+    bad = deliver(50, 1, [("1:1", "a")])
+    del bad["batch_id"]
+    assert [e.message for e in validator.iter_errors(bad)]
+    folder = write_logs(tmp_path / "run", {"site-2": [bad]})
+    assert main(["validate", str(folder)]) == 2

@@ -13,7 +13,7 @@ from typing import Any
 
 from traces.config import INT64_MAX, INT64_MIN
 from traces.observations import FIELDS, OPTIONAL_FIELDS
-from traces.ops import FIELD_KINDS
+from traces.ops import EVENT_LOG_FIELD_KINDS, FIELD_KINDS
 
 _OBSERVATION_TYPES: dict[str, Any] = {
     "integer": {"$ref": "#/$defs/int64"},
@@ -73,7 +73,7 @@ def _observation(kind: str) -> dict[str, Any]:
     }
 
 
-def _operation(name: str, fields: dict[str, str]) -> dict[str, Any]:
+def _operation(name: str, fields: dict[str, str], events: bool = False) -> dict[str, Any]:
     properties: dict[str, Any] = {
         "op": {"const": name},
         "observed": {"type": "array", "items": {"$ref": "#/$defs/observation"}},
@@ -81,17 +81,32 @@ def _operation(name: str, fields: dict[str, str]) -> dict[str, Any]:
     }
     for field, kind in fields.items():
         properties[field] = {"$ref": f"#/$defs/{kind}"}
+    required = ["op", "observed", *(f for f, k in fields.items() if not k.endswith("?"))]
+    if events:  # an event log's step line (traces/eventlog.py)
+        properties["t"] = {"$ref": "#/$defs/time"}
+        properties["at"] = {"$ref": "#/$defs/time"}
+        required.append("t")
+        if name in NETWORK_OP_NAMES:
+            properties["batch_id"] = {"$ref": "#/$defs/positive"}
+            required.append("batch_id")
     return {
         "type": "object",
-        "required": ["op", "observed", *(f for f, k in fields.items() if not k.endswith("?"))],
+        "required": required,
         "additionalProperties": False,
         "properties": properties,
     }
 
 
-def log_schema() -> dict[str, Any]:
-    """The JSON Schema (draft 2020-12) of one log line."""
-    kinds = sorted({kind for fields in FIELD_KINDS.values() for kind in fields.values()})
+NETWORK_OP_NAMES = ("deliver", "deliver_ack", "drop", "drop_ack")
+"""The steps of an event log that name the batch whose message they took."""
+
+
+def log_schema(events: bool = False) -> dict[str, Any]:
+    """The JSON Schema (draft 2020-12) of one log line (`events`: of an event log's)."""
+    table = EVENT_LOG_FIELD_KINDS if events else FIELD_KINDS
+    kinds = sorted({kind for fields in table.values() for kind in fields.values()})
+    if events:
+        kinds = sorted({*kinds, "positive"})
     defs: dict[str, Any] = {
         "int64": {"type": "integer", "minimum": INT64_MIN, "maximum": INT64_MAX},
         "scalar": {
@@ -136,6 +151,8 @@ def log_schema() -> dict[str, Any]:
             }
         },
     }
+    if events:
+        return _event_log_schema(defs)
     defs["operation_line"] = {
         "oneOf": [_operation(name, fields) for name, fields in FIELD_KINDS.items()]
     }
@@ -153,11 +170,43 @@ def log_schema() -> dict[str, Any]:
     }
 
 
-def schema_text() -> str:
-    """The schema as the file holds it."""
-    return json.dumps(log_schema(), indent=2, ensure_ascii=False) + "\n"
+def _event_log_schema(defs: dict[str, Any]) -> dict[str, Any]:
+    defs["time"] = {"type": "integer", "minimum": 0, "maximum": INT64_MAX}
+    defs["header_line"] = {
+        "type": "object",
+        "required": ["log", "version", "process", "config"],
+        "additionalProperties": False,
+        "properties": {
+            "log": {"const": "events"},
+            "version": {"const": 1},
+            "process": {"type": "string", "minLength": 1},
+            "config": defs.pop("config_line")["properties"]["config"],
+        },
+    }
+    defs["step_line"] = {
+        "oneOf": [
+            _operation(name, fields, events=True) for name, fields in EVENT_LOG_FIELD_KINDS.items()
+        ]
+    }
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": "https://wanconform.invalid/docs/eventlog.schema.json",
+        "title": "wanconform event log line (docs/LOG.md, Event logs)",
+        "description": "Each line of a process's event log is one JSON value: the first its "
+        "header, every other a step the process took at time t (and at, when the log has "
+        "it). Made by traces/logschema.py from traces/ops.py's EVENT_LOG_FIELD_KINDS and "
+        "traces/observations.py's FIELDS; tests/test_event_logs.py checks that this file is "
+        "what it makes.",
+        "oneOf": [{"$ref": "#/$defs/header_line"}, {"$ref": "#/$defs/step_line"}],
+        "$defs": defs,
+    }
 
 
-if __name__ == "__main__":  # python -m traces.logschema docs/log.schema.json
+def schema_text(events: bool = False) -> str:
+    """The schema as the file holds it (`events`: the event logs')."""
+    return json.dumps(log_schema(events), indent=2, ensure_ascii=False) + "\n"
+
+
+if __name__ == "__main__":  # python -m traces.logschema docs/log.schema.json [--events]
     with open(sys.argv[1], "w", encoding="utf-8") as out:
-        out.write(schema_text())
+        out.write(schema_text(events="--events" in sys.argv))

@@ -114,8 +114,9 @@ class Verdict:
     violations: tuple[Violation, ...] = ()
 
     def __str__(self) -> str:
-        if self.status == "failed":
-            return f"{self.property}: FAILED ({plural(len(self.violations), 'violation')})"
+        if self.status == "failed":  # a reason: how many in all, when not all are listed
+            count = self.reason or plural(len(self.violations), "violation")
+            return f"{self.property}: FAILED ({count})"
         if self.status == "not applicable":
             return f"{self.property}: not applicable: {self.reason}"
         return f"{self.property}: held" + (f" ({self.reason})" if self.reason else "")

@@ -95,5 +95,7 @@ class LatenessCheck:
                 f"p99 {self.percentile(0.99)})"
             )
         if self.count:
-            return Verdict("lateness", "failed", taken, tuple(self.violations))
+            shown = "" if self.count <= SHOWN else f", the first {SHOWN} listed"
+            count = f"{plural(self.count, 'violation')}{shown}; {taken}"
+            return Verdict("lateness", "failed", count, tuple(self.violations))
         return Verdict("lateness", "held", f"{taken}; bound {self.max_late_ms} ms")
