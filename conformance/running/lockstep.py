@@ -298,7 +298,8 @@ class Lockstep:
             impl = self._impl_here(index - 1) if ahead is not None else self.impl
             impl_observations = impl.apply(op)
         self.impl_observations = impl_observations
-        self._wheres.append(where)
+        if self._state_logged is None:  # a log's states differ only where logged: no search
+            self._wheres.append(where)
         if impl_observations is not model_observations and not same_observations(
             model_observations, impl_observations
         ):
