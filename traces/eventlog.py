@@ -16,13 +16,13 @@ the time-triggered steps, which the log resolves (`model.driven`).
 `open_event_log` validates every file in one streaming pass each, then merges them once
 (`EventLogSource.steps`): each process's lines in its own order, a `deliver` after the
 `flush` that sent its batch, a `deliver_ack` after that batch's `deliver` (and a `drop` or
-`drop_ack` likewise), timestamps for the rest. The lines of one millisecond are taken in
+`drop_ack` likewise), timestamps for the rest. The lines of one instant are taken in
 the order `arrange` prefers where causality allows (the run's is an order the model
 agrees with, `conformance.running.events`; by default process by process, in file name
 order). Taking a line never stops another from being next, so whether a merge exists
 does not depend on that order: a log no merge can explain is one TraceError naming the
 two lines, found before any output. The run is the merged operations with a `tick`
-before each millisecond past the model's clock.
+before each instant past the model's clock.
 """
 
 from __future__ import annotations
@@ -234,8 +234,9 @@ def _lane(op: Any) -> Lane:
 
 
 Arrange = Callable[[list[list[EventLine]]], list[EventLine]]
-"""The order to try the lines of one millisecond in, given each process's lines at it (in
-its own order): a preference, kept where causality allows."""
+"""The order to try the lines of one instant in (a `t`, and its `at` when the log has it),
+given each process's lines at it (in its own order): a preference, kept where causality
+allows."""
 
 
 def _in_process_order(block: list[list[EventLine]]) -> list[EventLine]:
@@ -244,9 +245,9 @@ def _in_process_order(block: list[list[EventLine]]) -> list[EventLine]:
 
 def _merge(streams: list[Iterator[EventLine]], arrange: Arrange) -> Iterator[tuple[str, LogEntry]]:
     """(where, entry): the processes' lines in one order (see the module's docstring),
-    each millisecond's after the tick that brings the clock to it (yielded before they
+    each instant's after the tick that brings the clock to it (yielded before they
     are arranged, which may look at the state the tick made; where: the first line at
-    that time); memory: one millisecond's lines and the last batch each dispatcher sent
+    that time); memory: one instant's lines and the last batch each dispatcher sent
     and had received."""
     heads: list[EventLine | None] = [next(stream, None) for stream in streams]
     sent: dict[Lane, int] = {}
@@ -315,7 +316,7 @@ def _merge(streams: list[Iterator[EventLine]], arrange: Arrange) -> Iterator[tup
 
 def _unexplained(blocked: EventLine, others: list[EventLine]) -> str:
     """The error of a line that no merge can put after what it needs (`others`: the next
-    line of every other process, or its next millisecond's)."""
+    line of every other process, or its next instant's)."""
     op = blocked.entry.op
     sender, dispatcher = _lane(op)
     what = "sent" if type(op) in (Deliver, Drop) else "received"

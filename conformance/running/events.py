@@ -2,13 +2,15 @@
 driven model (`model.driven`).
 
 `EventRun` is what `replay_sources` runs: its `ops()` is the merged log, its
-`model_engine` the driven model and its `log_engine` the system as its log tells it. Where
-several processes logged a step at the same millisecond and either may come first, the
-merge takes the first (in process order) whose logged observations are exactly what the
-model makes of it in its state then; when none is, the first, and the run reports the
-disagreement there. Steps at one millisecond that agree in more than one order but do
-not commute can be taken in the wrong order: a system that logs such steps should give
-them different times.
+`model_engine` the driven model and its `log_engine` the system as its log tells it. The
+lines several processes logged at one instant (one `t`, or `t` and `at`) are taken in an
+order in which the model agrees with every one, found by a depth-first search from the
+model's state (`EventRun.arrange`); when there is none, the longest agreeing start, and
+the run reports the disagreement after it. The search sees one instant: steps of one
+instant that agree in two orders but do not commute, and that only a later instant tells
+apart, can be taken in the wrong order (a system should log `at`, docs/LOG.md).
+`event_log_of` writes the event logs of a trace, as a system that takes every step when
+it is due would.
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ from traces.ops import (
 )
 
 SEARCH_STEPS = 10_000
-"""Model steps one millisecond's search for an order may take (`EventRun.arrange`)."""
+"""Model steps one instant's search for an order may take (`EventRun.arrange`)."""
 
 
 _TRIAL: dict[type[Any], int] = {
@@ -83,7 +85,7 @@ class EventRun:
             yield self._entry
 
     def arrange(self, block: list[list[EventLine]]) -> list[EventLine]:
-        """An order of one millisecond's lines (each process's in its own order) in which
+        """An order of one instant's lines (each process's in its own order) in which
         the model agrees with every line, found by a depth-first search from its state
         now; when there is none within `SEARCH_STEPS` model steps, the longest agreeing
         start found, then the rest process by process (the run reports the disagreement
