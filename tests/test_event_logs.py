@@ -314,3 +314,16 @@ def test_the_event_log_schema_says_what_the_reader_accepts(tmp_path: Path) -> No
     assert [e.message for e in validator.iter_errors(bad)]
     folder = write_logs(tmp_path / "run", {"site-2": [bad]})
     assert main(["validate", str(folder)]) == 2
+
+
+def test_the_report_names_the_first_late_step(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = write_logs(tmp_path / "run", two_batches())
+    report = tmp_path / "report.html"
+    assert main(["validate", str(folder), "--max-late-ms", "12", "--report", str(report)]) == 1
+    text = report.read_text()
+    assert (
+        f"first: {folder}/site-1.jsonl:5: lateness: flush of ny dispatcher 0 late by 15 ms "
+        "(due at t=30; --max-late-ms 12)"
+    ) in text

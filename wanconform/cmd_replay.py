@@ -543,6 +543,7 @@ def replay_sources(
     status = 0
     rows: list[dict[str, Any]] = []
     kept: dict[str, tuple[Config, list[Op], list[int], str]] = {}
+    watched: dict[str, str] = {}  # the watch's verdict -> its first violation, in words
     for source in sources:
         steps: list[dict[str, Any]] | None = [] if args.steps and args.json else None
 
@@ -609,7 +610,10 @@ def replay_sources(
         progress.close()
         result = trace_run.finish(last if isinstance(last, str) else where(source.name, last))
         if watcher is not None:
-            result.verdicts = (*result.verdicts, watcher.verdict())
+            verdict = watcher.verdict()
+            result.verdicts = (*result.verdicts, verdict)
+            if verdict.violations:  # the report names the first, the group has no example
+                watched.setdefault(verdict.property, str(verdict.violations[0]))
         if getattr(args, "checkpoint", None):
             from traces.checkpoint import checkpoint_text
             from traces.outputs import write_text_atomically
@@ -638,6 +642,7 @@ def replay_sources(
         if no_example:
             examples = []
             notes = {signature: no_example for row in rows for signature in row["failures"]}
+            notes |= {name: f"first: {first}" for name, first in watched.items()}
         else:
             examples, notes = explain_groups(rows, kept.get, impl_spec)
         write_report(rows, {e.signature: e for e in examples}, notes, args.report, impl_spec)
