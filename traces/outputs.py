@@ -43,7 +43,9 @@ JSONL_MARKER = "wanconform-jsonl.json"
 RESULTS_FILE = "results.parquet"
 CAMPAIGN_MARKER = "campaign.json"
 EXPLORE_MARKER = "explore.json"
+LIVE_MARKER = "live.json"
 KINDS = (
+    (LIVE_MARKER, "a live run's event logs"),
     (EXPLORE_MARKER, "an exploration"),
     (CAMPAIGN_MARKER, "a campaign"),
     (TRACE_SET_MARKER, "a trace set"),

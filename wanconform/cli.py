@@ -26,6 +26,7 @@ from wanconform.options import apply_settle_cap
 COMMAND_MODULES = (
     "wanconform.cmd_replay",
     "wanconform.cmd_validate",
+    "wanconform.cmd_live",
     "wanconform.cmd_dlq",
     "wanconform.cmd_bench",
     "wanconform.cmd_topology",

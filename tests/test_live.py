@@ -1,0 +1,120 @@
+"""Live sites (issue 30, items 3-4, the part done; docs/LIVE.md): real processes, sockets
+and timers write event logs that `validate` accepts, under dropped messages too, and each
+planted bug is found at its line. Short runs: a few seconds of load each."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from wanconform.cli import main
+
+SENDER = {"batch_size": 10, "batch_time_interval_ms": 50, "ack_timeout_ms": 1500,
+          "retry_interval_ms": 200}  # fmt: skip
+TWO_WAY = {
+    "sites": [1, 2],
+    "senders": [
+        {"id": "ny", "site": 1, "remote": 2, **SENDER},
+        {"id": "ln", "site": 2, "remote": 1, **SENDER},
+    ],
+}
+RING = {  # 1 -> 2 -> 3 -> 1: site 2 forwards 1's events to 3 (R22)
+    "sites": [1, 2, 3],
+    "senders": [
+        {"id": "a", "site": 1, "remote": 2, **SENDER},
+        {"id": "b", "site": 2, "remote": 3, **SENDER},
+        {"id": "c", "site": 3, "remote": 1, **SENDER},
+    ],
+}
+
+
+def live(tmp_path: Path, config: dict[str, object], *options: str) -> Path:
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    out = tmp_path / "run"
+    command = [
+        sys.executable, "-m", "wanconform", "live", "--config", str(tmp_path / "config.json"),
+        "--out", str(out), "--duration", "3", "--seed", "7", *options,
+    ]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    assert f"check them: wanconform validate {out}" in done.stdout
+    return out
+
+
+def validate(out: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, dict[str, object]]:
+    # The bound is wide: the sites share this 2-core machine with the rest of the tests.
+    status = main(["validate", str(out), "--json", "--check-properties", "--max-late-ms", "3000"])
+    return status, json.loads(capsys.readouterr().out)
+
+
+@pytest.mark.parametrize("config", [TWO_WAY, RING], ids=["two_way", "ring"])
+def test_an_undisturbed_run_validates_clean(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], config: dict[str, object]
+) -> None:
+    out = live(tmp_path, config)
+    assert sorted(p.name for p in out.iterdir()) == [
+        "live.json",
+        *(f"site-{site}.jsonl" for site in config["sites"]),  # type: ignore[attr-defined]
+    ]
+    status, result = validate(out, capsys)
+    assert status == 0, result
+    assert result["p1"]["status"] == "held"  # type: ignore[index]
+    properties = result["properties"]
+    assert properties["lateness"]["status"] == "held"  # type: ignore[index]
+    # every write was queued, sent and acknowledged: the queues drained in the grace time
+    senders = result["state"]["senders"].values()  # type: ignore[index]
+    assert all(d["queue"] == [] for s in senders for d in s["dispatchers"])
+    assert all(s["stats"]["batches_sent"] > 0 for s in senders)
+    assert result["converged"] is True  # the sites hold identical entries
+
+
+def test_dropped_messages_time_out_and_are_resent_as_possible_duplicates(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = live(tmp_path, TWO_WAY, "--drop", "0.15")
+    record = json.loads((out / "live.json").read_text())
+    assert sum(sum(kinds.values()) for kinds in record["dropped"].values()) > 0
+    status, result = validate(out, capsys)
+    assert status == 0, result
+    stats = [s["stats"] for s in result["state"]["senders"].values()]  # type: ignore[index]
+    assert sum(s["batches_timed_out"] for s in stats) > 0
+    assert sum(s["events_resent"] for s in stats) > 0
+
+
+@pytest.mark.parametrize(
+    ("bug", "config", "difference"),
+    [
+        ("wrong_flush", TWO_WAY, "observations[0].events["),
+        ("forward_to_origin", RING, "observations["),
+        ("resend_without_possible_duplicate", TWO_WAY, "observations[0].events_resent"),
+    ],
+)
+def test_a_planted_bug_is_found_at_its_line(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    bug: str,
+    config: dict[str, object],
+    difference: str,
+) -> None:
+    out = live(tmp_path, config, "--bug", bug, "--drop", "0.15")
+    assert main(["validate", str(out)]) == 1
+    text = capsys.readouterr().out
+    assert f"P1: FAILED: model and the log diverge at {out}/site-" in text
+    assert difference in text
+
+
+def test_a_configuration_the_sites_do_not_implement_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = json.loads(json.dumps(TWO_WAY))
+    config["senders"][0]["enable_batch_conflation"] = True
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    out = tmp_path / "run"
+    assert main(["live", "--config", str(tmp_path / "config.json"), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("wanconform: error: --config: senders['ny']: enable_batch_conflation:")
+    assert not out.exists()

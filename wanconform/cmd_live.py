@@ -1,0 +1,96 @@
+"""`wanconform live`: a real concurrent system under test that writes event logs.
+
+One OS process per site (asyncio; real timers, TCP on 127.0.0.1), a fault proxy in front
+of every sender's remote, a seeded client load, for a bounded time; DIR gets each site's
+event log (docs/LOG.md) and `live.json`, then `wanconform validate DIR` checks them
+(`conformance.live`, docs/LIVE.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from traces.outputs import declare_outputs
+from traces.text import plural
+from wanconform.cmd_replay import positive_int
+
+
+def probability(text: str) -> float:
+    """An argparse type: a number in [0, 1)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0 <= value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 0 and below 1, got {text}")
+    return value
+
+
+def positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0 < value <= 3600:
+        raise argparse.ArgumentTypeError(f"must be above 0 and at most 3600, got {text}")
+    return value
+
+
+def register(subparsers: Any) -> None:
+    from conformance.live.site import BUGS
+
+    parser = subparsers.add_parser(
+        "live",
+        help="run live sites (processes, TCP, real timers) that write event logs",
+        description=(
+            "Run one OS process per site of CONFIG (serial senders with one dispatcher: "
+            "docs/LIVE.md), a fault proxy in front of every sender's remote and a seeded "
+            "client load for --duration seconds; write each site's event log (docs/LOG.md) "
+            "into DIR, then check them with `wanconform validate DIR`."
+        ),
+        epilog="Exit status: 0 the run finished and DIR holds its logs, 2 bad input.",
+    )
+    parser.add_argument("--config", required=True, help="the configuration (JSON, SPEC §2)")
+    parser.add_argument("--out", required=True, metavar="DIR", help="where the logs go")
+    parser.add_argument(
+        "--duration", type=positive_float, default=20.0, help="seconds of client load (default 20)"
+    )
+    parser.add_argument("--seed", type=int, default=0, help="the load's and the faults' seed")
+    parser.add_argument(
+        "--rate", type=positive_float, default=50.0,
+        help="client writes per second per site (default 50)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--keys", type=positive_int, default=20, help="keys the load writes (default 20)"
+    )
+    parser.add_argument(
+        "--drop", type=probability, default=0.0,
+        help="the proxies drop each batch or ack with this probability (default 0)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--bug", choices=BUGS, default=None,
+        help="plant a bug in every site (to see validate find it)",
+    )  # fmt: skip
+    declare_outputs(parser, directories=["out"])
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from conformance.live.run import live
+    from wanconform.cmd_topology import load_config_or_trace
+
+    config = load_config_or_trace(args.config)
+    record = live(
+        config, config.to_json(), Path(args.out), args.duration, args.seed, args.rate,
+        args.keys, args.drop, args.bug, lambda line: print(line, file=sys.stderr, flush=True),
+    )  # fmt: skip
+    for name, count in record["lines"].items():
+        print(f"{args.out}/{name}: {plural(count, 'step')}")
+    dropped = sum(sum(kinds.values()) for kinds in record["dropped"].values())
+    if args.drop:
+        print(f"the proxies dropped {plural(dropped, 'message')}")
+    print(f"check them: wanconform validate {args.out}")
+    return 0
