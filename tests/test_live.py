@@ -37,7 +37,8 @@ def live(tmp_path: Path, config: dict[str, object], *options: str) -> Path:
     out = tmp_path / "run"
     command = [
         sys.executable, "-m", "wanconform", "live", "--config", str(tmp_path / "config.json"),
-        "--out", str(out), "--duration", "3", "--seed", "7", *options,
+        "--out", str(out), "--seed", "7", *options,
+        *(() if "--duration" in options else ("--duration", "3")),
     ]  # fmt: skip
     done = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr
@@ -83,6 +84,21 @@ def test_dropped_messages_time_out_and_are_resent_as_possible_duplicates(
     stats = [s["stats"] for s in result["state"]["senders"].values()]  # type: ignore[index]
     assert sum(s["batches_timed_out"] for s in stats) > 0
     assert sum(s["events_resent"] for s in stats) > 0
+
+
+def test_sites_killed_and_wiped_come_back_and_the_run_validates_clean(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # SIGKILL and a restart from the site's own log (R21: it keeps everything) or wiped
+    # (R21: it keeps its sequence numbers, batch ids and timestamp floor), with drops.
+    out = live(tmp_path, TWO_WAY, "--nemesis", "kill,wipe", "--drop", "0.05", "--duration", "5")
+    record = json.loads((out / "live.json").read_text())
+    assert record["kills"] >= 1
+    nemesis = [json.loads(line) for line in (out / "nemesis.jsonl").read_text().splitlines()]
+    assert [line["op"] for line in nemesis[1:]] == ["site_down", "site_up"] * record["kills"]
+    status, result = validate(out, capsys)
+    assert status == 0, result
+    assert result["p1"]["status"] == "held"  # type: ignore[index]
 
 
 @pytest.mark.parametrize(

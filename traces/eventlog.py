@@ -151,6 +151,8 @@ class _EventReader(_LogReader):
         assert self.config is not None
         raw = orjson.loads(line)
         t, at, batch_id = raw.pop("t"), raw.pop("at", -1), raw.pop("batch_id", 0)
+        for name in [name for name in raw if name.startswith("_")]:
+            del raw[name]
         observed, state = raw.pop("observed"), raw.pop("state", None)
         name = raw.pop("op")
         if name == "redeliver":  # its `events` is a tuple
@@ -182,6 +184,8 @@ class _EventReader(_LogReader):
         self.last_t = t
         at = self.finer(here, fields.pop("at", None))
         batch_id = fields.pop("batch_id", None)
+        for name in [name for name in fields if name.startswith("_")]:
+            del fields[name]  # the process's own (docs/LOG.md)
         entry = self.entry(number, here, fields)
         network = type(entry.op) in NETWORK_OPS
         if network and batch_id is None:

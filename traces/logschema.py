@@ -89,12 +89,15 @@ def _operation(name: str, fields: dict[str, str], events: bool = False) -> dict[
         if name in NETWORK_OP_NAMES:
             properties["batch_id"] = {"$ref": "#/$defs/positive"}
             required.append("batch_id")
-    return {
+    schema = {
         "type": "object",
         "required": required,
         "additionalProperties": False,
         "properties": properties,
     }
+    if events:
+        schema["patternProperties"] = {"^_": {}}  # the process's own fields
+    return schema
 
 
 NETWORK_OP_NAMES = ("deliver", "deliver_ack", "drop", "drop_ack")

@@ -71,6 +71,11 @@ def register(subparsers: Any) -> None:
         help="the proxies drop each batch or ack with this probability (default 0)",
     )  # fmt: skip
     parser.add_argument(
+        "--nemesis", default="", metavar="KINDS",
+        help="kill, wipe or kill,wipe: every 1-2 s a seeded site is killed with SIGKILL and "
+        "started again 0.2-0.8 s later, from its log (kill) or wiped (wipe); default none",
+    )  # fmt: skip
+    parser.add_argument(
         "--bug", choices=BUGS, default=None,
         help="plant a bug in every site (to see validate find it)",
     )  # fmt: skip
@@ -85,12 +90,16 @@ def run(args: argparse.Namespace) -> int:
     config = load_config_or_trace(args.config)
     record = live(
         config, config.to_json(), Path(args.out), args.duration, args.seed, args.rate,
-        args.keys, args.drop, args.bug, lambda line: print(line, file=sys.stderr, flush=True),
+        args.keys, args.drop, [k for k in args.nemesis.split(",") if k], args.bug,
+        lambda line: print(line, file=sys.stderr, flush=True),
     )  # fmt: skip
     for name, count in record["lines"].items():
         print(f"{args.out}/{name}: {plural(count, 'step')}")
     dropped = sum(sum(kinds.values()) for kinds in record["dropped"].values())
     if args.drop:
         print(f"the proxies dropped {plural(dropped, 'message')}")
+    if record["nemesis"]:
+        kills, wipes = record["kills"], record["wipes"]
+        print(f"the nemesis killed {plural(kills, 'site')} ({wipes} of them wiped)")
     print(f"check them: wanconform validate {args.out}")
     return 0

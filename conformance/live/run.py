@@ -1,12 +1,25 @@
-"""`wanconform live`: start the sites, the proxies and the load; collect the event logs.
+"""`wanconform live`: start the sites, the proxies, the load and the nemesis; collect the
+event logs (docs/LIVE.md).
 
 One OS process per site (`conformance.live.site`); in this process, one fault proxy per
 sender between it and its remote's receiver, forwarding whole frames and, with
 `--drop P`, dropping each batch or ack frame with probability P (seeded per sender and
-frame, so a run's faults do not depend on timing). Everything is bounded: the load runs
-`duration` seconds, the sites dispatch for a grace time after it and exit; a site that
-does not is killed. The logs are written into a fresh folder next to DIR and renamed to
-DIR at the end: DIR holds a whole run's logs or nothing.
+frame, so a run's faults do not depend on timing), and the nemesis, which kills a site
+with SIGKILL and starts it again, with or without wipe (seeded). The nemesis logs
+`site_down` and `site_up` in its own event log (`nemesis.jsonl`), fenced so that the
+merged run means what R21 says:
+
+- down: the proxies first stop passing frames from or to the site and wait until the
+  batches they passed it have been answered (a receiver that applied one logged it
+  before); then SIGKILL, then `site_down` is logged; only after that do the proxies
+  refuse new connections to it (a sender logs that connection failure after it);
+- up: the site is started from its log; the proxies hold new connections for a moment
+  (a refusal given before is logged by its sender by then), `site_up` is logged, then
+  the proxies connect to the new process, and only then may it take a step.
+
+Everything is bounded: the load runs `duration` seconds, the sites dispatch for a grace
+time after it and exit; a site that does not is killed and the run fails. DIR gets the
+logs and `live.json` whole at the end (`building_directory`), or nothing.
 """
 
 from __future__ import annotations
@@ -24,13 +37,16 @@ from pathlib import Path
 from typing import Any
 
 from conformance.live.site import BUGS
-from conformance.live.wire import read_raw, write_raw
+from conformance.live.wire import read_raw, write_frame, write_raw
 from traces.config import Config
 from traces.errors import WanconformError
 from traces.outputs import LIVE_MARKER, building_directory
 
 START_DELAY_MS = 1000
 """From the plan to the first client write: every site has read it by then."""
+NEMESES = ("kill", "wipe")
+HOLD_S = 0.2
+"""How long the proxies hold new connections before a `site_up` is logged."""
 
 
 def check_supported(config: Config) -> None:
@@ -54,16 +70,36 @@ def check_supported(config: Config) -> None:
                 )
 
 
+class Clock:
+    """The nemesis's `t` and `at`, on the clock the sites read."""
+
+    def __init__(self) -> None:
+        self.last = 0
+
+    def read(self) -> tuple[int, int]:
+        self.last = max(self.last, time.time_ns())
+        return self.last // 1_000_000, self.last
+
+
 @dataclass
 class Proxy:
-    """A fault proxy in front of one sender's remote receiver."""
+    """A fault proxy in front of one sender's remote receiver. `passing`: frames go
+    through (else they are dropped); `state`: "up" (new connections reach the remote),
+    "down" (refused: closed without `hello`) or "hold" (kept waiting)."""
 
     sender: str
+    site: int
+    remote: int
     upstream: int
     seed: int
     drop: float
     frames: int = 0
     dropped: dict[str, int] = field(default_factory=lambda: {"batch": 0, "ack": 0})
+    passing: bool = True
+    state: str = "up"
+    changed: asyncio.Event = field(default_factory=asyncio.Event)
+    unanswered: set[int] = field(default_factory=set)  # links whose batch awaits its ack
+    links: set[asyncio.StreamWriter] = field(default_factory=set)
 
     def keep(self, kind: str) -> bool:
         self.frames += 1
@@ -74,84 +110,195 @@ class Proxy:
         self.dropped[kind] += 1
         return False
 
+    def set_state(self, state: str, passing: bool | None = None) -> None:
+        self.state = state
+        if passing is not None:
+            self.passing = passing
+        self.changed.set()
+        self.changed = asyncio.Event()
+
+    def cut_links(self) -> None:
+        for writer in list(self.links):
+            writer.close()
+        self.links.clear()
+
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        # Held while the remote is coming back, or while a kill is under way (it ends
+        # "down": refused after the nemesis logged it, or back "up" and passing).
+        while self.state == "hold" or (self.state == "up" and not self.passing):
+            await self.changed.wait()
+        if self.state == "down":
+            writer.close()  # no `hello`: the sender's connection failure (R15)
+            return
         try:
             up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.upstream)
         except OSError:
-            writer.close()  # the sender sees its remote down (R15's connection failure)
+            writer.close()
             return
+        self.links.update((writer, up_writer))
+        try:
+            await write_frame(writer, {"type": "hello"})
+        except OSError:
+            up_writer.close()
+            return
+
+        link = id(writer)
 
         async def pump(source: asyncio.StreamReader, sink: asyncio.StreamWriter, kind: str) -> None:
             try:
                 while (raw := await read_raw(source)) is not None:
-                    if self.keep(kind):
+                    if kind == "ack":
+                        self.unanswered.discard(link)
+                    if self.passing and self.keep(kind):
+                        if kind == "batch":
+                            self.unanswered.add(link)
                         await write_raw(sink, raw)
             except (OSError, asyncio.IncompleteReadError):
                 pass
             finally:
                 sink.close()
+                self.links.discard(sink)
+                self.unanswered.discard(link)
 
         await asyncio.gather(pump(reader, up_writer, "batch"), pump(up_reader, writer, "ack"))
 
 
-def _spawn(run_file: Path, site: int) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "conformance.live.site", str(run_file), str(site)],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-        start_new_session=True,  # Ctrl-C reaches this process only: it stops them
-    )  # fmt: skip
+@dataclass
+class Runner:
+    config: Config
+    run: dict[str, Any]
+    folder: Path
+    processes: dict[int, subprocess.Popen[str]] = field(default_factory=dict)
+    proxies: dict[str, Proxy] = field(default_factory=dict)
+    ports: dict[str, int] = field(default_factory=dict)
+    clock: Clock = field(default_factory=Clock)
+    nemesis_lines: list[str] = field(default_factory=list)
+    lives: dict[int, int] = field(default_factory=dict)
+    kills: int = 0
+    wipes: int = 0
 
+    def spawn(self, site: int, mode: str = "") -> int:
+        command = [sys.executable, "-m", "conformance.live.site",
+                   str(self.folder / "run.json"), str(site)]  # fmt: skip
+        if mode:
+            command.append(mode)
+        process = subprocess.Popen(
+            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+            start_new_session=True,  # Ctrl-C reaches this process only: it stops them
+        )  # fmt: skip
+        self.processes[site] = process
+        assert process.stdout is not None
+        line = process.stdout.readline()
+        if not line.startswith("PORT "):
+            raise WanconformError(f"live: site {site} did not start (exit {process.poll()})")
+        return int(line.split()[1])
 
-def _port(process: subprocess.Popen[str], site: int) -> int:
-    assert process.stdout is not None
-    line = process.stdout.readline()
-    if not line.startswith("PORT "):
-        raise WanconformError(f"live: site {site} did not start (exit {process.poll()})")
-    return int(line.split()[1])
+    def go(self, site: int, start: int, end: int, grace: int) -> None:
+        process = self.processes[site]
+        assert process.stdin is not None
+        plan = {"proxies": {s.id: self.ports[s.id] for s in self.config.senders if s.site == site},
+                "start": start, "end": end, "grace": grace,
+                "life": self.lives.get(site, 0)}  # fmt: skip
+        process.stdin.write(json.dumps(plan) + "\n")
+        process.stdin.flush()
+
+    def log(self, step: dict[str, Any]) -> None:
+        t, at = self.clock.read()
+        self.nemesis_lines.append(json.dumps({"t": t, "at": at, **step, "observed": []}))
+
+    def touching(self, site: int) -> list[Proxy]:
+        return [p for p in self.proxies.values() if site in (p.site, p.remote)]
+
+    async def kill(self, site: int) -> None:
+        touching = self.touching(site)
+        for proxy in touching:
+            proxy.set_state(proxy.state, passing=False)
+        await asyncio.sleep(0.05)  # a sender given `hello` just before logs its flush
+        waited = time.monotonic() + 2
+        while any(p.unanswered and p.remote != site for p in touching):
+            if time.monotonic() > waited:
+                break
+            await asyncio.sleep(0.005)
+        os.killpg(self.processes[site].pid, signal.SIGKILL)
+        await asyncio.to_thread(self.processes[site].wait)
+        self.log({"op": "site_down", "site": site})
+        self.kills += 1
+        for proxy in touching:
+            if proxy.remote == site:
+                proxy.set_state("down")
+            proxy.cut_links()
+
+    async def restart(self, site: int, wipe: bool, end: int, grace: int) -> None:
+        self.lives[site] = self.lives.get(site, 0) + 1
+        port = await asyncio.to_thread(self.spawn, site, "--recover-wiped" if wipe else "--recover")
+        incoming = [p for p in self.proxies.values() if p.remote == site]
+        for proxy in incoming:
+            proxy.set_state("hold")
+        await asyncio.sleep(HOLD_S)
+        self.log({"op": "site_up", "site": site, "wipe": wipe})
+        self.wipes += wipe
+        for proxy in self.touching(site):
+            if proxy.remote == site:
+                proxy.upstream = port
+            proxy.set_state("up", passing=True)
+        self.go(site, 0, end, grace)
+
+    async def nemesis(self, kinds: list[str], start: int, end: int, grace: int) -> None:
+        rng = random.Random(f"{self.run['seed']}:nemesis")
+        sites = list(self.config.sites)
+        while True:
+            await asyncio.sleep(rng.uniform(0.8, 2.0))
+            if time.time_ns() / 1e6 > end - 1500:
+                return
+            site = rng.choice(sites)
+            await self.kill(site)
+            await asyncio.sleep(rng.uniform(0.2, 0.8))
+            wipe = "wipe" in kinds and ("kill" not in kinds or rng.random() < 0.5)
+            await self.restart(site, wipe, end, grace)
 
 
 async def _run(
-    config: Config, run: dict[str, Any], folder: Path, duration_s: float, drop: float, say: Any
+    runner: Runner, duration_s: float, drop: float, nemesis: list[str], say: Any
 ) -> dict[str, Any]:
-    run_file = folder / "run.json"
-    run_file.write_text(json.dumps(run))
-    processes = {site: _spawn(run_file, site) for site in config.sites}
+    config = runner.config
+    (runner.folder / "run.json").write_text(json.dumps(runner.run))
     try:
-        ports = {site: _port(process, site) for site, process in processes.items()}
-        proxies: dict[str, Proxy] = {}
-        proxy_ports: dict[str, int] = {}
+        upstream = {site: await asyncio.to_thread(runner.spawn, site) for site in config.sites}
         servers = []
         for sender in config.senders:
-            proxy = Proxy(sender.id, ports[sender.remote], run["seed"], drop)
+            proxy = Proxy(sender.id, sender.site, sender.remote, upstream[sender.remote],
+                          runner.run["seed"], drop)  # fmt: skip
             server = await asyncio.start_server(proxy.handle, "127.0.0.1", 0)
             servers.append(server)
-            proxies[sender.id] = proxy
-            proxy_ports[sender.id] = server.sockets[0].getsockname()[1]
+            runner.proxies[sender.id] = proxy
+            runner.ports[sender.id] = server.sockets[0].getsockname()[1]
         start = time.time_ns() // 1_000_000 + START_DELAY_MS
         end = start + int(duration_s * 1000)
         grace = max(s.ack_timeout_ms + s.retry_interval_ms for s in config.senders) + 1000
-        for site, process in processes.items():
-            assert process.stdin is not None
-            plan = {"proxies": {s.id: proxy_ports[s.id] for s in config.senders if s.site == site},
-                    "start": start, "end": end, "grace": grace,
-                    "log": str(folder / f"site-{site}.jsonl")}  # fmt: skip
-            process.stdin.write(json.dumps(plan) + "\n")
-            process.stdin.flush()
+        for site in config.sites:
+            runner.go(site, start, end, grace)
         drain = f"+ {grace / 1000:g} s to drain"
-        say(f"live: {len(processes)} sites running for {duration_s:g} s ({drain})")
+        say(f"live: {len(config.sites)} sites running for {duration_s:g} s ({drain})")
+        chaos = None
+        if nemesis:
+            chaos = asyncio.create_task(runner.nemesis(nemesis, start, end, grace))
         deadline = time.monotonic() + (end + grace - time.time_ns() / 1e6) / 1000 + 30
-        while any(p.poll() is None for p in processes.values()):
+        while (chaos is not None and not chaos.done()) or any(
+            p.poll() is None for p in runner.processes.values()
+        ):
             if time.monotonic() > deadline:
                 raise WanconformError("live: a site did not stop in time; it was killed")
             await asyncio.sleep(0.2)
+        if chaos is not None:
+            chaos.result()
         for server in servers:
             server.close()
-        failed = {site: p.returncode for site, p in processes.items() if p.returncode != 0}
+        failed = {site: p.returncode for site, p in runner.processes.items() if p.returncode}
         if failed:
             raise WanconformError(f"live: site processes failed: {failed}")
-        return {sid: proxy.dropped for sid, proxy in proxies.items()}
+        return {sid: proxy.dropped for sid, proxy in runner.proxies.items()}
     finally:
-        for process in processes.values():
+        for process in runner.processes.values():
             if process.poll() is None:
                 os.killpg(process.pid, signal.SIGKILL)
                 process.wait()
@@ -166,20 +313,32 @@ def live(
     rate: float,
     keys: int,
     drop: float,
+    nemesis: list[str],
     bug: str | None,
     say: Any,
 ) -> dict[str, Any]:
-    """Run the sites; DIR gets their logs and `live.json` (the run's record), whole at
-    the end (`building_directory`)."""
+    """Run the sites; DIR gets their logs, the nemesis's and `live.json` (the run's
+    record), whole at the end (`building_directory`)."""
     check_supported(config)
     if bug is not None and bug not in BUGS:
         raise WanconformError(f"--bug: unknown bug {bug!r} (one of {', '.join(BUGS)})")
+    unknown = [kind for kind in nemesis if kind not in NEMESES]
+    if unknown:
+        raise WanconformError(
+            f"--nemesis: unknown {unknown[0]!r} (one or more of {', '.join(NEMESES)})"
+        )
     with building_directory(out) as work:
         run = {"config": raw_config, "seed": seed, "rate": rate, "keys": keys, "bug": bug}
-        dropped = asyncio.run(_run(config, run, work, duration_s, drop, say))
+        runner = Runner(config, run, work)
+        dropped = asyncio.run(_run(runner, duration_s, drop, nemesis, say))
         (work / "run.json").unlink()
-        lines = {p.name: sum(1 for _ in p.open()) - 1 for p in sorted(work.glob("*.jsonl"))}
-        record = {**run, "duration_s": duration_s, "drop": drop, "lines": lines,
+        if nemesis:
+            header = {"log": "events", "version": 1, "process": "nemesis", "config": raw_config}
+            lines = [json.dumps(header), *runner.nemesis_lines]
+            (work / "nemesis.jsonl").write_text("".join(line + "\n" for line in lines))
+        lines_of = {p.name: sum(1 for _ in p.open()) - 1 for p in sorted(work.glob("*.jsonl"))}
+        record = {**run, "duration_s": duration_s, "drop": drop, "nemesis": nemesis,
+                  "kills": runner.kills, "wipes": runner.wipes, "lines": lines_of,
                   "dropped": dropped}  # fmt: skip
         (work / LIVE_MARKER).write_text(json.dumps(record, indent=2) + "\n")
         return record
