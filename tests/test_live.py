@@ -90,12 +90,22 @@ def test_sites_killed_and_wiped_come_back_and_the_run_validates_clean(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # SIGKILL and a restart from the site's own log (R21: it keeps everything) or wiped
-    # (R21: it keeps its sequence numbers, batch ids and timestamp floor), with drops.
-    out = live(tmp_path, TWO_WAY, "--nemesis", "kill,wipe", "--drop", "0.05", "--duration", "5")
+    # (R21: it keeps its sequence numbers, batch ids and timestamp floor), partitions,
+    # drops and delays: every fault at once.
+    out = live(
+        tmp_path, TWO_WAY, "--nemesis", "kill,wipe,partition", "--drop", "0.05",
+        "--delay", "50", "--duration", "6",
+    )  # fmt: skip
     record = json.loads((out / "live.json").read_text())
     assert record["kills"] >= 1
     nemesis = [json.loads(line) for line in (out / "nemesis.jsonl").read_text().splitlines()]
     assert [line["op"] for line in nemesis[1:]] == ["site_down", "site_up"] * record["kills"]
+    assert sorted(p.name for p in out.iterdir()) == [
+        "live.json",
+        "nemesis.jsonl",
+        "site-1.jsonl",
+        "site-2.jsonl",
+    ]
     status, result = validate(out, capsys)
     assert status == 0, result
     assert result["p1"]["status"] == "held"  # type: ignore[index]
@@ -121,6 +131,24 @@ def test_a_planted_bug_is_found_at_its_line(
     text = capsys.readouterr().out
     assert f"P1: FAILED: model and the log diverge at {out}/site-" in text
     assert difference in text
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (["--delay", "400"], "--delay: 400 ms: keep it below a quarter of the smallest"),
+        (["--nemesis", "kill,flood"], "--nemesis: unknown 'flood' (one or more of kill, wipe"),
+    ],
+)
+def test_a_fault_the_model_cannot_explain_or_does_not_know_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], options: list[str], message: str
+) -> None:
+    (tmp_path / "config.json").write_text(json.dumps(TWO_WAY))
+    out = tmp_path / "run"
+    command = ["live", "--config", str(tmp_path / "config.json"), "--out", str(out), *options]
+    assert main(command) == 2
+    assert message in capsys.readouterr().err
+    assert not out.exists()
 
 
 def test_a_configuration_the_sites_do_not_implement_is_one_line(

@@ -16,6 +16,7 @@ from typing import Any
 from traces.outputs import declare_outputs
 from traces.text import plural
 from wanconform.cmd_replay import positive_int
+from wanconform.cmd_validate import non_negative_int
 
 
 def probability(text: str) -> float:
@@ -71,9 +72,16 @@ def register(subparsers: Any) -> None:
         help="the proxies drop each batch or ack with this probability (default 0)",
     )  # fmt: skip
     parser.add_argument(
+        "--delay", type=non_negative_int, default=0, metavar="MS",
+        help="the proxies delay each frame by up to MS (seeded; below a quarter of every "
+        "ack_timeout_ms); default 0",
+    )  # fmt: skip
+    parser.add_argument(
         "--nemesis", default="", metavar="KINDS",
-        help="kill, wipe or kill,wipe: every 1-2 s a seeded site is killed with SIGKILL and "
-        "started again 0.2-0.8 s later, from its log (kill) or wiped (wipe); default none",
+        help="comma-separated kill, wipe, partition: every 0.8-2 s (seeded) a site is "
+        "killed with SIGKILL and started again 0.2-0.8 s later, from its log (kill) or "
+        "wiped (wipe), or a sender's proxy loses every frame for 0.3-1.2 s (partition); "
+        "default none",
     )  # fmt: skip
     parser.add_argument(
         "--bug", choices=BUGS, default=None,
@@ -90,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
     config = load_config_or_trace(args.config)
     record = live(
         config, config.to_json(), Path(args.out), args.duration, args.seed, args.rate,
-        args.keys, args.drop, [k for k in args.nemesis.split(",") if k], args.bug,
+        args.keys, args.drop, args.delay, [k for k in args.nemesis.split(",") if k], args.bug,
         lambda line: print(line, file=sys.stderr, flush=True),
     )  # fmt: skip
     for name, count in record["lines"].items():
@@ -100,6 +108,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"the proxies dropped {plural(dropped, 'message')}")
     if record["nemesis"]:
         kills, wipes = record["kills"], record["wipes"]
-        print(f"the nemesis killed {plural(kills, 'site')} ({wipes} of them wiped)")
+        partitions = plural(record["partitions"], "partition")
+        print(f"the nemesis killed {plural(kills, 'site')} ({wipes} of them wiped), {partitions}")
     print(f"check them: wanconform validate {args.out}")
     return 0

@@ -44,7 +44,7 @@ from traces.outputs import LIVE_MARKER, building_directory
 
 START_DELAY_MS = 1000
 """From the plan to the first client write: every site has read it by then."""
-NEMESES = ("kill", "wipe")
+NEMESES = ("kill", "wipe", "partition")
 HOLD_S = 0.2
 """How long the proxies hold new connections before a `site_up` is logged."""
 
@@ -93,7 +93,9 @@ class Proxy:
     upstream: int
     seed: int
     drop: float
+    delay_ms: int = 0
     frames: int = 0
+    partitioned: bool = False
     dropped: dict[str, int] = field(default_factory=lambda: {"batch": 0, "ack": 0})
     passing: bool = True
     state: str = "up"
@@ -101,14 +103,14 @@ class Proxy:
     unanswered: set[int] = field(default_factory=set)  # links whose batch awaits its ack
     links: set[asyncio.StreamWriter] = field(default_factory=set)
 
-    def keep(self, kind: str) -> bool:
+    def keep(self, kind: str) -> tuple[bool, float]:
+        """Whether frame number `frames` goes through, and after how many seconds."""
         self.frames += 1
-        if self.drop <= 0:
-            return True
-        if random.Random(f"{self.seed}:{self.sender}:{self.frames}").random() >= self.drop:
-            return True
-        self.dropped[kind] += 1
-        return False
+        rng = random.Random(f"{self.seed}:{self.sender}:{self.frames}")
+        lost = self.partitioned or (self.drop > 0 and rng.random() < self.drop)
+        if lost:
+            self.dropped[kind] += 1
+        return not lost, rng.uniform(0, self.delay_ms) / 1000 if self.delay_ms else 0.0
 
     def set_state(self, state: str, passing: bool | None = None) -> None:
         self.state = state
@@ -149,10 +151,16 @@ class Proxy:
                 while (raw := await read_raw(source)) is not None:
                     if kind == "ack":
                         self.unanswered.discard(link)
-                    if self.passing and self.keep(kind):
+                    if not self.passing:
+                        continue
+                    passes, delay = self.keep(kind)
+                    if passes:
                         if kind == "batch":
                             self.unanswered.add(link)
-                        await write_raw(sink, raw)
+                        if delay:
+                            await asyncio.sleep(delay)
+                        if self.passing:
+                            await write_raw(sink, raw)
             except (OSError, asyncio.IncompleteReadError):
                 pass
             finally:
@@ -176,6 +184,7 @@ class Runner:
     lives: dict[int, int] = field(default_factory=dict)
     kills: int = 0
     wipes: int = 0
+    partitions: int = 0
 
     def spawn(self, site: int, mode: str = "") -> int:
         command = [sys.executable, "-m", "conformance.live.site",
@@ -250,6 +259,15 @@ class Runner:
             await asyncio.sleep(rng.uniform(0.8, 2.0))
             if time.time_ns() / 1e6 > end - 1500:
                 return
+            if "partition" in kinds and (kinds == ["partition"] or rng.random() < 0.3):
+                proxy = self.proxies[rng.choice(sorted(self.proxies))]
+                proxy.partitioned = True  # every frame lost, connections still made
+                self.partitions += 1
+                await asyncio.sleep(rng.uniform(0.3, 1.2))
+                proxy.partitioned = False
+                continue
+            if "kill" not in kinds and "wipe" not in kinds:
+                continue
             site = rng.choice(sites)
             await self.kill(site)
             await asyncio.sleep(rng.uniform(0.2, 0.8))
@@ -258,7 +276,7 @@ class Runner:
 
 
 async def _run(
-    runner: Runner, duration_s: float, drop: float, nemesis: list[str], say: Any
+    runner: Runner, duration_s: float, drop: float, delay_ms: int, nemesis: list[str], say: Any
 ) -> dict[str, Any]:
     config = runner.config
     (runner.folder / "run.json").write_text(json.dumps(runner.run))
@@ -267,7 +285,7 @@ async def _run(
         servers = []
         for sender in config.senders:
             proxy = Proxy(sender.id, sender.site, sender.remote, upstream[sender.remote],
-                          runner.run["seed"], drop)  # fmt: skip
+                          runner.run["seed"], drop, delay_ms)  # fmt: skip
             server = await asyncio.start_server(proxy.handle, "127.0.0.1", 0)
             servers.append(server)
             runner.proxies[sender.id] = proxy
@@ -313,6 +331,7 @@ def live(
     rate: float,
     keys: int,
     drop: float,
+    delay_ms: int,
     nemesis: list[str],
     bug: str | None,
     say: Any,
@@ -327,18 +346,28 @@ def live(
         raise WanconformError(
             f"--nemesis: unknown {unknown[0]!r} (one or more of {', '.join(NEMESES)})"
         )
+    slowest = min(s.ack_timeout_ms for s in config.senders)
+    if 4 * delay_ms >= slowest:
+        raise WanconformError(
+            f"--delay: {delay_ms} ms: keep it below a quarter of the smallest ack_timeout_ms "
+            f"({slowest}): R20 takes a timed-out batch out of the network, so a batch or ack "
+            "delayed past the timeout would be a disagreement the system did not cause"
+        )
     with building_directory(out) as work:
         run = {"config": raw_config, "seed": seed, "rate": rate, "keys": keys, "bug": bug}
         runner = Runner(config, run, work)
-        dropped = asyncio.run(_run(runner, duration_s, drop, nemesis, say))
+        dropped = asyncio.run(_run(runner, duration_s, drop, delay_ms, nemesis, say))
         (work / "run.json").unlink()
+        for path in work.glob("*.wipes"):  # the sites' own notes (conformance.live.site)
+            path.unlink()
         if nemesis:
             header = {"log": "events", "version": 1, "process": "nemesis", "config": raw_config}
             lines = [json.dumps(header), *runner.nemesis_lines]
             (work / "nemesis.jsonl").write_text("".join(line + "\n" for line in lines))
         lines_of = {p.name: sum(1 for _ in p.open()) - 1 for p in sorted(work.glob("*.jsonl"))}
-        record = {**run, "duration_s": duration_s, "drop": drop, "nemesis": nemesis,
-                  "kills": runner.kills, "wipes": runner.wipes, "lines": lines_of,
+        record = {**run, "duration_s": duration_s, "drop": drop, "delay_ms": delay_ms,
+                  "nemesis": nemesis, "kills": runner.kills, "wipes": runner.wipes,
+                  "partitions": runner.partitions, "lines": lines_of,
                   "dropped": dropped}  # fmt: skip
         (work / LIVE_MARKER).write_text(json.dumps(record, indent=2) + "\n")
         return record

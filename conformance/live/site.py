@@ -403,20 +403,40 @@ class Site:
     # -- R21: coming back after a kill --------------------------------------------------
 
     def recover(self, wiped: bool) -> None:
-        """Take the steps of this site's own log again, without their I/O: its state
-        before the kill; `wiped`: then only what a wiped site keeps (R21)."""
+        """Take the steps of this site's own log again, without their I/O, each earlier
+        wipe where it happened (`site-N.wipes`, the number of steps logged before each):
+        its state before the kill; `wiped`: then only what a wiped site keeps (R21), and
+        this wipe noted."""
+        wipes_path = self.log_path.with_suffix(".wipes")
+        wipes = json.loads(wipes_path.read_text()) if wipes_path.exists() else []
+        steps = 0
         with open(self.log_path, encoding="utf-8") as lines:
             next(lines)  # the header
             for text in lines:
+                while steps in wipes[:1]:
+                    self.wipe()
+                    wipes.pop(0)
                 self.replay(json.loads(text))
+                steps += 1
+        for _ in wipes:  # wiped, then killed again before its next step
+            self.wipe()
         if wiped:
-            self.entries.clear()
-            self.applied.clear()
-            for dispatcher in self.senders.values():
-                dispatcher.queue.clear()
-                dispatcher.in_flight = None
-                dispatcher.next_retry_at = 0
-            self.floor = max(self.floor, self.issued + 1)
+            self.wipe()
+            done = json.loads(wipes_path.read_text()) if wipes_path.exists() else []
+            partial = wipes_path.with_suffix(".wipes.tmp")
+            partial.write_text(json.dumps([*done, steps]))
+            os.replace(partial, wipes_path)
+
+    def wipe(self) -> None:
+        """R21's wipe: a new distributed system but for its sequence numbers, batch ids
+        and timestamp floor."""
+        self.entries.clear()
+        self.applied.clear()
+        for dispatcher in self.senders.values():
+            dispatcher.queue.clear()
+            dispatcher.in_flight = None
+            dispatcher.next_retry_at = 0
+        self.floor = max(self.floor, self.issued + 1)
 
     def replay(self, line: dict[str, Any]) -> None:
         op, t, observed = line["op"], line["t"], line["observed"]
