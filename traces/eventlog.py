@@ -172,16 +172,7 @@ class _EventReader(_LogReader):
         t = fields.pop("t", None)
         if t is None:
             raise TraceError(f"{here}: t: missing (the time of the step, in ms; docs/LOG.md)")
-        if problem := int64_error(t):
-            raise TraceError(f"{here}: t: {problem}")
-        if not isinstance(t, int) or isinstance(t, bool) or t < 0:
-            raise TraceError(f"{here}: t: must be an integer >= 0 (ms), got {json_kind(t)}")
-        if t < self.last_t:
-            raise TraceError(
-                f"{here}: t: {t} is before the previous line's {self.last_t}: a process "
-                "logs its steps in the order it took them, on a clock that does not run back"
-            )
-        self.last_t = t
+        self.last_t = _clock_reading(here, "t", t, self.last_t)
         at = self.finer(here, fields.pop("at", None))
         batch_id = fields.pop("batch_id", None)
         for name in [name for name in fields if name.startswith("_")]:
@@ -220,17 +211,22 @@ class _EventReader(_LogReader):
             )  # fmt: skip
         if at is None:
             return -1
-        if problem := int64_error(at):
-            raise TraceError(f"{here}: at: {problem}")
-        if not isinstance(at, int) or isinstance(at, bool) or at < 0:
-            raise TraceError(f"{here}: at: must be an integer >= 0, got {json_kind(at)}")
-        if at < self.last_at:
-            raise TraceError(
-                f"{here}: at: {at} is before the previous line's {self.last_at} (a clock "
-                "that does not run back)"
-            )
-        self.last_at = at
-        return at
+        self.last_at = _clock_reading(here, "at", at, self.last_at)
+        return self.last_at
+
+
+def _clock_reading(here: str, name: str, value: Any, last: int) -> int:
+    """A line's `t` or `at`: a 64-bit integer >= 0, not before the file's previous one."""
+    if problem := int64_error(value):
+        raise TraceError(f"{here}: {name}: {problem}")
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise TraceError(f"{here}: {name}: must be an integer >= 0, got {json_kind(value)}")
+    if value < last:
+        raise TraceError(
+            f"{here}: {name}: {value} is before the previous line's {last}: a process "
+            "logs its steps in the order it took them, on a clock that does not run back"
+        )
+    return value
 
 
 def _lane(op: Any) -> Lane:

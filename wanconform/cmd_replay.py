@@ -180,15 +180,23 @@ def add_segment_arguments(
         )
 
 
-def positive_int(text: str) -> int:
-    """An argparse type: an integer >= 1."""
-    try:
-        number = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if number < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {number}")
-    return number
+def int_at_least(least: int) -> Callable[[str], int]:
+    """An argparse type: an integer >= `least`."""
+
+    def parse(text: str) -> int:
+        try:
+            number = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+        if number < least:
+            raise argparse.ArgumentTypeError(f"must be at least {least}, got {number}")
+        return number
+
+    return parse
+
+
+positive_int = int_at_least(1)
+non_negative_int = int_at_least(0)
 
 
 def segmented(

@@ -23,7 +23,7 @@ from conformance.running.lateness import DEFAULT_MAX_LATE_MS
 from traces.eventlog import event_log_files
 from traces.logfile import LogSource, open_log
 from traces.outputs import declare_outputs
-from wanconform.cmd_replay import add_segment_arguments, replay_sources
+from wanconform.cmd_replay import add_segment_arguments, non_negative_int, replay_sources
 from wanconform.progress import Progress
 
 NO_EXAMPLE = (
@@ -74,17 +74,6 @@ def register(subparsers: Any) -> None:
     add_segment_arguments(parser, "log")
     declare_outputs(parser, files=["report"])
     parser.set_defaults(func=run)
-
-
-def non_negative_int(text: str) -> int:
-    """An argparse type: an integer >= 0."""
-    try:
-        number = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if number < 0:
-        raise argparse.ArgumentTypeError(f"must be at least 0, got {number}")
-    return number
 
 
 def run(args: argparse.Namespace) -> int:

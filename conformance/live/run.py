@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from conformance.live.site import BUGS
+from conformance.live.site import BUGS, Clock
 from conformance.live.wire import read_raw, write_frame, write_raw
 from traces.config import Config
 from traces.errors import WanconformError
@@ -68,17 +68,6 @@ def check_supported(config: Config) -> None:
                     "serial senders with one dispatcher, without conflation, persistence, "
                     "alerts or manual start (docs/LIVE.md)"
                 )
-
-
-class Clock:
-    """The nemesis's `t` and `at`, on the clock the sites read."""
-
-    def __init__(self) -> None:
-        self.last = 0
-
-    def read(self) -> tuple[int, int]:
-        self.last = max(self.last, time.time_ns())
-        return self.last // 1_000_000, self.last
 
 
 @dataclass
