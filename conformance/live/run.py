@@ -45,8 +45,9 @@ from traces.outputs import LIVE_MARKER, building_directory
 START_DELAY_MS = 1000
 """From the plan to the first client write: every site has read it by then."""
 NEMESES = ("kill", "wipe", "partition")
-HOLD_S = 0.2
-"""How long the proxies hold new connections before a `site_up` is logged."""
+FENCE_S = 5.0
+"""The longest the nemesis waits for senders to log what they were told (a sender that
+does not answer by then is stuck, and the run would say so)."""
 
 
 def check_supported(config: Config) -> None:
@@ -90,6 +91,8 @@ class Proxy:
     state: str = "up"
     changed: asyncio.Event = field(default_factory=asyncio.Event)
     unanswered: set[int] = field(default_factory=set)  # links whose batch awaits its ack
+    greeted: set[int] = field(default_factory=set)  # links told `hello`, no batch yet
+    refusing: int = 0  # connections told `refused` whose sender has not said `noted`
     links: set[asyncio.StreamWriter] = field(default_factory=set)
 
     def keep(self, kind: str) -> tuple[bool, float]:
@@ -118,8 +121,16 @@ class Proxy:
         # "down": refused after the nemesis logged it, or back "up" and passing).
         while self.state == "hold" or (self.state == "up" and not self.passing):
             await self.changed.wait()
-        if self.state == "down":
-            writer.close()  # no `hello`: the sender's connection failure (R15)
+        if self.state == "down":  # R15's connection failure, logged before it is let go
+            self.refusing += 1
+            try:
+                await write_frame(writer, {"type": "refused"})
+                await asyncio.wait_for(read_raw(reader), timeout=2)
+            except (OSError, asyncio.IncompleteReadError, TimeoutError):
+                pass
+            finally:
+                self.refusing -= 1
+                writer.close()
             return
         try:
             up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.upstream)
@@ -127,28 +138,30 @@ class Proxy:
             writer.close()
             return
         self.links.update((writer, up_writer))
+        link = id(writer)
+        self.greeted.add(link)  # until its batch comes: the sender has logged its flush
         try:
             await write_frame(writer, {"type": "hello"})
         except OSError:
+            self.greeted.discard(link)
             up_writer.close()
             return
-
-        link = id(writer)
 
         async def pump(source: asyncio.StreamReader, sink: asyncio.StreamWriter, kind: str) -> None:
             try:
                 while (raw := await read_raw(source)) is not None:
+                    self.greeted.discard(link)
                     if kind == "ack":
                         self.unanswered.discard(link)
                     if not self.passing:
                         continue
                     passes, delay = self.keep(kind)
                     if passes:
-                        if kind == "batch":
-                            self.unanswered.add(link)
                         if delay:
                             await asyncio.sleep(delay)
-                        if self.passing:
+                        if self.passing:  # (a kill may have begun meanwhile)
+                            if kind == "batch":
+                                self.unanswered.add(link)
                             await write_raw(sink, raw)
             except (OSError, asyncio.IncompleteReadError):
                 pass
@@ -156,8 +169,16 @@ class Proxy:
                 sink.close()
                 self.links.discard(sink)
                 self.unanswered.discard(link)
+                self.greeted.discard(link)
 
         await asyncio.gather(pump(reader, up_writer, "batch"), pump(up_reader, writer, "ack"))
+
+
+async def until(done: Any) -> None:
+    """Wait until `done()` holds, at most `FENCE_S`."""
+    deadline = time.monotonic() + FENCE_S
+    while not done() and time.monotonic() < deadline:
+        await asyncio.sleep(0.002)
 
 
 @dataclass
@@ -211,12 +232,12 @@ class Runner:
         touching = self.touching(site)
         for proxy in touching:
             proxy.set_state(proxy.state, passing=False)
-        await asyncio.sleep(0.05)  # a sender given `hello` just before logs its flush
-        waited = time.monotonic() + 2
-        while any(p.unanswered and p.remote != site for p in touching):
-            if time.monotonic() > waited:
-                break
-            await asyncio.sleep(0.005)
+        # A sender told `hello` by the site's proxy logs its flush before it writes the
+        # batch, and a batch the site sent is logged by its receiver before the ack:
+        # wait for both (the site's own lines all come before its death).
+        await until(lambda: not any((p.greeted and p.remote == site)
+                                    or (p.unanswered and p.site == site)
+                                    for p in touching))  # fmt: skip
         os.killpg(self.processes[site].pid, signal.SIGKILL)
         await asyncio.to_thread(self.processes[site].wait)
         self.log({"op": "site_down", "site": site})
@@ -232,7 +253,8 @@ class Runner:
         incoming = [p for p in self.proxies.values() if p.remote == site]
         for proxy in incoming:
             proxy.set_state("hold")
-        await asyncio.sleep(HOLD_S)
+        # every connection failure given before is logged by its sender first
+        await until(lambda: not any(p.refusing for p in incoming))
         self.log({"op": "site_up", "site": site, "wipe": wipe})
         self.wipes += wipe
         for proxy in self.touching(site):

@@ -236,18 +236,16 @@ class Site:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(dispatcher.wake.wait(), timeout=max(wait, 0.0005))
 
-    async def connect(self, proxy: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter] | None:
-        """A connection to the remote through the proxy: open once the proxy says `hello`
-        (it has reached the remote's receiver); None when it does not."""
+    async def connect(self, proxy: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter, bool]:
+        """A connection to the remote through the proxy, and whether it is open: the
+        proxy says `hello` (it reached the remote's receiver) or `refused` (the remote is
+        down: the sender then logs its connection failure and says `noted`)."""
+        reader, writer = await asyncio.open_connection("127.0.0.1", proxy)
         try:
-            reader, writer = await asyncio.open_connection("127.0.0.1", proxy)
-            hello = await read_frame(reader)
+            answer = await read_frame(reader)
         except (OSError, asyncio.IncompleteReadError):
-            return None
-        if hello is None:
-            writer.close()
-            return None
-        return reader, writer
+            answer = None
+        return reader, writer, answer is not None and answer.get("type") == "hello"
 
     async def flush(self, dispatcher: Dispatcher, proxy: int) -> None:
         """R15: a connection per batch (so none is ever stale: the proxy's answer, at the
@@ -255,14 +253,18 @@ class Site:
         config = dispatcher.config
         self.drop_connection(dispatcher)
         if dispatcher.connection is None:
-            dispatcher.connection = await self.connect(proxy)
-            if dispatcher.connection is None:
+            reader, writer, open_ = await self.connect(proxy)
+            if not open_:
                 t, at = self.clock.read()
                 self.apply_failure(config.id, t)
                 failed = {"kind": "connection_failed", "sender": config.id, "dispatcher": 0,
                           "remote": config.remote}  # fmt: skip
                 self.log(t, at, {"op": "flush", "sender": config.id}, [failed])
+                with contextlib.suppress(OSError):  # logged: the proxy may go on
+                    await write_frame(writer, {"type": "noted"})
+                writer.close()
                 return
+            dispatcher.connection = (reader, writer)
         t, at = self.clock.read()
         count = min(config.batch_size, len(dispatcher.queue))
         if self.bug == "wrong_flush" and count > 1:
