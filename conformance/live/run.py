@@ -3,19 +3,23 @@ event logs (docs/LIVE.md).
 
 One OS process per site (`conformance.live.site`); in this process, one fault proxy per
 sender between it and its remote's receiver, forwarding whole frames and, with
-`--drop P`, dropping each batch or ack frame with probability P (seeded per sender and
-frame, so a run's faults do not depend on timing), and the nemesis, which kills a site
-with SIGKILL and starts it again, with or without wipe (seeded). The nemesis logs
-`site_down` and `site_up` in its own event log (`nemesis.jsonl`), fenced so that the
-merged run means what R21 says:
+`--drop P` / `--delay MS`, dropping each batch or ack frame with probability P / holding
+it up to MS (seeded per sender and frame, so a run's faults do not depend on timing),
+and the nemesis, which kills a site with SIGKILL and starts it again, with or without
+wipe, or cuts a sender off for a while (seeded). The nemesis logs `site_down` and
+`site_up` in its own event log (`nemesis.jsonl`), fenced so that the merged run means
+what R21 says (docs/LIVE.md): each step waits for what the processes say they have
+logged, never for a time:
 
-- down: the proxies first stop passing frames from or to the site and wait until the
-  batches they passed it have been answered (a receiver that applied one logged it
-  before); then SIGKILL, then `site_down` is logged; only after that do the proxies
-  refuse new connections to it (a sender logs that connection failure after it);
-- up: the site is started from its log; the proxies hold new connections for a moment
-  (a refusal given before is logged by its sender by then), `site_up` is logged, then
-  the proxies connect to the new process, and only then may it take a step.
+- down: the proxies stop passing frames from or to the site and hold new connections;
+  the nemesis waits until every sender they told `hello` has sent its batch (it logged
+  its flush first) and every batch they passed from the site has been answered (its
+  receiver logged it first); then SIGKILL, then `site_down` is logged; only then do the
+  proxies refuse new connections to it (`refused`, and the sender's `noted` once it
+  logged its connection failure);
+- up: the site is started from its log; the proxies hold new connections and the nemesis
+  waits until every refusal is noted; `site_up` is logged; the proxies connect to the
+  new process, and only then may it take a step.
 
 Everything is bounded: the load runs `duration` seconds, the sites dispatch for a grace
 time after it and exit; a site that does not is killed and the run fails. DIR gets the
