@@ -133,6 +133,19 @@ def test_a_planted_bug_is_found_at_its_line(
     assert difference in text
 
 
+def test_an_ack_before_its_batch_is_applied_is_a_log_no_merge_explains(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # R17: the receiver answers after R16 applied the batch. This one answers first and
+    # applies 20 ms later: its sender logs the ack before the receiver logs the delivery.
+    out = live(tmp_path, TWO_WAY, "--bug", "ack_before_apply")
+    assert main(["validate", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert f"wanconform: error: {out}/site-" in err
+    assert "deliver_ack of batch " in err
+    assert "but no line before it received that batch" in err
+
+
 @pytest.mark.parametrize(
     ("options", "message"),
     [

@@ -46,7 +46,7 @@ from conformance.live.wire import read_frame, write_frame
 from traces.canonical import size
 from traces.config import Config, SenderConfig, parse_config
 
-BUGS = ("wrong_flush", "forward_to_origin", "resend_without_possible_duplicate")
+BUGS = ("wrong_flush", "forward_to_origin", "resend_without_possible_duplicate", "ack_before_apply")
 """The bugs a live site can be told to have (`wanconform live --bug`)."""
 
 Version = tuple[int, int, int]  # [entry_version, timestamp, dsid]
@@ -343,6 +343,12 @@ class Site:
                 batch = await read_frame(reader)
                 if batch is None:
                     return
+                if self.bug == "ack_before_apply":  # acks, then applies (20 ms later)
+                    await write_frame(writer, {"type": "ack", "batch_id": batch["batch_id"],
+                                               "statuses": []})  # fmt: skip
+                    await asyncio.sleep(0.02)
+                    self.deliver(batch)
+                    continue
                 statuses = self.deliver(batch)
                 await write_frame(writer, {"type": "ack", "batch_id": batch["batch_id"],
                                            "statuses": statuses})  # fmt: skip
