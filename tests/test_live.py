@@ -52,11 +52,13 @@ def validate(out: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, dict[s
     return status, json.loads(capsys.readouterr().out)
 
 
-@pytest.mark.parametrize("config", [TWO_WAY, RING], ids=["two_way", "ring"])
+@pytest.mark.parametrize(
+    ("config", "seconds"), [(TWO_WAY, "20"), (RING, "3")], ids=["two_way_20s", "ring"]
+)
 def test_an_undisturbed_run_validates_clean(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], config: dict[str, object]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], config: dict[str, object], seconds: str
 ) -> None:
-    out = live(tmp_path, config)
+    out = live(tmp_path, config, "--duration", seconds)
     assert sorted(p.name for p in out.iterdir()) == [
         "live.json",
         *(f"site-{site}.jsonl" for site in config["sites"]),  # type: ignore[attr-defined]
