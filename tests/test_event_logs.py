@@ -93,7 +93,7 @@ def two_batches() -> dict[str, list[dict[str, Any]]]:
     }  # fmt: skip
 
 
-def test_a_late_flush_within_the_bound_agrees_and_its_lateness_is_reported(
+def test_r15_a_late_flush_within_the_bound_agrees_and_its_lateness_is_reported(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     folder = write_logs(tmp_path / "run", two_batches())
@@ -106,7 +106,7 @@ def test_a_late_flush_within_the_bound_agrees_and_its_lateness_is_reported(
     ) in out
 
 
-def test_max_late_ms_makes_a_late_flush_a_violation_not_a_divergence(
+def test_r15_max_late_ms_makes_a_late_flush_a_violation_not_a_divergence(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     folder = write_logs(tmp_path / "run", two_batches())
@@ -133,7 +133,7 @@ def test_a_flush_before_r15_allows_it_is_a_divergence(
     assert 'observations[0].kind: model="skipped" log="sent"' in out
 
 
-def test_a_flush_that_takes_the_wrong_events_is_a_divergence(
+def test_r15_a_flush_that_takes_the_wrong_events_is_a_divergence(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # Three events queued by 12: R15 takes the first min(batch_size, 3) = 2.
@@ -146,7 +146,7 @@ def test_a_flush_that_takes_the_wrong_events_is_a_divergence(
     assert 'observations[0].events[2]: model="<absent>" log="1:3"' in out
 
 
-def test_a_flush_never_taken_is_late_once_the_bound_has_passed(
+def test_r15_a_flush_never_taken_is_late_once_the_bound_has_passed(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # 1:1 is due at 110; the log goes on to 2,000 at site 2 without sending it.
@@ -183,7 +183,7 @@ def test_a_timeout_is_accepted_from_the_moment_r20_allows_it(
     assert "lateness: held (1 flush and 1 timeout, late by at most 3 ms" in out
 
 
-def test_lines_of_one_millisecond_are_ordered_as_the_model_agrees(
+def test_r21_lines_of_one_millisecond_are_ordered_as_the_model_agrees(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # Site 2 is down from 5 and comes back at 30; site 1's flush at 30 sent its batch, so
@@ -316,7 +316,7 @@ def test_the_event_log_schema_says_what_the_reader_accepts(tmp_path: Path) -> No
     assert main(["validate", str(folder)]) == 2
 
 
-def test_the_report_names_the_first_late_step(
+def test_r15_the_report_names_the_first_late_step(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     folder = write_logs(tmp_path / "run", two_batches())

@@ -75,7 +75,7 @@ def test_an_undisturbed_run_validates_clean(
     assert result["converged"] is True  # the sites hold identical entries
 
 
-def test_dropped_messages_time_out_and_are_resent_as_possible_duplicates(
+def test_r20_dropped_messages_time_out_and_are_resent_as_possible_duplicates(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = live(tmp_path, TWO_WAY, "--drop", "0.15")
@@ -88,7 +88,7 @@ def test_dropped_messages_time_out_and_are_resent_as_possible_duplicates(
     assert sum(s["events_resent"] for s in stats) > 0
 
 
-def test_sites_killed_and_wiped_come_back_and_the_run_validates_clean(
+def test_r21_sites_killed_and_wiped_come_back_and_the_run_validates_clean(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # SIGKILL and a restart from the site's own log (R21: it keeps everything) or wiped
@@ -135,7 +135,7 @@ def test_a_planted_bug_is_found_at_its_line(
     assert difference in text
 
 
-def test_an_ack_before_its_batch_is_applied_is_a_log_no_merge_explains(
+def test_r17_an_ack_before_its_batch_is_applied_is_a_log_no_merge_explains(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # R17: the receiver answers after R16 applied the batch. This one answers first and

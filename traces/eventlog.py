@@ -296,8 +296,9 @@ def _merge(streams: list[Iterator[EventLine]], arrange: Arrange) -> Iterator[tup
             cursors[process[id(line)]] += 1
             take(line)
             yield line.where, line.entry
-        rank = {id(line): number for number, line in enumerate(order)}
-        for _ in range(sum(len(lines) - at for lines, at in zip(block, cursors, strict=True))):
+        left = sum(len(lines) - at for lines, at in zip(block, cursors, strict=True))
+        rank = {id(line): number for number, line in enumerate(order)} if left else {}
+        for _ in range(left):
             nexts = [
                 (rank[id(lines[at])], index)
                 for index, (lines, at) in enumerate(zip(block, cursors, strict=True))
@@ -342,8 +343,6 @@ class EventLogSource:
     files: tuple[str, ...]
     config: Config
     op_count: int  # operations of the run, the ticks included
-    lines: int
-    states: int
 
     def steps(self, arrange: Arrange = _in_process_order) -> Iterator[tuple[str, LogEntry]]:
         """(where, entry) of every operation of the run: the merged lines, each after the
@@ -420,12 +419,11 @@ def open_event_log(
         processes[reader.process] = path
     assert config is not None
     readers = [_EventReader(path) for path in files]
-    count = lines = states = 0
+    count = lines = 0
     for _, entry in _merge([reader.lines() for reader in readers], _in_process_order):
         count += 1
         if entry.line:  # not a tick
             lines += 1
-            states += entry.state is not None
             if progress is not None and lines % PROGRESS_EVERY == 0:
                 progress(lines)
     finer = {bool(reader.has_at): reader.name for reader in readers if reader.has_at is not None}
@@ -434,4 +432,4 @@ def open_event_log(
             f"{finer[True]}: at: its lines have one, those of {finer[False]} do not (give "
             "every process's lines `at`, or none)"
         )
-    return EventLogSource(name, tuple(files), config, count, lines, states)
+    return EventLogSource(name, tuple(files), config, count)

@@ -15,7 +15,7 @@ import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from conformance.properties.checker import Verdict
 from conformance.running import geode_stats
@@ -564,7 +564,7 @@ def replay_sources(
         properties = args.check_properties or bool(args.report)
         split = "log" if isinstance(source, LogSource) else getattr(args, "impl", None)
         start = getattr(args, "start_doc", None)
-        result = (
+        result = (  # a watch sees every step here: such a run is not cut into segments
             segmented(args, source, split, properties)
             if engine == "both" and start is None and watch is None
             else None
@@ -636,10 +636,12 @@ def replay_sources(
             profile = Path(source.name).parent.name or "traces"
             rows.append(result_row(result, profile=profile))
             if result.failures() and ops is not None:
+                lines = [line for line, _ in ops]
+                assert all(isinstance(line, int) for line in lines)  # a trace's (a log keeps none)
                 kept[source.name] = (
                     source.config,
                     [op for _, op in ops],
-                    [line for line, _ in ops if isinstance(line, int)],
+                    cast(list[int], lines),
                     source.name,
                 )
     if args.report:

@@ -169,18 +169,28 @@ class Site:
         dispatcher.next_retry_at = t + dispatcher.config.retry_interval_ms
 
     def apply_deliver(
-        self, t: int, events: list[dict[str, Any]], statuses: list[str]
-    ) -> list[list[dict[str, Any]]]:
-        """R16's effects and R22: the `forwarded` observations, by event."""
-        forwarded: list[list[dict[str, Any]]] = []
-        for wire, status in zip(events, statuses, strict=True):
-            if status != "ok":
-                forwarded.append([])
-                continue
-            self.entries[wire["key"]] = (wire["value"], tuple(wire["version"]))
-            self.applied.add(wire["id"])
-            forwarded.append(self.forward(wire, t))
-        return forwarded
+        self, t: int, sender: str, events: list[dict[str, Any]], logged: list[str] | None
+    ) -> tuple[list[str], list[dict[str, Any]]]:
+        """R16 and R22 for a batch, event by event (each decided on the state the earlier
+        left): the statuses and the `applied` and `forwarded` observations. `logged`: the
+        statuses a replayed line says (recovery), else each is decided now."""
+        statuses: list[str] = []
+        observed: list[dict[str, Any]] = []
+        for index, wire in enumerate(events):
+            version = tuple(wire["version"])
+            if logged is not None:
+                status = logged[index]
+            else:
+                status = self.status(wire["id"], wire["key"], version)
+            statuses.append(status)
+            applied = {"kind": "applied", "site": self.site, "sender": sender,
+                       "event": wire["id"], "key": wire["key"], "status": status}  # fmt: skip
+            observed.append(applied)
+            if status == "ok":
+                self.entries[wire["key"]] = (wire["value"], version)
+                self.applied.add(wire["id"])
+                observed.extend(self.forward(wire, t))
+        return statuses, observed
 
     # -- R9-R11: client writes ----------------------------------------------------------
 
@@ -359,19 +369,7 @@ class Site:
 
     def deliver(self, batch: dict[str, Any]) -> list[str]:
         t, at = self.clock.read()
-        statuses: list[str] = []
-        for wire in batch["events"]:  # R16 decides each event on the state the earlier left
-            statuses.append(self.status(wire["id"], wire["key"], tuple(wire["version"])))
-            if statuses[-1] == "ok":  # (its effect now: a later event of the key sees it)
-                self.entries[wire["key"]] = (wire["value"], tuple(wire["version"]))
-                self.applied.add(wire["id"])
-        observed: list[dict[str, Any]] = []
-        forwarded = self.apply_deliver(t, batch["events"], statuses)
-        for wire, status, forwards in zip(batch["events"], statuses, forwarded, strict=True):
-            applied = {"kind": "applied", "site": self.site, "sender": batch["sender"],
-                       "event": wire["id"], "key": wire["key"], "status": status}  # fmt: skip
-            observed.append(applied)
-            observed.extend(forwards)
+        statuses, observed = self.apply_deliver(t, batch["sender"], batch["events"], None)
         step = {"op": "deliver", "sender": batch["sender"], "batch_id": batch["batch_id"],
                 "_events": batch["events"]}  # fmt: skip
         self.log(t, at, step, observed)
@@ -462,7 +460,7 @@ class Site:
             self.apply_timeout(line["sender"], t)
         elif op == "deliver":
             statuses = [o["status"] for o in observed if o["kind"] == "applied"]
-            self.apply_deliver(t, line["_events"], statuses)
+            self.apply_deliver(t, line["sender"], line["_events"], statuses)
 
     # -- the client load ----------------------------------------------------------------
 

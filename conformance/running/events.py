@@ -154,16 +154,20 @@ class EventRun:
             yield where, entry.op
 
 
+def _message(state: State, op: Deliver | DeliverAck | Drop | DropAck) -> int | None:
+    """The batch id of the message a network operation takes in `state` (None: none)."""
+    dispatcher = state.senders[op.sender].dispatchers[op.dispatcher]
+    message = dispatcher.batch_message if type(op) in (Deliver, Drop) else dispatcher.ack_message
+    return None if message is None else message.batch_id
+
+
 def _same_batch(state: State, line: EventLine) -> bool:
     """Does the message a network line takes (its `batch_id`) fit the model's network? (A
     drop observes nothing: without this, any batch would do.)"""
     op = line.entry.op
-    kind = type(op)
-    if kind not in (Deliver, DeliverAck, Drop, DropAck):
+    if not isinstance(op, (Deliver, DeliverAck, Drop, DropAck)):
         return True
-    dispatcher = state.senders[op.sender].dispatchers[op.dispatcher]  # type: ignore[union-attr]
-    message = dispatcher.batch_message if kind in (Deliver, Drop) else dispatcher.ack_message
-    return message is not None and message.batch_id == line.batch_id
+    return _message(state, op) == line.batch_id
 
 
 def process_of(config: Config, op: Op) -> str:
@@ -212,12 +216,9 @@ def event_log_of(
             continue
         made: list[Observation] = []
         batch_id = None
-        if type(op) in (Deliver, DeliverAck, Drop, DropAck):
-            dispatcher = driven.senders[op.sender].dispatchers[op.dispatcher]  # type: ignore[union-attr]
-            batch = type(op) in (Deliver, Drop)
-            message = dispatcher.batch_message if batch else dispatcher.ack_message
-            assert message is not None
-            batch_id = message.batch_id
+        if isinstance(op, (Deliver, DeliverAck, Drop, DropAck)):
+            batch_id = _message(driven, op)
+            assert batch_id is not None
         driven, observed = driven_step(config, driven, op)
         made += observed
         if type(op) is not Tick:

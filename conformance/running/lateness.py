@@ -55,13 +55,13 @@ class LatenessCheck:
             self.taken[key[0]] += 1
             self.counts[bisect_left(BOUNDS, late)] += 1
             self.worst = max(self.worst, late)
-            if late > self.max_late_ms and self._reported.pop(key, None) is None:
+            reported = self._reported.pop(key, None)  # as not taken, while it was pending
+            if late > self.max_late_ms and reported is None:
                 self._violate(
                     where,
                     f"{_what(key)} late by {late} ms (due at t={engine.state.time - late}; "
                     f"--max-late-ms {self.max_late_ms})",
                 )
-            self._reported.pop(key, None)
         if type(op) is Tick:  # the line it comes before may be the step itself
             return
         now = engine.state.time
