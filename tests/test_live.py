@@ -30,6 +30,16 @@ RING = {  # 1 -> 2 -> 3 -> 1: site 2 forwards 1's events to 3 (R22)
         {"id": "c", "site": 3, "remote": 1, **SENDER},
     ],
 }
+PARALLEL: dict[str, object] = {  # R27-R31: ny parallel over 7 buckets, 3 dispatchers; ln serial by thread
+    "sites": [1, 2],
+    "regions": {"1": {"type": "partition", "total_num_buckets": 7}},
+    "senders": [
+        {"id": "ny", "site": 1, "remote": 2, "parallel": True, "dispatcher_threads": 3,
+         **SENDER, "batch_size": 4},
+        {"id": "ln", "site": 2, "remote": 1, "dispatcher_threads": 2, "order_policy": "thread",
+         **SENDER, "batch_size": 4},
+    ],
+}  # fmt: skip
 
 
 def live(tmp_path: Path, config: dict[str, object], *options: str) -> Path:
@@ -113,10 +123,40 @@ def test_r21_sites_killed_and_wiped_come_back_and_the_run_validates_clean(
     assert result["p1"]["status"] == "held"  # type: ignore[index]
 
 
+def test_r28_r31_parallel_and_serial_dispatchers_route_by_the_spec_and_validate_clean(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = live(
+        tmp_path, PARALLEL, "--nemesis", "kill,wipe", "--drop", "0.1", "--duration", "5",
+    )  # fmt: skip
+    lines = [
+        json.loads(line)
+        for site in (1, 2)
+        for line in (out / f"site-{site}.jsonl").read_text().splitlines()[1:]
+    ]
+    writes = [line for line in lines if line["op"] in ("put", "destroy")]
+    for line in writes:
+        routes = line["observed"][0]["routes"]
+        if line["site"] == 1:  # R28: |hashCode rem 7|; R29: bucket mod 3
+            h = {"k0": 3365, "k1": 3366, "k5": 3370, "k11": 104395}.get(line["key"])
+            if h is not None:
+                assert routes["ny"] == {"bucket": h % 7, "dispatcher": h % 7 % 3}
+        else:  # R29, thread policy: the client thread mod 2; a replicated site: no bucket
+            assert routes["ln"] == {"bucket": None, "dispatcher": line.get("thread", 0) % 2}
+    used = {(line["sender"], line["dispatcher"]) for line in lines if line["op"] == "flush"}
+    assert used == {("ny", 0), ("ny", 1), ("ny", 2), ("ln", 0), ("ln", 1)}
+    status, result = validate(out, capsys)
+    assert status == 0, result
+    assert result["p1"]["status"] == "held"  # type: ignore[index]
+    properties = result["properties"]
+    assert properties["P8"]["status"] == "held"  # type: ignore[index]
+
+
 @pytest.mark.parametrize(
     ("bug", "config", "difference"),
     [
         ("wrong_flush", TWO_WAY, "observations[0].events["),
+        ("cursor_reset", PARALLEL, "observations[0].events["),
         ("forward_to_origin", RING, "observations["),
         ("resend_without_possible_duplicate", TWO_WAY, "observations[0].events_resent"),
     ],

@@ -20,12 +20,14 @@ in `_events` for this (a field starting with `_` is the process's own: validate 
 it). A line is written with one `write` to a file opened for appending, so a kill leaves
 it whole or absent.
 
-The rules it implements (the serial subset of SPEC v2.0): R9-R11 client writes (put,
-destroy), R12-R15 one queue and one batch in flight per sender (one dispatcher), R16 the
-receiver's duplicate and conflict checks, R17 and R18 acks, R20 timeouts (the connection
-closed, the events marked possible duplicates), R21 through kills and restarts, R22
-forwarding. A connection that the proxy does not complete (no `hello`) is R15's
-connection failure.
+The rules it implements (SPEC v2.0 without deltas, failures, conflation, persistence
+and the lifecycle): R9-R11 client writes (put, destroy, each from a client thread),
+R12-R15 per dispatcher, R16 the receiver's duplicate and conflict checks, R17 and R18
+acks, R20 timeouts (the connection closed, the events marked possible duplicates), R21
+through kills and restarts, R22 forwarding, R28-R31 serial and parallel senders with
+their dispatchers (routing by order policy or bucket, R31's round robin and resend
+list). A connection that the proxy does not complete (no `hello`) is R15's connection
+failure.
 """
 
 from __future__ import annotations
@@ -37,7 +39,6 @@ import os
 import random
 import sys
 import time
-from collections import deque
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -46,10 +47,18 @@ from conformance.live.wire import read_frame, write_frame
 from traces.canonical import size
 from traces.config import Config, SenderConfig, parse_config
 
-BUGS = ("wrong_flush", "forward_to_origin", "resend_without_possible_duplicate", "ack_before_apply")
+BUGS = (
+    "wrong_flush",
+    "forward_to_origin",
+    "resend_without_possible_duplicate",
+    "ack_before_apply",
+    "cursor_reset",
+)
 """The bugs a live site can be told to have (`wanconform live --bug`)."""
 
 Version = tuple[int, int, int]  # [entry_version, timestamp, dsid]
+THREADS = 4
+"""The client threads of a site's load (R29's thread policy routes by them)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,28 +73,117 @@ class Event:
     version: Version
     recipients: frozenset[int]
     enqueued_at: int
+    thread: int = 0  # the client thread (R29's thread policy); a forwarded event keeps it
+    bucket: int | None = None  # R28, at the site that queued it (None: replicated there)
     possible_duplicate: bool = False
 
     def wire(self) -> dict[str, Any]:
         return {
             "id": self.id, "origin": self.origin, "key": self.key, "op": self.op,
             "value": self.value, "version": list(self.version),
-            "recipients": sorted(self.recipients),
+            "recipients": sorted(self.recipients), "thread": self.thread,
             "possible_duplicate": self.possible_duplicate,
         }  # fmt: skip
 
 
+def string_hash(key: str) -> int:
+    """Java's `String.hashCode` (R28): over UTF-16 code units, in signed 32 bits."""
+    units = key.encode("utf-16-be")
+    h = 0
+    for i in range(0, len(units), 2):
+        h = (31 * h + (units[i] << 8 | units[i + 1])) & 0xFFFFFFFF
+    return h - (1 << 32) if h & 0x80000000 else h
+
+
+def java_rem(x: int, n: int) -> int:
+    """|x rem n| with Java's `%` (it truncates toward zero)."""
+    return abs(x) % n
+
+
+@dataclass
+class Batch:
+    """A batch in flight: its id, its events (batch order) and when it was sent."""
+
+    batch_id: int
+    events: list[Event]
+    sent_at: int
+
+
 @dataclass
 class Dispatcher:
-    """A sender's one dispatcher: its queue, batch in flight and connection (R12-R15)."""
+    """One dispatcher of a sender: its queue (append order), batch in flight, retry time,
+    batch ids, connection and, parallel, its resend list and cursor (R29-R31)."""
 
     config: SenderConfig
-    queue: deque[Event] = field(default_factory=deque)
-    in_flight: tuple[int, int, int] | None = None  # batch id, its event count, sent at
+    index: int
+    buckets: int = 0  # the sender's site's bucket count (R28; 0: replicated)
+    queue: list[Event] = field(default_factory=list)
+    in_flight: Batch | None = None
     next_retry_at: int = 0
     last_batch_id: int = 0
+    resend: list[Event] = field(default_factory=list)
+    cursor: int = 0
     connection: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
     wake: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def __post_init__(self) -> None:
+        self.cursor = self.index
+
+    @property
+    def name(self) -> str:
+        return f"{self.config.id}/{self.index}"
+
+    def batch(self, bug: str | None) -> tuple[list[Event], int]:
+        """R15 (serial: the queue's first `batch_size` events) or R31 (parallel: the
+        resend list, then the oldest event not yet taken of the next owned bucket from the
+        cursor, round robin), and the cursor afterwards."""
+        size = min(self.config.batch_size, len(self.queue))
+        if bug == "wrong_flush" and size > 1:
+            size -= 1  # takes one event fewer than R15
+        if not self.config.parallel:
+            return self.queue[:size], self.cursor
+        step = self.config.dispatcher_threads
+        events = list(self.resend)
+        taken: dict[int | None, int] = {}
+        for event in events:
+            taken[event.bucket] = taken.get(event.bucket, 0) + 1
+        fifos: dict[int, list[Event]] = {}
+        for event in self.queue:
+            assert event.bucket is not None
+            fifos.setdefault(event.bucket, []).append(event)
+        cursor, owned = self.cursor, range(self.index, self.buckets, step)
+        while len(events) < size:
+            start = (cursor - self.index) // step
+            order = [*owned[start:], *owned[:start]]
+            found = next((b for b in order if len(fifos.get(b, ())) > taken.get(b, 0)), None)
+            if found is None:
+                break
+            events.append(fifos[found][taken.get(found, 0)])
+            taken[found] = taken.get(found, 0) + 1
+            cursor = found + step if found + step < self.buckets else self.index
+        if bug == "cursor_reset":  # every batch starts at the first bucket (R31 rotates)
+            cursor = self.index
+        return events, cursor
+
+    def positions(self, events: list[Event]) -> list[int]:
+        """Where a batch's events are in the queue, in batch order: each bucket's
+        (serial: the queue's) first ones, in order (R31: a batch takes a bucket's oldest
+        events)."""
+
+        def lane(event: Event) -> int | None:
+            return event.bucket if self.config.parallel else None
+
+        wanted: dict[int | None, int] = {}
+        for event in events:
+            wanted[lane(event)] = wanted.get(lane(event), 0) + 1
+        found: dict[int | None, list[int]] = {}
+        for position, event in enumerate(self.queue):
+            if wanted.get(lane(event), 0) > 0:
+                wanted[lane(event)] -= 1
+                found.setdefault(lane(event), []).append(position)
+        where = [found[lane(event)].pop(0) for event in events]
+        assert [self.queue[p].id for p in where] == [e.id for e in events]
+        return where
 
 
 class Clock:
@@ -110,12 +208,13 @@ class Site:
         self.seq = 0
         self.floor = 0  # R21: above every tag issued before a wipe
         self.issued = 0  # the largest timestamp of a tag this site issued (R9)
+        self.buckets = config.buckets(site)
         self.senders = {
-            s.id: Dispatcher(s)
+            s.id: [Dispatcher(s, d, self.buckets) for d in range(s.dispatcher_threads)]
             for s in sorted(config.senders, key=lambda s: s.id)
             if s.site == site
         }
-        self.remotes = frozenset(d.config.remote for d in self.senders.values())
+        self.remotes = frozenset(ds[0].config.remote for ds in self.senders.values())
         self.stopping = False
         self.log_path = log
         self.fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
@@ -132,41 +231,75 @@ class Site:
 
     # -- the state's changes, shared by the live steps and recovery ----------------------
 
+    def route(self, config: SenderConfig, event: Event) -> int:
+        """R29: the dispatcher of `config` that queues `event`."""
+        n = config.dispatcher_threads
+        if config.parallel:
+            assert event.bucket is not None
+            return event.bucket % n
+        if n == 1:
+            return 0
+        if config.order_policy == "thread":
+            return java_rem(event.thread, n)
+        if config.order_policy == "partition" and event.bucket is not None:
+            return java_rem(event.bucket, n)
+        return java_rem(string_hash(event.key), n)
+
+    def enqueue(self, event: Event, sender: str) -> int:
+        config = self.senders[sender][0].config
+        dispatcher = self.senders[sender][self.route(config, event)]
+        dispatcher.queue.append(event)
+        dispatcher.wake.set()
+        return dispatcher.index
+
+    def bucket_of(self, key: str) -> int | None:
+        return java_rem(string_hash(key), self.buckets) if self.buckets else None
+
     def apply_write(self, t: int, key: str, op: str, event_id: str, version: Version,
-                    value: dict[str, Any] | None) -> None:  # fmt: skip
+                    value: dict[str, Any] | None, thread: int) -> dict[str, int]:  # fmt: skip
+        """The write's effect, and the dispatcher each sender queued it on."""
         self.seq = max(self.seq, int(event_id.split(":")[1]))
         self.issued = max(self.issued, version[1])
         self.entries[key] = (value, version)
         recipients = frozenset({self.site, *self.remotes})
-        event = Event(event_id, self.site, key, op, value, version, recipients, t)
-        for dispatcher in self.senders.values():
-            dispatcher.queue.append(event)
-            dispatcher.wake.set()
+        event = Event(event_id, self.site, key, op, value, version, recipients, t, thread,
+                      self.bucket_of(key))  # fmt: skip
+        return {sid: self.enqueue(event, sid) for sid in self.senders}
 
-    def apply_flush(self, sender: str, t: int, batch_id: int, count: int) -> None:
-        dispatcher = self.senders[sender]
-        dispatcher.last_batch_id = batch_id
-        dispatcher.in_flight = (batch_id, count, t)
+    def apply_flush(self, dispatcher: Dispatcher, t: int) -> Batch:
+        events, dispatcher.cursor = dispatcher.batch(self.bug)
+        dispatcher.last_batch_id += 1
+        dispatcher.resend = []
+        dispatcher.in_flight = Batch(dispatcher.last_batch_id, events, t)
+        return dispatcher.in_flight
 
-    def apply_failure(self, sender: str, t: int) -> None:
-        dispatcher = self.senders[sender]
+    @staticmethod
+    def apply_failure(dispatcher: Dispatcher, t: int) -> None:
         dispatcher.next_retry_at = t + dispatcher.config.retry_interval_ms
 
-    def apply_ack(self, sender: str) -> None:
-        dispatcher = self.senders[sender]
+    @staticmethod
+    def apply_ack(dispatcher: Dispatcher) -> list[Event]:
+        """R18: ok, duplicate, conflict: every event of the batch leaves."""
         assert dispatcher.in_flight is not None
-        for _ in range(dispatcher.in_flight[1]):  # ok, duplicate, conflict: all leave (R18)
-            dispatcher.queue.popleft()
-        dispatcher.in_flight = None
+        gone = set(dispatcher.positions(dispatcher.in_flight.events))
+        dispatcher.queue = [e for p, e in enumerate(dispatcher.queue) if p not in gone]
+        events, dispatcher.in_flight = dispatcher.in_flight.events, None
+        return events
 
-    def apply_timeout(self, sender: str, t: int) -> None:
-        dispatcher = self.senders[sender]
+    def apply_timeout(self, dispatcher: Dispatcher, t: int) -> list[Event]:
+        """R20: the batch's events marked possible duplicates (R31: a parallel
+        dispatcher sends them first again)."""
         assert dispatcher.in_flight is not None
         resent = self.bug != "resend_without_possible_duplicate"
-        for index in range(dispatcher.in_flight[1]):
-            dispatcher.queue[index] = replace(dispatcher.queue[index], possible_duplicate=resent)
+        events = dispatcher.in_flight.events
+        marked = [replace(e, possible_duplicate=resent) for e in events]
+        for position, event in zip(dispatcher.positions(events), marked, strict=True):
+            dispatcher.queue[position] = event
+        if dispatcher.config.parallel:
+            dispatcher.resend = marked
         dispatcher.in_flight = None
         dispatcher.next_retry_at = t + dispatcher.config.retry_interval_ms
+        return events
 
     def apply_deliver(
         self, t: int, sender: str, events: list[dict[str, Any]], logged: list[str] | None
@@ -194,7 +327,7 @@ class Site:
 
     # -- R9-R11: client writes ----------------------------------------------------------
 
-    def write(self, key: str, value: dict[str, Any] | None) -> None:
+    def write(self, key: str, value: dict[str, Any] | None, thread: int) -> None:
         t, at = self.clock.read()
         current = self.entries.get(key)
         entry_version = current[1][0] + 1 if current else 1
@@ -208,15 +341,18 @@ class Site:
         else:
             op = "create" if current is None or current[0] is None else "update"
         event_id = f"{self.site}:{self.seq + 1}"
-        self.apply_write(t, key, op, event_id, version, value)
+        routes = self.apply_write(t, key, op, event_id, version, value, thread)
+        bucket = self.bucket_of(key)
         enqueued = {
             "kind": "enqueued", "site": self.site, "event": event_id, "key": key, "op": op,
             "version": list(version), "value": value, "senders": list(self.senders),
-            "routes": {sid: {"dispatcher": 0, "bucket": None} for sid in self.senders},
+            "routes": {sid: {"dispatcher": d, "bucket": bucket} for sid, d in routes.items()},
         }  # fmt: skip
         step: dict[str, Any] = {"op": "put", "site": self.site, "key": key, "value": value}
         if value is None:
             step = {"op": "destroy", "site": self.site, "key": key}
+        if thread:
+            step["thread"] = thread
         self.log(t, at, step, [enqueued])
 
     # -- R15: the dispatcher ------------------------------------------------------------
@@ -229,6 +365,7 @@ class Site:
             return None
         if len(queue) >= config.batch_size:
             return dispatcher.next_retry_at
+        # the queue is in append order: its head is its oldest event (R30)
         return max(dispatcher.next_retry_at, queue[0].enqueued_at + config.batch_time_interval_ms)
 
     async def dispatch(self, dispatcher: Dispatcher, proxy: int) -> None:
@@ -260,45 +397,43 @@ class Site:
     async def flush(self, dispatcher: Dispatcher, proxy: int) -> None:
         """R15: a connection per batch (so none is ever stale: the proxy's answer, at the
         moment of the flush, is whether the remote can be reached)."""
-        config = dispatcher.config
+        config, index = dispatcher.config, dispatcher.index
+        step = {"op": "flush", "sender": config.id, "dispatcher": index}
         self.drop_connection(dispatcher)
         if dispatcher.connection is None:
             reader, writer, open_ = await self.connect(proxy)
             if not open_:
                 t, at = self.clock.read()
-                self.apply_failure(config.id, t)
-                failed = {"kind": "connection_failed", "sender": config.id, "dispatcher": 0,
-                          "remote": config.remote}  # fmt: skip
-                self.log(t, at, {"op": "flush", "sender": config.id}, [failed])
+                self.apply_failure(dispatcher, t)
+                failed = {"kind": "connection_failed", "sender": config.id,
+                          "dispatcher": index, "remote": config.remote}  # fmt: skip
+                self.log(t, at, step, [failed])
                 with contextlib.suppress(OSError):  # logged: the proxy may go on
                     await write_frame(writer, {"type": "noted"})
                 writer.close()
                 return
             dispatcher.connection = (reader, writer)
         t, at = self.clock.read()
-        count = min(config.batch_size, len(dispatcher.queue))
-        if self.bug == "wrong_flush" and count > 1:
-            count -= 1  # takes one event fewer than R15
-        events = list(dispatcher.queue)[:count]
-        batch_id = dispatcher.last_batch_id + 1
-        self.apply_flush(config.id, t, batch_id, count)
+        batch = self.apply_flush(dispatcher, t)
+        events = batch.events
         sent = {
-            "kind": "sent", "sender": config.id, "dispatcher": 0, "batch_id": batch_id,
-            "events": [e.id for e in events], "bytes_full": sum(size(e.value) for e in events),
-            "bytes_delta": 0, "events_resent": sum(e.possible_duplicate for e in events),
+            "kind": "sent", "sender": config.id, "dispatcher": index,
+            "batch_id": batch.batch_id, "events": [e.id for e in events],
+            "bytes_full": sum(size(e.value) for e in events), "bytes_delta": 0,
+            "events_resent": sum(e.possible_duplicate for e in events),
         }  # fmt: skip
-        self.log(t, at, {"op": "flush", "sender": config.id}, [sent])
+        self.log(t, at, step, [sent])
         _, writer = dispatcher.connection
-        message = {"type": "batch", "sender": config.id, "batch_id": batch_id,
-                   "events": [e.wire() for e in events]}  # fmt: skip
+        message = {"type": "batch", "sender": config.id, "dispatcher": index,
+                   "batch_id": batch.batch_id, "events": [e.wire() for e in events]}  # fmt: skip
         with contextlib.suppress(OSError):  # else the ack will not come: R20 times it out
             await write_frame(writer, message)
 
     async def await_ack(self, dispatcher: Dispatcher) -> None:
         """R18 on the ack, or R20 when it is overdue."""
         assert dispatcher.in_flight is not None
-        batch_id, count, sent_at = dispatcher.in_flight
-        config = dispatcher.config
+        batch_id, sent_at = dispatcher.in_flight.batch_id, dispatcher.in_flight.sent_at
+        config, index = dispatcher.config, dispatcher.index
         deadline = sent_at + config.ack_timeout_ms
         ack: dict[str, Any] | None = None
         while ack is None and not self.stopping:
@@ -325,18 +460,17 @@ class Site:
         t, at = self.clock.read()
         if ack is None:  # R20
             self.drop_connection(dispatcher)
-            events = [e.id for e in list(dispatcher.queue)[:count]]
-            self.apply_timeout(config.id, t)
-            timeout = {"kind": "timeout", "sender": config.id, "dispatcher": 0,
+            events = [e.id for e in self.apply_timeout(dispatcher, t)]
+            timeout = {"kind": "timeout", "sender": config.id, "dispatcher": index,
                        "batch_id": batch_id, "events": events}  # fmt: skip
-            self.log(t, at, {"op": "timeout", "sender": config.id}, [timeout])
+            self.log(t, at, {"op": "timeout", "sender": config.id, "dispatcher": index}, [timeout])
             return
         self.drop_connection(dispatcher)
-        removed = [e.id for e in list(dispatcher.queue)[:count]]
-        self.apply_ack(config.id)
-        acked = {"kind": "acked", "sender": config.id, "dispatcher": 0, "batch_id": batch_id,
-                 "removed": removed}  # fmt: skip
-        step = {"op": "deliver_ack", "sender": config.id, "batch_id": batch_id}
+        removed = [e.id for e in self.apply_ack(dispatcher)]
+        acked = {"kind": "acked", "sender": config.id, "dispatcher": index,
+                 "batch_id": batch_id, "removed": removed}  # fmt: skip
+        step = {"op": "deliver_ack", "sender": config.id, "dispatcher": index,
+                "batch_id": batch_id}  # fmt: skip
         self.log(t, at, step, [acked])
 
     @staticmethod
@@ -370,8 +504,8 @@ class Site:
     def deliver(self, batch: dict[str, Any]) -> list[str]:
         t, at = self.clock.read()
         statuses, observed = self.apply_deliver(t, batch["sender"], batch["events"], None)
-        step = {"op": "deliver", "sender": batch["sender"], "batch_id": batch["batch_id"],
-                "_events": batch["events"]}  # fmt: skip
+        step = {"op": "deliver", "sender": batch["sender"], "dispatcher": batch["dispatcher"],
+                "batch_id": batch["batch_id"], "_events": batch["events"]}  # fmt: skip
         self.log(t, at, step, observed)
         return statuses
 
@@ -391,19 +525,19 @@ class Site:
         """R22: offered to every sender here, in id order."""
         received = frozenset(wire["recipients"])
         observed = []
-        for sid, dispatcher in self.senders.items():
-            remote = dispatcher.config.remote
+        for sid, dispatchers in self.senders.items():
+            remote = dispatchers[0].config.remote
             skip = remote == wire["origin"] or remote in received
             if skip and self.bug != "forward_to_origin":
                 continue
             event = Event(
                 wire["id"], wire["origin"], wire["key"], wire["op"], wire["value"],
-                tuple(wire["version"]), received | self.remotes, t,
+                tuple(wire["version"]), received | self.remotes, t, wire["thread"],
+                self.bucket_of(wire["key"]),  # R28: with this site's buckets
             )  # fmt: skip
-            dispatcher.queue.append(event)
-            dispatcher.wake.set()
+            index = self.enqueue(event, sid)
             observed.append({"kind": "forwarded", "site": self.site, "sender": sid,
-                             "dispatcher": 0, "event": wire["id"]})  # fmt: skip
+                             "dispatcher": index, "event": wire["id"]})  # fmt: skip
         return observed
 
     # -- R21: coming back after a kill --------------------------------------------------
@@ -438,29 +572,37 @@ class Site:
         and timestamp floor."""
         self.entries.clear()
         self.applied.clear()
-        for dispatcher in self.senders.values():
-            dispatcher.queue.clear()
-            dispatcher.in_flight = None
-            dispatcher.next_retry_at = 0
+        for dispatchers in self.senders.values():
+            for dispatcher in dispatchers:
+                dispatcher.queue.clear()
+                dispatcher.resend.clear()
+                dispatcher.in_flight = None
+                dispatcher.next_retry_at = 0
+                dispatcher.cursor = dispatcher.index
         self.floor = max(self.floor, self.issued + 1)
 
     def replay(self, line: dict[str, Any]) -> None:
         op, t, observed = line["op"], line["t"], line["observed"]
         if op in ("put", "destroy"):
             e = observed[0]
-            self.apply_write(t, e["key"], e["op"], e["event"], tuple(e["version"]), e["value"])
-        elif op == "flush" and observed[0]["kind"] == "sent":
-            sent = observed[0]
-            self.apply_flush(line["sender"], t, sent["batch_id"], len(sent["events"]))
-        elif op == "flush":
-            self.apply_failure(line["sender"], t)
-        elif op == "deliver_ack":
-            self.apply_ack(line["sender"])
-        elif op == "timeout":
-            self.apply_timeout(line["sender"], t)
-        elif op == "deliver":
+            version = tuple(e["version"])
+            self.apply_write(t, e["key"], e["op"], e["event"], version, e["value"],
+                             line.get("thread", 0))  # fmt: skip
+            return
+        if op == "deliver":
             statuses = [o["status"] for o in observed if o["kind"] == "applied"]
             self.apply_deliver(t, line["sender"], line["_events"], statuses)
+            return
+        dispatcher = self.senders[line["sender"]][line["dispatcher"]]
+        if op == "flush" and observed[0]["kind"] == "sent":
+            batch = self.apply_flush(dispatcher, t)
+            assert [e.id for e in batch.events] == observed[0]["events"], line
+        elif op == "flush":
+            self.apply_failure(dispatcher, t)
+        elif op == "deliver_ack":
+            self.apply_ack(dispatcher)
+        elif op == "timeout":
+            self.apply_timeout(dispatcher, t)
 
     # -- the client load ----------------------------------------------------------------
 
@@ -471,11 +613,12 @@ class Site:
             if t >= end:
                 return
             key = f"k{rng.randrange(keys)}"
+            thread = rng.randrange(THREADS)
             live = self.entries.get(key, (None,))[0] is not None
             if live and rng.random() < 0.2:
-                self.write(key, None)
+                self.write(key, None, thread)
             else:
-                self.write(key, {"n": rng.randrange(1000), "site": self.site})
+                self.write(key, {"n": rng.randrange(1000), "site": self.site}, thread)
 
 
 async def serve(run: dict[str, Any], folder: Path, site: int, mode: str) -> None:
@@ -492,7 +635,8 @@ async def serve(run: dict[str, Any], folder: Path, site: int, mode: str) -> None
     rng = random.Random(f"{run['seed']}:{site}:{plan.get('life', 0)}")
     tasks = [
         asyncio.create_task(node.dispatch(dispatcher, plan["proxies"][sid]))
-        for sid, dispatcher in node.senders.items()
+        for sid, dispatchers in node.senders.items()
+        for dispatcher in dispatchers
     ]
     await node.load(rng, end, run["rate"], run["keys"])
     await asyncio.sleep(max(0.0, (end + grace - time.time_ns() / 1e6) / 1000))
