@@ -30,7 +30,8 @@ RING = {  # 1 -> 2 -> 3 -> 1: site 2 forwards 1's events to 3 (R22)
         {"id": "c", "site": 3, "remote": 1, **SENDER},
     ],
 }
-PARALLEL: dict[str, object] = {  # R27-R31: ny parallel over 7 buckets, 3 dispatchers; ln serial by thread
+# R27-R31: ny parallel over 7 buckets, 3 dispatchers; ln serial, 2 dispatchers by thread
+PARALLEL: dict[str, object] = {
     "sites": [1, 2],
     "regions": {"1": {"type": "partition", "total_num_buckets": 7}},
     "senders": [
