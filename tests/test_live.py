@@ -153,11 +153,63 @@ def test_r28_r31_parallel_and_serial_dispatchers_route_by_the_spec_and_validate_
     assert properties["P8"]["status"] == "held"  # type: ignore[index]
 
 
+def dead_lettering(config: dict[str, object]) -> dict[str, object]:
+    """`config` with ny dead-lettering (R24) and site 2's receiver retrying once (R16.2)."""
+    changed = json.loads(json.dumps(config))
+    changed["senders"][0]["failure_listener"] = "dlq"
+    changed["receivers"] = [{"site": 2, "retry_attempts": 1}]
+    return changed  # type: ignore[no-any-return]
+
+
+def test_r16_r24_injected_failures_are_dead_lettered_in_the_durable_store_across_kills(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = live(
+        tmp_path, dead_lettering(PARALLEL), "--fail", "0.15", "--nemesis", "kill",
+        "--duration", "5",
+    )  # fmt: skip
+    assert sorted(p.name for p in out.iterdir()) == [
+        "dlq-site-1",
+        "live.json",
+        "nemesis.jsonl",
+        "site-1.jsonl",
+        "site-2.jsonl",
+    ]  # fmt: skip  (ln drops what fails: no store at site 2)
+    logged = {
+        site: [json.loads(text) for text in (out / f"site-{site}.jsonl").open()][1:]
+        for site in (1, 2)
+    }
+    fails = [line for line in logged[2] if line["op"] == "fail"]
+    assert fails and all(line["exception"] == "InjectedFailure" for line in fails)
+    assert all(1 <= line["times"] <= 3 for line in fails)
+    follow_ups = [
+        o for line in logged[1] if line["op"] == "deliver_ack" for o in line["observed"][1:]
+    ]
+    dead = [o["event"] for o in follow_ups if o["kind"] == "dlq"]
+    assert dead and all(o["kind"] == "dlq" for o in follow_ups)
+    # the store holds exactly what was logged dead-lettered, in order, with R24's fields
+    exported = tmp_path / "dead.jsonl"
+    assert main(["dlq", str(out / "dlq-site-1"), "--format", "jsonl", "-o", str(exported)]) == 0
+    assert capsys.readouterr().out == f"{exported}: {len(dead)} record{'s' * (len(dead) > 1)}\n"
+    records = [json.loads(line) for line in exported.read_text().splitlines()]
+    assert [r["event_id"] for r in records] == dead
+    assert {r["exception"] for r in records} == {"InjectedFailure"}
+    assert all(r["sender"] == "ny" and "value" in r for r in records)
+    # ln has no listener: what fails at site 1 is dropped (R18)
+    dropped = [o for line in logged[2] if line["op"] == "deliver_ack" for o in line["observed"][1:]]
+    assert all(o["kind"] == "dropped" for o in dropped)
+    status, result = validate(out, capsys)
+    assert status == 0, result
+    senders = result["state"]["senders"]  # type: ignore[index]
+    assert [r["event_id"] for r in senders["ny"]["dlq"]] == dead
+
+
 @pytest.mark.parametrize(
     ("bug", "config", "difference"),
     [
         ("wrong_flush", TWO_WAY, "observations[0].events["),
         ("cursor_reset", PARALLEL, "observations[0].events["),
+        ("dead_letter_after_ack", dead_lettering(PARALLEL), '"kind":"dlq"'),
         ("forward_to_origin", RING, "observations["),
         ("resend_without_possible_duplicate", TWO_WAY, "observations[0].events_resent"),
     ],
@@ -169,7 +221,7 @@ def test_a_planted_bug_is_found_at_its_line(
     config: dict[str, object],
     difference: str,
 ) -> None:
-    out = live(tmp_path, config, "--bug", bug, "--drop", "0.15")
+    out = live(tmp_path, config, "--bug", bug, "--drop", "0.15", "--fail", "0.1")
     assert main(["validate", str(out)]) == 1
     text = capsys.readouterr().out
     assert f"P1: FAILED: model and the log diverge at {out}/site-" in text

@@ -46,7 +46,7 @@ def register(subparsers: Any) -> None:
         "live",
         help="run live sites (processes, TCP, real timers) that write event logs",
         description=(
-            "Run one OS process per site of CONFIG (serial senders with one dispatcher: "
+            "Run one OS process per site of CONFIG (serial and parallel senders: "
             "docs/LIVE.md), a fault proxy in front of every sender's remote and a seeded "
             "client load for --duration seconds; write each site's event log (docs/LOG.md) "
             "into DIR, then check them with `wanconform validate DIR`."
@@ -66,6 +66,12 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--keys", type=positive_int, default=20, help="keys the load writes (default 20)"
     )
+    parser.add_argument(
+        "--fail", type=probability, default=0.0, metavar="P",
+        help="each client step is, with probability P, a failure injected at its site "
+        "instead (R16.2: 1-3 attempts at a key fail; R24 dead-letters them with "
+        "failure_listener dlq, in DIR/dlq-site-N); default 0",
+    )  # fmt: skip
     parser.add_argument(
         "--drop", type=probability, default=0.0,
         help="the proxies drop each batch or ack with this probability (default 0)",
@@ -95,9 +101,10 @@ def run(args: argparse.Namespace) -> int:
     from wanconform.cmd_topology import load_config_or_trace
 
     config = load_config_or_trace(args.config)
+    load = {"rate": args.rate, "keys": args.keys, "fail": args.fail}
     record = live(
-        config, config.to_json(), Path(args.out), args.duration, args.seed, args.rate,
-        args.keys, args.drop, args.delay, [k for k in args.nemesis.split(",") if k], args.bug,
+        config, config.to_json(), Path(args.out), args.duration, args.seed, load,
+        args.drop, args.delay, [k for k in args.nemesis.split(",") if k], args.bug,
         lambda line: print(line, file=sys.stderr, flush=True),
     )  # fmt: skip
     for name, count in record["lines"].items():

@@ -341,15 +341,15 @@ def live(
     out: Path,
     duration_s: float,
     seed: int,
-    rate: float,
-    keys: int,
+    load: dict[str, Any],
     drop: float,
     delay_ms: int,
     nemesis: list[str],
     bug: str | None,
     say: Any,
 ) -> dict[str, Any]:
-    """Run the sites; DIR gets their logs, the nemesis's and `live.json` (the run's
+    """Run the sites (`load`: the client load's `rate`, `keys` and `fail`); DIR gets
+    their logs, their dead-letter stores, the nemesis's log and `live.json` (the run's
     record), whole at the end (`building_directory`)."""
     check_supported(config)
     if bug is not None and bug not in BUGS:
@@ -367,7 +367,7 @@ def live(
             "delayed past the timeout would be a disagreement the system did not cause"
         )
     with building_directory(out) as work:
-        run = {"config": raw_config, "seed": seed, "rate": rate, "keys": keys, "bug": bug}
+        run = {"config": raw_config, "seed": seed, **load, "bug": bug}
         runner = Runner(config, run, work)
         dropped = asyncio.run(_run(runner, duration_s, drop, delay_ms, nemesis, say))
         (work / "run.json").unlink()

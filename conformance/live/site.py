@@ -20,10 +20,10 @@ in `_events` for this (a field starting with `_` is the process's own: validate 
 it). A line is written with one `write` to a file opened for appending, so a kill leaves
 it whole or absent.
 
-The rules it implements (SPEC v2.0 without deltas, failures, conflation, persistence
+The rules it implements (SPEC v2.0 without deltas, redelivery, conflation, persistence
 and the lifecycle): R9-R11 client writes (put, destroy, each from a client thread),
-R12-R15 per dispatcher, R16 the receiver's duplicate and conflict checks, R17 and R18
-acks, R20 timeouts (the connection closed, the events marked possible duplicates), R21
+R12-R15 per dispatcher, R16 the receiver's duplicate, injected-failure and conflict
+checks, R17 and R18 acks, R24 dead letters in the impl's durable store, R20 timeouts (the connection closed, the events marked possible duplicates), R21
 through kills and restarts, R22 forwarding, R28-R31 serial and parallel senders with
 their dispatchers (routing by order policy or bucket, R31's round robin and resend
 list). A connection that the proxy does not complete (no `hello`) is R15's connection
@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from conformance.live.wire import read_frame, write_frame
+from impl import dlq_store
 from traces.canonical import size
 from traces.config import Config, SenderConfig, parse_config
 
@@ -53,7 +54,10 @@ BUGS = (
     "resend_without_possible_duplicate",
     "ack_before_apply",
     "cursor_reset",
+    "dead_letter_after_ack",
 )
+EXCEPTION = "InjectedFailure"
+"""The exception of a failure the load injects (R16.2)."""
 """The bugs a live site can be told to have (`wanconform live --bug`)."""
 
 Version = tuple[int, int, int]  # [entry_version, timestamp, dsid]
@@ -205,6 +209,8 @@ class Site:
         self.clock = Clock()
         self.entries: dict[str, tuple[dict[str, Any] | None, Version]] = {}
         self.applied: set[str] = set()
+        self.failures: dict[str, tuple[str, int]] = {}  # R16.2: key -> exception, attempts
+        self.retry_attempts = config.receiver(site).retry_attempts
         self.seq = 0
         self.floor = 0  # R21: above every tag issued before a wipe
         self.issued = 0  # the largest timestamp of a tag this site issued (R9)
@@ -215,6 +221,14 @@ class Site:
             if s.site == site
         }
         self.remotes = frozenset(ds[0].config.remote for ds in self.senders.values())
+        # R24: the impl's durable dead-letter store, one per site (kept across kills and
+        # wipes: R21 keeps dead letters, they are on disk)
+        listening = [sid for sid, ds in self.senders.items() if ds[0].config.failure_listener]
+        self.dead_letters: dict[str, dlq_store.SenderLog] = {}
+        if listening:
+            store = log.parent / f"dlq-site-{site}"
+            store.mkdir(exist_ok=True)
+            self.dead_letters = dlq_store.open_store(store, listening, lambda _: None)
         self.stopping = False
         self.log_path = log
         self.fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
@@ -279,7 +293,8 @@ class Site:
 
     @staticmethod
     def apply_ack(dispatcher: Dispatcher) -> list[Event]:
-        """R18: ok, duplicate, conflict: every event of the batch leaves."""
+        """R18: ok, duplicate, conflict, failed: every event of the batch leaves (no
+        deltas here, so no invalid_delta stays)."""
         assert dispatcher.in_flight is not None
         gone = set(dispatcher.positions(dispatcher.in_flight.events))
         dispatcher.queue = [e for p, e in enumerate(dispatcher.queue) if p not in gone]
@@ -303,21 +318,22 @@ class Site:
 
     def apply_deliver(
         self, t: int, sender: str, events: list[dict[str, Any]], logged: list[str] | None
-    ) -> tuple[list[str], list[dict[str, Any]]]:
+    ) -> tuple[list[tuple[str, str | None]], list[dict[str, Any]]]:
         """R16 and R22 for a batch, event by event (each decided on the state the earlier
-        left): the statuses and the `applied` and `forwarded` observations. `logged`: the
-        statuses a replayed line says (recovery), else each is decided now."""
-        statuses: list[str] = []
+        left): the statuses (with the exception of a failed one) and the `applied` and
+        `forwarded` observations. `logged`: the statuses a replayed line says (recovery),
+        which the ones decided again must be."""
+        statuses: list[tuple[str, str | None]] = []
         observed: list[dict[str, Any]] = []
         for index, wire in enumerate(events):
             version = tuple(wire["version"])
-            if logged is not None:
-                status = logged[index]
-            else:
-                status = self.status(wire["id"], wire["key"], version)
-            statuses.append(status)
+            status, exception = self.status(wire["id"], wire["key"], version)
+            assert logged is None or logged[index] == status, (wire, logged)
+            statuses.append((status, exception))
             applied = {"kind": "applied", "site": self.site, "sender": sender,
                        "event": wire["id"], "key": wire["key"], "status": status}  # fmt: skip
+            if exception is not None:
+                applied["exception"] = exception
             observed.append(applied)
             if status == "ok":
                 self.entries[wire["key"]] = (wire["value"], version)
@@ -466,12 +482,47 @@ class Site:
             self.log(t, at, {"op": "timeout", "sender": config.id, "dispatcher": index}, [timeout])
             return
         self.drop_connection(dispatcher)
+        follow_ups = self.failed(dispatcher, ack["statuses"])
         removed = [e.id for e in self.apply_ack(dispatcher)]
         acked = {"kind": "acked", "sender": config.id, "dispatcher": index,
                  "batch_id": batch_id, "removed": removed}  # fmt: skip
         step = {"op": "deliver_ack", "sender": config.id, "dispatcher": index,
                 "batch_id": batch_id}  # fmt: skip
-        self.log(t, at, step, [acked])
+        self.log(t, at, step, [acked, *follow_ups])
+
+    def failed(self, dispatcher: Dispatcher, statuses: list[Any]) -> list[dict[str, Any]]:
+        """R18, R24 for the failed events of the batch acknowledged: each dead-lettered in
+        the durable store (written and fsynced before the events leave the queue) with
+        `failure_listener: "dlq"`, else dropped; their observations, in batch order."""
+        assert dispatcher.in_flight is not None
+        config, observed = dispatcher.config, []
+        late: list[dict[str, Any]] = []
+        for event, (status, exception) in zip(dispatcher.in_flight.events, statuses, strict=False):
+            if status != "failed":
+                continue
+            kind = "dlq" if config.failure_listener == "dlq" else "dropped"
+            if kind == "dlq":
+                record = {"event_id": event.id, "sender": config.id, "key": event.key,
+                          "op": event.op, "exception": exception,
+                          "version": list(event.version)}  # fmt: skip
+                if not config.dlq_secure:
+                    record["value"] = event.value
+                record["recipients"] = sorted(event.recipients)
+                record["thread"] = event.thread
+                if self.bug == "dead_letter_after_ack":
+                    late.append(record)  # written after the ack is taken, and not logged
+                    continue
+                self.dead_letters[config.id].append(record)
+            observed.append({"kind": kind, "sender": config.id, "dispatcher": dispatcher.index,
+                             "event": event.id, "exception": exception})  # fmt: skip
+        if late:
+
+            def write_late() -> None:
+                for record in late:
+                    self.dead_letters[config.id].append(record)
+
+            asyncio.get_running_loop().call_later(0.02, write_late)
+        return observed
 
     @staticmethod
     def drop_connection(dispatcher: Dispatcher) -> None:
@@ -501,7 +552,7 @@ class Site:
         finally:
             writer.close()
 
-    def deliver(self, batch: dict[str, Any]) -> list[str]:
+    def deliver(self, batch: dict[str, Any]) -> list[tuple[str, str | None]]:
         t, at = self.clock.read()
         statuses, observed = self.apply_deliver(t, batch["sender"], batch["events"], None)
         step = {"op": "deliver", "sender": batch["sender"], "dispatcher": batch["dispatcher"],
@@ -509,17 +560,24 @@ class Site:
         self.log(t, at, step, observed)
         return statuses
 
-    def status(self, event: str, key: str, version: tuple[int, ...]) -> str:
-        """R16.1 and R16.3 (no injected failures, no deltas here)."""
+    def status(self, event: str, key: str, version: tuple[int, ...]) -> tuple[str, str | None]:
+        """R16.1-R16.3 (no deltas here) for one event, and the exception if it failed."""
         if event in self.applied:
-            return "duplicate"
+            return "duplicate", None
+        exception, left = self.failures.get(key, ("", 0))
+        if left:  # R16.2: 1 + retry_attempts attempts (all of them until one succeeds: -1)
+            allowed = left + 1 if self.retry_attempts == -1 else 1 + self.retry_attempts
+            failing = min(allowed, left)
+            self.failures[key] = (exception, left - failing)
+            if failing == allowed:
+                return "failed", exception
         current = self.entries.get(key)
         if current is None:
-            return "ok"
+            return "ok", None
         (ev, ts, dsid), (cev, cts, cdsid) = version, current[1]
         if dsid == cdsid:
-            return "ok" if (ts, ev) > (cts, cev) else "conflict"
-        return "ok" if ts > cts or (ts == cts and dsid > cdsid) else "conflict"
+            return ("ok" if (ts, ev) > (cts, cev) else "conflict"), None
+        return ("ok" if ts > cts or (ts == cts and dsid > cdsid) else "conflict"), None
 
     def forward(self, wire: dict[str, Any], t: int) -> list[dict[str, Any]]:
         """R22: offered to every sender here, in id order."""
@@ -583,6 +641,9 @@ class Site:
 
     def replay(self, line: dict[str, Any]) -> None:
         op, t, observed = line["op"], line["t"], line["observed"]
+        if op == "fail":
+            self.failures[line["key"]] = (line["exception"], line["times"])
+            return
         if op in ("put", "destroy"):
             e = observed[0]
             version = tuple(e["version"])
@@ -606,13 +667,23 @@ class Site:
 
     # -- the client load ----------------------------------------------------------------
 
-    async def load(self, rng: random.Random, end: int, rate: float, keys: int) -> None:
+    async def load(self, rng: random.Random, end: int, run: dict[str, Any]) -> None:
+        """Client writes at exponential intervals (`rate` a second) over `keys` keys;
+        with probability `fail`, a failure injected at this site instead (R16.2: 1-3
+        attempts at a key fail)."""
         while True:
-            await asyncio.sleep(rng.expovariate(rate))
-            t, _ = self.clock.read()
+            await asyncio.sleep(rng.expovariate(run["rate"]))
+            t, at = self.clock.read()
             if t >= end:
                 return
-            key = f"k{rng.randrange(keys)}"
+            key = f"k{rng.randrange(run['keys'])}"
+            if rng.random() < run.get("fail", 0.0):
+                times = rng.randint(1, 3)
+                self.failures[key] = (EXCEPTION, times)
+                step = {"op": "fail", "site": self.site, "key": key, "exception": EXCEPTION,
+                        "times": times}  # fmt: skip
+                self.log(t, at, step, [])
+                continue
             thread = rng.randrange(THREADS)
             live = self.entries.get(key, (None,))[0] is not None
             if live and rng.random() < 0.2:
@@ -638,7 +709,7 @@ async def serve(run: dict[str, Any], folder: Path, site: int, mode: str) -> None
         for sid, dispatchers in node.senders.items()
         for dispatcher in dispatchers
     ]
-    await node.load(rng, end, run["rate"], run["keys"])
+    await node.load(rng, end, run)
     await asyncio.sleep(max(0.0, (end + grace - time.time_ns() / 1e6) / 1000))
     node.stopping = True
     for task in tasks:
