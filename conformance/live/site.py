@@ -23,10 +23,10 @@ it whole or absent.
 The rules it implements (SPEC v2.0 without deltas, redelivery, conflation, persistence
 and the lifecycle): R9-R11 client writes (put, destroy, each from a client thread),
 R12-R15 per dispatcher, R16 the receiver's duplicate, injected-failure and conflict
-checks, R17 and R18 acks, R24 dead letters in the impl's durable store, R20 timeouts (the connection closed, the events marked possible duplicates), R21
-through kills and restarts, R22 forwarding, R28-R31 serial and parallel senders with
-their dispatchers (routing by order policy or bucket, R31's round robin and resend
-list). A connection that the proxy does not complete (no `hello`) is R15's connection
+checks, R17 and R18 acks, R24 dead letters in the impl's durable store, R20 timeouts
+(the connection closed, the events marked possible duplicates), R21 through kills and
+restarts, R22 forwarding, R28-R31 serial and parallel senders with their dispatchers
+(routing by order policy or bucket, R31's round robin and resend list). A connection that the proxy does not complete (no `hello`) is R15's connection
 failure.
 """
 
