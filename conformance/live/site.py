@@ -26,8 +26,8 @@ R12-R15 per dispatcher, R16 the receiver's duplicate, injected-failure and confl
 checks, R17 and R18 acks, R24 dead letters in the impl's durable store, R20 timeouts
 (the connection closed, the events marked possible duplicates), R21 through kills and
 restarts, R22 forwarding, R28-R31 serial and parallel senders with their dispatchers
-(routing by order policy or bucket, R31's round robin and resend list). A connection that the proxy does not complete (no `hello`) is R15's connection
-failure.
+(routing by order policy or bucket, R31's round robin and resend list). A connection
+that the proxy does not complete (no `hello`) is R15's connection failure.
 """
 
 from __future__ import annotations
