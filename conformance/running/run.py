@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -149,6 +149,7 @@ def _detail(
     unmatched: Unmatched,
     uneven: tuple[str, ...],
     placed: tuple[str, ...] = (),
+    thresholds: Mapping[str, int] | None = None,
 ) -> str:
     """What differs, the same whichever side has which value (see module)."""
     statuses = (*_DECISIONS, "ok")
@@ -183,6 +184,13 @@ def _detail(
         # made another kind at that place, is named by that kind (a batch that went or
         # came back at another moment, so an event waited longer)
         found = [(0, {"kind": kind}) for kind in placed]
+    alert = unmatched[1][1] if unmatched[0] is None and unmatched[1] is not None else None
+    if alert is not None and alert["kind"] == "alert" and thresholds is not None:
+        # R38 alerts on an event that waited more than the threshold: an alert the impl
+        # made alone for an event that did wait more on its side is R38 kept; the event
+        # left the queue later there (a batch sent or answered at another moment)
+        if alert["queued_ms"] > thresholds.get(alert["sender"], 0) > 0:
+            return f"observations: {_TIMING} differ"
     if found:
         earliest = min(index for index, _ in found)
         kinds = {o["kind"] for index, o in found if index == earliest}
@@ -205,11 +213,13 @@ def p1_signature(
     unmatched: Unmatched = (None, None),
     uneven: tuple[str, ...] = (),
     placed: tuple[str, ...] = (),
+    thresholds: Mapping[str, int] | None = None,
 ) -> Signature:
     """P1's signature from the operation's name, the first difference (its path and the
     two sides' values), each side's first observation the other did not make
-    (`conformance.running.lockstep.Divergence.unmatched`) and the kinds the two sides
-    made at the first differing place (`placed`)."""
+    (`conformance.running.lockstep.Divergence.unmatched`), the kinds the two sides
+    made at the first differing place (`placed`) and, when known, each sender's
+    `alert_threshold_ms`."""
     parts = normalize_path(path).split(".")
     if parts[0] == "state" and len(parts) > 2:
         parts[2] = "*"  # the site or sender id
@@ -217,11 +227,13 @@ def p1_signature(
     variant = f"{op} {normalized}"
     if _short(model) and _short(impl):
         variant += f": model {canonical_json(model)}, impl {canonical_json(impl)}"
-    return Signature("P1", _detail(normalized, model, impl, unmatched, uneven, placed), variant)
+    detail = _detail(normalized, model, impl, unmatched, uneven, placed, thresholds)
+    return Signature("P1", detail, variant)
 
 
-def divergence_signature(divergence: Divergence) -> Signature:
-    """P1's signature of a divergence (see the module's docstring)."""
+def divergence_signature(divergence: Divergence, config: Config | None = None) -> Signature:
+    """P1's signature of a divergence (see the module's docstring); `config` tells an
+    alert R38 makes from one it does not."""
     first = divergence.differences[0] if divergence.differences else None
     if first is None:
         return Signature("P1", divergence.op.op, divergence.op.op)
@@ -233,9 +245,13 @@ def divergence_signature(divergence: Divergence) -> Signature:
         for side in (diff.model, diff.impl)
         if isinstance(side, str) and side != ABSENT
     )
+    thresholds = None
+    if config is not None:
+        thresholds = {s.id: s.alert_threshold_ms for s in config.senders}
     return p1_signature(
-        divergence.op.op, first.path, first.model, first.impl, divergence.unmatched, (), placed
-    )
+        divergence.op.op, first.path, first.model, first.impl, divergence.unmatched, (),
+        placed, thresholds,
+    )  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -319,7 +335,7 @@ class RunResult:
             if verdict.status != "failed":
                 continue
             if verdict.property == "P1" and self.divergence is not None:
-                out.append(str(divergence_signature(self.divergence)))
+                out.append(str(divergence_signature(self.divergence, self.config)))
             else:
                 out.append(verdict.property)
         return out
@@ -515,7 +531,7 @@ class TraceRun:
         divergence = self.divergence
         if in_lockstep and divergence is not None:
             seen = tuple(observations) if divergence.index == index else ()
-            signature = divergence_signature(divergence)
+            signature = divergence_signature(divergence, self.config)
             self.failure = Failure(
                 signature, divergence.index, divergence.where, divergence, None, seen
             )
@@ -548,7 +564,7 @@ class TraceRun:
             if self.lockstep is not None and self.lockstep.divergence is None:
                 divergence = self.lockstep.finish()
                 if divergence is not None and self.failure is None:
-                    signature = divergence_signature(divergence)
+                    signature = divergence_signature(divergence, self.config)
                     self.failure = Failure(
                         signature, divergence.index, divergence.where, divergence
                     )
