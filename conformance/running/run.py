@@ -184,13 +184,17 @@ def _detail(
         # made another kind at that place, is named by that kind (a batch that went or
         # came back at another moment, so an event waited longer)
         found = [(0, {"kind": kind}) for kind in placed]
-    alert = unmatched[1][1] if unmatched[0] is None and unmatched[1] is not None else None
-    if alert is not None and alert["kind"] == "alert" and thresholds is not None:
-        # R38 alerts on an event that waited more than the threshold: an alert the impl
-        # made alone for an event that did wait more on its side is R38 kept; the event
-        # left the queue later there (a batch sent or answered at another moment)
-        if alert["queued_ms"] > thresholds.get(alert["sender"], 0) > 0:
-            return f"observations: {_TIMING} differ"
+    # R38 alerts on an event that waited more than the threshold: an alert the impl made
+    # alone for an event that did wait more on its side is R38 kept; the event left the
+    # queue later there (a batch sent or answered at another moment)
+    alone = unmatched[1][1] if unmatched[0] is None and unmatched[1] is not None else None
+    if (
+        alone is not None
+        and alone["kind"] == "alert"
+        and thresholds is not None
+        and alone["queued_ms"] > thresholds.get(alone["sender"], 0) > 0
+    ):
+        return f"observations: {_TIMING} differ"
     if found:
         earliest = min(index for index, _ in found)
         kinds = {o["kind"] for index, o in found if index == earliest}
