@@ -204,6 +204,61 @@ def test_r16_r24_injected_failures_are_dead_lettered_in_the_durable_store_across
     assert [r["event_id"] for r in senders["ny"]["dlq"]] == dead
 
 
+def test_r36_r38_the_senders_lifecycle_and_alerts_under_kills_validate_clean(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = json.loads(json.dumps(PARALLEL))
+    ny, ln = config["senders"]
+    ny["alert_threshold_ms"] = 60  # R38
+    ln["manual_start"] = True  # R37: ln begins stopped
+    out = live(
+        tmp_path, config, "--lifecycle", "0.08", "--drop", "0.05", "--nemesis", "kill",
+        "--duration", "5",
+    )  # fmt: skip
+    logged = {
+        site: [json.loads(text) for text in (out / f"site-{site}.jsonl").open()][1:]
+        for site in (1, 2)
+    }
+    actions = [line["op"] for lines in logged.values() for line in lines]
+    assert {"stop_sender", "start_sender", "pause_sender", "restart_sender"} <= set(actions)
+    # R37: while a sender is stopped (as ln is until its first start, and after a stop;
+    # a kill keeps it as it was, R21), every write at its site is not queued on it
+    for site, sender in ((1, "ny"), (2, "ln")):
+        running = sender == "ny"
+        for line in logged[site]:
+            if line["op"] in ("stop_sender", "start_sender", "restart_sender"):
+                running = line["op"] != "stop_sender"
+            if line["op"] in ("put", "destroy"):
+                enqueued, *after = line["observed"]
+                assert (sender in enqueued["senders"]) == running, line
+                assert (not running) == (
+                    {"kind": "not_queued", "sender": sender, "event": enqueued["event"],
+                     "reason": "stopped"} in after
+                )  # fmt: skip
+    # R38: an alert for each event an ack removed that waited more than 60 ms, and its wait
+    queued_at = {
+        line["observed"][0]["event"]: line["t"]
+        for line in logged[1]
+        if line["op"] in ("put", "destroy")
+    }
+    alerts = 0
+    for line in logged[1]:
+        if line["op"] != "deliver_ack":
+            continue
+        removed = line["observed"][0]["removed"]
+        expected = [e for e in removed if e in queued_at and line["t"] - queued_at[e] > 60]
+        got = [o for o in line["observed"] if o["kind"] == "alert"]
+        assert [o["event"] for o in got if o["event"] in queued_at] == expected
+        assert all(o["queued_ms"] == line["t"] - queued_at[o["event"]] for o in got
+                   if o["event"] in queued_at)  # fmt: skip
+        alerts += len(got)
+    assert alerts > 0
+    status, result = validate(out, capsys)
+    assert status == 0, result
+    properties = result["properties"]
+    assert properties["P11"]["status"] in ("held", "not applicable")  # type: ignore[index]
+
+
 @pytest.mark.parametrize(
     ("bug", "config", "difference"),
     [

@@ -73,6 +73,12 @@ def register(subparsers: Any) -> None:
         "failure_listener dlq, in DIR/dlq-site-N); default 0",
     )  # fmt: skip
     parser.add_argument(
+        "--lifecycle", type=probability, default=0.0, metavar="P",
+        help="each client step is, with probability P, an operator's step on one of its "
+        "site's senders instead (R36, R37: stop, start, clean start, pause, resume, "
+        "restart, as enabled); default 0",
+    )  # fmt: skip
+    parser.add_argument(
         "--drop", type=probability, default=0.0,
         help="the proxies drop each batch or ack with this probability (default 0)",
     )  # fmt: skip
@@ -101,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
     from wanconform.cmd_topology import load_config_or_trace
 
     config = load_config_or_trace(args.config)
-    load = {"rate": args.rate, "keys": args.keys, "fail": args.fail}
+    load = {"rate": args.rate, "keys": args.keys, "fail": args.fail, "lifecycle": args.lifecycle}
     record = live(
         config, config.to_json(), Path(args.out), args.duration, args.seed, load,
         args.drop, args.delay, [k for k in args.nemesis.split(",") if k], args.bug,

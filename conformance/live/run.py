@@ -60,16 +60,12 @@ def check_supported(config: Config) -> None:
     for sender in config.senders:
         unsupported = [
             (sender.enable_batch_conflation, "enable_batch_conflation"),
-            (sender.enable_persistence, "enable_persistence"),
-            (sender.alert_threshold_ms != 0, "alert_threshold_ms"),
-            (sender.manual_start, "manual_start"),
         ]
         for present, what in unsupported:
             if present:
                 raise WanconformError(
                     f"--config: senders[{sender.id!r}]: {what}: the live sites implement "
-                    "serial and parallel senders without conflation, persistence, alerts "
-                    "or manual start (docs/LIVE.md)"
+                    "serial and parallel senders without conflation (docs/LIVE.md)"
                 )
 
 

@@ -221,6 +221,9 @@ class Site:
             if s.site == site
         }
         self.remotes = frozenset(ds[0].config.remote for ds in self.senders.values())
+        # R37: a sender runs unless it starts manually; a paused one does not flush
+        self.running = {sid: not ds[0].config.manual_start for sid, ds in self.senders.items()}
+        self.paused = dict.fromkeys(self.senders, False)
         # R24: the impl's durable dead-letter store, one per site (kept across kills and
         # wipes: R21 keeps dead letters, they are on disk)
         listening = [sid for sid, ds in self.senders.items() if ds[0].config.failure_listener]
@@ -259,7 +262,11 @@ class Site:
             return java_rem(event.bucket, n)
         return java_rem(string_hash(event.key), n)
 
-    def enqueue(self, event: Event, sender: str) -> int:
+    def enqueue(self, event: Event, sender: str) -> int | None:
+        """R11/R22 through R29: the dispatcher that queued `event`, or None when the
+        sender is stopped (R37: not queued)."""
+        if not self.running[sender]:
+            return None
         config = self.senders[sender][0].config
         dispatcher = self.senders[sender][self.route(config, event)]
         dispatcher.queue.append(event)
@@ -269,9 +276,12 @@ class Site:
     def bucket_of(self, key: str) -> int | None:
         return java_rem(string_hash(key), self.buckets) if self.buckets else None
 
-    def apply_write(self, t: int, key: str, op: str, event_id: str, version: Version,
-                    value: dict[str, Any] | None, thread: int) -> dict[str, int]:  # fmt: skip
-        """The write's effect, and the dispatcher each sender queued it on."""
+    def apply_write(
+        self, t: int, key: str, op: str, event_id: str, version: Version,
+        value: dict[str, Any] | None, thread: int,
+    ) -> dict[str, int | None]:  # fmt: skip
+        """The write's effect, and the dispatcher each sender queued it on (None: the
+        sender is stopped)."""
         self.seq = max(self.seq, int(event_id.split(":")[1]))
         self.issued = max(self.issued, version[1])
         self.entries[key] = (value, version)
@@ -304,7 +314,17 @@ class Site:
     def apply_timeout(self, dispatcher: Dispatcher, t: int) -> list[Event]:
         """R20: the batch's events marked possible duplicates (R31: a parallel
         dispatcher sends them first again)."""
-        assert dispatcher.in_flight is not None
+        events = self.abandon(dispatcher)
+        dispatcher.next_retry_at = t + dispatcher.config.retry_interval_ms
+        return events
+
+    def abandon(self, dispatcher: Dispatcher) -> list[Event]:
+        """R20's abandonment of the batch in flight (a timeout, R37's stop, R36's
+        restart): its connection closed, every member marked a possible duplicate, and a
+        parallel dispatcher will send the members first again (R31)."""
+        self.drop_connection(dispatcher)
+        if dispatcher.in_flight is None:
+            return []
         resent = self.bug != "resend_without_possible_duplicate"
         events = dispatcher.in_flight.events
         marked = [replace(e, possible_duplicate=resent) for e in events]
@@ -313,8 +333,82 @@ class Site:
         if dispatcher.config.parallel:
             dispatcher.resend = marked
         dispatcher.in_flight = None
-        dispatcher.next_retry_at = t + dispatcher.config.retry_interval_ms
+        dispatcher.wake.set()
         return events
+
+    # -- R36, R37: the sender's lifecycle -----------------------------------------------
+
+    def lost(self, sender: str, reason: str) -> list[dict[str, Any]]:
+        """Every queued event of every dispatcher lost (`queue_lost`, dispatcher order,
+        then queue order)."""
+        observed = []
+        for dispatcher in self.senders[sender]:
+            observed += [{"kind": "queue_lost", "sender": sender, "dispatcher": dispatcher.index,
+                          "event": e.id, "reason": reason} for e in dispatcher.queue]  # fmt: skip
+            dispatcher.queue.clear()
+            dispatcher.resend.clear()
+        return observed
+
+    def lifecycle(self, op: str, sender: str, clean: bool = False) -> list[dict[str, Any]]:
+        """R36 (`restart_sender`) and R37 (`stop_sender`, `start_sender`, `pause_sender`,
+        `resume_sender`) on this site's sender: its observations."""
+        config, dispatchers = self.senders[sender][0].config, self.senders[sender]
+        action = op.removesuffix("_sender")
+        observed: list[dict[str, Any]] = [{"kind": "lifecycle", "sender": sender, "action": action}]
+        keeps = config.enable_persistence
+        if op == "restart_sender":
+            for dispatcher in dispatchers:
+                self.abandon(dispatcher)
+                dispatcher.resend.clear()
+                dispatcher.next_retry_at = 0
+                dispatcher.cursor = dispatcher.index
+            kept = sum(len(d.queue) for d in dispatchers) if keeps else 0
+            observed[0]["kept"] = kept
+            if not keeps:
+                observed += self.lost(sender, "restart")
+            self.running[sender], self.paused[sender] = True, False
+        elif op == "stop_sender":
+            for dispatcher in dispatchers:
+                self.abandon(dispatcher)
+            if not config.parallel and not keeps:
+                observed += self.lost(sender, "stop")
+            self.running[sender], self.paused[sender] = False, False
+        elif op == "start_sender":
+            if clean:
+                observed += self.lost(sender, "clean_queues")
+            for dispatcher in dispatchers:
+                dispatcher.next_retry_at = 0
+            self.running[sender], self.paused[sender] = True, False
+        else:
+            self.paused[sender] = op == "pause_sender"
+        for dispatcher in dispatchers:
+            dispatcher.wake.set()
+        return observed
+
+    def lifecycle_step(self, rng: random.Random) -> None:
+        """An operator's step on one of this site's senders, among those enabled (§16.2):
+        a running one is stopped, paused or restarted; a paused one resumed, stopped or
+        restarted; a stopped one started (a third of the time with clean queues) or
+        restarted. Stopped or restarted only with no batch in flight: R36 and R37 take
+        such a batch out of the network at once, which a real network cannot do (the
+        batch may be in the receiver's socket already: R20's gap, docs/LIVE.md)."""
+        sender = rng.choice(sorted(self.senders))
+        idle = all(d.in_flight is None for d in self.senders[sender])
+        if not self.running[sender]:
+            op = rng.choice(["start_sender", "start_sender", "restart_sender"])
+        elif self.paused[sender]:
+            op = rng.choice(["resume_sender", "resume_sender", "stop_sender", "restart_sender"])
+        else:
+            op = rng.choice(["stop_sender", "pause_sender", "restart_sender"])
+        if op in ("stop_sender", "restart_sender") and not idle:
+            return
+        clean = op == "start_sender" and rng.random() < 1 / 3
+        t, at = self.clock.read()
+        observed = self.lifecycle(op, sender, clean)
+        step: dict[str, Any] = {"op": op, "sender": sender}
+        if clean:
+            step["clean_queues"] = True
+        self.log(t, at, step, observed)
 
     def apply_deliver(
         self, t: int, sender: str, events: list[dict[str, Any]], logged: list[str] | None
@@ -359,25 +453,33 @@ class Site:
         event_id = f"{self.site}:{self.seq + 1}"
         routes = self.apply_write(t, key, op, event_id, version, value, thread)
         bucket = self.bucket_of(key)
+        queued = {sid: d for sid, d in routes.items() if d is not None}
         enqueued = {
             "kind": "enqueued", "site": self.site, "event": event_id, "key": key, "op": op,
-            "version": list(version), "value": value, "senders": list(self.senders),
-            "routes": {sid: {"dispatcher": d, "bucket": bucket} for sid, d in routes.items()},
+            "version": list(version), "value": value, "senders": list(queued),
+            "routes": {sid: {"dispatcher": d, "bucket": bucket} for sid, d in queued.items()},
         }  # fmt: skip
+        after = [self.not_queued(sid, event_id) for sid, d in routes.items() if d is None]
         step: dict[str, Any] = {"op": "put", "site": self.site, "key": key, "value": value}
         if value is None:
             step = {"op": "destroy", "site": self.site, "key": key}
         if thread:
             step["thread"] = thread
-        self.log(t, at, step, [enqueued])
+        self.log(t, at, step, [enqueued, *after])
+
+    @staticmethod
+    def not_queued(sender: str, event: str) -> dict[str, Any]:
+        return {"kind": "not_queued", "sender": sender, "event": event, "reason": "stopped"}
 
     # -- R15: the dispatcher ------------------------------------------------------------
 
-    @staticmethod
-    def due(dispatcher: Dispatcher) -> int | None:
-        """When R15 lets it flush (None: not until another step)."""
+    def due(self, dispatcher: Dispatcher) -> int | None:
+        """When R15 lets it flush (None: not until another step; R37: never while its
+        sender is stopped or paused)."""
         queue, config = dispatcher.queue, dispatcher.config
         if dispatcher.in_flight is not None or not queue:
+            return None
+        if not self.running[config.id] or self.paused[config.id]:
             return None
         if len(queue) >= config.batch_size:
             return dispatcher.next_retry_at
@@ -416,20 +518,23 @@ class Site:
         config, index = dispatcher.config, dispatcher.index
         step = {"op": "flush", "sender": config.id, "dispatcher": index}
         self.drop_connection(dispatcher)
-        if dispatcher.connection is None:
-            reader, writer, open_ = await self.connect(proxy)
-            if not open_:
-                t, at = self.clock.read()
+        reader, writer, open_ = await self.connect(proxy)
+        t, at = self.clock.read()
+        due = self.due(dispatcher)  # a lifecycle step may have come meanwhile (R37)
+        if not open_:
+            if due is not None and t >= due:
                 self.apply_failure(dispatcher, t)
                 failed = {"kind": "connection_failed", "sender": config.id,
                           "dispatcher": index, "remote": config.remote}  # fmt: skip
                 self.log(t, at, step, [failed])
-                with contextlib.suppress(OSError):  # logged: the proxy may go on
-                    await write_frame(writer, {"type": "noted"})
-                writer.close()
-                return
-            dispatcher.connection = (reader, writer)
-        t, at = self.clock.read()
+            with contextlib.suppress(OSError):  # logged: the proxy may go on
+                await write_frame(writer, {"type": "noted"})
+            writer.close()
+            return
+        if due is None or t < due:
+            writer.close()
+            return
+        dispatcher.connection = (reader, writer)
         batch = self.apply_flush(dispatcher, t)
         events = batch.events
         sent = {
@@ -447,30 +552,41 @@ class Site:
 
     async def await_ack(self, dispatcher: Dispatcher) -> None:
         """R18 on the ack, or R20 when it is overdue."""
-        assert dispatcher.in_flight is not None
-        batch_id, sent_at = dispatcher.in_flight.batch_id, dispatcher.in_flight.sent_at
+        batch = dispatcher.in_flight
+        assert batch is not None
+        batch_id, sent_at = batch.batch_id, batch.sent_at
         config, index = dispatcher.config, dispatcher.index
         deadline = sent_at + config.ack_timeout_ms
         ack: dict[str, Any] | None = None
-        while ack is None and not self.stopping:
-            t, _ = self.clock.read()
-            if t >= deadline:
-                break
-            if dispatcher.connection is None:  # lost with a kill, or closed: wait it out
-                await asyncio.sleep(min(0.05, (deadline - t) / 1000))
-                continue
-            try:
-                ack = await asyncio.wait_for(
-                    read_frame(dispatcher.connection[0]), timeout=(deadline - t) / 1000
-                )
-            except TimeoutError:
-                continue
-            except (OSError, asyncio.IncompleteReadError):
-                ack = None
-            if ack is None:
-                self.drop_connection(dispatcher)
-            elif ack.get("batch_id") != batch_id:
-                ack = None
+        reading: asyncio.Future[dict[str, Any] | None] | None = None  # never cut mid-frame
+        try:
+            while ack is None and not self.stopping:
+                t, _ = self.clock.read()
+                if t >= deadline:
+                    break
+                # waits of at most 50 ms: a stop or restart (R36, R37) may abandon the batch
+                wait = min(0.05, (deadline - t) / 1000)
+                if dispatcher.connection is None:  # lost with a kill, or closed: wait
+                    await asyncio.sleep(wait)
+                else:
+                    if reading is None:
+                        reading = asyncio.ensure_future(read_frame(dispatcher.connection[0]))
+                    done, _ = await asyncio.wait({reading}, timeout=wait)
+                    if done:
+                        try:
+                            ack = reading.result()
+                        except (OSError, asyncio.IncompleteReadError):
+                            ack = None
+                        reading = None
+                        if ack is None:
+                            self.drop_connection(dispatcher)
+                        elif ack.get("batch_id") != batch_id:
+                            ack = None
+                if dispatcher.in_flight is not batch:
+                    return  # abandoned meanwhile
+        finally:
+            if reading is not None:
+                reading.cancel()
         if self.stopping and ack is None:
             return
         t, at = self.clock.read()
@@ -483,7 +599,15 @@ class Site:
             return
         self.drop_connection(dispatcher)
         follow_ups = self.failed(dispatcher, ack["statuses"])
-        removed = [e.id for e in self.apply_ack(dispatcher)]
+        gone = self.apply_ack(dispatcher)
+        removed = [e.id for e in gone]
+        threshold = config.alert_threshold_ms
+        if threshold > 0:  # R38: after the acks' follow-ups, in batch order
+            follow_ups += [
+                {"kind": "alert", "sender": config.id, "dispatcher": index, "event": e.id,
+                 "queued_ms": t - e.enqueued_at}
+                for e in gone if e.enqueued_at + threshold < t
+            ]  # fmt: skip
         acked = {"kind": "acked", "sender": config.id, "dispatcher": index,
                  "batch_id": batch_id, "removed": removed}  # fmt: skip
         step = {"op": "deliver_ack", "sender": config.id, "dispatcher": index,
@@ -594,6 +718,9 @@ class Site:
                 self.bucket_of(wire["key"]),  # R28: with this site's buckets
             )  # fmt: skip
             index = self.enqueue(event, sid)
+            if index is None:
+                observed.append(self.not_queued(sid, wire["id"]))
+                continue
             observed.append({"kind": "forwarded", "site": self.site, "sender": sid,
                              "dispatcher": index, "event": wire["id"]})  # fmt: skip
         return observed
@@ -630,7 +757,9 @@ class Site:
         and timestamp floor."""
         self.entries.clear()
         self.applied.clear()
-        for dispatchers in self.senders.values():
+        for sid, dispatchers in self.senders.items():
+            self.running[sid] = not dispatchers[0].config.manual_start  # as configured
+            self.paused[sid] = False
             for dispatcher in dispatchers:
                 dispatcher.queue.clear()
                 dispatcher.resend.clear()
@@ -641,6 +770,9 @@ class Site:
 
     def replay(self, line: dict[str, Any]) -> None:
         op, t, observed = line["op"], line["t"], line["observed"]
+        if op.endswith("_sender"):
+            self.lifecycle(op, line["sender"], line.get("clean_queues", False))
+            return
         if op == "fail":
             self.failures[line["key"]] = (line["exception"], line["times"])
             return
@@ -676,6 +808,9 @@ class Site:
             t, at = self.clock.read()
             if t >= end:
                 return
+            if self.senders and rng.random() < run.get("lifecycle", 0.0):
+                self.lifecycle_step(rng)
+                continue
             key = f"k{rng.randrange(run['keys'])}"
             if rng.random() < run.get("fail", 0.0):
                 times = rng.randint(1, 3)
