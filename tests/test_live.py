@@ -312,16 +312,3 @@ def test_a_fault_the_model_cannot_explain_or_does_not_know_is_refused(
     assert main(command) == 2
     assert message in capsys.readouterr().err
     assert not out.exists()
-
-
-def test_a_configuration_the_sites_do_not_implement_is_one_line(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    config = json.loads(json.dumps(TWO_WAY))
-    config["senders"][0]["enable_batch_conflation"] = True
-    (tmp_path / "config.json").write_text(json.dumps(config))
-    out = tmp_path / "run"
-    assert main(["live", "--config", str(tmp_path / "config.json"), "--out", str(out)]) == 2
-    err = capsys.readouterr().err
-    assert err.startswith("wanconform: error: --config: senders['ny']: enable_batch_conflation:")
-    assert not out.exists()

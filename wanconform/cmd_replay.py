@@ -612,7 +612,8 @@ def replay_sources(
                 ops.append((last, op))
             here = last if isinstance(last, str) else where(source.name, last)
             trace_run.step(here, op)
-            if watcher is not None:
+            if watcher is not None and trace_run.divergence is None:
+                # once the log diverged, the model's due times are no longer the log's
                 watcher.step(trace_run.engine, here, op)
             progress.update(trace_run.operations)
         progress.close()

@@ -54,21 +54,6 @@ FENCE_S = 5.0
 does not answer by then is stuck, and the run would say so)."""
 
 
-def check_supported(config: Config) -> None:
-    """What the live sites implement (docs/LIVE.md): one line naming what they do not,
-    exit 2."""
-    for sender in config.senders:
-        unsupported = [
-            (sender.enable_batch_conflation, "enable_batch_conflation"),
-        ]
-        for present, what in unsupported:
-            if present:
-                raise WanconformError(
-                    f"--config: senders[{sender.id!r}]: {what}: the live sites implement "
-                    "serial and parallel senders without conflation (docs/LIVE.md)"
-                )
-
-
 @dataclass
 class Proxy:
     """A fault proxy in front of one sender's remote receiver. `passing`: frames go
@@ -347,7 +332,6 @@ def live(
     """Run the sites (`load`: the client load's `rate`, `keys` and `fail`); DIR gets
     their logs, their dead-letter stores, the nemesis's log and `live.json` (the run's
     record), whole at the end (`building_directory`)."""
-    check_supported(config)
     if bug is not None and bug not in BUGS:
         raise WanconformError(f"--bug: unknown bug {bug!r} (one of {', '.join(BUGS)})")
     unknown = [kind for kind in nemesis if kind not in NEMESES]

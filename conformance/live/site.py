@@ -55,6 +55,7 @@ BUGS = (
     "ack_before_apply",
     "cursor_reset",
     "dead_letter_after_ack",
+    "conflate_in_flight",
 )
 EXCEPTION = "InjectedFailure"
 """The exception of a failure the load injects (R16.2)."""
@@ -106,11 +107,41 @@ def java_rem(x: int, n: int) -> int:
 
 @dataclass
 class Batch:
-    """A batch in flight: its id, its events (batch order) and when it was sent."""
+    """A batch in flight: its id, its members (batch order), when it was sent, and the
+    members shipped (R33: all but those conflated in the batch)."""
 
     batch_id: int
     events: list[Event]
     sent_at: int
+    shipped: list[Event]
+    conflated: list[tuple[str, str]]  # R33: (member, by), batch order
+
+
+def newer(version: tuple[int, ...], than: tuple[int, ...]) -> bool:
+    """R16.3's order of tags: whether `version` wins over `than`."""
+    (ev, ts, dsid), (cev, cts, cdsid) = version, than
+    if dsid == cdsid:
+        return (ts, ev) > (cts, cev)
+    return ts > cts or (ts == cts and dsid > cdsid)
+
+
+def conflate_batch(members: list[Event]) -> tuple[list[Event], list[tuple[str, str]]]:
+    """R33: every update member with a later update of its key in the batch whose tag is
+    newer stays a member but is not shipped, `by` the latest such update: the members
+    shipped, and (member, by) in batch order."""
+    conflated: list[tuple[str, str]] = []
+    shipped = []
+    for i, event in enumerate(members):
+        later = [
+            other for other in members[i + 1 :]
+            if event.op == "update" and other.op == "update" and other.key == event.key
+            and newer(other.version, event.version)
+        ]  # fmt: skip
+        if later:
+            conflated.append((event.id, later[-1].id))
+        else:
+            shipped.append(event)
+    return shipped, conflated
 
 
 @dataclass
@@ -127,6 +158,7 @@ class Dispatcher:
     last_batch_id: int = 0
     resend: list[Event] = field(default_factory=list)
     cursor: int = 0
+    indexed: dict[str, list[str]] = field(default_factory=dict)  # R32: key -> update ids
     connection: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
     wake: asyncio.Event = field(default_factory=asyncio.Event)
 
@@ -169,25 +201,12 @@ class Dispatcher:
             cursor = self.index
         return events, cursor
 
-    def positions(self, events: list[Event]) -> list[int]:
-        """Where a batch's events are in the queue, in batch order: each bucket's
-        (serial: the queue's) first ones, in order (R31: a batch takes a bucket's oldest
-        events)."""
-
-        def lane(event: Event) -> int | None:
-            return event.bucket if self.config.parallel else None
-
-        wanted: dict[int | None, int] = {}
-        for event in events:
-            wanted[lane(event)] = wanted.get(lane(event), 0) + 1
-        found: dict[int | None, list[int]] = {}
-        for position, event in enumerate(self.queue):
-            if wanted.get(lane(event), 0) > 0:
-                wanted[lane(event)] -= 1
-                found.setdefault(lane(event), []).append(position)
-        where = [found[lane(event)].pop(0) for event in events]
-        assert [self.queue[p].id for p in where] == [e.id for e in events]
-        return where
+    def positions(self, events: list[Event]) -> dict[str, int]:
+        """Where a batch's events are in the queue, by event id (an event is in one
+        dispatcher's queue once; with the `conflate_in_flight` bug, a member may have
+        left it)."""
+        wanted = {e.id for e in events}
+        return {e.id: p for p, e in enumerate(self.queue) if e.id in wanted}
 
 
 class Clock:
@@ -262,16 +281,38 @@ class Site:
             return java_rem(event.bucket, n)
         return java_rem(string_hash(event.key), n)
 
-    def enqueue(self, event: Event, sender: str) -> int | None:
-        """R11/R22 through R29: the dispatcher that queued `event`, or None when the
-        sender is stopped (R37: not queued)."""
+    def enqueue(self, event: Event, sender: str) -> tuple[int | None, list[dict[str, Any]]]:
+        """R11/R22 through R29: the dispatcher that queued `event` (None when the sender
+        is stopped: R37, not queued), and R32's `conflated` observation if any."""
         if not self.running[sender]:
-            return None
+            return None, []
         config = self.senders[sender][0].config
         dispatcher = self.senders[sender][self.route(config, event)]
         dispatcher.queue.append(event)
         dispatcher.wake.set()
-        return dispatcher.index
+        if not config.enable_batch_conflation or event.op != "update":
+            return dispatcher.index, []
+        # R32: the most recently appended indexed update of the key still queued leaves,
+        # unless it is in the batch in flight or this one's tag is not newer
+        queued = {e.id: e for e in dispatcher.queue}
+        earlier = [i for i in dispatcher.indexed.get(event.key, []) if i in queued]
+        dispatcher.indexed[event.key] = [*earlier, event.id]
+        if not earlier:
+            return dispatcher.index, []
+        previous = queued[earlier[-1]]
+        flying = dispatcher.in_flight is not None and any(
+            e.id == previous.id for e in dispatcher.in_flight.events
+        )
+        if self.bug == "conflate_in_flight":  # as Geode's serial queue does (R32's note)
+            flying = False
+        if flying or not newer(event.version, previous.version):
+            return dispatcher.index, []
+        dispatcher.queue = [e for e in dispatcher.queue if e.id != previous.id]
+        dispatcher.resend = [e for e in dispatcher.resend if e.id != previous.id]
+        dispatcher.indexed[event.key].remove(previous.id)
+        conflated = {"kind": "conflated", "sender": sender, "dispatcher": dispatcher.index,
+                     "event": previous.id, "by": event.id, "where": "queue"}  # fmt: skip
+        return dispatcher.index, [conflated]
 
     def bucket_of(self, key: str) -> int | None:
         return java_rem(string_hash(key), self.buckets) if self.buckets else None
@@ -279,22 +320,30 @@ class Site:
     def apply_write(
         self, t: int, key: str, op: str, event_id: str, version: Version,
         value: dict[str, Any] | None, thread: int,
-    ) -> dict[str, int | None]:  # fmt: skip
-        """The write's effect, and the dispatcher each sender queued it on (None: the
-        sender is stopped)."""
+    ) -> tuple[dict[str, int | None], list[dict[str, Any]]]:  # fmt: skip
+        """The write's effect: the dispatcher each sender queued it on (None: the sender
+        is stopped), and the `not_queued` and `conflated` observations, sender by sender."""
         self.seq = max(self.seq, int(event_id.split(":")[1]))
         self.issued = max(self.issued, version[1])
         self.entries[key] = (value, version)
         recipients = frozenset({self.site, *self.remotes})
         event = Event(event_id, self.site, key, op, value, version, recipients, t, thread,
                       self.bucket_of(key))  # fmt: skip
-        return {sid: self.enqueue(event, sid) for sid in self.senders}
+        routes: dict[str, int | None] = {}
+        after: list[dict[str, Any]] = []
+        for sid in self.senders:
+            routes[sid], conflated = self.enqueue(event, sid)
+            after += [self.not_queued(sid, event_id)] if routes[sid] is None else conflated
+        return routes, after
 
     def apply_flush(self, dispatcher: Dispatcher, t: int) -> Batch:
         events, dispatcher.cursor = dispatcher.batch(self.bug)
+        shipped, conflated = events, list[tuple[str, str]]()
+        if dispatcher.config.enable_batch_conflation and len(events) > 1:
+            shipped, conflated = conflate_batch(events)  # R33
         dispatcher.last_batch_id += 1
         dispatcher.resend = []
-        dispatcher.in_flight = Batch(dispatcher.last_batch_id, events, t)
+        dispatcher.in_flight = Batch(dispatcher.last_batch_id, events, t, shipped, conflated)
         return dispatcher.in_flight
 
     @staticmethod
@@ -306,7 +355,7 @@ class Site:
         """R18: ok, duplicate, conflict, failed: every event of the batch leaves (no
         deltas here, so no invalid_delta stays)."""
         assert dispatcher.in_flight is not None
-        gone = set(dispatcher.positions(dispatcher.in_flight.events))
+        gone = set(dispatcher.positions(dispatcher.in_flight.events).values())
         dispatcher.queue = [e for p, e in enumerate(dispatcher.queue) if p not in gone]
         events, dispatcher.in_flight = dispatcher.in_flight.events, None
         return events
@@ -328,8 +377,10 @@ class Site:
         resent = self.bug != "resend_without_possible_duplicate"
         events = dispatcher.in_flight.events
         marked = [replace(e, possible_duplicate=resent) for e in events]
-        for position, event in zip(dispatcher.positions(events), marked, strict=True):
-            dispatcher.queue[position] = event
+        where = dispatcher.positions(events)
+        for event in marked:
+            if event.id in where:
+                dispatcher.queue[where[event.id]] = event
         if dispatcher.config.parallel:
             dispatcher.resend = marked
         dispatcher.in_flight = None
@@ -347,6 +398,7 @@ class Site:
                           "event": e.id, "reason": reason} for e in dispatcher.queue]  # fmt: skip
             dispatcher.queue.clear()
             dispatcher.resend.clear()
+            dispatcher.indexed.clear()
         return observed
 
     def lifecycle(self, op: str, sender: str, clean: bool = False) -> list[dict[str, Any]]:
@@ -362,6 +414,7 @@ class Site:
                 dispatcher.resend.clear()
                 dispatcher.next_retry_at = 0
                 dispatcher.cursor = dispatcher.index
+                dispatcher.indexed.clear()  # R32: what a restart keeps is `recovered`
             kept = sum(len(d.queue) for d in dispatchers) if keeps else 0
             observed[0]["kept"] = kept
             if not keeps:
@@ -370,6 +423,8 @@ class Site:
         elif op == "stop_sender":
             for dispatcher in dispatchers:
                 self.abandon(dispatcher)
+                if not config.parallel:  # R32: a serial queue is read again on start
+                    dispatcher.indexed.clear()
             if not config.parallel and not keeps:
                 observed += self.lost(sender, "stop")
             self.running[sender], self.paused[sender] = False, False
@@ -451,7 +506,7 @@ class Site:
         else:
             op = "create" if current is None or current[0] is None else "update"
         event_id = f"{self.site}:{self.seq + 1}"
-        routes = self.apply_write(t, key, op, event_id, version, value, thread)
+        routes, after = self.apply_write(t, key, op, event_id, version, value, thread)
         bucket = self.bucket_of(key)
         queued = {sid: d for sid, d in routes.items() if d is not None}
         enqueued = {
@@ -459,7 +514,6 @@ class Site:
             "version": list(version), "value": value, "senders": list(queued),
             "routes": {sid: {"dispatcher": d, "bucket": bucket} for sid, d in queued.items()},
         }  # fmt: skip
-        after = [self.not_queued(sid, event_id) for sid, d in routes.items() if d is None]
         step: dict[str, Any] = {"op": "put", "site": self.site, "key": key, "value": value}
         if value is None:
             step = {"op": "destroy", "site": self.site, "key": key}
@@ -536,14 +590,19 @@ class Site:
             return
         dispatcher.connection = (reader, writer)
         batch = self.apply_flush(dispatcher, t)
-        events = batch.events
+        events = batch.shipped
+        conflated = [
+            {"kind": "conflated", "sender": config.id, "dispatcher": index, "event": member,
+             "by": by, "where": "batch"}
+            for member, by in batch.conflated
+        ]  # fmt: skip
         sent = {
             "kind": "sent", "sender": config.id, "dispatcher": index,
             "batch_id": batch.batch_id, "events": [e.id for e in events],
             "bytes_full": sum(size(e.value) for e in events), "bytes_delta": 0,
             "events_resent": sum(e.possible_duplicate for e in events),
         }  # fmt: skip
-        self.log(t, at, step, [sent])
+        self.log(t, at, step, [*conflated, sent])
         _, writer = dispatcher.connection
         message = {"type": "batch", "sender": config.id, "dispatcher": index,
                    "batch_id": batch.batch_id, "events": [e.wire() for e in events]}  # fmt: skip
@@ -592,7 +651,8 @@ class Site:
         t, at = self.clock.read()
         if ack is None:  # R20
             self.drop_connection(dispatcher)
-            events = [e.id for e in self.apply_timeout(dispatcher, t)]
+            events = [e.id for e in batch.shipped]
+            self.apply_timeout(dispatcher, t)
             timeout = {"kind": "timeout", "sender": config.id, "dispatcher": index,
                        "batch_id": batch_id, "events": events}  # fmt: skip
             self.log(t, at, {"op": "timeout", "sender": config.id, "dispatcher": index}, [timeout])
@@ -621,7 +681,7 @@ class Site:
         assert dispatcher.in_flight is not None
         config, observed = dispatcher.config, []
         late: list[dict[str, Any]] = []
-        for event, (status, exception) in zip(dispatcher.in_flight.events, statuses, strict=False):
+        for event, (status, exception) in zip(dispatcher.in_flight.shipped, statuses, strict=False):
             if status != "failed":
                 continue
             kind = "dlq" if config.failure_listener == "dlq" else "dropped"
@@ -696,12 +756,9 @@ class Site:
             if failing == allowed:
                 return "failed", exception
         current = self.entries.get(key)
-        if current is None:
+        if current is None or newer(version, current[1]):
             return "ok", None
-        (ev, ts, dsid), (cev, cts, cdsid) = version, current[1]
-        if dsid == cdsid:
-            return ("ok" if (ts, ev) > (cts, cev) else "conflict"), None
-        return ("ok" if ts > cts or (ts == cts and dsid > cdsid) else "conflict"), None
+        return "conflict", None
 
     def forward(self, wire: dict[str, Any], t: int) -> list[dict[str, Any]]:
         """R22: offered to every sender here, in id order."""
@@ -717,12 +774,13 @@ class Site:
                 tuple(wire["version"]), received | self.remotes, t, wire["thread"],
                 self.bucket_of(wire["key"]),  # R28: with this site's buckets
             )  # fmt: skip
-            index = self.enqueue(event, sid)
+            index, conflated = self.enqueue(event, sid)
             if index is None:
                 observed.append(self.not_queued(sid, wire["id"]))
                 continue
             observed.append({"kind": "forwarded", "site": self.site, "sender": sid,
                              "dispatcher": index, "event": wire["id"]})  # fmt: skip
+            observed += conflated
         return observed
 
     # -- R21: coming back after a kill --------------------------------------------------
@@ -763,6 +821,7 @@ class Site:
             for dispatcher in dispatchers:
                 dispatcher.queue.clear()
                 dispatcher.resend.clear()
+                dispatcher.indexed.clear()
                 dispatcher.in_flight = None
                 dispatcher.next_retry_at = 0
                 dispatcher.cursor = dispatcher.index
@@ -787,9 +846,9 @@ class Site:
             self.apply_deliver(t, line["sender"], line["_events"], statuses)
             return
         dispatcher = self.senders[line["sender"]][line["dispatcher"]]
-        if op == "flush" and observed[0]["kind"] == "sent":
+        if op == "flush" and observed[-1]["kind"] == "sent":
             batch = self.apply_flush(dispatcher, t)
-            assert [e.id for e in batch.events] == observed[0]["events"], line
+            assert [e.id for e in batch.shipped] == observed[-1]["events"], line
         elif op == "flush":
             self.apply_failure(dispatcher, t)
         elif op == "deliver_ack":
