@@ -43,6 +43,11 @@ PARALLEL: dict[str, object] = {
 }  # fmt: skip
 
 
+CONFLATING = json.loads(json.dumps(PARALLEL))
+for _sender in CONFLATING["senders"]:  # type: ignore[index]
+    _sender["enable_batch_conflation"] = True  # R32-R33
+
+
 def live(tmp_path: Path, config: dict[str, object], *options: str) -> Path:
     (tmp_path / "config.json").write_text(json.dumps(config))
     out = tmp_path / "run"
@@ -259,12 +264,52 @@ def test_r36_r38_the_senders_lifecycle_and_alerts_under_kills_validate_clean(
     assert properties["P11"]["status"] in ("held", "not applicable")  # type: ignore[index]
 
 
+def test_r32_r33_conflation_in_the_queue_and_in_the_batch_validates_clean(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = live(
+        tmp_path, CONFLATING, "--keys", "4", "--drop", "0.15", "--nemesis", "kill",
+        "--duration", "5",
+    )  # fmt: skip
+    lines = [
+        json.loads(text)
+        for site in (1, 2)
+        for text in list((out / f"site-{site}.jsonl").open())[1:]
+    ]
+    writes = {
+        line["observed"][0]["event"]: line["observed"][0]
+        for line in lines
+        if line["op"] in ("put", "destroy")
+    }
+    in_queue = 0
+    for line in lines:
+        for seen in line["observed"]:
+            if seen["kind"] != "conflated":
+                continue
+            earlier, later = writes.get(seen["event"]), writes.get(seen["by"])
+            if seen["where"] == "queue":  # R32: an update replaced by a newer one of its key
+                in_queue += 1
+                if line["op"] in ("put", "destroy"):
+                    assert seen["by"] == line["observed"][0]["event"]
+            else:  # R33: kept back from the batch, its successor shipped
+                sent = line["observed"][-1]
+                assert seen["by"] in sent["events"] and seen["event"] not in sent["events"]
+            if earlier is not None and later is not None:
+                assert earlier["op"] == later["op"] == "update"
+                assert earlier["key"] == later["key"]
+    assert in_queue > 0
+    status, result = validate(out, capsys)
+    assert status == 0, result
+    assert result["properties"]["P9"]["status"] == "held"  # type: ignore[index]
+
+
 @pytest.mark.parametrize(
     ("bug", "config", "difference"),
     [
         ("wrong_flush", TWO_WAY, "observations[0].events["),
         ("cursor_reset", PARALLEL, "observations[0].events["),
         ("dead_letter_after_ack", dead_lettering(PARALLEL), '"kind":"dlq"'),
+        ("conflate_in_flight", CONFLATING, '"where":"queue"'),
         ("forward_to_origin", RING, "observations["),
         ("resend_without_possible_duplicate", TWO_WAY, "observations[0].events_resent"),
     ],
