@@ -303,6 +303,61 @@ def test_r32_r33_conflation_in_the_queue_and_in_the_batch_validates_clean(
     assert result["properties"]["P9"]["status"] == "held"  # type: ignore[index]
 
 
+def test_r10_r14_r16_4_r19_deltas_ship_as_deltas_and_fall_back_to_full_values(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = json.loads(json.dumps(PARALLEL))
+    for sender in config["senders"]:
+        sender["delta"] = True  # R14
+    out = live(tmp_path, config, "--keys", "5", "--drop", "0.05", "--duration", "5")
+    lines = [
+        json.loads(text)
+        for site in (1, 2)
+        for text in list((out / f"site-{site}.jsonl").open())[1:]
+    ]
+    written = {  # R10: every event carries the full value its write made
+        line["observed"][0]["event"]: line["observed"][0]["value"]
+        for line in lines
+        if line["op"] in ("put", "delta", "destroy")
+    }
+    assert sum(line["op"] == "delta" for line in lines) > 0
+    sent = [o for line in lines for o in line["observed"] if o["kind"] == "sent"]
+    assert sum(o["bytes_delta"] for o in sent) > 0
+    # R16.5: a delta applied builds exactly the value its write made (P6)
+    built = [
+        o for line in lines for o in line["observed"] if o["kind"] == "applied" and "value" in o
+    ]
+    assert built and all(o["value"] == written[o["event"]] for o in built)
+    status, result = validate(out, capsys)
+    assert status == 0, result
+    assert result["properties"]["P6"]["status"] == "held"  # type: ignore[index]
+
+
+def test_r36_persistent_queues_live_in_the_impls_store_and_survive_every_kill(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = json.loads(json.dumps(PARALLEL))
+    for sender in config["senders"]:
+        sender["enable_persistence"] = True
+    out = live(
+        tmp_path, config, "--nemesis", "kill", "--lifecycle", "0.03", "--drop", "0.1",
+        "--duration", "6",
+    )  # fmt: skip
+    assert sorted(p.name for p in out.glob("queues-site-*/*.queue")) == [
+        "ln.0.queue", "ln.1.queue", "ny.0.queue", "ny.1.queue", "ny.2.queue",
+    ]  # fmt: skip
+    record = json.loads((out / "live.json").read_text())
+    nemesis = [json.loads(text) for text in list((out / "nemesis.jsonl").open())[1:]]
+    killed = [n["site"] for n in nemesis if n["op"] == "site_down"]
+    assert killed and record["queue_stores"]["recoveries"] == len(killed)
+    stores = {1: 3, 2: 2}  # a store per dispatcher of each site's persistent sender
+    checked = record["queue_stores"]["exact"] + record["queue_stores"]["behind"]
+    assert checked == sum(stores[site] for site in killed)
+    assert record["queue_stores"]["lost"] == []
+    status, result = validate(out, capsys)
+    assert status == 0, result
+
+
 @pytest.mark.parametrize(
     ("bug", "config", "difference"),
     [

@@ -122,5 +122,15 @@ def run(args: argparse.Namespace) -> int:
         kills, wipes = record["kills"], record["wipes"]
         partitions = plural(record["partitions"], "partition")
         print(f"the nemesis killed {plural(kills, 'site')} ({wipes} of them wiped), {partitions}")
+    stores = record.get("queue_stores")
+    if stores:
+        lost = stores["lost"]
+        recoveries = plural(stores["recoveries"], "recovery", "recoveries")
+        print(
+            f"the persistent queues' stores after {recoveries}: "
+            f"{stores['exact']} as the log says, {stores['behind']} a step behind it "
+            f"(the kill came between the line and the store), "
+            + (f"{len(lost)} LOST OR CHANGED: {', '.join(lost)}" if lost else "none lost")
+        )
     print(f"check them: wanconform validate {args.out}")
     return 0

@@ -353,6 +353,10 @@ def live(
         (work / "run.json").unlink()
         for path in work.glob("*.wipes"):  # the sites' own notes (conformance.live.site)
             path.unlink()
+        checks = []  # each recovery's persistent queues against the site's log
+        for path in sorted(work.glob("*.stores")):
+            checks += [json.loads(line) for line in path.read_text().splitlines()]
+            path.unlink()
         if nemesis:
             header = {"log": "events", "version": 1, "process": "nemesis", "config": raw_config}
             lines = [json.dumps(header), *runner.nemesis_lines]
@@ -362,5 +366,12 @@ def live(
                   "nemesis": nemesis, "kills": runner.kills, "wipes": runner.wipes,
                   "partitions": runner.partitions, "lines": lines_of,
                   "dropped": dropped}  # fmt: skip
+        if checks:
+            record["queue_stores"] = {
+                "recoveries": len(checks),
+                "exact": sum(c["exact"] for c in checks),
+                "behind": sum(c["behind"] for c in checks),
+                "lost": [q for c in checks for q in c["lost"]],
+            }
         (work / LIVE_MARKER).write_text(json.dumps(record, indent=2) + "\n")
         return record

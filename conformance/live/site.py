@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from conformance.live.wire import read_frame, write_frame
-from impl import dlq_store
+from impl import dlq_store, queue_store
 from traces.canonical import size
 from traces.config import Config, SenderConfig, parse_config
 
@@ -81,14 +81,39 @@ class Event:
     thread: int = 0  # the client thread (R29's thread policy); a forwarded event keeps it
     bucket: int | None = None  # R28, at the site that queued it (None: replicated there)
     possible_duplicate: bool = False
+    delta: dict[str, Any] | None = None  # R10: a delta write's changes
+    base: Version | None = None  # R10: the tag it applies onto
+    converted: bool = False  # R19, R34: ships its full value from now on
+
+    def ships_as_delta(self, config: SenderConfig) -> bool:
+        """R14."""
+        return config.delta and self.delta is not None and not self.converted
+
+    def record(self) -> dict[str, Any]:
+        """What a persistent queue's store keeps of it."""
+        return {**self.wire(), "enqueued_at": self.enqueued_at, "bucket": self.bucket}
 
     def wire(self) -> dict[str, Any]:
         return {
             "id": self.id, "origin": self.origin, "key": self.key, "op": self.op,
             "value": self.value, "version": list(self.version),
             "recipients": sorted(self.recipients), "thread": self.thread,
-            "possible_duplicate": self.possible_duplicate,
+            "possible_duplicate": self.possible_duplicate, "delta": self.delta,
+            "base": None if self.base is None else list(self.base),
+            "converted": self.converted,
         }  # fmt: skip
+
+    @staticmethod
+    def from_wire(wire: dict[str, Any], recipients: frozenset[int], t: int,
+                  bucket: int | None) -> Event:  # fmt: skip
+        """A received event as R22 forwards it (new recipients, enqueue time and bucket;
+        not a possible duplicate; its delta, base and conversion kept)."""
+        base = wire["base"]
+        return Event(
+            wire["id"], wire["origin"], wire["key"], wire["op"], wire["value"],
+            tuple(wire["version"]), recipients, t, wire["thread"], bucket, False,
+            wire["delta"], None if base is None else tuple(base), wire["converted"],
+        )  # fmt: skip
 
 
 def string_hash(key: str) -> int:
@@ -125,12 +150,15 @@ def newer(version: tuple[int, ...], than: tuple[int, ...]) -> bool:
     return ts > cts or (ts == cts and dsid > cdsid)
 
 
-def conflate_batch(members: list[Event]) -> tuple[list[Event], list[tuple[str, str]]]:
+def conflate_batch(
+    config: SenderConfig, members: list[Event]
+) -> tuple[list[Event], list[tuple[str, str]], set[str]]:
     """R33: every update member with a later update of its key in the batch whose tag is
     newer stays a member but is not shipped, `by` the latest such update: the members
-    shipped, and (member, by) in batch order."""
+    shipped, (member, by) in batch order, and (R34) the survivors to convert to full,
+    those that would ship as a delta on the tag of one they conflated."""
     conflated: list[tuple[str, str]] = []
-    shipped = []
+    shipped, convert = [], set()
     for i, event in enumerate(members):
         later = [
             other for other in members[i + 1 :]
@@ -139,9 +167,11 @@ def conflate_batch(members: list[Event]) -> tuple[list[Event], list[tuple[str, s
         ]  # fmt: skip
         if later:
             conflated.append((event.id, later[-1].id))
+            if later[-1].ships_as_delta(config) and later[-1].base == event.version:
+                convert.add(later[-1].id)
         else:
             shipped.append(event)
-    return shipped, conflated
+    return shipped, conflated, convert
 
 
 @dataclass
@@ -159,6 +189,9 @@ class Dispatcher:
     resend: list[Event] = field(default_factory=list)
     cursor: int = 0
     indexed: dict[str, list[str]] = field(default_factory=dict)  # R32: key -> update ids
+    # enable_persistence: the impl's durable queue store mirrors `queue` (docs/LIVE.md)
+    store: queue_store.QueueLog | None = None
+    slots: dict[str, int] = field(default_factory=dict)  # event id -> its store slot
     connection: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
     wake: asyncio.Event = field(default_factory=asyncio.Event)
 
@@ -201,12 +234,38 @@ class Dispatcher:
             cursor = self.index
         return events, cursor
 
-    def positions(self, events: list[Event]) -> dict[str, int]:
-        """Where a batch's events are in the queue, by event id (an event is in one
-        dispatcher's queue once; with the `conflate_in_flight` bug, a member may have
-        left it)."""
-        wanted = {e.id for e in events}
-        return {e.id: p for p, e in enumerate(self.queue) if e.id in wanted}
+    # -- the queue's changes, mirrored in the store when there is one --------------------
+
+    def push(self, event: Event) -> None:
+        self.queue.append(event)
+        if self.store is not None:
+            self.slots[event.id] = self.store.append_one(event.record())
+
+    def pull(self, ids: set[str]) -> None:
+        self.queue = [e for e in self.queue if e.id not in ids]
+        if self.store is not None:
+            self.store.remove([self.slots.pop(i) for i in ids if i in self.slots])
+
+    def mark(self, event: Event) -> None:
+        """A queued event, now marked a possible duplicate (R20) or converted to ship its
+        full value (R19, R34) (with the `conflate_in_flight` bug it may have left the
+        queue)."""
+        for position, queued in enumerate(self.queue):
+            if queued.id == event.id:
+                self.queue[position] = event
+                if self.store is not None:
+                    update = {"possible_duplicate": event.possible_duplicate,
+                              "converted": event.converted}  # fmt: skip
+                    self.store.update(self.slots[event.id], update)
+                return
+
+    def empty(self) -> None:
+        self.queue.clear()
+        self.resend.clear()
+        self.indexed.clear()
+        if self.store is not None:
+            self.store.clear()
+            self.slots.clear()
 
 
 class Clock:
@@ -251,6 +310,16 @@ class Site:
             store = log.parent / f"dlq-site-{site}"
             store.mkdir(exist_ok=True)
             self.dead_letters = dlq_store.open_store(store, listening, lambda _: None)
+        # R36: a persistent sender's queues in the impl's durable queue store, written
+        # after each step's line (buffered: one write a step), fsynced as the impl does
+        self.stores: dict[tuple[str, int], queue_store.QueueLog] = {}
+        lasting = [(d.config.id, d.index) for ds in self.senders.values() for d in ds
+                   if d.config.enable_persistence]  # fmt: skip
+        if lasting:
+            self.stores = queue_store.open_queue_store(
+                log.parent / f"queues-site-{site}", lasting, lambda _: None, "batch",
+                buffered=True,
+            )  # fmt: skip
         self.stopping = False
         self.log_path = log
         self.fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
@@ -262,8 +331,18 @@ class Site:
     # -- the log ------------------------------------------------------------------------
 
     def log(self, t: int, at: int, step: dict[str, Any], observed: list[dict[str, Any]]) -> None:
+        """A step's line, then its changes to the queue stores (the log comes first: a
+        kill between the two leaves a store one step behind, which recovery sees)."""
         line = {"t": t, "at": at, **step, "observed": observed}
         os.write(self.fd, (json.dumps(line) + "\n").encode())
+        for store in self.stores.values():
+            store.flush()
+
+    def sync(self, dispatcher: Dispatcher) -> None:
+        """A persistent queue made durable against a power loss too (as the impl does:
+        before a batch is sent and after an ack's removals)."""
+        if dispatcher.store is not None:
+            dispatcher.store.sync()
 
     # -- the state's changes, shared by the live steps and recovery ----------------------
 
@@ -288,7 +367,7 @@ class Site:
             return None, []
         config = self.senders[sender][0].config
         dispatcher = self.senders[sender][self.route(config, event)]
-        dispatcher.queue.append(event)
+        dispatcher.push(event)
         dispatcher.wake.set()
         if not config.enable_batch_conflation or event.op != "update":
             return dispatcher.index, []
@@ -307,9 +386,11 @@ class Site:
             flying = False
         if flying or not newer(event.version, previous.version):
             return dispatcher.index, []
-        dispatcher.queue = [e for e in dispatcher.queue if e.id != previous.id]
+        dispatcher.pull({previous.id})
         dispatcher.resend = [e for e in dispatcher.resend if e.id != previous.id]
         dispatcher.indexed[event.key].remove(previous.id)
+        if event.ships_as_delta(config) and event.base == previous.version:  # R34
+            dispatcher.mark(replace(event, converted=True))
         conflated = {"kind": "conflated", "sender": sender, "dispatcher": dispatcher.index,
                      "event": previous.id, "by": event.id, "where": "queue"}  # fmt: skip
         return dispatcher.index, [conflated]
@@ -319,16 +400,18 @@ class Site:
 
     def apply_write(
         self, t: int, key: str, op: str, event_id: str, version: Version,
-        value: dict[str, Any] | None, thread: int,
+        value: dict[str, Any] | None, thread: int, delta: dict[str, Any] | None = None,
     ) -> tuple[dict[str, int | None], list[dict[str, Any]]]:  # fmt: skip
-        """The write's effect: the dispatcher each sender queued it on (None: the sender
-        is stopped), and the `not_queued` and `conflated` observations, sender by sender."""
+        """The write's effect (`delta`: a delta write's changes, R10): the dispatcher each
+        sender queued it on (None: the sender is stopped), and the `not_queued` and
+        `conflated` observations, sender by sender."""
         self.seq = max(self.seq, int(event_id.split(":")[1]))
         self.issued = max(self.issued, version[1])
+        base = self.entries[key][1] if delta is not None else None
         self.entries[key] = (value, version)
         recipients = frozenset({self.site, *self.remotes})
         event = Event(event_id, self.site, key, op, value, version, recipients, t, thread,
-                      self.bucket_of(key))  # fmt: skip
+                      self.bucket_of(key), False, delta, base)  # fmt: skip
         routes: dict[str, int | None] = {}
         after: list[dict[str, Any]] = []
         for sid in self.senders:
@@ -340,7 +423,13 @@ class Site:
         events, dispatcher.cursor = dispatcher.batch(self.bug)
         shipped, conflated = events, list[tuple[str, str]]()
         if dispatcher.config.enable_batch_conflation and len(events) > 1:
-            shipped, conflated = conflate_batch(events)  # R33
+            shipped, conflated, convert = conflate_batch(dispatcher.config, events)  # R33
+            if convert:  # R34: these ship their full value, from now on
+                events = [replace(e, converted=True) if e.id in convert else e for e in events]
+                shipped = [replace(e, converted=True) if e.id in convert else e for e in shipped]
+                for event in events:
+                    if event.id in convert:
+                        dispatcher.mark(event)
         dispatcher.last_batch_id += 1
         dispatcher.resend = []
         dispatcher.in_flight = Batch(dispatcher.last_batch_id, events, t, shipped, conflated)
@@ -351,14 +440,19 @@ class Site:
         dispatcher.next_retry_at = t + dispatcher.config.retry_interval_ms
 
     @staticmethod
-    def apply_ack(dispatcher: Dispatcher) -> list[Event]:
-        """R18: ok, duplicate, conflict, failed: every event of the batch leaves (no
-        deltas here, so no invalid_delta stays)."""
+    def apply_ack(dispatcher: Dispatcher, kept: set[str]) -> list[Event]:
+        """R18, R19: every member of the batch leaves but those answered `invalid_delta`
+        (`kept`), which stay converted to ship their full value (a parallel dispatcher
+        sends them first again, R31); the members that left, in batch order."""
         assert dispatcher.in_flight is not None
-        gone = set(dispatcher.positions(dispatcher.in_flight.events).values())
-        dispatcher.queue = [e for p, e in enumerate(dispatcher.queue) if p not in gone]
-        events, dispatcher.in_flight = dispatcher.in_flight.events, None
-        return events
+        members, dispatcher.in_flight = dispatcher.in_flight.events, None
+        dispatcher.pull({e.id for e in members if e.id not in kept})
+        converted = [replace(e, converted=True) for e in members if e.id in kept]
+        for event in converted:
+            dispatcher.mark(event)
+        if dispatcher.config.parallel:
+            dispatcher.resend = converted
+        return [e for e in members if e.id not in kept]
 
     def apply_timeout(self, dispatcher: Dispatcher, t: int) -> list[Event]:
         """R20: the batch's events marked possible duplicates (R31: a parallel
@@ -377,10 +471,8 @@ class Site:
         resent = self.bug != "resend_without_possible_duplicate"
         events = dispatcher.in_flight.events
         marked = [replace(e, possible_duplicate=resent) for e in events]
-        where = dispatcher.positions(events)
         for event in marked:
-            if event.id in where:
-                dispatcher.queue[where[event.id]] = event
+            dispatcher.mark(event)
         if dispatcher.config.parallel:
             dispatcher.resend = marked
         dispatcher.in_flight = None
@@ -396,9 +488,7 @@ class Site:
         for dispatcher in self.senders[sender]:
             observed += [{"kind": "queue_lost", "sender": sender, "dispatcher": dispatcher.index,
                           "event": e.id, "reason": reason} for e in dispatcher.queue]  # fmt: skip
-            dispatcher.queue.clear()
-            dispatcher.resend.clear()
-            dispatcher.indexed.clear()
+            dispatcher.empty()
         return observed
 
     def lifecycle(self, op: str, sender: str, clean: bool = False) -> list[dict[str, Any]]:
@@ -475,26 +565,39 @@ class Site:
         statuses: list[tuple[str, str | None]] = []
         observed: list[dict[str, Any]] = []
         for index, wire in enumerate(events):
-            version = tuple(wire["version"])
-            status, exception = self.status(wire["id"], wire["key"], version)
+            status, exception = self.status(wire)
             assert logged is None or logged[index] == status, (wire, logged)
             statuses.append((status, exception))
             applied = {"kind": "applied", "site": self.site, "sender": sender,
                        "event": wire["id"], "key": wire["key"], "status": status}  # fmt: skip
             if exception is not None:
                 applied["exception"] = exception
+            if status == "ok":
+                value = wire["value"]
+                if wire["as_delta"]:  # R16.5: the delta onto the live value (P6)
+                    live = self.entries[wire["key"]][0]
+                    assert live is not None  # R16.4 checked it
+                    value = applied["value"] = {**live, **wire["delta"]}
+                self.entries[wire["key"]] = (value, tuple(wire["version"]))
+                self.applied.add(wire["id"])
             observed.append(applied)
             if status == "ok":
-                self.entries[wire["key"]] = (wire["value"], version)
-                self.applied.add(wire["id"])
                 observed.extend(self.forward(wire, t))
         return statuses, observed
 
     # -- R9-R11: client writes ----------------------------------------------------------
 
-    def write(self, key: str, value: dict[str, Any] | None, thread: int) -> None:
+    def write(
+        self, key: str, value: dict[str, Any] | None, thread: int,
+        changes: dict[str, Any] | None = None,
+    ) -> None:  # fmt: skip
+        """R9-R11: a put of `value`, a destroy (None), or a delta of `changes` onto the
+        live value."""
         t, at = self.clock.read()
         current = self.entries.get(key)
+        if changes is not None:
+            assert current is not None and current[0] is not None
+            value = {**current[0], **changes}
         entry_version = current[1][0] + 1 if current else 1
         timestamp = t
         if current is not None and t <= current[1][1]:
@@ -506,7 +609,7 @@ class Site:
         else:
             op = "create" if current is None or current[0] is None else "update"
         event_id = f"{self.site}:{self.seq + 1}"
-        routes, after = self.apply_write(t, key, op, event_id, version, value, thread)
+        routes, after = self.apply_write(t, key, op, event_id, version, value, thread, changes)
         bucket = self.bucket_of(key)
         queued = {sid: d for sid, d in routes.items() if d is not None}
         enqueued = {
@@ -517,6 +620,8 @@ class Site:
         step: dict[str, Any] = {"op": "put", "site": self.site, "key": key, "value": value}
         if value is None:
             step = {"op": "destroy", "site": self.site, "key": key}
+        if changes is not None:
+            step = {"op": "delta", "site": self.site, "key": key, "changes": changes}
         if thread:
             step["thread"] = thread
         self.log(t, at, step, [enqueued, *after])
@@ -596,16 +701,20 @@ class Site:
              "by": by, "where": "batch"}
             for member, by in batch.conflated
         ]  # fmt: skip
+        deltas = {e.id for e in events if e.ships_as_delta(config)}  # R14
         sent = {
             "kind": "sent", "sender": config.id, "dispatcher": index,
             "batch_id": batch.batch_id, "events": [e.id for e in events],
-            "bytes_full": sum(size(e.value) for e in events), "bytes_delta": 0,
+            "bytes_full": sum(size(e.value) for e in events if e.id not in deltas),
+            "bytes_delta": sum(size(e.delta) for e in events if e.id in deltas),
             "events_resent": sum(e.possible_duplicate for e in events),
         }  # fmt: skip
         self.log(t, at, step, [*conflated, sent])
+        self.sync(dispatcher)
         _, writer = dispatcher.connection
+        shipped = [{**e.wire(), "as_delta": e.id in deltas} for e in events]
         message = {"type": "batch", "sender": config.id, "dispatcher": index,
-                   "batch_id": batch.batch_id, "events": [e.wire() for e in events]}  # fmt: skip
+                   "batch_id": batch.batch_id, "events": shipped}  # fmt: skip
         with contextlib.suppress(OSError):  # else the ack will not come: R20 times it out
             await write_frame(writer, message)
 
@@ -659,7 +768,8 @@ class Site:
             return
         self.drop_connection(dispatcher)
         follow_ups = self.failed(dispatcher, ack["statuses"])
-        gone = self.apply_ack(dispatcher)
+        kept = {o["event"] for o in follow_ups if o["kind"] == "invalid_delta"}
+        gone = self.apply_ack(dispatcher, kept)
         removed = [e.id for e in gone]
         threshold = config.alert_threshold_ms
         if threshold > 0:  # R38: after the acks' follow-ups, in batch order
@@ -673,15 +783,20 @@ class Site:
         step = {"op": "deliver_ack", "sender": config.id, "dispatcher": index,
                 "batch_id": batch_id}  # fmt: skip
         self.log(t, at, step, [acked, *follow_ups])
+        self.sync(dispatcher)
 
     def failed(self, dispatcher: Dispatcher, statuses: list[Any]) -> list[dict[str, Any]]:
-        """R18, R24 for the failed events of the batch acknowledged: each dead-lettered in
-        the durable store (written and fsynced before the events leave the queue) with
-        `failure_listener: "dlq"`, else dropped; their observations, in batch order."""
+        """R18, R19, R24 for the events of the batch acknowledged: a failed one
+        dead-lettered in the durable store (written and fsynced before the events leave
+        the queue) with `failure_listener: "dlq"`, else dropped; an `invalid_delta` one
+        kept to ship its full value; their observations, in batch order."""
         assert dispatcher.in_flight is not None
         config, observed = dispatcher.config, []
         late: list[dict[str, Any]] = []
         for event, (status, exception) in zip(dispatcher.in_flight.shipped, statuses, strict=False):
+            if status == "invalid_delta":
+                observed.append({"kind": "invalid_delta", "sender": config.id,
+                                 "dispatcher": dispatcher.index, "event": event.id})  # fmt: skip
             if status != "failed":
                 continue
             kind = "dlq" if config.failure_listener == "dlq" else "dropped"
@@ -744,9 +859,10 @@ class Site:
         self.log(t, at, step, observed)
         return statuses
 
-    def status(self, event: str, key: str, version: tuple[int, ...]) -> tuple[str, str | None]:
-        """R16.1-R16.3 (no deltas here) for one event, and the exception if it failed."""
-        if event in self.applied:
+    def status(self, wire: dict[str, Any]) -> tuple[str, str | None]:
+        """R16 for one event as shipped, and the exception if it failed."""
+        key, version = wire["key"], tuple(wire["version"])
+        if wire["id"] in self.applied:  # R16.1
             return "duplicate", None
         exception, left = self.failures.get(key, ("", 0))
         if left:  # R16.2: 1 + retry_attempts attempts (all of them until one succeeds: -1)
@@ -756,9 +872,13 @@ class Site:
             if failing == allowed:
                 return "failed", exception
         current = self.entries.get(key)
-        if current is None or newer(version, current[1]):
-            return "ok", None
-        return "conflict", None
+        if current is not None and not newer(version, current[1]):  # R16.3
+            return "conflict", None
+        if wire["as_delta"] and (  # R16.4
+            current is None or current[0] is None or current[1] != tuple(wire["base"])
+        ):
+            return "invalid_delta", None
+        return "ok", None
 
     def forward(self, wire: dict[str, Any], t: int) -> list[dict[str, Any]]:
         """R22: offered to every sender here, in id order."""
@@ -769,11 +889,8 @@ class Site:
             skip = remote == wire["origin"] or remote in received
             if skip and self.bug != "forward_to_origin":
                 continue
-            event = Event(
-                wire["id"], wire["origin"], wire["key"], wire["op"], wire["value"],
-                tuple(wire["version"]), received | self.remotes, t, wire["thread"],
-                self.bucket_of(wire["key"]),  # R28: with this site's buckets
-            )  # fmt: skip
+            # R28: the bucket with this site's buckets
+            event = Event.from_wire(wire, received | self.remotes, t, self.bucket_of(wire["key"]))
             index, conflated = self.enqueue(event, sid)
             if index is None:
                 observed.append(self.not_queued(sid, wire["id"]))
@@ -793,22 +910,70 @@ class Site:
         wipes_path = self.log_path.with_suffix(".wipes")
         wipes = json.loads(wipes_path.read_text()) if wipes_path.exists() else []
         steps = 0
+        before = self.persisted()
         with open(self.log_path, encoding="utf-8") as lines:
-            next(lines)  # the header
-            for text in lines:
-                while steps in wipes[:1]:
-                    self.wipe()
-                    wipes.pop(0)
-                self.replay(json.loads(text))
-                steps += 1
+            texts = list(lines)[1:]  # after the header
+        for text in texts:
+            while steps in wipes[:1]:
+                self.wipe()
+                wipes.pop(0)
+            if steps == len(texts) - 1:
+                before = self.persisted()
+            self.replay(json.loads(text))
+            steps += 1
         for _ in wipes:  # wiped, then killed again before its next step
             self.wipe()
+        self.check_stores(before)
         if wiped:
             self.wipe()
             done = json.loads(wipes_path.read_text()) if wipes_path.exists() else []
             partial = wipes_path.with_suffix(".wipes.tmp")
             partial.write_text(json.dumps([*done, steps]))
             os.replace(partial, wipes_path)
+
+    def persisted(self) -> dict[tuple[str, int], list[tuple[str, bool]]]:
+        """What the persistent queues hold: (event id, possible duplicate), in order."""
+        return {
+            key: [(e.id, e.possible_duplicate) for e in self.senders[key[0]][key[1]].queue]
+            for key in self.stores
+        }
+
+    def check_stores(self, before: dict[tuple[str, int], list[tuple[str, bool]]]) -> None:
+        """After a kill: each persistent queue as its durable store reads it back, held
+        against the queue the log says it had (`before`: before the last step, which the
+        store may lack: it is written after the line). Noted in `site-N.stores` (one line
+        per recovery: how many stores matched the log, how many were a step behind, and
+        each that did neither)."""
+        if not self.stores:
+            return
+        exact, behind, lost = 0, 0, []
+        now = self.persisted()
+        for key, store in self.stores.items():
+            got = [(r["id"], r["possible_duplicate"]) for _, r in store.read_back()]
+            if got == now[key]:
+                exact += 1
+            elif got == before[key]:
+                behind += 1
+            else:
+                lost.append(f"{key[0]}/{key[1]}")
+        found = {"exact": exact, "behind": behind, "lost": lost}
+        with open(self.log_path.with_suffix(".stores"), "a", encoding="utf-8") as notes:
+            notes.write(json.dumps(found) + "\n")
+
+    def attach_stores(self) -> None:
+        """Each persistent queue's store made to hold the queue (rewritten when it does
+        not) and attached: from now on every change of the queue is written to it."""
+        for (sid, index), store in self.stores.items():
+            dispatcher = self.senders[sid][index]
+            records = store.read_back()
+            got = [(r["id"], r["possible_duplicate"]) for _, r in records]
+            if got == [(e.id, e.possible_duplicate) for e in dispatcher.queue]:
+                dispatcher.slots = {r["id"]: slot for slot, r in records}
+            else:
+                store.clear()
+                dispatcher.slots = {e.id: store.append_one(e.record()) for e in dispatcher.queue}
+                store.sync()
+            dispatcher.store = store
 
     def wipe(self) -> None:
         """R21's wipe: a new distributed system but for its sequence numbers, batch ids
@@ -819,9 +984,7 @@ class Site:
             self.running[sid] = not dispatchers[0].config.manual_start  # as configured
             self.paused[sid] = False
             for dispatcher in dispatchers:
-                dispatcher.queue.clear()
-                dispatcher.resend.clear()
-                dispatcher.indexed.clear()
+                dispatcher.empty()
                 dispatcher.in_flight = None
                 dispatcher.next_retry_at = 0
                 dispatcher.cursor = dispatcher.index
@@ -835,11 +998,11 @@ class Site:
         if op == "fail":
             self.failures[line["key"]] = (line["exception"], line["times"])
             return
-        if op in ("put", "destroy"):
+        if op in ("put", "destroy", "delta"):
             e = observed[0]
             version = tuple(e["version"])
             self.apply_write(t, e["key"], e["op"], e["event"], version, e["value"],
-                             line.get("thread", 0))  # fmt: skip
+                             line.get("thread", 0), line.get("changes"))  # fmt: skip
             return
         if op == "deliver":
             statuses = [o["status"] for o in observed if o["kind"] == "applied"]
@@ -852,7 +1015,8 @@ class Site:
         elif op == "flush":
             self.apply_failure(dispatcher, t)
         elif op == "deliver_ack":
-            self.apply_ack(dispatcher)
+            kept = {o["event"] for o in observed if o["kind"] == "invalid_delta"}
+            self.apply_ack(dispatcher, kept)
         elif op == "timeout":
             self.apply_timeout(dispatcher, t)
 
@@ -880,8 +1044,11 @@ class Site:
                 continue
             thread = rng.randrange(THREADS)
             live = self.entries.get(key, (None,))[0] is not None
-            if live and rng.random() < 0.2:
+            draw = rng.random()
+            if live and draw < 0.2:
                 self.write(key, None, thread)
+            elif live and draw < 0.5:  # R10: a delta of one field
+                self.write(key, None, thread, {"n": rng.randrange(1000)})
             else:
                 self.write(key, {"n": rng.randrange(1000), "site": self.site}, thread)
 
@@ -891,6 +1058,7 @@ async def serve(run: dict[str, Any], folder: Path, site: int, mode: str) -> None
     node = Site(config, site, run, folder / f"site-{site}.jsonl")
     if mode != "fresh":
         node.recover(wiped=mode == "wiped")
+    node.attach_stores()
     server = await asyncio.start_server(node.receive, "127.0.0.1", 0)
     port = server.sockets[0].getsockname()[1]
     print(f"PORT {port}", flush=True)
