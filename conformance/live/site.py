@@ -20,13 +20,14 @@ in `_events` for this (a field starting with `_` is the process's own: validate 
 it). A line is written with one `write` to a file opened for appending, so a kill leaves
 it whole or absent.
 
-The rules it implements (SPEC v2.0 without deltas, redelivery, conflation, persistence
-and the lifecycle): R9-R11 client writes (put, destroy, each from a client thread),
-R12-R15 per dispatcher, R16 the receiver's duplicate, injected-failure and conflict
-checks, R17 and R18 acks, R24 dead letters in the impl's durable store, R20 timeouts
-(the connection closed, the events marked possible duplicates), R21 through kills and
-restarts, R22 forwarding, R28-R31 serial and parallel senders with their dispatchers
-(routing by order policy or bucket, R31's round robin and resend list). A connection
+The rules it implements (SPEC v2.0 but R26's redelivery; docs/LIVE.md): R9-R11 client
+writes (put, delta, destroy, each from a client thread), R12-R15 per dispatcher (R14's
+deltas), R16 the receiver's checks (duplicate, injected failure, conflict, delta base),
+R17-R19 acks and the full-value fallback, R20 timeouts (the connection closed, the
+events marked possible duplicates), R21 through kills and restarts, R22 forwarding, R24
+dead letters in the impl's durable store, R28-R31 serial and parallel senders with their
+dispatchers, R32-R34 conflation, R35 (nothing to log), R36-R37 the sender's lifecycle
+(a persistent queue also in the impl's durable queue store), R38 alerts. A connection
 that the proxy does not complete (no `hello`) is R15's connection failure.
 """
 
