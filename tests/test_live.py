@@ -358,6 +358,35 @@ def test_r36_persistent_queues_live_in_the_impls_store_and_survive_every_kill(
     assert status == 0, result
 
 
+def test_r26_an_operator_redelivers_the_dead_letters_and_the_store_keeps_the_rest(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = live(
+        tmp_path, dead_lettering(PARALLEL), "--fail", "0.2", "--lifecycle", "0.08",
+        "--nemesis", "kill", "--duration", "6",
+    )  # fmt: skip
+    lines = [json.loads(text) for text in list((out / "site-1.jsonl").open())[1:]]
+    waiting: list[str] = []  # ny's dead letters, as site 1's own lines say, in order
+    outcomes = []
+    for line in lines:
+        for seen in line["observed"]:
+            if seen["kind"] == "dlq":
+                waiting.append(seen["event"])
+        if line["op"] == "redeliver":  # R26: every record leaves, in queue order
+            redelivered = [o for o in line["observed"] if o["kind"] == "redelivery"]
+            assert [o["event"] for o in redelivered] == waiting
+            outcomes += [o["outcome"] for o in redelivered]
+            waiting = []
+    assert outcomes and set(outcomes) <= {"requeued", "superseded", "unrecoverable"}
+    exported = tmp_path / "left.jsonl"
+    assert main(["dlq", str(out / "dlq-site-1"), "--format", "jsonl", "-o", str(exported)]) == 0
+    capsys.readouterr()
+    left = [json.loads(line)["event_id"] for line in exported.read_text().splitlines()]
+    assert left == waiting  # the store holds what was not redelivered, across every kill
+    status, result = validate(out, capsys)
+    assert status == 0, result
+
+
 @pytest.mark.parametrize(
     ("bug", "config", "difference"),
     [

@@ -46,8 +46,7 @@ def register(subparsers: Any) -> None:
         "live",
         help="run live sites (processes, TCP, real timers) that write event logs",
         description=(
-            "Run one OS process per site of CONFIG (serial and parallel senders: "
-            "docs/LIVE.md), a fault proxy in front of every sender's remote and a seeded "
+            "Run one OS process per site of CONFIG (SPEC v2.0: docs/LIVE.md), a fault proxy in front of every sender's remote and a seeded "
             "client load for --duration seconds; write each site's event log (docs/LOG.md) "
             "into DIR, then check them with `wanconform validate DIR`."
         ),
@@ -76,7 +75,7 @@ def register(subparsers: Any) -> None:
         "--lifecycle", type=probability, default=0.0, metavar="P",
         help="each client step is, with probability P, an operator's step on one of its "
         "site's senders instead (R36, R37: stop, start, clean start, pause, resume, "
-        "restart, as enabled); default 0",
+        "restart, as enabled; R26: redeliver its dead letters); default 0",
     )  # fmt: skip
     parser.add_argument(
         "--drop", type=probability, default=0.0,

@@ -143,6 +143,19 @@ class Batch:
     conflated: list[tuple[str, str]]  # R33: (member, by), batch order
 
 
+def dead_letter(config: SenderConfig, event: Event, exception: str | None) -> dict[str, Any]:
+    """R24's record of a failed event (no value when the listener is secure); with its
+    recipients and thread, for R26."""
+    record: dict[str, Any] = {"event_id": event.id, "sender": config.id, "key": event.key,
+                              "op": event.op, "exception": exception,
+                              "version": list(event.version)}  # fmt: skip
+    if not config.dlq_secure:
+        record["value"] = event.value
+    record["recipients"] = sorted(event.recipients)
+    record["thread"] = event.thread
+    return record
+
+
 def newer(version: tuple[int, ...], than: tuple[int, ...]) -> bool:
     """R16.3's order of tags: whether `version` wins over `than`."""
     (ev, ts, dsid), (cev, cts, cdsid) = version, than
@@ -307,6 +320,10 @@ class Site:
         # wipes: R21 keeps dead letters, they are on disk)
         listening = [sid for sid, ds in self.senders.items() if ds[0].config.failure_listener]
         self.dead_letters: dict[str, dlq_store.SenderLog] = {}
+        # R24: each sender's dead letters as the log says (the store is made to agree at
+        # every recovery: a record is written before its ack's line)
+        self.dead: dict[str, list[dict[str, Any]]] = {sid: [] for sid in self.senders}
+        self.recovering = False
         if listening:
             store = log.parent / f"dlq-site-{site}"
             store.mkdir(exist_ok=True)
@@ -531,6 +548,41 @@ class Site:
             dispatcher.wake.set()
         return observed
 
+    def redeliver(self, sender: str, t: int) -> list[dict[str, Any]]:
+        """R26 for every dead letter of `sender`, in order: superseded (a newer entry
+        here), requeued (with the entry's value when the entry is the record's own write,
+        else the record's value or a tombstone for a destroy; a full value, a possible
+        duplicate, routed by R29 and conflated by R32 as any append) or unrecoverable (a
+        secure record of a create or update whose write is gone). Its observations."""
+        observed: list[dict[str, Any]] = []
+        records, self.dead[sender] = self.dead[sender], []
+        if sender in self.dead_letters and records and not self.recovering:
+            self.dead_letters[sender].remove([r["event_id"] for r in records])
+        for record in records:
+            version = tuple(record["version"])
+            entry = self.entries.get(record["key"])
+            conflated: list[dict[str, Any]] = []
+            if entry is not None and newer(entry[1], version):
+                outcome = "superseded"
+            elif entry is not None and entry[1] == version:
+                outcome, value = "requeued", entry[0]
+            elif "value" in record or record["op"] == "destroy":
+                outcome = "requeued"
+                value = None if record["op"] == "destroy" else record["value"]
+            else:
+                outcome = "unrecoverable"
+            if outcome == "requeued":
+                event = Event(
+                    record["event_id"], int(record["event_id"].split(":")[0]), record["key"],
+                    record["op"], value, version, frozenset(record["recipients"]), t,
+                    record["thread"], self.bucket_of(record["key"]), True,
+                )  # fmt: skip
+                _, conflated = self.enqueue(event, sender)
+            observed.append({"kind": "redelivery", "sender": sender,
+                             "event": record["event_id"], "outcome": outcome})  # fmt: skip
+            observed += conflated
+        return observed
+
     def lifecycle_step(self, rng: random.Random) -> None:
         """An operator's step on one of this site's senders, among those enabled (§16.2):
         a running one is stopped, paused or restarted; a paused one resumed, stopped or
@@ -547,6 +599,11 @@ class Site:
         else:
             op = rng.choice(["stop_sender", "pause_sender", "restart_sender"])
         if op in ("stop_sender", "restart_sender") and not idle:
+            return
+        if self.running[sender] and self.dead[sender] and rng.random() < 0.5:
+            t, at = self.clock.read()  # R26: an operator redelivers the dead letters
+            observed = self.redeliver(sender, t)
+            self.log(t, at, {"op": "redeliver", "sender": sender}, observed)
             return
         clean = op == "start_sender" and rng.random() < 1 / 3
         t, at = self.clock.read()
@@ -802,17 +859,12 @@ class Site:
                 continue
             kind = "dlq" if config.failure_listener == "dlq" else "dropped"
             if kind == "dlq":
-                record = {"event_id": event.id, "sender": config.id, "key": event.key,
-                          "op": event.op, "exception": exception,
-                          "version": list(event.version)}  # fmt: skip
-                if not config.dlq_secure:
-                    record["value"] = event.value
-                record["recipients"] = sorted(event.recipients)
-                record["thread"] = event.thread
+                record = dead_letter(config, event, exception)
                 if self.bug == "dead_letter_after_ack":
                     late.append(record)  # written after the ack is taken, and not logged
                     continue
                 self.dead_letters[config.id].append(record)
+                self.dead[config.id].append(record)
             observed.append({"kind": kind, "sender": config.id, "dispatcher": dispatcher.index,
                              "event": event.id, "exception": exception})  # fmt: skip
         if late:
@@ -912,6 +964,7 @@ class Site:
         wipes = json.loads(wipes_path.read_text()) if wipes_path.exists() else []
         steps = 0
         before = self.persisted()
+        self.recovering = True
         with open(self.log_path, encoding="utf-8") as lines:
             texts = list(lines)[1:]  # after the header
         for text in texts:
@@ -924,7 +977,13 @@ class Site:
             steps += 1
         for _ in wipes:  # wiped, then killed again before its next step
             self.wipe()
+        self.recovering = False
         self.check_stores(before)
+        for sid, store in self.dead_letters.items():  # R24: the records the log says
+            if store.records != self.dead[sid]:
+                store.remove([r["event_id"] for r in store.records])
+                for record in self.dead[sid]:
+                    store.append(record)
         if wiped:
             self.wipe()
             done = json.loads(wipes_path.read_text()) if wipes_path.exists() else []
@@ -996,6 +1055,9 @@ class Site:
         if op.endswith("_sender"):
             self.lifecycle(op, line["sender"], line.get("clean_queues", False))
             return
+        if op == "redeliver":
+            self.redeliver(line["sender"], t)
+            return
         if op == "fail":
             self.failures[line["key"]] = (line["exception"], line["times"])
             return
@@ -1016,6 +1078,14 @@ class Site:
         elif op == "flush":
             self.apply_failure(dispatcher, t)
         elif op == "deliver_ack":
+            assert dispatcher.in_flight is not None
+            members = {e.id: e for e in dispatcher.in_flight.shipped}
+            for seen in observed:
+                if seen["kind"] == "dlq":
+                    record = dead_letter(
+                        dispatcher.config, members[seen["event"]], seen["exception"]
+                    )
+                    self.dead[line["sender"]].append(record)
             kept = {o["event"] for o in observed if o["kind"] == "invalid_delta"}
             self.apply_ack(dispatcher, kept)
         elif op == "timeout":
