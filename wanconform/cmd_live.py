@@ -46,9 +46,10 @@ def register(subparsers: Any) -> None:
         "live",
         help="run live sites (processes, TCP, real timers) that write event logs",
         description=(
-            "Run one OS process per site of CONFIG (SPEC v2.0: docs/LIVE.md), a fault proxy in front of every sender's remote and a seeded "
-            "client load for --duration seconds; write each site's event log (docs/LOG.md) "
-            "into DIR, then check them with `wanconform validate DIR`."
+            "Run one OS process per site of CONFIG (SPEC v2.0: docs/LIVE.md), a fault "
+            "proxy in front of every sender's remote and a seeded client load for "
+            "--duration seconds; write each site's event log (docs/LOG.md) into DIR, then "
+            "check them with `wanconform validate DIR`."
         ),
         epilog="Exit status: 0 the run finished and DIR holds its logs, 2 bad input.",
     )
