@@ -44,7 +44,7 @@ PARALLEL: dict[str, object] = {
 
 
 CONFLATING = json.loads(json.dumps(PARALLEL))
-for _sender in CONFLATING["senders"]:  # type: ignore[index]
+for _sender in CONFLATING["senders"]:
     _sender["enable_batch_conflation"] = True  # R32-R33
 
 
