@@ -112,10 +112,11 @@ def test_r21_sites_killed_and_wiped_come_back_and_the_run_validates_clean(
     # drops and delays: every fault at once.
     out = live(
         tmp_path, TWO_WAY, "--nemesis", "kill,wipe,partition", "--drop", "0.05",
-        "--delay", "50", "--duration", "6",
+        "--delay", "50", "--duplicate", "0.1", "--reset", "0.03", "--duration", "6",
     )  # fmt: skip
     record = json.loads((out / "live.json").read_text())
     assert record["kills"] >= 1
+    assert sum(record["duplicated"].values()) > 0 and sum(record["resets"].values()) > 0
     nemesis = [json.loads(line) for line in (out / "nemesis.jsonl").read_text().splitlines()]
     assert [line["op"] for line in nemesis[1:]] == ["site_down", "site_up"] * record["kills"]
     assert sorted(p.name for p in out.iterdir()) == [
@@ -394,6 +395,7 @@ def test_r26_an_operator_redelivers_the_dead_letters_and_the_store_keeps_the_res
         ("cursor_reset", PARALLEL, "observations[0].events["),
         ("dead_letter_after_ack", dead_lettering(PARALLEL), '"kind":"dlq"'),
         ("conflate_in_flight", CONFLATING, '"where":"queue"'),
+        ("apply_duplicate_batch", TWO_WAY, 'model="skipped" log="applied"'),
         ("forward_to_origin", RING, "observations["),
         ("resend_without_possible_duplicate", TWO_WAY, "observations[0].events_resent"),
     ],
@@ -405,7 +407,8 @@ def test_a_planted_bug_is_found_at_its_line(
     config: dict[str, object],
     difference: str,
 ) -> None:
-    out = live(tmp_path, config, "--bug", bug, "--drop", "0.15", "--fail", "0.1")
+    out = live(tmp_path, config, "--bug", bug, "--drop", "0.15", "--fail", "0.1",
+               "--duplicate", "0.2")  # fmt: skip
     assert main(["validate", str(out)]) == 1
     text = capsys.readouterr().out
     assert f"P1: FAILED: model and the log diverge at {out}/site-" in text

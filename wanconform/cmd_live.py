@@ -83,6 +83,17 @@ def register(subparsers: Any) -> None:
         help="the proxies drop each batch or ack with this probability (default 0)",
     )  # fmt: skip
     parser.add_argument(
+        "--duplicate", type=probability, default=0.0, metavar="P",
+        help="the proxies pass each batch twice with this probability (the receiver answers "
+        "the copy without applying it, as Geode's does a batch id it has replied to); "
+        "default 0",
+    )  # fmt: skip
+    parser.add_argument(
+        "--reset", type=probability, default=0.0, metavar="P",
+        help="the proxies close the link instead of passing a frame with this probability "
+        "(a connection reset); default 0",
+    )  # fmt: skip
+    parser.add_argument(
         "--delay", type=non_negative_int, default=0, metavar="MS",
         help="the proxies delay each frame by up to MS (seeded; below a quarter of every "
         "ack_timeout_ms); default 0",
@@ -103,14 +114,15 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from conformance.live.run import live
+    from conformance.live.run import Faults, live
     from wanconform.cmd_topology import load_config_or_trace
 
     config = load_config_or_trace(args.config)
     load = {"rate": args.rate, "keys": args.keys, "fail": args.fail, "lifecycle": args.lifecycle}
     record = live(
         config, config.to_json(), Path(args.out), args.duration, args.seed, load,
-        args.drop, args.delay, [k for k in args.nemesis.split(",") if k], args.bug,
+        Faults(args.drop, args.delay, args.duplicate, args.reset),
+        [k for k in args.nemesis.split(",") if k], args.bug,
         lambda line: print(line, file=sys.stderr, flush=True),
     )  # fmt: skip
     for name, count in record["lines"].items():
@@ -118,6 +130,11 @@ def run(args: argparse.Namespace) -> int:
     dropped = sum(sum(kinds.values()) for kinds in record["dropped"].values())
     if args.drop:
         print(f"the proxies dropped {plural(dropped, 'message')}")
+    if args.duplicate:
+        twice = plural(sum(record["duplicated"].values()), "batch", "batches")
+        print(f"the proxies passed {twice} twice")
+    if args.reset:
+        print(f"the proxies reset {plural(sum(record['resets'].values()), 'link')}")
     if record["nemesis"]:
         kills, wipes = record["kills"], record["wipes"]
         partitions = plural(record["partitions"], "partition")

@@ -3,8 +3,9 @@ event logs (docs/LIVE.md).
 
 One OS process per site (`conformance.live.site`); in this process, one fault proxy per
 sender between it and its remote's receiver, forwarding whole frames and, with
-`--drop P` / `--delay MS`, dropping each batch or ack frame with probability P / holding
-it up to MS (seeded per sender and frame, so a run's faults do not depend on timing),
+`--drop P` / `--delay MS` / `--duplicate P` / `--reset P`, dropping each batch or ack
+frame with probability P / holding it up to MS / passing a batch twice / closing the link
+instead (seeded per sender and frame, so a run's faults do not depend on timing),
 and the nemesis, which kills a site with SIGKILL and starts it again, with or without
 wipe, or cuts a sender off for a while (seeded). The nemesis logs `site_down` and
 `site_up` in its own event log (`nemesis.jsonl`), fenced so that the merged run means
@@ -36,7 +37,7 @@ import signal
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +55,20 @@ FENCE_S = 5.0
 does not answer by then is stuck, and the run would say so)."""
 
 
+@dataclass(frozen=True)
+class Faults:
+    """What the proxies do to the frames they pass, each decided by the seed, the sender
+    and the frame's number: drop it (`drop`), hold it up to `delay_ms`, pass a batch twice
+    (`duplicate`: the receiver must answer the copy without applying it again, as Geode's
+    receiver does with a batch id it has replied to), or close the link instead of
+    passing it (`reset`: the sender's connection fails under it)."""
+
+    drop: float = 0.0
+    delay_ms: int = 0
+    duplicate: float = 0.0
+    reset: float = 0.0
+
+
 @dataclass
 class Proxy:
     """A fault proxy in front of one sender's remote receiver. `passing`: frames go
@@ -65,11 +80,12 @@ class Proxy:
     remote: int
     upstream: int
     seed: int
-    drop: float
-    delay_ms: int = 0
+    faults: Faults
     frames: int = 0
     partitioned: bool = False
     dropped: dict[str, int] = field(default_factory=lambda: {"batch": 0, "ack": 0})
+    duplicated: int = 0
+    resets: int = 0
     passing: bool = True
     state: str = "up"
     changed: asyncio.Event = field(default_factory=asyncio.Event)
@@ -78,14 +94,24 @@ class Proxy:
     refusing: int = 0  # connections told `refused` whose sender has not said `noted`
     links: set[asyncio.StreamWriter] = field(default_factory=set)
 
-    def keep(self, kind: str) -> tuple[bool, float]:
-        """Whether frame number `frames` goes through, and after how many seconds."""
+    def keep(self, kind: str) -> tuple[str, float]:
+        """What becomes of frame number `frames` ("pass", "twice", "drop" or "reset"),
+        and after how many seconds."""
         self.frames += 1
         rng = random.Random(f"{self.seed}:{self.sender}:{self.frames}")
-        lost = self.partitioned or (self.drop > 0 and rng.random() < self.drop)
-        if lost:
+        faults = self.faults
+        draws = [rng.random() for _ in range(3)]
+        delay = rng.uniform(0, faults.delay_ms) / 1000 if faults.delay_ms else 0.0
+        if self.partitioned or draws[0] < faults.drop:
             self.dropped[kind] += 1
-        return not lost, rng.uniform(0, self.delay_ms) / 1000 if self.delay_ms else 0.0
+            return "drop", delay
+        if draws[1] < faults.reset:
+            self.resets += 1
+            return "reset", delay
+        if kind == "batch" and draws[2] < faults.duplicate:
+            self.duplicated += 1
+            return "twice", delay
+        return "pass", delay
 
     def set_state(self, state: str, passing: bool | None = None) -> None:
         self.state = state
@@ -138,14 +164,20 @@ class Proxy:
                         self.unanswered.discard(link)
                     if not self.passing:
                         continue
-                    passes, delay = self.keep(kind)
-                    if passes:
+                    action, delay = self.keep(kind)
+                    if action == "reset":  # the link closed under both ends
+                        writer.close()
+                        up_writer.close()
+                        return
+                    if action != "drop":
                         if delay:
                             await asyncio.sleep(delay)
                         if self.passing:  # (a kill may have begun meanwhile)
                             if kind == "batch":
                                 self.unanswered.add(link)
                             await write_raw(sink, raw)
+                            if action == "twice":
+                                await write_raw(sink, raw)
             except (OSError, asyncio.IncompleteReadError):
                 pass
             finally:
@@ -270,7 +302,7 @@ class Runner:
 
 
 async def _run(
-    runner: Runner, duration_s: float, drop: float, delay_ms: int, nemesis: list[str], say: Any
+    runner: Runner, duration_s: float, faults: Faults, nemesis: list[str], say: Any
 ) -> dict[str, Any]:
     config = runner.config
     (runner.folder / "run.json").write_text(json.dumps(runner.run))
@@ -279,7 +311,7 @@ async def _run(
         servers = []
         for sender in config.senders:
             proxy = Proxy(sender.id, sender.site, sender.remote, upstream[sender.remote],
-                          runner.run["seed"], drop, delay_ms)  # fmt: skip
+                          runner.run["seed"], faults)  # fmt: skip
             server = await asyncio.start_server(proxy.handle, "127.0.0.1", 0)
             servers.append(server)
             runner.proxies[sender.id] = proxy
@@ -308,7 +340,10 @@ async def _run(
         failed = {site: p.returncode for site, p in runner.processes.items() if p.returncode}
         if failed:
             raise WanconformError(f"live: site processes failed: {failed}")
-        return {sid: proxy.dropped for sid, proxy in runner.proxies.items()}
+        return {
+            sid: {"dropped": p.dropped, "duplicated": p.duplicated, "resets": p.resets}
+            for sid, p in runner.proxies.items()
+        }
     finally:
         for process in runner.processes.values():
             if process.poll() is None:
@@ -323,8 +358,7 @@ def live(
     duration_s: float,
     seed: int,
     load: dict[str, Any],
-    drop: float,
-    delay_ms: int,
+    faults: Faults,
     nemesis: list[str],
     bug: str | None,
     say: Any,
@@ -340,16 +374,17 @@ def live(
             f"--nemesis: unknown {unknown[0]!r} (one or more of {', '.join(NEMESES)})"
         )
     slowest = min(s.ack_timeout_ms for s in config.senders)
-    if 4 * delay_ms >= slowest:
+    if 4 * faults.delay_ms >= slowest:
         raise WanconformError(
-            f"--delay: {delay_ms} ms: keep it below a quarter of the smallest ack_timeout_ms "
-            f"({slowest}): R20 takes a timed-out batch out of the network, so a batch or ack "
-            "delayed past the timeout would be a disagreement the system did not cause"
+            f"--delay: {faults.delay_ms} ms: keep it below a quarter of the smallest "
+            f"ack_timeout_ms ({slowest}): R20 takes a timed-out batch out of the network, so "
+            "a batch or ack delayed past the timeout would be a disagreement the system did "
+            "not cause"
         )
     with building_directory(out) as work:
         run = {"config": raw_config, "seed": seed, **load, "bug": bug}
         runner = Runner(config, run, work)
-        dropped = asyncio.run(_run(runner, duration_s, drop, delay_ms, nemesis, say))
+        done = asyncio.run(_run(runner, duration_s, faults, nemesis, say))
         (work / "run.json").unlink()
         for path in work.glob("*.wipes"):  # the sites' own notes (conformance.live.site)
             path.unlink()
@@ -362,10 +397,12 @@ def live(
             lines = [json.dumps(header), *runner.nemesis_lines]
             (work / "nemesis.jsonl").write_text("".join(line + "\n" for line in lines))
         lines_of = {p.name: sum(1 for _ in p.open()) - 1 for p in sorted(work.glob("*.jsonl"))}
-        record = {**run, "duration_s": duration_s, "drop": drop, "delay_ms": delay_ms,
+        record = {**run, "duration_s": duration_s, **asdict(faults),
                   "nemesis": nemesis, "kills": runner.kills, "wipes": runner.wipes,
                   "partitions": runner.partitions, "lines": lines_of,
-                  "dropped": dropped}  # fmt: skip
+                  "dropped": {sid: d["dropped"] for sid, d in done.items()},
+                  "duplicated": {sid: d["duplicated"] for sid, d in done.items()},
+                  "resets": {sid: d["resets"] for sid, d in done.items()}}  # fmt: skip
         if checks:
             record["queue_stores"] = {
                 "recoveries": len(checks),

@@ -57,6 +57,7 @@ BUGS = (
     "cursor_reset",
     "dead_letter_after_ack",
     "conflate_in_flight",
+    "apply_duplicate_batch",
 )
 EXCEPTION = "InjectedFailure"
 """The exception of a failure the load injects (R16.2)."""
@@ -885,18 +886,27 @@ class Site:
     # -- R16, R17, R22: the receiver ----------------------------------------------------
 
     async def receive(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        replied: dict[tuple[str, int, int], list[tuple[str, str | None]]] = {}
         try:
             while True:
                 batch = await read_frame(reader)
                 if batch is None:
                     return
+                which = (batch["sender"], batch["dispatcher"], batch["batch_id"])
+                if which in replied and self.bug != "apply_duplicate_batch":
+                    # a batch this connection has answered: answered again, not applied
+                    # (Geode's receiver, a batch id at or below the latest it replied to:
+                    # duplicateBatchesReceived); not a step of the model, not logged
+                    await write_frame(writer, {"type": "ack", "batch_id": batch["batch_id"],
+                                               "statuses": replied[which]})  # fmt: skip
+                    continue
                 if self.bug == "ack_before_apply":  # acks, then applies (20 ms later)
                     await write_frame(writer, {"type": "ack", "batch_id": batch["batch_id"],
                                                "statuses": []})  # fmt: skip
                     await asyncio.sleep(0.02)
                     self.deliver(batch)
                     continue
-                statuses = self.deliver(batch)
+                statuses = replied[which] = self.deliver(batch)
                 await write_frame(writer, {"type": "ack", "batch_id": batch["batch_id"],
                                            "statuses": statuses})  # fmt: skip
         except (OSError, asyncio.IncompleteReadError, asyncio.CancelledError):
