@@ -103,6 +103,9 @@ class Group:
     example: ExampleView | None
     note: str  # why there is no example, or ""
     variants: tuple[tuple[str, int], ...] = ()  # P1: how it showed (operation, values)
+    # the first trace's failure as its row has it (shown when there is no example: a
+    # log's, which names the merged line): where, what, and P1's differing fields
+    first: tuple[str, str, tuple[tuple[str, str, str], ...]] = ("", "", ())
 
 
 @dataclass(frozen=True, slots=True)
@@ -327,7 +330,8 @@ def build_report(
         if len(members) > MAX_GROUP_TRACES:
             caps.append(_shown(MAX_GROUP_TRACES, len(members), f"traces of {signature}"))
         variants = tuple(group_variants(signature, members))
-        groups.append(Group(signature, len(members), names, view, note, variants))
+        first = _first_failure(members[0], signature)
+        groups.append(Group(signature, len(members), names, view, note, variants, first))
 
     topologies: dict[str, list[Mapping[str, Any]]] = {}
     for row in rows:
@@ -535,3 +539,23 @@ def example_view(example: Example) -> ExampleView:
         event=example.event,
         event_life=example.event_life,
     )
+
+
+def _first_failure(
+    row: Mapping[str, Any], signature: str
+) -> tuple[str, str, tuple[tuple[str, str, str], ...]]:
+    """Where and what a trace's failure of this signature was, from its row: P1's
+    divergence (the operation and its differing fields), else the property's first
+    violation."""
+    divergence = row.get("divergence")
+    if signature.startswith("P1") and divergence:
+        differences = tuple(
+            (d["path"], d["model"], d["impl"]) for d in divergence["differences"]
+        )
+        return divergence["where"], divergence["op"], differences
+    name = signature.split(" ", 1)[0].lower()
+    violations = row["verdicts"].get(name, {}).get("violations") or []
+    if violations:
+        return violations[0]["where"], violations[0]["message"], ()
+    return "", "", ()
+

@@ -409,10 +409,16 @@ def test_a_planted_bug_is_found_at_its_line(
 ) -> None:
     out = live(tmp_path, config, "--bug", bug, "--drop", "0.15", "--fail", "0.1",
                "--duplicate", "0.2")  # fmt: skip
-    assert main(["validate", str(out)]) == 1
+    report = tmp_path / "report.html"
+    assert main(["validate", str(out), "--report", str(report)]) == 1
     text = capsys.readouterr().out
     assert f"P1: FAILED: model and the log diverge at {out}/site-" in text
     assert difference in text
+    # the report points at the merged line where it showed, with the fields that differ
+    line = text.split("diverge at ", 1)[1].split(": divergence", 1)[0]
+    page = report.read_text()
+    assert f'Where it showed first: <code class="focus">{line}</code>' in page
+    assert '<table class="diff">' in page
 
 
 def test_r17_an_ack_before_its_batch_is_applied_is_a_log_no_merge_explains(
