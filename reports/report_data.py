@@ -549,13 +549,10 @@ def _first_failure(
     violation."""
     divergence = row.get("divergence")
     if signature.startswith("P1") and divergence:
-        differences = tuple(
-            (d["path"], d["model"], d["impl"]) for d in divergence["differences"]
-        )
+        differences = tuple((d["path"], d["model"], d["impl"]) for d in divergence["differences"])
         return divergence["where"], divergence["op"], differences
     name = signature.split(" ", 1)[0].lower()
     violations = row["verdicts"].get(name, {}).get("violations") or []
     if violations:
         return violations[0]["where"], violations[0]["message"], ()
     return "", "", ()
-
