@@ -25,7 +25,7 @@ EXAMPLE_NAMES = sorted(path.stem for path in EXAMPLES.glob("*.jsonl"))
 
 def test_every_example_is_small_and_listed_in_the_readme() -> None:
     readme = (EXAMPLES / "README.md").read_text(encoding="utf-8")
-    assert len(EXAMPLE_NAMES) == 28
+    assert len(EXAMPLE_NAMES) == 29
     for name in EXAMPLE_NAMES:
         lines = (EXAMPLES / f"{name}.jsonl").read_text(encoding="utf-8").splitlines()
         assert set(json.loads(lines[0])) == {"config"}
@@ -353,6 +353,44 @@ def test_wiped_origin_tags_stay_unique(run_example: Any) -> None:
         assert checker.after_step(op, engine.apply(op), engine.observe) == []
     verdicts = {verdict.property: verdict.status for verdict in checker.verdicts()}
     assert verdicts["P6"] == "held"
+
+
+def test_p8_fails_where_batch_conflation_holds_back_an_event_whose_batch_times_out(
+    run_example: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # SPEC §16.7 says P8 holds for a serial sender with one dispatcher; R32 and R33 as
+    # written break it (README, "Where the spec contradicts itself"). batch_size 4,
+    # conflation on, ack timeout 10,000, retry 5,000 (defaults).
+    r = run_example("p8_batch_conflation_reorders")
+    conflated = {"kind": "conflated", "sender": "ny", "dispatcher": 0, "where": "batch",
+                 "event": "1:2", "by": "1:3"}  # fmt: skip
+    # 16,000: batch 1 [1:1, 1:2] timed out; R33 keeps 1:2 back, 1:3 (newer) ships; 1:1
+    # is a possible duplicate (R20); bytes: {"v":1} 7 + {"v":3} 7 + a destroy 0
+    assert r.steps[7] == [conflated, sent("ny", 2, ["1:1", "1:3", "1:4"], 14, 0, 1)]
+    assert r.steps[8][:3] == [
+        applied(2, "ny", "1:1", "k", "ok"),
+        applied(2, "ny", "1:3", "k", "ok"),
+        applied(2, "ny", "1:4", "k", "ok"),
+    ]
+    # after batch 2 times out (its ack lost), 1:6 (an update: 1:5 made k live again)
+    # conflates 1:3, the latest indexed update still queued and no longer in flight (R32)
+    assert r.steps[12][1:] == [{**conflated, "where": "queue", "event": "1:3", "by": "1:6"}]
+    # batch 3 is the queue's first 4: 1:2's only later update, 1:6, is not in it (R33:
+    # nothing to conflate), so 1:2 ships; 1:1, 1:2, 1:4 were in a timed-out batch
+    assert r.steps[13] == [sent("ny", 3, ["1:1", "1:2", "1:4", "1:5"], 21, 0, 3)]
+    # site 2 processes 1:2 for the first time after 1:3 and 1:4, appended after it
+    assert r.steps[14][:4] == [
+        applied(2, "ny", "1:1", "k", "duplicate"),
+        applied(2, "ny", "1:2", "k", "conflict"),
+        applied(2, "ny", "1:4", "k", "duplicate"),
+        applied(2, "ny", "1:5", "k", "ok"),
+    ]
+    path = str(EXAMPLES / "p8_batch_conflation_reorders.jsonl")
+    assert main(["replay", path, "--engine", "both", "--check-properties"]) == 1
+    out = capsys.readouterr().out
+    assert "P1: held" in out  # both engines do it: the rules, not an engine
+    assert "P8: sender ny: event 1:2 (key 'k') processed at site 2 after 1:4" in out
+    assert "P5:" in out and "P5: FAILED" not in out  # the values still converge (R16.3)
 
 
 def test_make_run_replays_lost_ack_resend(capsys: pytest.CaptureFixture[str]) -> None:
