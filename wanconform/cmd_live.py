@@ -39,6 +39,22 @@ def positive_float(text: str) -> float:
     return value
 
 
+PROBABILITIES = {
+    "--fail": "each client step is, with probability P, a failure injected at its site "
+    "instead (R16.2: 1-3 attempts at a key fail; R24 dead-letters them with "
+    "failure_listener dlq, in DIR/dlq-site-N)",
+    "--lifecycle": "each client step is, with probability P, an operator's step on one of "
+    "its site's senders instead (R36, R37: stop, start, clean start, pause, resume, "
+    "restart, as enabled; R26: redeliver its dead letters)",
+    "--drop": "the proxies drop each batch or ack with probability P",
+    "--duplicate": "the proxies pass each batch twice with probability P (the receiver "
+    "answers the copy without applying it, as Geode's does a batch id it has replied to)",
+    "--reset": "the proxies close the link instead of passing a frame with probability P "
+    "(a connection reset)",
+}
+"""`live`'s probabilities: the flag and what it does."""
+
+
 def register(subparsers: Any) -> None:
     from conformance.live.site import BUGS
 
@@ -66,33 +82,9 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--keys", type=positive_int, default=20, help="keys the load writes (default 20)"
     )
-    parser.add_argument(
-        "--fail", type=probability, default=0.0, metavar="P",
-        help="each client step is, with probability P, a failure injected at its site "
-        "instead (R16.2: 1-3 attempts at a key fail; R24 dead-letters them with "
-        "failure_listener dlq, in DIR/dlq-site-N); default 0",
-    )  # fmt: skip
-    parser.add_argument(
-        "--lifecycle", type=probability, default=0.0, metavar="P",
-        help="each client step is, with probability P, an operator's step on one of its "
-        "site's senders instead (R36, R37: stop, start, clean start, pause, resume, "
-        "restart, as enabled; R26: redeliver its dead letters); default 0",
-    )  # fmt: skip
-    parser.add_argument(
-        "--drop", type=probability, default=0.0,
-        help="the proxies drop each batch or ack with this probability (default 0)",
-    )  # fmt: skip
-    parser.add_argument(
-        "--duplicate", type=probability, default=0.0, metavar="P",
-        help="the proxies pass each batch twice with this probability (the receiver answers "
-        "the copy without applying it, as Geode's does a batch id it has replied to); "
-        "default 0",
-    )  # fmt: skip
-    parser.add_argument(
-        "--reset", type=probability, default=0.0, metavar="P",
-        help="the proxies close the link instead of passing a frame with this probability "
-        "(a connection reset); default 0",
-    )  # fmt: skip
+    for flag, what in PROBABILITIES.items():
+        parser.add_argument(flag, type=probability, default=0.0, metavar="P",
+                            help=f"{what}; default 0")  # fmt: skip
     parser.add_argument(
         "--delay", type=non_negative_int, default=0, metavar="MS",
         help="the proxies delay each frame by up to MS (seeded; below a quarter of every "
