@@ -501,6 +501,7 @@ V2_EXAMPLES = (
     "restart_persistent",
     "stop_parallel_keeps_queue",
     "stop_serial_loses_queue",
+    "p8_batch_conflation_reorders",  # its P8 failure needs 15 steps; depth 2 is clean
 )
 """SPEC v2.0's examples (§16.3-16.5): explored clean (those of §16.3 also counted
 against a plain search)."""
