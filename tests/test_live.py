@@ -134,7 +134,7 @@ def test_r28_r31_parallel_and_serial_dispatchers_route_by_the_spec_and_validate_
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = live(
-        tmp_path, PARALLEL, "--nemesis", "kill,wipe", "--drop", "0.1", "--duration", "5",
+        tmp_path, PARALLEL, "--nemesis", "kill,wipe", "--drop", "0.1", "--duration", "4",
     )  # fmt: skip
     lines = [
         json.loads(line)
@@ -172,7 +172,7 @@ def test_r16_r24_injected_failures_are_dead_lettered_in_the_durable_store_across
 ) -> None:
     out = live(
         tmp_path, dead_lettering(PARALLEL), "--fail", "0.15", "--nemesis", "kill",
-        "--duration", "5",
+        "--duration", "4",
     )  # fmt: skip
     assert sorted(p.name for p in out.iterdir()) == [
         "dlq-site-1",
@@ -219,7 +219,7 @@ def test_r36_r38_the_senders_lifecycle_and_alerts_under_kills_validate_clean(
     ln["manual_start"] = True  # R37: ln begins stopped
     out = live(
         tmp_path, config, "--lifecycle", "0.08", "--drop", "0.05", "--nemesis", "kill",
-        "--duration", "5",
+        "--duration", "4",
     )  # fmt: skip
     logged = {
         site: [json.loads(text) for text in (out / f"site-{site}.jsonl").open()][1:]
@@ -270,7 +270,7 @@ def test_r32_r33_conflation_in_the_queue_and_in_the_batch_validates_clean(
 ) -> None:
     out = live(
         tmp_path, CONFLATING, "--keys", "4", "--drop", "0.15", "--nemesis", "kill",
-        "--duration", "5",
+        "--duration", "4",
     )  # fmt: skip
     lines = [
         json.loads(text)
@@ -310,7 +310,7 @@ def test_r10_r14_r16_4_r19_deltas_ship_as_deltas_and_fall_back_to_full_values(
     config = json.loads(json.dumps(PARALLEL))
     for sender in config["senders"]:
         sender["delta"] = True  # R14
-    out = live(tmp_path, config, "--keys", "5", "--drop", "0.05", "--duration", "5")
+    out = live(tmp_path, config, "--keys", "5", "--drop", "0.05", "--duration", "3")
     lines = [
         json.loads(text)
         for site in (1, 2)
@@ -342,7 +342,7 @@ def test_r36_persistent_queues_live_in_the_impls_store_and_survive_every_kill(
         sender["enable_persistence"] = True
     out = live(
         tmp_path, config, "--nemesis", "kill", "--lifecycle", "0.03", "--drop", "0.1",
-        "--duration", "6",
+        "--duration", "5",
     )  # fmt: skip
     assert sorted(p.name for p in out.glob("queues-site-*/*.queue")) == [
         "ln.0.queue", "ln.1.queue", "ny.0.queue", "ny.1.queue", "ny.2.queue",
@@ -364,7 +364,7 @@ def test_r26_an_operator_redelivers_the_dead_letters_and_the_store_keeps_the_res
 ) -> None:
     out = live(
         tmp_path, dead_lettering(PARALLEL), "--fail", "0.2", "--lifecycle", "0.08",
-        "--nemesis", "kill", "--duration", "6",
+        "--nemesis", "kill", "--duration", "4",
     )  # fmt: skip
     lines = [json.loads(text) for text in list((out / "site-1.jsonl").open())[1:]]
     waiting: list[str] = []  # ny's dead letters, as site 1's own lines say, in order
