@@ -103,7 +103,7 @@ def test_check_finds_each_planted_bug_through_impl(
     html = tmp_path / "r.html"
     assert main(["report", str(results), "-o", str(html)]) == 1
     page = html.read_text()
-    assert f"impl <code>{spec}</code>" in page
+    assert f"against <code>{spec}</code>" in page
     assert "no example: the trace no longer fails" not in page
     assert "the trace file is not at hand" not in page
     largest = failure_groups(rows)[0][0]
