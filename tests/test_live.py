@@ -8,6 +8,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -43,9 +44,24 @@ PARALLEL: dict[str, object] = {
 }  # fmt: skip
 
 
-CONFLATING = json.loads(json.dumps(PARALLEL))
-for _sender in CONFLATING["senders"]:
-    _sender["enable_batch_conflation"] = True  # R32-R33
+def with_senders(config: dict[str, object], **fields: object) -> dict[str, Any]:
+    """A copy of `config` whose every sender has `fields`."""
+    changed: dict[str, Any] = json.loads(json.dumps(config))
+    for sender in changed["senders"]:
+        sender.update(fields)
+    return changed
+
+
+def steps(out: Path, *processes: str) -> list[dict[str, Any]]:
+    """The lines of these processes' event logs (`site-1`, `nemesis`), headers left out."""
+    return [
+        json.loads(text)
+        for process in processes
+        for text in list((out / f"{process}.jsonl").open())[1:]
+    ]
+
+
+CONFLATING = with_senders(PARALLEL, enable_batch_conflation=True)  # R32-R33
 
 
 def live(tmp_path: Path, config: dict[str, object], *options: str) -> Path:
@@ -117,8 +133,8 @@ def test_r21_sites_killed_and_wiped_come_back_and_the_run_validates_clean(
     record = json.loads((out / "live.json").read_text())
     assert record["kills"] >= 1
     assert sum(record["duplicated"].values()) > 0 and sum(record["resets"].values()) > 0
-    nemesis = [json.loads(line) for line in (out / "nemesis.jsonl").read_text().splitlines()]
-    assert [line["op"] for line in nemesis[1:]] == ["site_down", "site_up"] * record["kills"]
+    nemesis = steps(out, "nemesis")
+    assert [line["op"] for line in nemesis] == ["site_down", "site_up"] * record["kills"]
     assert sorted(p.name for p in out.iterdir()) == [
         "live.json",
         "nemesis.jsonl",
@@ -136,11 +152,7 @@ def test_r28_r31_parallel_and_serial_dispatchers_route_by_the_spec_and_validate_
     out = live(
         tmp_path, PARALLEL, "--nemesis", "kill,wipe", "--drop", "0.1", "--duration", "4",
     )  # fmt: skip
-    lines = [
-        json.loads(line)
-        for site in (1, 2)
-        for line in (out / f"site-{site}.jsonl").read_text().splitlines()[1:]
-    ]
+    lines = steps(out, "site-1", "site-2")
     writes = [line for line in lines if line["op"] in ("put", "destroy")]
     for line in writes:
         routes = line["observed"][0]["routes"]
@@ -161,10 +173,10 @@ def test_r28_r31_parallel_and_serial_dispatchers_route_by_the_spec_and_validate_
 
 def dead_lettering(config: dict[str, object]) -> dict[str, object]:
     """`config` with ny dead-lettering (R24) and site 2's receiver retrying once (R16.2)."""
-    changed = json.loads(json.dumps(config))
+    changed = with_senders(config)
     changed["senders"][0]["failure_listener"] = "dlq"
     changed["receivers"] = [{"site": 2, "retry_attempts": 1}]
-    return changed  # type: ignore[no-any-return]
+    return changed
 
 
 def test_r16_r24_injected_failures_are_dead_lettered_in_the_durable_store_across_kills(
@@ -181,10 +193,7 @@ def test_r16_r24_injected_failures_are_dead_lettered_in_the_durable_store_across
         "site-1.jsonl",
         "site-2.jsonl",
     ]  # fmt: skip  (ln drops what fails: no store at site 2)
-    logged = {
-        site: [json.loads(text) for text in (out / f"site-{site}.jsonl").open()][1:]
-        for site in (1, 2)
-    }
+    logged = {site: steps(out, f"site-{site}") for site in (1, 2)}
     fails = [line for line in logged[2] if line["op"] == "fail"]
     assert fails and all(line["exception"] == "InjectedFailure" for line in fails)
     assert all(1 <= line["times"] <= 3 for line in fails)
@@ -213,7 +222,7 @@ def test_r16_r24_injected_failures_are_dead_lettered_in_the_durable_store_across
 def test_r36_r38_the_senders_lifecycle_and_alerts_under_kills_validate_clean(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    config = json.loads(json.dumps(PARALLEL))
+    config = with_senders(PARALLEL)
     ny, ln = config["senders"]
     ny["alert_threshold_ms"] = 60  # R38
     ln["manual_start"] = True  # R37: ln begins stopped
@@ -221,10 +230,7 @@ def test_r36_r38_the_senders_lifecycle_and_alerts_under_kills_validate_clean(
         tmp_path, config, "--lifecycle", "0.08", "--drop", "0.05", "--nemesis", "kill",
         "--duration", "4",
     )  # fmt: skip
-    logged = {
-        site: [json.loads(text) for text in (out / f"site-{site}.jsonl").open()][1:]
-        for site in (1, 2)
-    }
+    logged = {site: steps(out, f"site-{site}") for site in (1, 2)}
     actions = [line["op"] for lines in logged.values() for line in lines]
     assert {"stop_sender", "start_sender", "pause_sender", "restart_sender"} <= set(actions)
     # R37: while a sender is stopped (as ln is until its first start, and after a stop;
@@ -272,11 +278,7 @@ def test_r32_r33_conflation_in_the_queue_and_in_the_batch_validates_clean(
         tmp_path, CONFLATING, "--keys", "4", "--drop", "0.15", "--nemesis", "kill",
         "--duration", "4",
     )  # fmt: skip
-    lines = [
-        json.loads(text)
-        for site in (1, 2)
-        for text in list((out / f"site-{site}.jsonl").open())[1:]
-    ]
+    lines = steps(out, "site-1", "site-2")
     writes = {
         line["observed"][0]["event"]: line["observed"][0]
         for line in lines
@@ -307,15 +309,9 @@ def test_r32_r33_conflation_in_the_queue_and_in_the_batch_validates_clean(
 def test_r10_r14_r16_4_r19_deltas_ship_as_deltas_and_fall_back_to_full_values(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    config = json.loads(json.dumps(PARALLEL))
-    for sender in config["senders"]:
-        sender["delta"] = True  # R14
+    config = with_senders(PARALLEL, delta=True)  # R14
     out = live(tmp_path, config, "--keys", "5", "--drop", "0.05", "--duration", "3")
-    lines = [
-        json.loads(text)
-        for site in (1, 2)
-        for text in list((out / f"site-{site}.jsonl").open())[1:]
-    ]
+    lines = steps(out, "site-1", "site-2")
     written = {  # R10: every event carries the full value its write made
         line["observed"][0]["event"]: line["observed"][0]["value"]
         for line in lines
@@ -337,9 +333,7 @@ def test_r10_r14_r16_4_r19_deltas_ship_as_deltas_and_fall_back_to_full_values(
 def test_r36_persistent_queues_live_in_the_impls_store_and_survive_every_kill(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    config = json.loads(json.dumps(PARALLEL))
-    for sender in config["senders"]:
-        sender["enable_persistence"] = True
+    config = with_senders(PARALLEL, enable_persistence=True)
     out = live(
         tmp_path, config, "--nemesis", "kill", "--lifecycle", "0.03", "--drop", "0.1",
         "--duration", "5",
@@ -348,7 +342,7 @@ def test_r36_persistent_queues_live_in_the_impls_store_and_survive_every_kill(
         "ln.0.queue", "ln.1.queue", "ny.0.queue", "ny.1.queue", "ny.2.queue",
     ]  # fmt: skip
     record = json.loads((out / "live.json").read_text())
-    nemesis = [json.loads(text) for text in list((out / "nemesis.jsonl").open())[1:]]
+    nemesis = steps(out, "nemesis")
     killed = [n["site"] for n in nemesis if n["op"] == "site_down"]
     assert killed and record["queue_stores"]["recoveries"] == len(killed)
     stores = {1: 3, 2: 2}  # a store per dispatcher of each site's persistent sender
@@ -366,7 +360,7 @@ def test_r26_an_operator_redelivers_the_dead_letters_and_the_store_keeps_the_res
         tmp_path, dead_lettering(PARALLEL), "--fail", "0.2", "--lifecycle", "0.08",
         "--nemesis", "kill", "--duration", "4",
     )  # fmt: skip
-    lines = [json.loads(text) for text in list((out / "site-1.jsonl").open())[1:]]
+    lines = steps(out, "site-1")
     waiting: list[str] = []  # ny's dead letters, as site 1's own lines say, in order
     outcomes = []
     for line in lines:

@@ -59,9 +59,9 @@ BUGS = (
     "conflate_in_flight",
     "apply_duplicate_batch",
 )
+"""The bugs a live site can be told to have (`wanconform live --bug`)."""
 EXCEPTION = "InjectedFailure"
 """The exception of a failure the load injects (R16.2)."""
-"""The bugs a live site can be told to have (`wanconform live --bug`)."""
 
 Version = tuple[int, int, int]  # [entry_version, timestamp, dsid]
 THREADS = 4
@@ -213,10 +213,6 @@ class Dispatcher:
     def __post_init__(self) -> None:
         self.cursor = self.index
 
-    @property
-    def name(self) -> str:
-        return f"{self.config.id}/{self.index}"
-
     def batch(self, bug: str | None) -> tuple[list[Event], int]:
         """R15 (serial: the queue's first `batch_size` events) or R31 (parallel: the
         resend list, then the oldest event not yet taken of the next owned bucket from the
@@ -257,7 +253,9 @@ class Dispatcher:
             self.slots[event.id] = self.store.append_one(event.record())
 
     def pull(self, ids: set[str]) -> None:
+        """Events that left the queue (and the resend list, if there: R32)."""
         self.queue = [e for e in self.queue if e.id not in ids]
+        self.resend = [e for e in self.resend if e.id not in ids]
         if self.store is not None:
             self.store.remove([self.slots.pop(i) for i in ids if i in self.slots])
 
@@ -406,7 +404,6 @@ class Site:
         if flying or not newer(event.version, previous.version):
             return dispatcher.index, []
         dispatcher.pull({previous.id})
-        dispatcher.resend = [e for e in dispatcher.resend if e.id != previous.id]
         dispatcher.indexed[event.key].remove(previous.id)
         if event.ships_as_delta(config) and event.base == previous.version:  # R34
             dispatcher.mark(replace(event, converted=True))
@@ -1008,6 +1005,11 @@ class Site:
             for key in self.stores
         }
 
+    @staticmethod
+    def held(records: list[tuple[int, dict[str, Any]]]) -> list[tuple[str, bool]]:
+        """What a queue store's records hold, as `persisted` says it of a queue."""
+        return [(record["id"], record["possible_duplicate"]) for _, record in records]
+
     def check_stores(self, before: dict[tuple[str, int], list[tuple[str, bool]]]) -> None:
         """After a kill: each persistent queue as its durable store reads it back, held
         against the queue the log says it had (`before`: before the last step, which the
@@ -1019,7 +1021,7 @@ class Site:
         exact, behind, lost = 0, 0, []
         now = self.persisted()
         for key, store in self.stores.items():
-            got = [(r["id"], r["possible_duplicate"]) for _, r in store.read_back()]
+            got = self.held(store.read_back())
             if got == now[key]:
                 exact += 1
             elif got == before[key]:
@@ -1033,11 +1035,11 @@ class Site:
     def attach_stores(self) -> None:
         """Each persistent queue's store made to hold the queue (rewritten when it does
         not) and attached: from now on every change of the queue is written to it."""
+        queues = self.persisted()
         for (sid, index), store in self.stores.items():
             dispatcher = self.senders[sid][index]
             records = store.read_back()
-            got = [(r["id"], r["possible_duplicate"]) for _, r in records]
-            if got == [(e.id, e.possible_duplicate) for e in dispatcher.queue]:
+            if self.held(records) == queues[sid, index]:
                 dispatcher.slots = {r["id"]: slot for slot, r in records}
             else:
                 store.clear()
@@ -1046,8 +1048,8 @@ class Site:
             dispatcher.store = store
 
     def wipe(self) -> None:
-        """R21's wipe: a new distributed system but for its sequence numbers, batch ids
-        and timestamp floor."""
+        """R21's wipe: a new distributed system but for its sequence numbers, batch ids,
+        timestamp floor, dead letters and injected failures."""
         self.entries.clear()
         self.applied.clear()
         for sid, dispatchers in self.senders.items():
@@ -1104,9 +1106,10 @@ class Site:
     # -- the client load ----------------------------------------------------------------
 
     async def load(self, rng: random.Random, end: int, run: dict[str, Any]) -> None:
-        """Client writes at exponential intervals (`rate` a second) over `keys` keys;
-        with probability `fail`, a failure injected at this site instead (R16.2: 1-3
-        attempts at a key fail)."""
+        """Client writes at exponential intervals (`rate` a second) over `keys` keys
+        (on a live key 20% destroys, 30% deltas, else puts); with probability `lifecycle`
+        an operator's step instead, with probability `fail` a failure injected at this
+        site (R16.2: 1-3 attempts at a key fail)."""
         while True:
             await asyncio.sleep(rng.expovariate(run["rate"]))
             t, at = self.clock.read()
