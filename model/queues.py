@@ -214,12 +214,14 @@ def remove(dispatcher: Dispatcher, positions: list[int]) -> Dispatcher:
         by_bucket: dict[int, list[int]] = {}
         for position in positions:
             by_bucket.setdefault(items[position].bucket, []).append(position)  # type: ignore[arg-type]
+        fifos = buckets.mutate()  # one new map for every bucket changed
         for bucket, gone in by_bucket.items():
-            fifo = buckets[bucket]
+            fifo = fifos[bucket]
             if len(gone) == len(fifo.items):  # all of it
-                buckets = buckets.delete(bucket)
+                del fifos[bucket]
             else:
-                buckets = buckets.set(bucket, fifo.remove(_indexes(fifo, gone)))
+                fifos[bucket] = fifo.remove(_indexes(fifo, gone))
+        buckets = fifos.finish()
     recovered, resend = dispatcher.recovered, dispatcher.resend
     if recovered:
         for position in positions:
@@ -230,12 +232,17 @@ def remove(dispatcher: Dispatcher, positions: list[int]) -> Dispatcher:
         resend = tuple(p for p in resend if p not in leaving)
     conflation = dispatcher.conflation
     if conflation:  # R32: the index holds only what is queued (as a checkpoint's does)
+        index = conflation.mutate()  # one new map for every key changed
         for position in positions:
             key = items[position].key
-            indexed = conflation.get(key)
+            indexed = index.get(key)
             if indexed is not None and position in indexed:
                 kept = tuple(p for p in indexed if p != position)
-                conflation = conflation.set(key, kept) if kept else conflation.delete(key)
+                if kept:
+                    index[key] = kept
+                else:
+                    del index[key]
+        conflation = index.finish()
     return dispatcher._replace(
         queue=queue.remove(positions),
         buckets=buckets,

@@ -331,3 +331,73 @@ def test_fast_and_precise_verdicts_on_chosen_lines() -> None:
     assert precise_verdict(escaped) == precise_verdict(
         '{"key":"\u00e9","op":"destroy","site":1}'.encode()
     )
+
+
+def _outcome(decode: Any, text: str) -> Any:
+    """What decoding `text` gives, every value tagged with its type (True is not 1, a
+    `JsonNumber` not a float), or the error's type and message."""
+
+    def tagged(value: Any) -> Any:
+        if isinstance(value, dict):
+            return ("dict", [(key, tagged(item)) for key, item in value.items()])
+        if isinstance(value, list):
+            return ("list", [tagged(item) for item in value])
+        return (type(value).__name__, value)
+
+    try:
+        return tagged(decode(text))
+    except ValueError as exc:
+        return (type(exc).__name__, str(exc))
+
+
+JSON_VALUES = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.integers(-(2**70), 2**70)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(alphabet=st.characters(codec="utf-8") | st.sampled_from('.e+-\\"\u2028')),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=3), inner, max_size=4)
+    ),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=800, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(value=JSON_VALUES, data=st.data())
+def test_decode_line_reads_every_line_as_python_json_with_its_checks(
+    value: Any, data: st.DataObject
+) -> None:
+    """orjson's compact path (`decode_line`) gives what the exact decoder gives, value,
+    types and errors alike, on compact and spaced lines, mutated or not."""
+    compact = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    for text in (compact, json.dumps(value), json.dumps(value, separators=(",", ":"))):
+        line = text.encode("utf-8", "surrogatepass")
+        for candidate in (line, data.draw(mutated(line))):
+            try:
+                decoded = candidate.decode("utf-8", "surrogatepass")
+            except UnicodeDecodeError:  # not text: the reader says so before decoding
+                continue
+            assert _outcome(traces.tracefile.decode_line, decoded) == _outcome(
+                traces.tracefile.decode_exactly, decoded
+            ), candidate
+
+
+def test_decode_line_on_chosen_lines() -> None:
+    """Lines orjson reads otherwise than Python's `json` with the checks (SPEC §12):
+    each as the exact decoder reads it."""
+    decode = traces.tracefile.decode_line
+    assert decode('{"a":1,"b":[true,null,"x"]}') == {"a": 1, "b": [True, None, "x"]}
+    assert type(decode('{"a":1e+20}')["a"]).__name__ == "JsonNumber"  # a float, kept as text
+    assert type(decode('{"a":1.5}')["a"]).__name__ == "JsonNumber"
+    assert decode('{"a":99999999999999999999}') == {"a": 99999999999999999999}  # 20 digits
+    assert type(decode('{"a":999999999999999999999}')["a"]).__name__ == "JsonNumber"
+    assert decode('{"a":-9223372036854775809}') == {"a": -9223372036854775809}
+    for text, message in {
+        '{"a":1,"a":2}': "field 'a' appears twice in one object",
+        '{"a":"\\ud800"}': "\\ud800 is half of a UTF-16 surrogate pair, not a character",
+        '{"a":NaN}': "NaN is not valid JSON",
+    }.items():
+        with pytest.raises(ValueError, match="^" + message.replace("\\", "\\\\") + "$"):
+            decode(text)

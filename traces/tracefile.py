@@ -33,6 +33,7 @@ from functools import lru_cache
 from typing import Annotated, Any, Literal, Union
 
 import msgspec
+import orjson
 
 from traces.canonical import canonical_json
 from traces.config import INT64_MAX, INT64_MIN, Config, JsonNumber, parse_config
@@ -221,7 +222,30 @@ def decode_line(text: str) -> Any:
     """Strict JSON: no duplicate keys, no NaN/Infinity, no string holding half of a UTF-16
     surrogate pair (`"\\ud800"`: not a character, so not printable or writable as UTF-8;
     RFC 8259 §8.2); a number that is not a short integer is kept as its text
-    (`JsonNumber`), so validation can say exactly what it is."""
+    (`JsonNumber`), so validation can say exactly what it is.
+
+    A compact line (as orjson and this project's writers write one) is decoded by orjson,
+    about three times as fast, and taken when orjson writes the value back as the very
+    same text without a `.`, `e+` or `e-` anywhere: so no key appeared twice (orjson
+    keeps one: the text would be shorter), nothing was NaN or half a surrogate pair
+    (orjson refuses both) and no number was a float (orjson writes every float with one
+    of those) or an integer beyond 64 bits (orjson reads it as a float). Any other line,
+    or one that fails there, is decoded by Python's `json` with the checks that say
+    exactly what is wrong (`decode_exactly`)."""
+    data = text.encode("utf-8", "surrogatepass")  # orjson refuses a lone surrogate's bytes
+    if b"." not in data and b"e+" not in data and b"e-" not in data:
+        try:
+            value = orjson.loads(data)
+        except orjson.JSONDecodeError:
+            pass
+        else:
+            if orjson.dumps(value) == data:
+                return value
+    return decode_exactly(text)
+
+
+def decode_exactly(text: str) -> Any:
+    """`decode_line` by Python's `json` alone, every check its own hook."""
     try:
         value = json.loads(
             text,
