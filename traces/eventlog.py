@@ -287,6 +287,14 @@ def _merge(streams: list[Iterator[EventLine]], arrange: Arrange) -> Iterator[tup
             where_first = next(lines[0] for lines in block if lines).where
             yield where_first, LogEntry(0, Tick(first - clock), [], None)
             clock = first
+        sequences = [lines for lines in block if lines]
+        if len(sequences) == 1:  # one process's lines: their own order is the only one
+            for line in sequences[0]:
+                if not ready(line):
+                    raise TraceError(_unexplained(line, [h for h in heads if h is not None]))
+                take(line)
+                yield line.where, line.entry
+            continue
         order = arrange(block)
         cursors = [0] * len(block)
         process = {id(line): index for index, lines in enumerate(block) for line in lines}
