@@ -350,22 +350,22 @@ def _outcome(decode: Any, text: str) -> Any:
         return (type(exc).__name__, str(exc))
 
 
-JSON_VALUES = st.recursive(
+ANY_JSON: st.SearchStrategy[Any] = st.recursive(
     st.none()
     | st.booleans()
     | st.integers()
     | st.integers(-(2**70), 2**70)
     | st.floats(allow_nan=False, allow_infinity=False)
     | st.text(alphabet=st.characters(codec="utf-8") | st.sampled_from('.e+-\\"\u2028')),
-    lambda inner: (
-        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=3), inner, max_size=4)
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=3), inner, max_size=4)
     ),
     max_leaves=12,
 )
 
 
 @settings(max_examples=800, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(value=JSON_VALUES, data=st.data())
+@given(value=ANY_JSON, data=st.data())
 def test_decode_line_reads_every_line_as_python_json_with_its_checks(
     value: Any, data: st.DataObject
 ) -> None:
