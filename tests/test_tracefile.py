@@ -364,7 +364,7 @@ ANY_JSON: st.SearchStrategy[Any] = st.recursive(
 )
 
 
-@settings(max_examples=800, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(value=ANY_JSON, data=st.data())
 def test_decode_line_reads_every_line_as_python_json_with_its_checks(
     value: Any, data: st.DataObject
