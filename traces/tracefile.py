@@ -233,7 +233,8 @@ def decode_line(text: str) -> Any:
     or one that fails there, is decoded by Python's `json` with the checks that say
     exactly what is wrong (`decode_exactly`)."""
     data = text.encode("utf-8", "surrogatepass")  # orjson refuses a lone surrogate's bytes
-    if b"." not in data and b"e+" not in data and b"e-" not in data:
+    compact = b'": ' not in data  # else most likely spaced as `json.dumps` does: not worth it
+    if compact and b"." not in data and b"e+" not in data and b"e-" not in data:
         try:
             value = orjson.loads(data)
         except orjson.JSONDecodeError:
