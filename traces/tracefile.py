@@ -224,7 +224,7 @@ def decode_line(text: str) -> Any:
     RFC 8259 §8.2); a number that is not a short integer is kept as its text
     (`JsonNumber`), so validation can say exactly what it is.
 
-    A compact line (as orjson and this project's writers write one) is decoded by orjson,
+    A compact line (as orjson and this project's writers write them) is decoded by orjson,
     about three times as fast, and taken when orjson writes the value back as the very
     same text without a `.`, `e+` or `e-` anywhere: so no key appeared twice (orjson
     keeps one: the text would be shorter), nothing was NaN or half a surrogate pair

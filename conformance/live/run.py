@@ -41,7 +41,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from conformance.live.site import BUGS, Clock
+from conformance.live.site import BUGS, COMPACT, Clock
 from conformance.live.wire import read_raw, write_frame, write_raw
 from traces.config import Config
 from traces.errors import WanconformError
@@ -238,7 +238,8 @@ class Runner:
 
     def log(self, step: dict[str, Any]) -> None:
         t, at = self.clock.read()
-        self.nemesis_lines.append(json.dumps({"t": t, "at": at, **step, "observed": []}))
+        line = {"t": t, "at": at, **step, "observed": []}
+        self.nemesis_lines.append(json.dumps(line, separators=COMPACT))
 
     def touching(self, site: int) -> list[Proxy]:
         return [p for p in self.proxies.values() if site in (p.site, p.remote)]
@@ -394,7 +395,7 @@ def live(
             path.unlink()
         if nemesis:
             header = {"log": "events", "version": 1, "process": "nemesis", "config": raw_config}
-            lines = [json.dumps(header), *runner.nemesis_lines]
+            lines = [json.dumps(header, separators=COMPACT), *runner.nemesis_lines]
             (work / "nemesis.jsonl").write_text("".join(line + "\n" for line in lines))
         lines_of = {p.name: sum(1 for _ in p.open()) - 1 for p in sorted(work.glob("*.jsonl"))}
         record = {**run, "duration_s": duration_s, **asdict(faults),
