@@ -40,12 +40,11 @@ def fresh_dispatchers(sender: SenderConfig, old: tuple[Dispatcher, ...]) -> tupl
 
 
 def with_dispatcher(sender: Sender, index: int, dispatcher: Dispatcher) -> Sender:
-    dispatchers = sender.dispatchers
-    if len(dispatchers) == 1:
+    if len(sender.dispatchers) == 1:
         return sender._replace(dispatchers=(dispatcher,))
-    return sender._replace(
-        dispatchers=(*dispatchers[:index], dispatcher, *dispatchers[index + 1 :])
-    )
+    dispatchers = list(sender.dispatchers)  # (a list's copy: twice as fast as slices)
+    dispatchers[index] = dispatcher
+    return sender._replace(dispatchers=tuple(dispatchers))
 
 
 def not_queued(current: Sender) -> Sender:
@@ -138,10 +137,7 @@ def append(
         on_disk=on_disk,
         conflation=conflation_index,
     )
-    dispatchers = current.dispatchers
-    if len(dispatchers) == 1:
-        return current._replace(dispatchers=(updated,))
-    return current._replace(dispatchers=(*dispatchers[:index], updated, *dispatchers[index + 1 :]))
+    return with_dispatcher(current, index, updated)
 
 
 _NO_POSITIONS: Seq[int] = Seq()

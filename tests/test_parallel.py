@@ -7,6 +7,7 @@ the comments give the arithmetic (Java's String.hashCode, sizes per R4, times pe
 from __future__ import annotations
 
 import json
+import struct
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,8 @@ from expected import (
     sent,
     timeout,
 )
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import impl
 import impl.state
@@ -57,6 +60,36 @@ HASHES = {
 @pytest.mark.parametrize("java_hash", [model.routing.java_hash, impl.state.java_hash])
 def test_r28_string_hashcode_over_utf16_code_units(java_hash: Any) -> None:
     assert {key: java_hash(key) for key in HASHES} == HASHES
+
+
+LONE_SURROGATES = st.characters(min_codepoint=0xD800, max_codepoint=0xDFFF, exclude_categories=())
+
+
+def utf16_hash(key: str) -> int:
+    """R28 as written: fold `31*h + unit` over the key's UTF-16 code units, then signed."""
+    data = key.encode("utf-16-be", "surrogatepass")
+    h = 0
+    for (unit,) in struct.iter_unpack(">H", data):
+        h = (31 * h + unit) % 2**32
+    return h - 2**32 if h >= 2**31 else h
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.characters() | LONE_SURROGATES, max_size=40))
+def test_r28_hash_of_any_key_ascii_or_not(key: str) -> None:
+    assert model.routing.java_hash(key) == impl.state.java_hash(key) == utf16_hash(key)
+
+
+def test_r28_buckets_stay_right_when_the_model_forgets_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(model.routing, "_BUCKETS", {})
+    monkeypatch.setattr(model.routing, "_REMEMBERED", 3)  # forget after every third key
+    keys = [f"k{n}" for n in range(20)] + ["Aa", "BB", "polygenelubricants", "é", "😀"]
+    for _ in range(2):
+        got = [model.routing.bucket(key, 113) for key in keys]
+        assert got == [abs(utf16_hash(key)) % 113 for key in keys]
+    assert len(model.routing._BUCKETS[113]) <= 3
 
 
 def test_r28_bucket_is_the_absolute_java_remainder() -> None:
