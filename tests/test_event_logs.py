@@ -99,6 +99,11 @@ def test_r15_a_late_flush_within_the_bound_agrees_and_its_lateness_is_reported(
     folder = write_logs(tmp_path / "run", two_batches())
     assert main(["validate", str(folder)]) == 0
     out = capsys.readouterr().out
+    # 7 lines at 7 instants (10, 30, 40, 45, 50, 60, 150): a tick before each
+    assert out.splitlines()[0] == (
+        f"{folder}: 14 operations (7 logged steps and 7 ticks to their times; 0 skipped), "
+        "time 150 ms"
+    )
     assert "P1: held (model and the log agree at every step)" in out
     assert (
         "lateness: held (2 flushes and 0 timeouts, late by at most 15 ms (p50 <= 10 ms, "
@@ -113,6 +118,7 @@ def test_r15_max_late_ms_makes_a_late_flush_a_violation_not_a_divergence(
     assert main(["validate", str(folder), "--max-late-ms", "12", "--json"]) == 1
     result = json.loads(capsys.readouterr().out)
     assert result["p1"]["status"] == "held"
+    assert (result["operations"], result["ticks"], result["skipped"]) == (14, 7, 0)
     assert result["properties"]["lateness"]["violations"] == [
         {
             "where": f"{folder}/site-1.jsonl:5",

@@ -351,6 +351,7 @@ class EventLogSource:
     files: tuple[str, ...]
     config: Config
     op_count: int  # operations of the run, the ticks included
+    ticks: int  # the ticks the merge adds, one before each instant past the clock
 
     def steps(self, arrange: Arrange = _in_process_order) -> Iterator[tuple[str, LogEntry]]:
         """(where, entry) of every operation of the run: the merged lines, each after the
@@ -440,4 +441,4 @@ def open_event_log(
             f"{finer[True]}: at: its lines have one, those of {finer[False]} do not (give "
             "every process's lines `at`, or none)"
         )
-    return EventLogSource(name, tuple(files), config, count)
+    return EventLogSource(name, tuple(files), config, count, count - lines)

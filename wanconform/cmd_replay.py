@@ -308,7 +308,12 @@ def summary(result: RunResult, other: str = "impl") -> str:
     """The text a person reads after a replay (`other`: what the model ran against)."""
     state = result.state
     ran = f"({result.skipped:,} skipped)"
-    if result.offset:  # --from: the checkpoint holds the first ones
+    if result.ticks:  # an event log: its lines, and the ticks that bring the clock to them
+        ran = (
+            f"({plural(result.operations - result.ticks, 'logged step')} and "
+            f"{plural(result.ticks, 'tick')} to their times; {result.skipped:,} skipped)"
+        )
+    elif result.offset:  # --from: the checkpoint holds the first ones
         ran = (
             f"(the first {result.offset:,} from the checkpoint; "
             f"{plural(result.operations - result.offset, 'operation')} replayed, "
@@ -372,6 +377,7 @@ def as_json(
         "trace": result.name,
         "operations": result.operations,
         "skipped": result.skipped,
+        **({"ticks": result.ticks} if result.ticks else {}),
         "state": result.state,
         "converged": converged,
         "divergence": None if result.divergence is None else result.divergence.to_json(),
@@ -618,6 +624,7 @@ def replay_sources(
             progress.update(trace_run.operations)
         progress.close()
         result = trace_run.finish(last if isinstance(last, str) else where(source.name, last))
+        result.ticks = getattr(source, "ticks", 0)
         if watcher is not None:
             verdict = watcher.verdict()
             result.verdicts = (*result.verdicts, verdict)

@@ -68,6 +68,7 @@ class EventRun:
         self.name = source.name
         self.config = source.config
         self.op_count = source.op_count
+        self.ticks = source.ticks
         self.model: DrivenEngine | None = None
         self._entry: LogEntry | None = None
         self._prepared: dict[int, tuple[State, State, list[Observation]]] = {}
