@@ -66,6 +66,7 @@ from impl.state import (
     Value,
     bucket_of,
     java_hash,
+    resized,
     size,
     total_size,
 )
@@ -393,7 +394,8 @@ class Engine:
         changes = _stored(op.changes)
         value = old.copy()  # R10: a new dict; stored values are never mutated
         value.update(changes)
-        self._write(site, key, value, changes, current, op.thread, out)
+        weight = -1 if current.size < 0 else resized(old, current.size, changes)  # R4
+        self._write(site, key, value, changes, current, op.thread, out, weight)
         return True
 
     def _destroy(self, op: Destroy, out: list[Observation]) -> bool:
@@ -425,9 +427,11 @@ class Engine:
         current: Entry | None,
         thread: int,
         out: list[Observation],
+        weight: int = -1,
     ) -> None:
         """R9-R11: one client write at `site` (value None = destroy; changes = a delta) by
-        client thread `thread`; each sender queues it on the dispatcher of its route (R29)."""
+        client thread `thread`; each sender queues it on the dispatcher of its route (R29).
+        `weight`: R4's size of `value` when the caller counted it (else -1)."""
         now = self._now
         origin = site.id
         if current is None:
@@ -446,19 +450,20 @@ class Engine:
             site.last_issued = stamp
         if value is None:
             label = "destroy"
-        entry = Entry(value, version, stamp, origin)
+        senders = site.senders
+        if senders and weight < 0:
+            weight = size(value)  # R4, once for every copy
+        entry = Entry(value, version, stamp, origin, weight)
         site.entries[key] = entry
         seq = site.seq = site.seq + 1  # R3
         event_id = site.event_prefix + str(seq)
         base = current if changes is not None else None  # only a delta has a base (R10)
         recipients = site.origin_recipients
-        senders = site.senders
         bucket = -1 if site.buckets == 0 else bucket_of(key, site.buckets)  # R28
         routes: dict[str, object] | None = None
         shared: dict[str, object] | None = None  # this bucket's routes, built before (R29)
         after: list[Observation] = []  # what queuing it caused (R32, R37)
         if senders:  # R11: one event in the queue of every sender at the origin
-            weight = size(value)  # R4, once for every copy
             if site.enqueued["routes"] is None or site.stopped:
                 by_bucket = site.bucket_routes
                 if by_bucket is not None and not site.stopped:

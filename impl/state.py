@@ -33,16 +33,21 @@ class Entry:
 
     The tag `(entry_version, timestamp, dsid)` is kept as three plain ints; `tag()` and
     `version_list()` rebuild it. Entries are immutable once stored, so the origin's entry
-    object is shared with the events and the receivers (see `Event`).
+    object is shared with the events and the receivers (see `Event`). `size` is R4's size
+    of the value when it was counted (a write at a site with senders), else -1: a delta
+    on the entry counts its own from it (`resized`).
     """
 
-    __slots__ = ("dsid", "timestamp", "value", "version")
+    __slots__ = ("dsid", "size", "timestamp", "value", "version")
 
-    def __init__(self, value: Value | None, version: int, timestamp: int, dsid: int) -> None:
+    def __init__(
+        self, value: Value | None, version: int, timestamp: int, dsid: int, size: int = -1
+    ) -> None:
         self.value = value
         self.version = version
         self.timestamp = timestamp
         self.dsid = dsid
+        self.size = size
 
     def tag(self) -> tuple[int, int, int]:
         """The version tag `(entry_version, timestamp, dsid)` (R2)."""
@@ -140,17 +145,42 @@ def _value_size(value: dict[Any, Any]) -> int:
     for key, item in value.items():
         if type(key) is not str:
             return _encoded_size(value)
-        total += _string_size(key) + 1  # the name and its colon
-        if type(item) is int:
-            total += _int_size(item)
-        elif type(item) is str:
-            total += _string_size(item)
-        elif item is None:
-            total += 4
-        elif type(item) is bool:
-            total += 4 if item else 5
+        total += _string_size(key) + 1 + _item_size(item)  # the name, its colon, the item
+    return total
+
+
+def _item_size(item: Any) -> int:
+    """R4: the length of one field's value in JSON."""
+    if type(item) is int:
+        return _int_size(item)
+    if type(item) is str:
+        return _string_size(item)
+    if item is None:
+        return 4
+    if type(item) is bool:
+        return 4 if item else 5
+    return _encoded_size(item)
+
+
+_ABSENT: Final = object()
+
+
+def resized(old: Value, old_size: int, changes: Value) -> int:
+    """R4's size of `old` updated by `changes` (a delta, R10), from `old`'s size
+    `old_size`: a changed field's value replaced, a new field added with its name, colon
+    and comma; -1 when it is not counted so (interpreted, where `size` is one encoder
+    call; an empty `old`; a key that is not a string)."""
+    if not _COMPILED or not old:
+        return -1
+    total = old_size
+    for key, item in changes.items():
+        if type(key) is not str:
+            return -1
+        before: Any = old.get(key, _ABSENT)
+        if before is _ABSENT:
+            total += _string_size(key) + 2 + _item_size(item)
         else:
-            total += _encoded_size(item)
+            total += _item_size(item) - _item_size(before)
     return total
 
 

@@ -138,3 +138,27 @@ def test_r4_size_and_total_size_on_either_path(
     assert impl.state.size(None) == 0  # a destroy ships nothing (R4)
     assert impl.state.total_size(batch) == sum(expected)
     assert impl.state.total_size([]) == 0
+
+
+@given(values, values)
+def test_r4_a_delta_counts_its_value_from_the_old_values_size(
+    old: dict[str, Any], changes: dict[str, Any]
+) -> None:
+    # The delta's value is `old` updated by `changes` (R10); its size is counted from the
+    # old one's: each changed field's value replaced, a new field added (name, colon, comma).
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(impl.state, "_COMPILED", True)  # interpreted too: the counting branch
+        counted = impl.state.resized(old, canonical_size(old), changes)
+    assert counted == (canonical_size({**old, **changes}) if old else -1)
+
+
+def test_r4_a_delta_on_chosen_values() -> None:
+    old = {"a": 1, "b": "x"}  # {"a":1,"b":"x"}: 15 bytes
+    assert canonical_size(old) == 15
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(impl.state, "_COMPILED", True)
+        # "x" -> "yyy" (+2), "c":null added (+9: ,"c":null) = 26
+        assert impl.state.resized(old, 15, {"b": "yyy", "c": None}) == 26
+        assert impl.state.resized(old, 15, {"a": -100}) == 18  # 1 -> -100 (+3)
+        assert impl.state.resized(old, 15, {}) == 15
+        assert impl.state.resized({}, 2, {"a": 1}) == -1  # counted in full instead
