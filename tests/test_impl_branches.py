@@ -153,7 +153,7 @@ def test_r4_a_delta_counts_its_value_from_the_old_values_size(
 
 
 def test_r4_a_delta_on_chosen_values() -> None:
-    old = {"a": 1, "b": "x"}  # {"a":1,"b":"x"}: 15 bytes
+    old: dict[str, Any] = {"a": 1, "b": "x"}  # {"a":1,"b":"x"}: 15 bytes
     assert canonical_size(old) == 15
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(impl.state, "_COMPILED", True)
