@@ -13,6 +13,7 @@ import gc
 import itertools
 import os
 import shutil
+import statistics
 import tempfile
 import threading
 import time
@@ -102,6 +103,12 @@ def time_reading(config: Any, ops: list[Op]) -> dict[str, float]:
     return seconds
 
 
+def round_ratios(slower: list[float], faster: list[float], scale: float = 1.0) -> list[float]:
+    """Each round's ratio of two timings (`scale`: divided by it, as per event), to 2
+    places; `engines` reports their median."""
+    return [round(a / b / scale, 2) for a, b in zip(slower, faster, strict=True)]
+
+
 PARALLEL_DISPATCHERS = 5
 """The parallel steady workload: a parallel sender of 5 dispatchers over 113 buckets."""
 
@@ -109,9 +116,10 @@ PARALLEL_DISPATCHERS = 5
 def engines(ops: int, keys: int, seed: int, repeat: int, say: Say) -> dict[str, Any]:
     """Model and impl, each alone in this process, then both in lockstep, on the steady
     workload (its generation excluded), the engines alone on its parallel variant (SPEC
-    v2.0: 113 buckets, 5 dispatchers), and reading its trace file in two forms; the best
-    of `repeat` runs of each, the runs of all of them in turn (so that a machine whose
-    speed drifts slows each alike)."""
+    v2.0: 113 buckets, 5 dispatchers), and reading its trace file in two forms. `repeat`
+    rounds, each running every timing once, in turn: a rate is the best of its runs, a
+    ratio the median of the rounds' own ratios (`ratio_rounds`: each round's), as the two
+    runs of a round are seconds apart and a machine whose speed drifts slows them alike."""
     config, workload = steady_workload(ops, keys=keys, seed=seed)
     events = sum(1 for op in workload if op.op in ("put", "delta", "destroy"))
     parallel_config, parallel_workload = steady_workload(
@@ -121,25 +129,45 @@ def engines(ops: int, keys: int, seed: int, repeat: int, say: Say) -> dict[str, 
     conflating = steady_workload(ops, keys=keys, seed=seed, conflation=True)[0]
     ring_config, ring = ring_workload(ops, keys=keys, seed=seed)
     seconds: dict[str, float] = {}
+    # In the order that puts the two runs of each ratio close together.
     timers: dict[str, Callable[[], float]] = {
+        "impl parallel": lambda: time_engine("impl", parallel_config, parallel_workload),
+        "impl": lambda: time_engine("impl", config, workload),
         "model": lambda: time_engine("model", config, workload),
         "model parallel": lambda: time_engine("model", parallel_config, parallel_workload),
-        "impl": lambda: time_engine("impl", config, workload),
-        "impl parallel": lambda: time_engine("impl", parallel_config, parallel_workload),
-        "lockstep": lambda: time_lockstep(config, workload),
         "model conflation": lambda: time_engine("model", conflating, workload),
+    }
+    if ahead_possible():
+        timers["lockstep ahead"] = lambda: time_lockstep(config, workload, ahead=True)
+    timers |= {
+        "lockstep": lambda: time_lockstep(config, workload),
         "lockstep conflation": lambda: time_lockstep(conflating, workload),
         "model, ring": lambda: time_engine("model", ring_config, ring),
         "model and properties, ring": lambda: time_checker(ring_config, ring),
     }
-    if ahead_possible():
-        timers["lockstep ahead"] = lambda: time_lockstep(config, workload, ahead=True)
     runs: dict[str, list[float]] = {name: [] for name in timers}
     for attempt in range(1, repeat + 1):
         for name, timer in timers.items():
             say(f"{name} run {attempt}/{repeat} on {len(workload)} ops ...")
             runs[name].append(timer())
     seconds = {name: min(taken) for name, taken in runs.items()}
+    per_event = parallel_events / events  # the parallel workload's events per serial one's
+
+    def rounds(slower: str, faster: str, scale: float = 1.0) -> list[float]:
+        return round_ratios(runs[slower], runs[faster], scale)
+
+    ratio_rounds = {
+        "speedup": rounds("model", "impl"),
+        "model_parallel_vs_serial": rounds("model parallel", "model", per_event),
+        "impl_parallel_vs_serial": rounds("impl parallel", "impl", per_event),
+        "properties_vs_model": rounds("model and properties, ring", "model, ring"),
+        "lockstep_vs_model": rounds("lockstep", "model"),
+        "model_conflation_vs_off": rounds("model conflation", "model"),
+        "lockstep_conflation_vs_off": rounds("lockstep conflation", "lockstep"),
+    }
+    if "lockstep ahead" in runs:
+        ratio_rounds["lockstep_ahead_vs_model"] = rounds("lockstep ahead", "model")
+    ratio = {name: round(statistics.median(taken), 2) for name, taken in ratio_rounds.items()}
     reading: dict[str, list[float]] = {"canonical": [], "plain": []}
     for attempt in range(1, repeat + 1):
         say(f"reading run {attempt}/{repeat}: the trace file in two forms ...")
@@ -154,40 +182,29 @@ def engines(ops: int, keys: int, seed: int, repeat: int, say: Say) -> dict[str, 
         "impl_seconds": round(seconds["impl"], 3),
         "model_events_per_s": round(events / seconds["model"]),
         "impl_events_per_s": round(events / seconds["impl"]),
-        "speedup": round(seconds["model"] / seconds["impl"], 1),
+        "speedup": round(ratio["speedup"], 1),
         "parallel_events": parallel_events,
         "model_parallel_events_per_s": round(parallel_events / seconds["model parallel"]),
         "impl_parallel_events_per_s": round(parallel_events / seconds["impl parallel"]),
         # per event, the parallel workload against the serial one (SPEC v2.0's bar: 1.3x)
-        "model_parallel_vs_serial": round(
-            seconds["model parallel"] / parallel_events / (seconds["model"] / events), 2
-        ),
+        "model_parallel_vs_serial": ratio["model_parallel_vs_serial"],
         # the properties (P2-P12) on the ring workload, per operation, beside the model
         "ring_ops": len(ring),
         "model_ring_us_per_op": round(seconds["model, ring"] / len(ring) * 1e6, 2),
         "properties_us_per_op": round(
             (seconds["model and properties, ring"] - seconds["model, ring"]) / len(ring) * 1e6, 2
         ),
-        "properties_vs_model": round(
-            seconds["model and properties, ring"] / seconds["model, ring"], 2
-        ),
-        "impl_parallel_vs_serial": round(
-            seconds["impl parallel"] / parallel_events / (seconds["impl"] / events), 2
-        ),
+        "properties_vs_model": ratio["properties_vs_model"],
+        "impl_parallel_vs_serial": ratio["impl_parallel_vs_serial"],
         "lockstep_seconds": round(seconds["lockstep"], 3),
         "lockstep_events_per_s": round(events / seconds["lockstep"]),
-        "lockstep_vs_model": round(seconds["lockstep"] / seconds["model"], 2),
+        "lockstep_vs_model": ratio["lockstep_vs_model"],
         # the same workload with batch conflation on (R32, R33), against it off (bar: 1.2x)
-        "model_conflation_vs_off": round(seconds["model conflation"] / seconds["model"], 2),
-        "lockstep_conflation_vs_off": round(
-            seconds["lockstep conflation"] / seconds["lockstep"], 2
-        ),
+        "model_conflation_vs_off": ratio["model_conflation_vs_off"],
+        "lockstep_conflation_vs_off": ratio["lockstep_conflation_vs_off"],
         # None without a second CPU (or fork): the impl cannot run ahead
-        "lockstep_ahead_vs_model": (
-            round(seconds["lockstep ahead"] / seconds["model"], 2)
-            if "lockstep ahead" in seconds
-            else None
-        ),
+        "lockstep_ahead_vs_model": ratio.get("lockstep_ahead_vs_model"),
+        "ratio_rounds": ratio_rounds,
         "read_canonical_ops_per_s": round(len(workload) / read["canonical"]),
         "read_plain_ops_per_s": round(len(workload) / read["plain"]),
         "impl_compiled": impl.COMPILED,  # mypyc-compiled (tools/build_compiled.py) or Python
@@ -809,7 +826,6 @@ def startup(repeat: int, say: Say) -> dict[str, Any]:
     """Wall seconds from `python -m wanconform ...` to its exit, for the commands of
     `STARTUP_COMMANDS` (from the repository's root), each run `repeat` times: the best
     and the median, and the machine's load average."""
-    import statistics
     import subprocess
     import sys
 

@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from conformance.bench import round_ratios
 from wanconform.cli import main
 
 
@@ -25,6 +26,18 @@ def test_bench_times_engines_lockstep_and_reading(capsys: pytest.CaptureFixture[
     assert result["lockstep_vs_model"] > 0
     assert result["model_conflation_vs_off"] > 0 and result["lockstep_conflation_vs_off"] > 0
     assert result["lockstep_ahead_vs_model"] is None or result["lockstep_ahead_vs_model"] > 0
+    # one round: each ratio is that round's
+    assert result["ratio_rounds"]["model_parallel_vs_serial"] == [
+        result["model_parallel_vs_serial"]
+    ]
+    assert result["ratio_rounds"]["speedup"] == [pytest.approx(result["speedup"], abs=0.05)]
+
+
+def test_bench_ratios_are_each_rounds_own() -> None:
+    # rounds of 2/1, 4/2 and 3/1 s: 2, 2, 3 (median 2); per event with 1.25 times the
+    # events: 1.6, 1.6, 2.4
+    assert round_ratios([2.0, 4.0, 3.0], [1.0, 2.0, 1.0]) == [2.0, 2.0, 3.0]
+    assert round_ratios([2.0, 4.0, 3.0], [1.0, 2.0, 1.0], 1.25) == [1.6, 1.6, 2.4]
 
 
 def test_bench_queue_crash_kills_a_real_writer_and_loses_nothing(

@@ -32,7 +32,15 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--ops", type=int, default=100_000, help="operations (default 100000)")
     parser.add_argument("--keys", type=int, default=10_000, help="distinct keys (default 10000)")
     parser.add_argument("--seed", type=int, default=0, help="workload seed (default 0)")
-    parser.add_argument("--repeat", type=int, default=3, help="runs per engine, best kept")
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=3,
+        help=(
+            "rounds, each running every timing once (default 3): rates the best, ratios "
+            "the median of the rounds' own"
+        ),
+    )
     parser.add_argument(
         "--spark",
         action="store_true",
@@ -188,6 +196,10 @@ def run(args: argparse.Namespace) -> int:
     print(f"impl compiled with mypyc: {'yes' if result['impl_compiled'] else 'no (pure Python)'}")
     print(
         f"speedup: {result['speedup']}x  (python {platform.python_version()}, {platform.machine()})"
+    )
+    print(
+        f"(rates: the best of {args.repeat} runs; ratios: the median of the {args.repeat} "
+        "rounds' own, each round running every timing once, in turn: --json gives each)"
     )
     return 0
 
