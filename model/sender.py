@@ -146,8 +146,10 @@ def flush(
             continue
         queue = dispatcher.queue  # R15's trigger (`wants_flush`, written out: it runs often)
         waiting = len(queue.items)
-        if not waiting or (waiting < batch_size and now - queue.head().enqueued_at < interval):
+        if not waiting:
             continue
+        if waiting < batch_size and now - queue.items[queue.start].enqueued_at < interval:
+            continue  # (the head: `Seq.head`, written out too)
         if not state.sites[sender.remote].up:
             stats = current.stats
             current = with_dispatcher(
