@@ -130,7 +130,9 @@ def register(subparsers: Any) -> None:
             "speedup, lockstep_events_per_s, lockstep_vs_model, lockstep_ahead_vs_model "
             "(null without a second CPU), model_conflation_vs_off, "
             "lockstep_conflation_vs_off, read_canonical_ops_per_s, "
-            "read_plain_ops_per_s, impl_compiled"
+            "read_plain_ops_per_s, impl_compiled, the parallel workload's and the ring's "
+            "figures (model_parallel_vs_serial, properties_vs_model, ...) and ratio_rounds "
+            "(each ratio's rounds)"
         ),
     )
     parser.set_defaults(func=run)
