@@ -25,7 +25,8 @@ R35).
 
 Cost: every per-event path is O(1) in the common case: queues are `state.EventQueue`s,
 entries and the applied memory are dicts, the duplicate check is `impl/applied.py`. Sizes
-(R4) are counted field by field once per batch sent (`state.total_size`). A receiver
+(R4) are counted field by field once per write (a delta's from its entry's,
+`state.resized`), or else once per batch sent (`state.total_size`). A receiver
 stores the origin's own entry object, and a delta that applies needs no merge: its base
 tag names the write the receiver holds (see `state.Event`). Per operation the engine also
 looks at every sender once (the flush rule), never at every key or event.
@@ -394,8 +395,8 @@ class Engine:
         changes = _stored(op.changes)
         value = old.copy()  # R10: a new dict; stored values are never mutated
         value.update(changes)
-        weight = -1 if current.size < 0 else resized(old, current.size, changes)  # R4
-        self._write(site, key, value, changes, current, op.thread, out, weight)
+        weight, changes_size = resized(old, current.size, changes)  # R4
+        self._write(site, key, value, changes, current, op.thread, out, weight, changes_size)
         return True
 
     def _destroy(self, op: Destroy, out: list[Observation]) -> bool:
@@ -428,10 +429,12 @@ class Engine:
         thread: int,
         out: list[Observation],
         weight: int = -1,
+        changes_size: int = -1,
     ) -> None:
         """R9-R11: one client write at `site` (value None = destroy; changes = a delta) by
         client thread `thread`; each sender queues it on the dispatcher of its route (R29).
-        `weight`: R4's size of `value` when the caller counted it (else -1)."""
+        `weight`, `changes_size`: R4's sizes of `value` and `changes` when the caller
+        counted them (else -1)."""
         now = self._now
         origin = site.id
         if current is None:
@@ -491,6 +494,7 @@ class Engine:
                     weight,
                     bucket,
                 )
+                event.delta_size = changes_size
                 self._append(sender, dispatcher, event)
                 if sender.conflation and label == "update":
                     self._conflate_in_queue(sender, dispatcher, event, after)
@@ -762,19 +766,23 @@ class Engine:
                 memory += event.size
         ships_deltas = sender.delta
         as_delta: list[bool] = []
-        deltas: list[Value] = []  # R14 payloads shipped as deltas
+        bytes_delta = 0  # R4 of the payloads shipped as deltas, counted when written ...
+        deltas: list[Value] = []  # ... or else here, once for the batch
         bytes_full = 0  # ... and the sizes of those shipped full (a destroy ships 0 bytes)
         resent = 0
         for event in shipped:
             if ships_deltas and event.delta is not None and not event.converted:
                 as_delta.append(True)
-                deltas.append(event.delta)
+                if event.delta_size >= 0:
+                    bytes_delta += event.delta_size
+                else:
+                    deltas.append(event.delta)
             else:
                 as_delta.append(False)
                 bytes_full += event.size
             if event.possible_duplicate:
                 resent += 1
-        bytes_delta = total_size(deltas)
+        bytes_delta += total_size(deltas)
         batch_id = dispatcher.last_batch_id = dispatcher.last_batch_id + 1
         ids = [event.id for event in events]
         shipped_ids = ids if shipped is events else [event.id for event in shipped]

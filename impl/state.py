@@ -92,7 +92,7 @@ def _encoded_size(value: object) -> int:
     return len(_ENCODE(value))
 
 
-def _int_size(number: int) -> int:
+def _int_size(number: int) -> i64:
     """The length of `str(number)`, counted without building the string."""
     if number < 0:
         return 1 + _int_size(-number)
@@ -110,7 +110,7 @@ _SHORT_ESCAPES: Final = frozenset({0x22, 0x5C, 0x08, 0x0C, 0x0A, 0x0D, 0x09})
 """The characters JSON escapes with one backslash: `"`, backslash, \\b \\f \\n \\r \\t."""
 
 
-def _string_size(text: str) -> int:
+def _string_size(text: str) -> i64:
     """The length of `text` as a JSON string with `ensure_ascii`, quotes included.
 
     What `json.encoder.encode_basestring_ascii` writes: printable ASCII as is, except
@@ -141,11 +141,17 @@ def _value_size(value: dict[Any, Any]) -> int:
     """
     if not value:
         return 2
-    total = 1 + len(value)  # the braces and n - 1 commas
+    total: i64 = 1 + len(value)  # the braces and n - 1 commas
     for key, item in value.items():
         if type(key) is not str:
             return _encoded_size(value)
-        total += _string_size(key) + 1 + _item_size(item)  # the name, its colon, the item
+        total += _string_size(key) + 1  # the name, its colon
+        if type(item) is int:  # the item: the common types first, without a call
+            total += _int_size(item)
+        elif type(item) is str:
+            total += _string_size(item)
+        else:
+            total += _item_size(item)
     return total
 
 
@@ -165,23 +171,28 @@ def _item_size(item: Any) -> int:
 _ABSENT: Final = object()
 
 
-def resized(old: Value, old_size: int, changes: Value) -> int:
-    """R4's size of `old` updated by `changes` (a delta, R10), from `old`'s size
-    `old_size`: a changed field's value replaced, a new field added with its name, colon
-    and comma; -1 when it is not counted so (interpreted, where `size` is one encoder
-    call; an empty `old`; a key that is not a string)."""
-    if not _COMPILED or not old:
-        return -1
+def resized(old: Value, old_size: int, changes: Value) -> tuple[int, int]:
+    """R4's sizes of a delta (R10): of `old` updated by `changes`, counted from `old`'s
+    size `old_size` (a changed field's value replaced, a new field added with its name,
+    colon and comma), and of `changes` itself (what the delta ships, R14), in one pass;
+    (-1, -1) when they are not counted so (interpreted, where `size` is one encoder call;
+    `old_size` not counted, -1; an empty `old`; a key that is not a string)."""
+    if not _COMPILED or old_size < 0 or not old:
+        return -1, -1
     total = old_size
+    own = 1 + len(changes) if changes else 2  # the braces and n - 1 commas
     for key, item in changes.items():
         if type(key) is not str:
-            return -1
+            return -1, -1
+        key_size = _string_size(key)
+        item_size = _item_size(item)
+        own += key_size + 1 + item_size
         before: Any = old.get(key, _ABSENT)
         if before is _ABSENT:
-            total += _string_size(key) + 2 + _item_size(item)
+            total += key_size + 2 + item_size
         else:
-            total += _item_size(item) - _item_size(before)
-    return total
+            total += item_size - _item_size(before)
+    return total, own
 
 
 def size(value: Value | None) -> int:
@@ -253,6 +264,7 @@ class Event:
         "bucket",
         "converted",
         "delta",
+        "delta_size",
         "enqueued_at",
         "entry",
         "id",
@@ -297,6 +309,7 @@ class Event:
         self.value = entry.value  # the full value (None for a destroy, R11)
         self.base = base  # the origin's entry before a delta (R10), else None
         self.delta = delta  # the changes of a `delta` operation, else None
+        self.delta_size = -1  # R4 of `delta` when its write counted it, else -1
         self.converted = converted  # R19: converted to ship its full value
         self.recipients = recipients
         self.possible_duplicate = False
@@ -317,11 +330,11 @@ class Event:
     def copy_for_queue(self, recipients: frozenset[int], enqueued_at: int, bucket: int) -> Event:
         """Another queue's copy (R22 for forwarding).
 
-        Keeps id, origin, key, op, entry, base, delta, thread, size and the R19 `converted`
-        flag; sets `recipients`, `enqueued_at` and the bucket at the new site (R28);
-        `possible_duplicate` starts false.
+        Keeps id, origin, key, op, entry, base, delta, thread, the sizes and the R19
+        `converted` flag; sets `recipients`, `enqueued_at` and the bucket at the new site
+        (R28); `possible_duplicate` starts false.
         """
-        return Event(
+        copy = Event(
             self.id,
             self.origin,
             self.seq,
@@ -337,6 +350,8 @@ class Event:
             self.size,
             bucket,
         )
+        copy.delta_size = self.delta_size
+        return copy
 
 
 @final

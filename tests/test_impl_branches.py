@@ -146,10 +146,12 @@ def test_r4_a_delta_counts_its_value_from_the_old_values_size(
 ) -> None:
     # The delta's value is `old` updated by `changes` (R10); its size is counted from the
     # old one's: each changed field's value replaced, a new field added (name, colon, comma).
+    # The delta's own size (what it ships, R14) is counted in the same pass.
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(impl.state, "_COMPILED", True)  # interpreted too: the counting branch
         counted = impl.state.resized(old, canonical_size(old), changes)
-    assert counted == (canonical_size({**old, **changes}) if old else -1)
+    expected = (canonical_size({**old, **changes}), canonical_size(changes))
+    assert counted == (expected if old else (-1, -1))
 
 
 def test_r4_a_delta_on_chosen_values() -> None:
@@ -157,8 +159,10 @@ def test_r4_a_delta_on_chosen_values() -> None:
     assert canonical_size(old) == 15
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(impl.state, "_COMPILED", True)
-        # "x" -> "yyy" (+2), "c":null added (+9: ,"c":null) = 26
-        assert impl.state.resized(old, 15, {"b": "yyy", "c": None}) == 26
-        assert impl.state.resized(old, 15, {"a": -100}) == 18  # 1 -> -100 (+3)
-        assert impl.state.resized(old, 15, {}) == 15
-        assert impl.state.resized({}, 2, {"a": 1}) == -1  # counted in full instead
+        # "x" -> "yyy" (+2), "c":null added (+9: ,"c":null) = 26; the delta
+        # {"b":"yyy","c":null} is 20 bytes
+        assert impl.state.resized(old, 15, {"b": "yyy", "c": None}) == (26, 20)
+        assert impl.state.resized(old, 15, {"a": -100}) == (18, 10)  # 1 -> -100 (+3); {"a":-100}
+        assert impl.state.resized(old, 15, {}) == (15, 2)  # {}
+        assert impl.state.resized({}, 2, {"a": 1}) == (-1, -1)  # counted in full instead
+        assert impl.state.resized(old, -1, {"a": 1}) == (-1, -1)  # old's size not counted
