@@ -54,6 +54,11 @@ CASES: list[tuple[str, str, str]] = [
         CONFIG + '{"op": "tick" "ms": 1}\n',
         "{path}:2: not valid JSON: Expecting ',' delimiter at column 15",
     ),
+    (  # Python's message ends "starting at": the column follows it, "at" not said twice
+        "not_json_unterminated_string",
+        CONFIG + '{"op": "tick", "ms": 1, "x": "abc\n',
+        "{path}:2: not valid JSON: Unterminated string starting at column 30",
+    ),
     (
         "not_json_two_values_on_one_line",
         CONFIG + '{"op": "settle"} {"op": "settle"}\n',

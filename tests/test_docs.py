@@ -58,3 +58,42 @@ def test_the_spec_s_source_documents_are_named_in_a_page_a_clone_has() -> None:
         assert sorted(named) == sorted(p.name for p in seeds.glob("*.txt"))
     readme = (ROOT / "README.md").read_text()
     assert "docs/SOURCES.md" in readme
+
+
+def test_every_library_the_code_imports_is_a_declared_dependency() -> None:
+    # `pip install .` alone must give a working command: each third-party module the
+    # packages import (at any depth, as a user's run may reach it) belongs to a
+    # distribution that pyproject.toml's [project] dependencies name. (pytest is the
+    # exception: only pytest itself loads conformance/pytest_plugin.py.)
+    import ast
+    import sys
+    import tomllib
+    from importlib.metadata import packages_distributions
+
+    def normal(name: str) -> str:  # PEP 503
+        return re.sub(r"[-_.]+", "-", name).lower()
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    declared = {normal(re.split(r"[<>=!~\[; ]", spec)[0]) for spec in project["dependencies"]}
+    packages = ["model", "impl", "traces", "conformance", "reports", "wanconform"]
+    distributions = packages_distributions()
+    undeclared: dict[str, str] = {}
+    for package in packages:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.Import):
+                    names = [alias.name for alias in node.names]
+                elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                    names = [node.module]
+                else:
+                    continue
+                for name in names:
+                    top = name.split(".")[0]
+                    if top in sys.stdlib_module_names or top in packages or top in (
+                        "__future__", "pytest",
+                    ):  # fmt: skip
+                        continue
+                    owners = {normal(owner) for owner in distributions.get(top, [top])}
+                    if not owners & declared:
+                        undeclared.setdefault(top, str(path.relative_to(ROOT)))
+    assert undeclared == {}

@@ -27,7 +27,7 @@ from conformance.spark.campaign import delta_share, render, summarize
 from conformance.spark.check import LocalTrace, check_local
 from reports.render import write_report
 from traces.errors import WanconformError
-from traces.outputs import output_kind
+from traces.outputs import atomic_file, building_directory, output_kind
 from traces.parquet import open_trace_set
 from traces.tracefile import open_trace
 from wanconform.cli import main
@@ -234,6 +234,21 @@ def test_output_kinds(tmp_path: Path, marker: str, kind: str | None) -> None:
 
 
 # -- Ctrl-C (item 3) -----------------------------------------------------------------------
+
+
+def test_outputs_get_the_usual_modes_under_the_umask(tmp_path: Path) -> None:
+    # tempfile makes its files 0600 and folders 0700; an output is made as `open` and
+    # `mkdir` would: 0666 and 0777 less the umask (here 027: 0640 and 0750).
+    old = os.umask(0o027)
+    try:
+        with atomic_file(tmp_path / "report.html") as temporary:
+            temporary.write_text("x")
+        with building_directory(tmp_path / "made" / "run") as staging:
+            (staging / "site-1.jsonl").write_text("{}")
+    finally:
+        os.umask(old)
+    assert (tmp_path / "report.html").stat().st_mode & 0o777 == 0o640
+    assert (tmp_path / "made" / "run").stat().st_mode & 0o777 == 0o750
 
 
 def test_ctrl_c_is_one_line_exit_130_and_nothing_written(

@@ -190,9 +190,10 @@ class _EventReader(_LogReader):
         if batch_id is not None and (
             not isinstance(batch_id, int) or isinstance(batch_id, bool) or batch_id < 1
         ):
-            raise TraceError(
-                f"{here}: batch_id: must be an integer >= 1, got {json_kind(batch_id)}"
-            )
+            got = batch_id if isinstance(batch_id, int) and not isinstance(batch_id, bool) else (
+                json_kind(batch_id)
+            )  # fmt: skip
+            raise TraceError(f"{here}: batch_id: must be an integer >= 1, got {got}")
         if type(entry.op) is Flush:
             sent = [o["batch_id"] for o in entry.observed if o["kind"] == "sent"]
             batch_id = sent[0] if sent else 0
@@ -220,7 +221,8 @@ def _clock_reading(here: str, name: str, value: Any, last: int) -> int:
     if problem := int64_error(value):
         raise TraceError(f"{here}: {name}: {problem}")
     if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-        raise TraceError(f"{here}: {name}: must be an integer >= 0, got {json_kind(value)}")
+        got = value if isinstance(value, int) and not isinstance(value, bool) else json_kind(value)
+        raise TraceError(f"{here}: {name}: must be an integer >= 0, got {got}")
     if value < last:
         raise TraceError(
             f"{here}: {name}: {value} is before the previous line's {last}: a process "
@@ -363,7 +365,7 @@ def event_log_files(paths: list[str]) -> list[str] | None:
     """The files of an event log among `validate`'s arguments: a directory's `*.jsonl`, or
     files whose first line is an event log's header; None when they are not one."""
     if len(paths) == 1 and os.path.isdir(paths[0]):
-        files = sorted(str(p) for p in Path(paths[0]).glob("*.jsonl"))
+        files = sorted(str(p) for p in Path(paths[0]).glob("*.jsonl") if p.is_file())
         if not files:
             raise TraceError(f"{paths[0]}: no *.jsonl file in this directory (docs/LOG.md)")
         return files

@@ -249,6 +249,14 @@ def _prefix(target: Path) -> str:
     return f".{target.name}.{os.getpid()}."
 
 
+def _usual_mode(path: Path, mode: int) -> None:
+    """Give `path` (made 0600 or 0700 by `tempfile`) `mode` less the process's umask, as
+    `open` or `mkdir` would have."""
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(path, mode & ~umask)
+
+
 @contextmanager
 def atomic_file(path: str | os.PathLike[str], declared: bool = True) -> Iterator[Path]:
     """A temporary path to write the file at; renamed to `path` if the body completes,
@@ -267,9 +275,7 @@ def atomic_file(path: str | os.PathLike[str], declared: bool = True) -> Iterator
     temporary = Path(name)
     try:
         yield temporary
-        umask = os.umask(0)  # mkstemp makes the file 0600; give it the usual mode
-        os.umask(umask)
-        os.chmod(temporary, 0o666 & ~umask)
+        _usual_mode(temporary, 0o666)
         if ledger:
             digest = _digest(temporary)
             old = _ledger(target.parent).get(target.name, [])
@@ -306,6 +312,7 @@ def building_directory(path: str | os.PathLike[str]) -> Iterator[Path]:
     except OSError as exc:
         raise _fail(path, exc.strerror or str(exc)) from None
     try:
+        _usual_mode(staging, 0o777)
         yield staging
         publish_directory(staging, target)
     except BaseException:

@@ -355,8 +355,9 @@ class Reader:
                     "the start of the file"
                 ) from None
             at_end = not text[exc.pos :].strip(JSON_SPACE)
-            at = "at the end of the line" if at_end else f"at column {exc.pos + 1}"
-            raise TraceError(f"{here}: not valid JSON: {exc.msg} {at}") from None
+            place = "the end of the line" if at_end else f"column {exc.pos + 1}"
+            at = "" if exc.msg.endswith(" at") else " at"  # "... string starting at"
+            raise TraceError(f"{here}: not valid JSON: {exc.msg}{at} {place}") from None
         except ValueError as exc:
             raise TraceError(f"{here}: not valid JSON: {exc}") from None
         return here, raw

@@ -114,7 +114,7 @@ def run(args: argparse.Namespace) -> int:
     record = live(
         config, config.to_json(), Path(args.out), args.duration, args.seed, load,
         Faults(args.drop, args.delay, args.duplicate, args.reset),
-        [k for k in args.nemesis.split(",") if k], args.bug,
+        args.nemesis.split(",") if args.nemesis else [], args.bug,
         lambda line: print(line, file=sys.stderr, flush=True),
     )  # fmt: skip
     for name, count in record["lines"].items():

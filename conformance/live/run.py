@@ -372,8 +372,12 @@ def live(
     unknown = [kind for kind in nemesis if kind not in NEMESES]
     if unknown:
         raise WanconformError(
-            f"--nemesis: unknown {unknown[0]!r} (one or more of {', '.join(NEMESES)})"
+            f"--nemesis: unknown {unknown[0]!r} (one or more of {', '.join(NEMESES)}, "
+            "separated by commas)"
         )
+    twice = [kind for index, kind in enumerate(nemesis) if kind in nemesis[:index]]
+    if twice:
+        raise WanconformError(f"--nemesis: {twice[0]!r} given twice")
     slowest = min(s.ack_timeout_ms for s in config.senders)
     if 4 * faults.delay_ms >= slowest:
         raise WanconformError(

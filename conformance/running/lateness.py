@@ -75,13 +75,15 @@ class LatenessCheck:
                 )
 
     def percentile(self, fraction: float) -> str:
-        """The bucket bound that `fraction` of the steps' lateness is within."""
+        """The bucket bound that `fraction` of the steps' lateness is within (never above
+        the worst lateness, which bounds them all)."""
         total = sum(self.counts)
         running = 0
         for index, count in enumerate(self.counts):
             running += count
             if running >= fraction * total:
-                return f"<= {BOUNDS[index]} ms" if index < len(BOUNDS) else f"> {BOUNDS[-1]} ms"
+                bound = BOUNDS[index] if index < len(BOUNDS) else self.worst
+                return f"<= {min(bound, self.worst)} ms"
         return "-"
 
     def verdict(self) -> Verdict:

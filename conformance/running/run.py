@@ -357,8 +357,9 @@ def p1_verdict(
     if divergence is None:
         return Verdict("P1", "held", f"model and {impl_spec} agree at every step")
     first = divergence.differences[0] if divergence.differences else None
+    side = impl_spec.removeprefix("the ") if impl_spec.startswith("the ") else "impl"  # "log"
     message = f"model and {impl_spec} diverge" + (
-        f": {first.path}: model={canonical_json(first.model)} impl={canonical_json(first.impl)}"
+        f": {first.path}: model={canonical_json(first.model)} {side}={canonical_json(first.impl)}"
         if first is not None
         else ""
     )
