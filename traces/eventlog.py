@@ -13,16 +13,18 @@ state) with `t`, the time of the step in ms on a clock the processes share, and,
 a trace's less `tick` and `settle`, plus `flush` and `timeout` (`traces.ops.EVENT_LOG_OPS`):
 the time-triggered steps, which the log resolves (`model.driven`).
 
-`open_event_log` validates every file in one streaming pass each, then merges them once
-(`EventLogSource.steps`): each process's lines in its own order, a `deliver` after the
+`open_event_log` validates the headers; `EventLogSource.steps` then reads every file in one
+streaming pass, validating each line as it goes, and merges them: each process's lines in
+its own order, a `deliver` after the
 `flush` that sent its batch, a `deliver_ack` after that batch's `deliver` (and a `drop` or
 `drop_ack` likewise), timestamps for the rest. The lines of one instant are taken in
 the order `arrange` prefers where causality allows (the run's is an order the model
 agrees with, `conformance.running.events`; by default process by process, in file name
 order). Taking a line never stops another from being next, so whether a merge exists
 does not depend on that order: a log no merge can explain is one TraceError naming the
-two lines, found before any output. The run is the merged operations with a `tick`
-before each instant past the model's clock.
+two lines. The run is the merged operations with a `tick` before each instant past the
+model's clock: a command prints its result once the run has read every line (or calls
+`EventLogSource.validate` first, if it prints as it goes).
 """
 
 from __future__ import annotations
@@ -33,15 +35,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from traces.config import Config, int64_error, json_kind
 from traces.errors import TraceError
 from traces.logfile import LogEntry, _LogReader
 from traces.ops import (
     EVENT_LOG_FIELD_KINDS,
-    EVENT_LOG_OPS,
-    OP_TYPES,
     Deliver,
     DeliverAck,
     Drop,
@@ -78,9 +76,8 @@ class EventLine:
 class _EventReader(_LogReader):
     """One process's file: its header, then its lines, each validated."""
 
-    def __init__(self, name: str, trusted: bool = False) -> None:
+    def __init__(self, name: str) -> None:
         super().__init__(name)
-        self.trusted = trusted  # a file validated before: read fast, unchecked
         self.process = ""
         self.last_t = 0
         self.last_at = -1
@@ -93,11 +90,6 @@ class _EventReader(_LogReader):
             if decoded is not None:
                 self.config = self.header(*decoded)
                 break
-        if self.trusted:
-            for number, line in numbered:
-                if line.strip():
-                    yield self.known(number, line)
-            return
         for number, line in numbered:
             decoded = self.decode(number, line)
             if decoded is not None:
@@ -145,25 +137,6 @@ class _EventReader(_LogReader):
                     " (docs/LOG.md)"
                 )
             raise TraceError(f"{here}: {exc}{hint}") from None
-
-    def known(self, number: int, line: bytes) -> EventLine:
-        """A line of a file validated before (`open_event_log`), decoded without checks."""
-        assert self.config is not None
-        raw = orjson.loads(line)
-        t, at, batch_id = raw.pop("t"), raw.pop("at", -1), raw.pop("batch_id", 0)
-        for name in [name for name in raw if name.startswith("_")]:
-            del raw[name]
-        observed, state = raw.pop("observed"), raw.pop("state", None)
-        name = raw.pop("op")
-        if name == "redeliver":  # its `events` is a tuple
-            op = parse_op({"op": name, **raw}, self.config, EVENT_LOG_FIELD_KINDS)
-        else:  # every field as validated: the operation's record straight from them
-            op = (OP_TYPES.get(name) or EVENT_LOG_OPS[name])(**raw)
-        if type(op) is Flush:
-            batch_id = next((o["batch_id"] for o in observed if o["kind"] == "sent"), 0)
-        return EventLine(
-            where(self.name, number), t, at, LogEntry(number, op, observed, state), batch_id
-        )
 
     def event(self, number: int, here: str, raw: Any) -> EventLine:
         if not isinstance(raw, dict):
@@ -344,21 +317,42 @@ def _unexplained(blocked: EventLine, others: list[EventLine]) -> str:
     )
 
 
-@dataclass(frozen=True, slots=True)
 class EventLogSource:
-    """A validated event log (several files, one run), read and merged again on every
-    `steps()`: memory does not grow with its length."""
+    """One run's event logs (several files), their headers validated: read, validated
+    and merged again on every `steps()`, so memory does not grow with its length."""
 
-    name: str  # the directory, or the files joined by "+"
-    files: tuple[str, ...]
-    config: Config
-    op_count: int  # operations of the run, the ticks included
-    ticks: int  # the ticks the merge adds, one before each instant past the clock
+    def __init__(self, name: str, files: tuple[str, ...], config: Config) -> None:
+        self.name = name  # the directory, or the files joined by "+"
+        self.files = files
+        self.config = config
+        self.op_count: int | None = None  # the run's operations, ticks included, once read
+        self.ticks = 0  # the ticks the merge adds, one before each instant past the clock
 
     def steps(self, arrange: Arrange = _in_process_order) -> Iterator[tuple[str, LogEntry]]:
         """(where, entry) of every operation of the run: the merged lines, each after the
-        tick that brings the clock to its `t` (a tick is where its line is)."""
-        return _merge([_EventReader(name, trusted=True).lines() for name in self.files], arrange)
+        tick that brings the clock to its `t` (a tick is where its line is), each line
+        validated as it is read; TraceError at the first problem, which may be found
+        after the last line (`op_count` is set then)."""
+        readers = [_EventReader(path) for path in self.files]
+        count = lines = 0
+        for here, entry in _merge([reader.lines() for reader in readers], arrange):
+            count += 1
+            lines += entry.line != 0  # not a tick
+            yield here, entry
+        finer = {bool(r.has_at): r.name for r in readers if r.has_at is not None}
+        if len(finer) > 1:
+            raise TraceError(
+                f"{finer[True]}: at: its lines have one, those of {finer[False]} do not (give "
+                "every process's lines `at`, or none)"
+            )
+        self.op_count, self.ticks = count, count - lines
+
+    def validate(self, progress: Callable[[int], None] | None = None) -> None:
+        """Read and merge every line once (before a run that prints as it goes);
+        `progress(operations so far)` now and then."""
+        for count, _ in enumerate(self.steps(), start=1):
+            if progress is not None and count % PROGRESS_EVERY == 0:
+                progress(count)
 
 
 def event_log_files(paths: list[str]) -> list[str] | None:
@@ -406,11 +400,9 @@ def _header(path: str) -> _EventReader:
     )
 
 
-def open_event_log(
-    files: list[str], name: str, progress: Callable[[int], None] | None = None
-) -> EventLogSource:
-    """Validate the headers (one configuration in all, one process each), then every line
-    and the merge, in one pass; TraceError at the first problem."""
+def open_event_log(files: list[str], name: str) -> EventLogSource:
+    """Validate the headers (one configuration in all, one process each): TraceError at
+    the first problem. The lines are validated as they are read (`EventLogSource`)."""
     processes: dict[str, str] = {}
     config: Config | None = None
     for path in files:
@@ -429,18 +421,4 @@ def open_event_log(
             )
         processes[reader.process] = path
     assert config is not None
-    readers = [_EventReader(path) for path in files]
-    count = lines = 0
-    for _, entry in _merge([reader.lines() for reader in readers], _in_process_order):
-        count += 1
-        if entry.line:  # not a tick
-            lines += 1
-            if progress is not None and lines % PROGRESS_EVERY == 0:
-                progress(lines)
-    finer = {bool(reader.has_at): reader.name for reader in readers if reader.has_at is not None}
-    if len(finer) > 1:
-        raise TraceError(
-            f"{finer[True]}: at: its lines have one, those of {finer[False]} do not (give "
-            "every process's lines `at`, or none)"
-        )
-    return EventLogSource(name, tuple(files), config, count, count - lines)
+    return EventLogSource(name, tuple(files), config)

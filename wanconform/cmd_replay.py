@@ -207,10 +207,12 @@ def segmented(
     checkpoint."""
     from conformance.spark.segments import can_split, check_in_segments
 
+    count = source.op_count
     if (
         args.steps
         or args.report
-        or source.op_count < 2 * args.segment_ops
+        or count is None
+        or count < 2 * args.segment_ops
         or (impl_spec != "log" and not can_split(impl_spec))
     ):
         return None
@@ -222,9 +224,9 @@ def segmented(
     from conformance.spark import glue
     from wanconform.progress import start_spark
 
-    segments = -(-source.op_count // args.segment_ops)  # the fast pass cuts every N
+    segments = -(-count // args.segment_ops)  # the fast pass cuts every N
     spark = start_spark(args.master)
-    progress = Progress(f"segments of {source.name}", source.op_count)
+    progress = Progress(f"segments of {source.name}", count)
 
     def show(operations: int, finished: int) -> None:
         progress.unit = f"operations in the fast pass, {finished}/{segments} segments checked"
@@ -406,7 +408,10 @@ class Source(Protocol):
     @property
     def config(self) -> Config: ...
     @property
-    def op_count(self) -> int: ...
+    def op_count(self) -> int | None:
+        """None: known only once the run has read it all (an event log, read once)."""
+        ...
+
     def ops(self) -> Iterator[tuple[int | str, Op]]:
         """(file line, or where for a merged event log, operation)"""
         ...
@@ -494,7 +499,8 @@ def from_checkpoint(args: argparse.Namespace, source: Source, engine: str) -> di
     doc, name = args.start_doc, args.start
     check_fits(source.config, doc, name)
     operations = doc.get("position", {}).get("operations", 0)
-    if not isinstance(operations, int) or not 0 <= operations <= source.op_count:
+    count = source.op_count
+    if not isinstance(operations, int) or count is None or not 0 <= operations <= count:
         raise CheckpointError(
             f"{name}: position.operations: {operations!r} is not an operation count of "
             f"{source.name} (0..{source.op_count})"
@@ -522,7 +528,7 @@ def runs_ahead(
         and not getattr(args, "one_process", True)
         and not isinstance(source, LogSource)
         and not isinstance(impl, StoreEngines)
-        and source.op_count - offset >= AHEAD_OPERATIONS
+        and (source.op_count or 0) - offset >= AHEAD_OPERATIONS
     )
 
 

@@ -95,19 +95,22 @@ def run(args: argparse.Namespace) -> int:
 
 
 def run_events(args: argparse.Namespace, files: list[str]) -> int:
-    """One run's event logs: validated and merged, then checked against the driven model,
-    with its lateness (docs/LOG.md, "Event logs")."""
+    """One run's event logs, checked against the driven model with their lateness
+    (docs/LOG.md, "Event logs"): validated and merged as the run reads them, once (the
+    result is printed after the last line); with --steps, validated first."""
     from conformance.running.events import EventRun
     from conformance.running.lateness import LatenessCheck
     from traces.eventlog import open_event_log
 
     name = args.logs[0] if len(args.logs) == 1 else "+".join(files)
-    progress = Progress(f"validating {name}")
-    run = EventRun(open_event_log(files, name, progress.update))
-    progress.close()
+    source = open_event_log(files, name)
+    if args.steps:  # printed as the run goes: every line validated first
+        progress = Progress(f"validating {name}")
+        source.validate(progress.update)
+        progress.close()
     return replay_sources(
         args,
-        [run],
+        [EventRun(source)],
         "both",
         lambda run: run.log_engine,
         "the log",

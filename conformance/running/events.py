@@ -67,11 +67,18 @@ class EventRun:
         self.source = source
         self.name = source.name
         self.config = source.config
-        self.op_count = source.op_count
-        self.ticks = source.ticks
         self.model: DrivenEngine | None = None
         self._entry: LogEntry | None = None
         self._prepared: dict[int, tuple[State, State, list[Observation]]] = {}
+
+    @property
+    def op_count(self) -> int | None:
+        """The run's operations, ticks included, once its lines have all been read."""
+        return self.source.op_count
+
+    @property
+    def ticks(self) -> int:
+        return self.source.ticks
 
     def model_engine(self, config: Config) -> DrivenEngine:
         self.model = DrivenEngine(config)
