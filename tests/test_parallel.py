@@ -29,6 +29,7 @@ from hypothesis import strategies as st
 
 import impl
 import impl.state
+import model
 import model.routing
 from conformance.running.run import run_trace
 from conftest import Run, replay
@@ -537,6 +538,29 @@ def test_p12_is_not_applicable_past_the_end_of_time() -> None:
     assert verdicts["P12"].reason == (
         "after the settle at t.jsonl:5, sender ny dispatcher 0 is next due past 2^63-1 (R25)"
     )
+
+
+def test_p2_p5_p12_hold_where_checked_and_name_the_settle_that_stopped_short() -> None:
+    # Geode's "wait forever" imports as 2^62 ms (docs/COMMANDS.md). The first lost batch
+    # (sent at 0) times out at 2^62, within 2^63-1: the first settle resends it and ends
+    # quiescent, so P2, P5 and P12 are checked there and hold. The second (sent at 2^62 +
+    # 5) would time out past 2^63-1: settle stops with it in flight (R25), and no property
+    # of quiescence applies at that settle (P12 by its text; P2 and P5, a reading; P5 does
+    # not apply to this one-way topology at all).
+    config = two_sites({"batch_size": 1, "ack_timeout_ms": 2**62})
+    lost = [{"op": "tick", "ms": 5}, {"op": "drop", "sender": "ny"}, {"op": "settle"}]
+    ops = [
+        {"op": "put", "site": 1, "key": "a", "value": {"v": 1}}, *lost,
+        {"op": "put", "site": 1, "key": "b", "value": {"v": 1}}, *lost,
+    ]  # fmt: skip
+    note = (
+        "not checked at a settle (after the settle at t.jsonl:9, sender ny dispatcher 0 is "
+        "next due past 2^63-1 (R25))"
+    )
+    for engine in (impl.Engine, model.Engine):
+        verdicts = check(engine, config, ops)
+        for name in ("P2", "P12"):
+            assert (verdicts[name].status, verdicts[name].reason) == ("held", note), name
 
 
 def test_p4_edges_are_senders_whatever_their_dispatchers() -> None:

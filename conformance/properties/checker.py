@@ -294,7 +294,9 @@ class PropertyChecker:
         self._conflations = 0  # P9: `conflated` observations checked
         self._exempt: dict[str, list[str]] = {}  # P2: why an event is exempt -> events
         self._held_back = ""  # P2, P5: the last settle they did not apply at, and why
-        self._held_back_settles = 0  # settles where a stopped or paused sender held events
+        self._held_back_settles = 0  # settles where a stopped or paused sender held events,
+        #   or that stopped before quiescence (R25)
+        self._stopped_short = ""  # this settle stopped before quiescence (R25), and why
         self._twin: OverflowTwin | None = None  # P10's second run
         if overflow is not None and unlimited(config) is not None:
             self._twin = OverflowTwin(config, overflow)
@@ -489,6 +491,7 @@ class PropertyChecker:
             else:
                 state = observe_keys({item.key for item in pending} | self._p5_keys())
             capped = settle_capped is not None and settle_capped()
+            self._stopped_short = ""
             found.extend(self._p12(state, capped, where))
             if all(site["up"] for site in state["sites"].values()):
                 found.extend(self._at_quiescence(state, pending, where))
@@ -611,6 +614,7 @@ class PropertyChecker:
         and remote are up has nothing queued, to resend, in flight or in the network."""
         if capped:
             self._p12_exempt = f"the settle at {where} stopped at its cap of inner operations"
+            self._stopped_short = self._p12_exempt
             return []
         sites = state["sites"]
         now = state["time"]
@@ -627,7 +631,7 @@ class PropertyChecker:
                     self._p12_checks += 1
                     continue
                 if _due_past_the_end(sender, dispatcher, now):
-                    self._p12_exempt = (
+                    self._p12_exempt = self._stopped_short = (
                         f"after the settle at {where}, sender {sender.id} dispatcher {index} is "
                         "next due past 2^63-1 (R25)"
                     )
@@ -949,7 +953,10 @@ class PropertyChecker:
         self, state: dict[str, Any], pending: list[_Unaccounted], where: str
     ) -> list[Violation]:
         """P2 and P5, after `settle` with every site up (`state` holds at least the
-        entries of `pending`'s keys and of `_p5_keys`)."""
+        entries of `pending`'s keys and of `_p5_keys`). Neither applies when a stopped or
+        paused sender holds events (§16.7), nor, a reading, when the settle stopped before
+        quiescence (R25: at its cap, or with a dispatcher next due past 2^63-1, as P12):
+        the events still on their way there are neither lost nor delivered."""
         violations: list[Violation] = []
         sites = state["sites"]
         waiting = [
@@ -964,6 +971,9 @@ class PropertyChecker:
             self._held_back = (
                 f"after the settle at {where}, sender {first} is {held} with events queued"
             )
+            self._held_back_settles += 1
+        elif self._stopped_short:
+            self._held_back = self._stopped_short
             self._held_back_settles += 1
         elif self._written_since_wipe:
             self._quiescent_checks += 1
@@ -981,7 +991,7 @@ class PropertyChecker:
                     )
                 )
         self._settles += 1
-        if self._connected and not waiting:  # P5 too (a reading: as P2, §16.7)
+        if self._connected and not waiting and not self._stopped_short:  # P5 too, as P2
             violations.extend(self._p5(state, where))
         return violations
 
@@ -1114,13 +1124,24 @@ class PropertyChecker:
         reason = self._not_applicable(name)
         if reason:
             return Verdict(name, "not applicable", reason)
+        # held where checked: a settle where it did not apply is named (the last one)
+        unchecked = (
+            self._p12_exempt
+            if name == "P12"
+            else self._held_back
+            if name in ("P2", "P5") and self._held_back_settles
+            else ""
+        )
+        notes = [f"not checked at a settle ({unchecked})"] if unchecked else []
         if name == "P2" and (self._wiped_at or self._exempt):
-            notes = ["on the events written after the last wipe"] if self._wiped_at else []
+            if self._wiped_at:
+                notes.insert(0, "on the events written after the last wipe")
             for reason, events in self._exempt.items():
                 shown = ", ".join(events[:3]) + (
                     f" and {len(events) - 3} more" if len(events) > 3 else ""
                 )
                 notes.append(f"exempt, {reason}: {shown}")
+        if notes:
             return Verdict(name, "held", "; ".join(notes))
         if name == "P8" and self._unordered:
             return Verdict(
