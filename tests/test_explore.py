@@ -561,6 +561,19 @@ def test_r29_r31_exploration_counts_the_states_a_plain_search_finds(name: str) -
     assert result.states == len(seen)
 
 
+def test_r28_r29_exploration_counts_the_branches_of_a_parallel_configuration() -> None:
+    # 2 dispatchers, 4 buckets, at site 1: a put there is enqueued with its bucket
+    # (R28) on the dispatcher of that bucket (R29, parallel): both from depth 1; no
+    # serial route exists in this configuration.
+    from conformance.search.explore import Bounds, explore
+
+    config = read_trace(EXAMPLES / "parallel_dispatchers_no_global_order.jsonl").config
+    result = explore(config, Bounds(depth=2, keys=2))
+    assert result.first_depth["R28.bucket"] == 1 and result.first_depth["R29.parallel"] == 1
+    assert result.coverage["R28.bucket"] == result.coverage["R29.parallel"] > 0
+    assert all(result.coverage.get(f"R29.{how}", 0) == 0 for how in ("serial", "key", "thread"))
+
+
 def test_a_node_rebuilt_from_its_path_is_the_node_the_search_kept() -> None:
     # Spark's executors ship paths, not states: Expander.replay(path) must give the
     # state and the property checker the local search carries along that path (the

@@ -25,6 +25,7 @@ from collections import Counter
 from typing import Any
 
 from model.routing import bucket_of
+from model.state import State
 from traces.config import Config
 from traces.engine import settle_cap
 from traces.observations import RECEIVER_STATUSES
@@ -191,6 +192,26 @@ class Coverage:
             self.counts["R29.serial"] += 1
         else:
             self.counts[f"R29.{sender.order_policy}"] += 1
+
+    def resume(self, state: State) -> None:
+        """Take the run's context for R30-R31's branches from a model state (exploration
+        steps from any state, not in one run's order): the dispatchers with a batch out,
+        the parallel ones with a resend list, the buckets of the events queued at
+        parallel senders."""
+        if self.config is None or self._plain:
+            return
+        self._out, self._resend, self._buckets, self._key = {}, set(), {}, ""
+        for sender_id, sender in state.senders.items():
+            parallel = self.config.sender(sender_id).parallel
+            for index, dispatcher in enumerate(sender.dispatchers):
+                if dispatcher.in_flight is not None:
+                    self._out.setdefault(sender_id, set()).add(index)
+                if parallel and dispatcher.resend:
+                    self._resend.add((sender_id, index))
+                if parallel:
+                    for event in dispatcher.queue:
+                        if event.bucket is not None:
+                            self._buckets[(sender_id, event.event_id)] = event.bucket
 
     def record_skipped(self, name: str, count: int) -> None:
         """`count` operations named `name` were tried and not enabled (exploration)."""

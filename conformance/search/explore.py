@@ -657,7 +657,7 @@ class Expander:
     def expand(self, path: tuple[Op, ...], state: State, checker: PropertyChecker) -> Expansion:
         config, tally = self.config, Tally()
         out = Expansion(tally, [], [])
-        counts, coverage = tally.counts, Coverage()
+        counts, coverage = tally.counts, Coverage(config)  # R28-R31's branches too
         if not self.settle_edges:
             found = self.settle_check(path, state, checker, tally)
             if found is not None:
@@ -677,6 +677,7 @@ class Expander:
             after, observations = step(config, state, op)
             tally.step_seconds += time.perf_counter() - stepped
             tally.transitions += 1
+            coverage.resume(state)  # each transition starts from `state`
             coverage.record(op, observations)
             counts.update(f"kind.{obs['kind']}" for obs in observations)
             counts[BUILT] += sum(1 for o in observations if o["kind"] == "applied" and "value" in o)
