@@ -693,3 +693,26 @@ def valid(target: Path) -> Any:
     text = target.read_text()
     assert text.rstrip().endswith("</html>")
     return len(text)
+
+
+def test_a_failed_property_in_a_campaign_summary_ends_with_its_reproduce_command() -> None:
+    # Rows of two clean traces, one made to fail P2 (as a property a model and an impl
+    # agree on can fail): the summary names the violation, then how to replay that trace
+    # with the properties checked, from the results' failures/ (where it is exported).
+    path = ROOT / "traces" / "examples" / "delta_and_full_fallback_after_wipe.jsonl"
+    trace = open_trace(path)
+    ops = list(trace.ops())
+    rows, _, _ = check_local([LocalTrace(n, trace.config, ops) for n in ("t-1", "t-2")])
+    failing = rows[1]
+    failing["failures"] = ["P2"]
+    failing["verdicts"]["p2"] = {
+        "status": "failed", "reason": "", "violation_count": 1,
+        "violations": [{"where": "t-2:9", "message": "event 1:3 (key 'a') neither applied"}],
+    }  # fmt: skip
+    text = render(summarize(rows, 1.0), "out/results/failures", "impl:Engine")
+    assert (
+        "  P2 violation: t-2:9: event 1:3 (key 'a') neither applied\n"
+        "    reproduce: wanconform replay --engine both --check-properties --impl impl:Engine "
+        "out/results/failures/t-2.jsonl\n"
+    ) in text
+    assert "reproduce" not in render(summarize(rows, 1.0))  # no failures/ to replay from

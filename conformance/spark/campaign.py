@@ -45,6 +45,8 @@ class CampaignSummary:
     divergences: list[FailureGroup] = field(default_factory=list)  # P1, largest group first
     verdicts: dict[str, Counter[str]] = field(default_factory=dict)  # P1..P7 -> status counts
     violations: dict[str, list[str]] = field(default_factory=dict)  # first few per property
+    violating: dict[str, str] = field(default_factory=dict)  # property -> its first failing
+    #   trace, when it is exported to the results' failures/ (a group with an example)
     coverage: Coverage = field(default_factory=Coverage)
     capped_traces: list[str] = field(default_factory=list)  # R25: a settle stopped at its cap
     bytes_full: int = 0
@@ -85,8 +87,10 @@ def summarize(rows: Sequence[dict[str, Any]], seconds: float) -> CampaignSummary
         summary.dropped += row["dropped"]
         summary.dead_lettered += row["dead_lettered"]
     summary.skipped_by_profile = {p: (s, n) for p, (s, n) in sorted(skipped.items())}
-    for signature, members in failure_groups(rows):
+    for rank, (signature, members) in enumerate(failure_groups(rows)):
         divergence = members[0]["divergence"]
+        if signature in summary.violations and rank < MAX_EXAMPLES:
+            summary.violating[signature] = members[0]["trace_id"]
         if not signature.startswith("P1") or divergence is None:
             continue
         summary.divergences.append(
@@ -112,15 +116,18 @@ def delta_share(bytes_delta: int, bytes_full: int) -> str:
     return _share(bytes_delta, bytes_full + bytes_delta)
 
 
-def replay_command(failures: str, trace_id: str, impl: str) -> str:
+def replay_command(failures: str, trace_id: str, impl: str, properties: bool = False) -> str:
     """The command that replays a failing trace exported to a results directory's
-    failures/ (`conformance.spark.results`), with the impl that failed on it."""
-    return f"wanconform replay --engine both --impl {impl} {failures}/{trace_id}.jsonl"
+    failures/ (`conformance.spark.results`), with the impl that failed on it (and the
+    properties checked, for a property's failure)."""
+    checked = " --check-properties" if properties else ""
+    return f"wanconform replay --engine both{checked} --impl {impl} {failures}/{trace_id}.jsonl"
 
 
 def render(summary: CampaignSummary, failures: str = "", impl: str = DEFAULT_IMPL) -> str:
     """The summary as text; with `failures` (a results directory's failures/ folder as the
-    user named it), each divergence group's reproduce command."""
+    user named it), each divergence group's reproduce command, and each failed
+    property's."""
     rate = summary.events / summary.seconds if summary.seconds else 0.0
     lines = [
         f"traces: {summary.traces:,}   operations: {summary.operations:,}   "
@@ -138,6 +145,9 @@ def render(summary: CampaignSummary, failures: str = "", impl: str = DEFAULT_IMP
     for name, messages in summary.violations.items():
         for message in messages:
             lines.append(f"  {name} violation: {message}")
+        if failures and name in summary.violating:
+            command = replay_command(failures, summary.violating[name], impl, properties=True)
+            lines.append(f"    reproduce: {command}")
     capped = capped_settles(summary.coverage.counts, len(summary.capped_traces))
     if capped:
         first = ", ".join(summary.capped_traces[:3])
