@@ -1183,12 +1183,63 @@ def test_region_type_errors(tmp_path: Path, body: str, message: str) -> None:
 
 
 @pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ('<region name="r" refid="PARTITON"><region-attributes gateway-sender-ids="a"/></region>',
+         "1.xml:4: <region name='/r'>: refid: 'PARTITON' names no <region-attributes id> of "
+         "this file and no Geode region shortcut (did you mean PARTITION?)"),
+        ('<region name="r" refid="NO_SUCH_THING"><region-attributes gateway-sender-ids="a"/>'
+         "</region>",
+         "1.xml:4: <region name='/r'>: refid: 'NO_SUCH_THING' names no <region-attributes id> "
+         "of this file and no Geode region shortcut"),
+        ('<region name="r"><region-attributes data-policy="replicated" gateway-sender-ids="a"/>'
+         "</region>",
+         "1.xml:4: <region name='/r'>: data-policy: 'replicated' is not a Geode data policy "
+         "(did you mean replicate?)"),
+    ],
+)  # fmt: skip
+def test_a_region_type_geode_does_not_know_is_an_error(
+    tmp_path: Path, body: str, message: str
+) -> None:
+    # Geode refuses a refid that names nothing, and its schema any other data policy.
+    site = (1, "1.xml", cache(f'<gateway-sender id="a" remote-distributed-system-id="2"/>\n{body}'))
+    expect_error(tmp_path, message, site, RECEIVER)
+
+
+@pytest.mark.parametrize(
+    ("body", "written"),
+    [
+        ('<region name="r" refid="LOCAL_PERSISTENT"><region-attributes gateway-sender-ids="a"/>'
+         "</region>", "1.xml:4: region '/r': refid LOCAL_PERSISTENT"),
+        ('<region name="r" refid="LOCAL"><region-attributes gateway-sender-ids="a"/></region>',
+         "1.xml:4: region '/r': refid LOCAL"),
+        ('<region name="r"><region-attributes data-policy="normal" gateway-sender-ids="a"/>'
+         "</region>", "1.xml:4: region '/r': data-policy normal"),
+    ],
+)  # fmt: skip
+def test_a_data_policy_the_model_does_not_have_is_read_as_replicated_with_a_warning(
+    tmp_path: Path, body: str, written: str
+) -> None:
+    site = (1, "1.xml", cache(f'<gateway-sender id="a" remote-distributed-system-id="2"/>\n{body}'))
+    imported = import_texts(tmp_path, site, RECEIVER)
+    assert imported.config.regions == {}  # replicated, the default
+    assert imported.warnings == (
+        f"{tmp_path}/{written}: only replicate and partition data policies are modelled "
+        "(SPEC §16.10), not a local, normal or preloaded region; read as replicated",
+    )
+
+
+@pytest.mark.parametrize(
     ("script", "message"),
     [
         ("create gateway-sender --id=a --remote-distributed-system-id=2 --dispatcher-threads=2",
-         "1.gfsh:1: create gateway-sender --id=a: --dispatcher-threads=2 on a serial sender "
-         "needs --order-policy (gfsh: 'Must specify --order-policy when --dispatcher-threads "
-         "is larger than 1.')"),
+         "1.gfsh:1: create gateway-sender --id=a: --dispatcher-threads=2 needs --order-policy "
+         "(gfsh: 'Must specify --order-policy when --dispatcher-threads is larger than 1.')"),
+        # gfsh checks it before it looks at --parallel (CreateGatewaySenderCommand)
+        ("create gateway-sender --id=a --remote-distributed-system-id=2 --parallel "
+         "--dispatcher-threads=3",
+         "1.gfsh:1: create gateway-sender --id=a: --dispatcher-threads=3 needs --order-policy "
+         "(gfsh: 'Must specify --order-policy when --dispatcher-threads is larger than 1.')"),
         ("create gateway-sender --id=a --remote-distributed-system-id=2\n"
          "create region --name=r --type=REPLICATE --total-num-buckets=7 --gateway-sender-id=a",
          "1.gfsh:2: create region --name=/r: --total-num-buckets can be used only for creating "

@@ -95,6 +95,9 @@ RECEIVER_ATTRIBUTES = (
 
 PARTITION_DATA_POLICIES = ("partition", "persistent-partition")
 """The `data-policy` values of a partitioned region in Geode's cache.xml schema."""
+DATA_POLICIES = ("empty", "normal", "preloaded", "replicate", "persistent-replicate",
+                 *PARTITION_DATA_POLICIES)  # fmt: skip
+"""Every `data-policy` of the schema (Geode refuses any other value)."""
 
 FAILURE_LISTENER = "gateway-event-failure-listener"
 SENDER_FILTERS = (
@@ -451,6 +454,15 @@ class _CacheReader:
                 )
             if "data-policy" in source.attributes:
                 policy = self.value(source, "data-policy", source_label)
+                if policy.strip() not in DATA_POLICIES:
+                    close = difflib.get_close_matches(policy.strip(), DATA_POLICIES, n=1)
+                    hint = f"did you mean {close[0]}?" if close else "one of " + ", ".join(
+                        DATA_POLICIES
+                    )  # fmt: skip
+                    raise GeodeImportError(
+                        f"{self.where(source)}: {source_label}: data-policy: {policy!r} is "
+                        f"not a Geode data policy ({hint})"
+                    )
                 declaration.type = Written("data-policy", policy, self.where(source))
                 declaration.partitioned = policy.strip() in PARTITION_DATA_POLICIES
             for child in source.children:
@@ -506,4 +518,12 @@ class _CacheReader:
         if refid is not None and refid in REGION_SHORTCUTS:
             shortcut = _Element(source.namespace, "refid", {"refid": refid}, source.line)
             chain.insert(0, (shortcut, label))
+        elif refid is not None and refid not in seen:  # Geode: no such region attributes
+            names = [*REGION_SHORTCUTS, *self.named_attributes]
+            close = difflib.get_close_matches(refid, names, n=1)
+            hint = f" (did you mean {close[0]}?)" if close else ""
+            raise GeodeImportError(
+                f"{self.where(source)}: {label}: refid: {refid!r} names no <region-attributes "
+                f"id> of this file and no Geode region shortcut{hint}"
+            )
         return chain

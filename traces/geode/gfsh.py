@@ -256,13 +256,12 @@ class _ScriptReader:
         for required in ("id", "remote-distributed-system-id"):
             if required not in options:
                 raise GeodeImportError(f"{command.where}: {label}: option --{required} is missing")
-        parallel = options.get("parallel", "false").strip().lower() == "true"
         threads = options.get("dispatcher-threads", "").strip()
-        serial_threads = not parallel and threads.isdigit() and int(threads) > 1
-        if serial_threads and "order-policy" not in options:
+        # gfsh's own check (CreateGatewaySenderCommand's interceptor), serial or parallel
+        if threads.isdigit() and int(threads) > 1 and "order-policy" not in options:
             raise GeodeImportError(
-                f"{command.where}: {label}: --dispatcher-threads={threads} on a serial "
-                "sender needs --order-policy (gfsh: 'Must specify --order-policy when "
+                f"{command.where}: {label}: --dispatcher-threads={threads} needs "
+                "--order-policy (gfsh: 'Must specify --order-policy when "
                 "--dispatcher-threads is larger than 1.')"
             )
         declaration = SenderDeclaration(str(sender_id), command.where, label)

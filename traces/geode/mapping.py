@@ -461,6 +461,15 @@ def _site_region(
         )
         return {"type": "partition"}
     shipping = [r for r in declared.regions.values() if ids & set(r.senders())]
+    for region in shipping:
+        written = region.type
+        if written is not None and _unmodelled(written.value):
+            kind = "partitioned" if region.partitioned else "replicated"
+            warnings.append(
+                f"{written.where}: region {region.name!r}: {written.name} {written.value}: "
+                "only replicate and partition data policies are modelled (SPEC §16.10), "
+                f"not a local, normal or preloaded region; read as {kind}"
+            )
     partitioned = [r for r in shipping if r.partitioned]
     if not partitioned:
         return None
@@ -483,6 +492,15 @@ def _site_region(
             f"partitioned with {buckets} buckets, as {chosen.name}, {reason}"
         )
     return {"type": "partition", "total_num_buckets": buckets}
+
+
+def _unmodelled(region_type: str) -> bool:
+    """A data policy or region shortcut that is neither replicate nor partition as the
+    model has them (SPEC §16.10): a local region, or data policy normal or preloaded. (A
+    proxy, data policy empty, is a member's accessor of its site's replicated or
+    partitioned data, which the model has whole.)"""
+    value = region_type.strip()
+    return value in ("normal", "preloaded") or value.upper().startswith("LOCAL")
 
 
 def _senders(ids: list[str]) -> str:
