@@ -106,6 +106,28 @@ def test_an_output_inside_a_file_names_the_file(
     assert "empty.jsonl is a file, not a folder" in one_error(capsys)
 
 
+def test_two_outputs_of_one_path_are_refused_before_any_work(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sites = ["--site", f"1={GEODE / 'ln-cache.xml'}", "--site", f"2={GEODE / 'ny-cache.xml'}"]
+    same = str(tmp_path / "o.json")
+    assert main(["import", *sites, "-o", same, "--trace", same]) == 2
+    assert one_error(capsys) == (
+        f"wanconform: error: {same}: given for two outputs (--output and --trace); give "
+        "each its own"
+    )
+    report = str(tmp_path / "r.html")
+    assert main(["replay", TRACE, "--report", report, "--checkpoint", report]) == 2
+    assert "given for two outputs (--report and --checkpoint)" in one_error(capsys)
+    assert list(tmp_path.iterdir()) == []
+    # "-" is standard output for import's -o only: --trace - is a file named "-"
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "-").write_text("my notes\n")
+    assert main(["import", *sites, "--trace", "-"]) == 2
+    assert one_error(capsys).startswith("wanconform: error: -: exists; give --force")
+    assert (tmp_path / "-").read_text() == "my notes\n"
+
+
 def test_an_output_that_is_not_a_regular_file_is_refused(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -188,11 +188,18 @@ def check_output_directory(path: str | os.PathLike[str], force: bool = False) ->
 
 
 def declare_outputs(
-    parser: argparse.ArgumentParser, files: Sequence[str] = (), directories: Sequence[str] = ()
+    parser: argparse.ArgumentParser,
+    files: Sequence[str] = (),
+    directories: Sequence[str] = (),
+    stdout: Sequence[str] = (),
 ) -> None:
     """Name the arguments (their `dest`) that are output files or directories, so that
-    `check_outputs` checks them before the command runs; directories get `--force`."""
-    parser.set_defaults(output_files=tuple(files), output_directories=tuple(directories))
+    `check_outputs` checks them before the command runs; directories get `--force`.
+    `stdout`: the files for which "-" means standard output (for any other, "-" is a
+    file of that name)."""
+    parser.set_defaults(
+        output_files=tuple(files), output_directories=tuple(directories), output_stdout=stdout
+    )
     if files or directories:
         parser.add_argument(
             "--force",
@@ -203,10 +210,22 @@ def declare_outputs(
 
 
 def check_outputs(args: argparse.Namespace) -> None:
-    """Check every declared output of a parsed command line (skips absent ones and "-")."""
+    """Check every declared output of a parsed command line (skips absent ones and "-"
+    where it means standard output); two outputs of one path are refused."""
+    named: dict[Path, str] = {}
+    for dest in (*getattr(args, "output_files", ()), *getattr(args, "output_directories", ())):
+        value = getattr(args, dest, None)
+        if value is None or (value == "-" and dest in getattr(args, "output_stdout", ())):
+            continue
+        path = Path(os.path.abspath(value))
+        if path in named:
+            raise WanconformError(
+                f"{value}: given for two outputs (--{named[path]} and --{dest}); give each its own"
+            )
+        named[path] = dest
     for dest in getattr(args, "output_files", ()):
         value = getattr(args, dest, None)
-        if value is not None and value != "-":
+        if value is not None and not (value == "-" and dest in args.output_stdout):
             check_output_file(value, getattr(args, "force", False))
             _DECLARED.add(Path(os.path.abspath(value)))
     for dest in getattr(args, "output_directories", ()):
