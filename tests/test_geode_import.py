@@ -1235,6 +1235,12 @@ def test_a_data_policy_the_model_does_not_have_is_read_as_replicated_with_a_warn
         ("create gateway-sender --id=a --remote-distributed-system-id=2 --dispatcher-threads=2",
          "1.gfsh:1: create gateway-sender --id=a: --dispatcher-threads=2 needs --order-policy "
          "(gfsh: 'Must specify --order-policy when --dispatcher-threads is larger than 1.')"),
+        # a bad value an alter wrote is named with the alter
+        ("create gateway-sender --id=a --remote-distributed-system-id=2\n"
+         "create region --name=r --type=REPLICATE --gateway-sender-id=a\n"
+         "alter gateway-sender --id=a --alert-threshold=-1",
+         "1.gfsh:3: alter gateway-sender --id=a: --alert-threshold: must be from 0 to "
+         "2147483647 ms (a Java int), got -1"),
         # gfsh checks it before it looks at --parallel (CreateGatewaySenderCommand)
         ("create gateway-sender --id=a --remote-distributed-system-id=2 --parallel "
          "--dispatcher-threads=3",

@@ -21,11 +21,14 @@ class GeodeImportError(ConfigError):
 
 @dataclass(frozen=True, slots=True)
 class Written:
-    """One value as the user wrote it: Geode name (`batch-size`, `--batch-size`), text, place."""
+    """One value as the user wrote it: Geode name (`batch-size`, `--batch-size`), text,
+    place, and the command that wrote it when it is not the one that declared its owner
+    (gfsh's `alter gateway-sender`)."""
 
     name: str
     value: str
     where: str
+    label: str = ""
 
 
 @dataclass(slots=True)

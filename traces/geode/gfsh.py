@@ -281,7 +281,8 @@ class _ScriptReader:
             )
         if "gateway-event-filter" in options:
             declaration.filters = []  # gfsh replaces the filter list
-        self._sender_options(declaration, options, command.where)
+        label = f"alter gateway-sender --id={sender_id}"
+        self._sender_options(declaration, options, command.where, label)
 
     def destroy_sender(self, command: Command) -> None:
         options = _options(command, _DESTROY_OPTIONS)
@@ -328,10 +329,15 @@ class _ScriptReader:
         return f" (senders so far: {known})"
 
     def _sender_options(
-        self, declaration: SenderDeclaration, options: Mapping[str, str], where: str
+        self,
+        declaration: SenderDeclaration,
+        options: Mapping[str, str],
+        where: str,
+        label: str = "",
     ) -> None:
+        """The options of a `create` or (`label`) `alter gateway-sender` command."""
         for name, value in options.items():
-            written = Written(f"--{name}", value, where)
+            written = Written(f"--{name}", value, where, label)
             if name == FAILURE_LISTENER:
                 if not value:
                     raise GeodeImportError(

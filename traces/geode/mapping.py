@@ -494,6 +494,11 @@ def _site_region(
     return {"type": "partition", "total_num_buckets": buckets}
 
 
+def _at(written: Written, declaration: SenderDeclaration) -> str:
+    """Where a sender's setting was written and by which command (an alter's own)."""
+    return f"{written.where}: {written.label or declaration.label}"
+
+
 def _unmodelled(region_type: str) -> bool:
     """A data policy or region shortcut that is neither replicate nor partition as the
     model has them (SPEC §16.10): a local region, or data policy normal or preloaded. (A
@@ -510,7 +515,7 @@ def _senders(ids: list[str]) -> str:
 def _integer(declaration: SenderDeclaration | ReceiverDeclaration, written: Written) -> int:
     if not _INTEGER.fullmatch(written.value.strip()):
         raise GeodeImportError(
-            f"{written.where}: {declaration.label}: {written.name}: must be an integer, "
+            f"{_at(written, declaration)}: {written.name}: must be an integer, "
             f"got {written.value!r}"
         )
     return int(written.value)
@@ -600,7 +605,7 @@ def _dispatcher_threads(declaration: SenderDeclaration) -> int:
     threads = _integer(declaration, written)
     if threads < 1:  # GatewaySenderFactoryImpl.create(): "... dispatcher threads less than 1"
         raise GeodeImportError(
-            f"{written.where}: {declaration.label}: {written.name}: must be >= 1, got {threads}"
+            f"{_at(written, declaration)}: {written.name}: must be >= 1, got {threads}"
         )
     return threads
 
@@ -614,12 +619,12 @@ def _order_policy(declaration: SenderDeclaration, parallel: bool) -> str:
     policy = written.value.strip().upper()
     if policy not in _ORDER_POLICIES:
         raise GeodeImportError(
-            f"{written.where}: {declaration.label}: {written.name}: must be KEY, THREAD or "
+            f"{_at(written, declaration)}: {written.name}: must be KEY, THREAD or "
             f"PARTITION, got {written.value!r}"
         )
     if parallel and policy == "THREAD":
         raise GeodeImportError(
-            f"{written.where}: {declaration.label}: {written.name}={written.value}: a "
+            f"{_at(written, declaration)}: {written.name}={written.value}: a "
             "parallel sender cannot use the thread order policy (Geode: 'Parallel Gateway "
             f"Sender {declaration.id} can not be created with OrderPolicy THREAD'; SPEC R27)"
         )
@@ -635,7 +640,7 @@ def _java_int(declaration: SenderDeclaration, name: str, unit: str) -> int | Non
     value = _integer(declaration, written)
     if not 0 <= value <= INT32_MAX:
         raise GeodeImportError(
-            f"{written.where}: {declaration.label}: {written.name}: must be from 0 to "
+            f"{_at(written, declaration)}: {written.name}: must be from 0 to "
             f"{INT32_MAX} {unit} (a Java int), got {value}"
         )
     return value
@@ -652,7 +657,7 @@ def _manual_start_warning(declaration: SenderDeclaration, commands: list[SenderC
         else "no 'start gateway-sender' in the files: it stays stopped until a trace's start_sender"
     )
     return (
-        f"{written.where}: {declaration.label}: {written.name}={written.value}: the sender "
+        f"{_at(written, declaration)}: {written.name}={written.value}: the sender "
         "begins stopped (manual_start, R37), as in Geode: events written before start_sender "
         "are not queued, so never reach the remote site (Geode deprecates manual start as "
         f"likely to cause data loss); {started}"
@@ -667,14 +672,14 @@ def _ack_timeout(declaration: SenderDeclaration, warnings: list[str]) -> int:
     timeout = _integer(declaration, written)
     if timeout < 0:
         raise GeodeImportError(
-            f"{written.where}: {declaration.label}: {written.name}: must be >= 0 "
+            f"{_at(written, declaration)}: {written.name}: must be >= 0 "
             f"(0 = wait forever), got {timeout}"
         )
     if timeout == 0:
         return WAIT_FOREVER_MS
     if timeout < MINIMUM_SOCKET_READ_TIMEOUT_MS:
         warnings.append(
-            f"{written.where}: {declaration.label}: {written.name}={timeout} is below "
+            f"{_at(written, declaration)}: {written.name}={timeout} is below "
             f"Geode's minimum of {MINIMUM_SOCKET_READ_TIMEOUT_MS} ms: Geode uses "
             f"{MINIMUM_SOCKET_READ_TIMEOUT_MS}, and so does the model (ack_timeout_ms)"
         )
@@ -741,8 +746,7 @@ def _receiver(
         written = declaration.settings.get(name)
         if written is not None and _boolean(written, declaration.label):
             warnings.append(
-                f"{written.where}: {declaration.label}: {written.name}={written.value}: "
-                f"{difference}"
+                f"{_at(written, declaration)}: {written.name}={written.value}: {difference}"
             )
     _validated(declaration, "receivers", raw, [site])
     return raw
