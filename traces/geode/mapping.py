@@ -494,8 +494,8 @@ def _site_region(
     return {"type": "partition", "total_num_buckets": buckets}
 
 
-def _at(written: Written, declaration: SenderDeclaration) -> str:
-    """Where a sender's setting was written and by which command (an alter's own)."""
+def _at(written: Written, declaration: SenderDeclaration | ReceiverDeclaration) -> str:
+    """Where a setting was written and by which command (an alter's own)."""
     return f"{written.where}: {written.label or declaration.label}"
 
 
