@@ -578,6 +578,24 @@ def test_progress_shows_one_bar_per_stage_and_never_goes_back(
     )
 
 
+def test_an_error_in_the_middle_of_the_work_erases_the_progress_line_first(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # validate reads an event log as it runs: a bad line found there is said on a line of
+    # its own, not after the progress text
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    bar = Progress("replaying run")
+    bar.next_at = 0
+    bar.update(65_536)
+    bad = tmp_path / "t.jsonl"
+    bad.write_text("not json\n")
+    assert main(["replay", str(bad)]) == 2
+    assert capsys.readouterr().err == (
+        "\r\033[Kreplaying run: 65,536 operations\r\033[K"
+        f"wanconform: error: {bad}:1: not valid JSON: Expecting value at column 1\n"
+    )
+
+
 class FakeStage:
     def __init__(self, stage_id: int, tasks: int, active: int, done: int) -> None:
         self.stageId, self.numTasks = stage_id, tasks

@@ -22,6 +22,7 @@ from traces.errors import WanconformError
 from traces.outputs import check_outputs
 from traces.text import printable
 from wanconform.options import apply_settle_cap
+from wanconform.progress import erase
 
 COMMAND_MODULES = (
     "wanconform.cmd_replay",
@@ -118,6 +119,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except WanconformError as exc:
         if spark_interrupted():
             return interrupted()
+        erase()
         print(f"wanconform: error: {printable(str(exc))}", file=sys.stderr)
         return 2
     except BrokenPipeError:
@@ -140,5 +142,6 @@ def interrupted() -> int:
     glue = sys.modules.get("conformance.spark.glue")
     if glue is not None:
         glue.abandon()
+    erase()
     print("wanconform: interrupted: nothing written", file=sys.stderr, flush=True)
     return 130

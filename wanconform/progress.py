@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from typing import Any
 
 BAR = 30  # characters of a bar
+_open: list[Progress] = []  # the progress lines on the terminal now, not yet closed
 
 
 class Progress:
@@ -53,6 +54,8 @@ class Progress:
             return
         self.next_at = time.monotonic() + 0.5
         print(f"\r\033[K{self.text(done, total)}", end="", file=sys.stderr, flush=True)
+        if not self.shown:
+            _open.append(self)
         self.shown = True
 
     def stage(self, number: int, done: int, total: int) -> None:
@@ -68,11 +71,20 @@ class Progress:
         """Erase the line; on a terminal, print `final` instead (e.g. "check done in 3 s")."""
         if self.shown:
             print("\r\033[K", end="", file=sys.stderr, flush=True)
+            self.shown = False
+            _open.remove(self)
         if final and self.active:
             print(final, file=sys.stderr, flush=True)
 
     def elapsed(self) -> float:
         return time.monotonic() - self.started
+
+
+def erase() -> None:
+    """Erase a progress line left on the terminal (an error or Ctrl-C in the middle of
+    the work), so that the one line said next stands alone."""
+    while _open and sys.stderr.isatty():
+        _open[-1].close()
 
 
 @contextmanager
