@@ -190,6 +190,20 @@ def test_a_bad_log_line_is_one_line_naming_file_line_and_field(
         assert schema_errors(log) and all(e.startswith("3: ") for e in schema_errors(log))
 
 
+def test_max_late_ms_on_a_log_of_operations_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # lateness belongs to event logs; a log of operations has no due steps to be late
+    log = tmp_path / "ops.log.jsonl"
+    write(log, [CONFIG, TICK | {"observed": []}])
+    assert main(["validate", "--max-late-ms", "5", str(log)]) == 2
+    assert capsys.readouterr().err == (
+        "wanconform: error: --max-late-ms: only an event log has lateness (docs/LOG.md, "
+        f"'Event logs'); {log} is a log of operations\n"
+    )
+    assert main(["validate", str(log)]) == 0
+
+
 def test_the_example_log_of_docs_log_md_is_valid_and_agrees_with_the_model(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -20,6 +20,7 @@ import argparse
 from typing import Any
 
 from conformance.running.lateness import DEFAULT_MAX_LATE_MS
+from traces.errors import WanconformError
 from traces.eventlog import event_log_files
 from traces.logfile import LogSource, open_log
 from traces.outputs import declare_outputs
@@ -54,7 +55,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--max-late-ms",
         type=non_negative_int,
-        default=DEFAULT_MAX_LATE_MS,
+        default=None,
         metavar="MS",
         help=(
             "event logs: a flush or timeout taken more than MS after R15/R20 made it due "
@@ -80,6 +81,11 @@ def run(args: argparse.Namespace) -> int:
     files = event_log_files(args.logs)
     if files is not None:
         return run_events(args, files)
+    if args.max_late_ms is not None:
+        raise WanconformError(
+            f"--max-late-ms: only an event log has lateness (docs/LOG.md, 'Event logs'); "
+            f"{args.logs[0]} is a log of operations"
+        )
     sources = []
     for path in args.logs:  # validate every log before any output
         progress = Progress(f"validating {path}")
@@ -117,5 +123,7 @@ def run_events(args: argparse.Namespace, files: list[str]) -> int:
         other="the log",
         no_example=NO_EXAMPLE,
         model_of=lambda run: run.model_engine,
-        watch=lambda: LatenessCheck(args.max_late_ms),
+        watch=lambda: LatenessCheck(
+            DEFAULT_MAX_LATE_MS if args.max_late_ms is None else args.max_late_ms
+        ),
     )
