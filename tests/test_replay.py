@@ -7,6 +7,7 @@ R4 (`{"v":1}` is 7 bytes), verdicts per §11.
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -252,6 +253,111 @@ def test_impl_and_one_process_option_errors_are_one_line(
     assert main(["replay", trace, *engine, *argv]) == 2
     out, err = capsys.readouterr()
     assert (out, err) == ("", f"wanconform: error: {message}\n")
+
+
+USER_ENGINES = """
+from impl import Engine
+
+
+class FailsAtImport:
+    pass
+
+
+class NeedsNoConfig(Engine):
+    def __init__(self):  # the wrong signature: an engine is built from the configuration
+        pass
+
+
+class RaisesOnDeliver(Engine):
+    def apply(self, op):
+        if op.op == "deliver":
+            raise KeyError("no such batch")
+        return super().apply(op)
+
+
+class CountsOneTooMany(Engine):  # site 2's `applied` is off by one from the start
+    def observe(self):
+        state = super().observe()
+        state["sites"]["2"]["stats"]["applied"] += 1
+        return state
+
+
+class ObserveFails(Engine):
+    def observe(self):
+        raise RuntimeError("not yet")
+"""
+
+
+@pytest.mark.parametrize(
+    ("source", "engine", "message"),
+    [
+        ('raise RuntimeError("boom")\n', "X",
+         "--impl {m}:X: importing {m} from {dir} raised RuntimeError: boom ({m}.py:1, in "
+         "<module>)"),
+        ("def f(:\n", "X",
+         "--impl {m}:X: importing {m} from {dir} raised SyntaxError: invalid syntax ({m}.py, "
+         "line 1)"),
+        (USER_ENGINES, "NeedsNoConfig",
+         "--impl {m}:NeedsNoConfig: building the engine raised TypeError: "
+         "NeedsNoConfig.__init__() takes 1 positional argument but 2 were given"),
+    ],
+)  # fmt: skip
+def test_a_user_engine_that_fails_to_import_or_build_is_one_line(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    source: str,
+    engine: str,
+    message: str,
+) -> None:
+    monkeypatch.setattr(sys, "path", list(sys.path))  # --impl adds the trace's folder
+    module = f"mine_{tmp_path.name}"  # a module of its own: Python keeps what it imports
+    (tmp_path / f"{module}.py").write_text(source)
+    trace = tmp_path / "t.jsonl"
+    trace.write_text((EXAMPLES / "batching_by_size.jsonl").read_text())
+    assert main(["replay", str(trace), "--engine", "both", "--impl", f"{module}:{engine}"]) == 2
+    expected = message.format(m=module, dir=tmp_path)
+    assert capsys.readouterr() == ("", f"wanconform: error: {expected}\n")
+
+
+@pytest.mark.parametrize(
+    ("engine", "found"),
+    [
+        # a raise in apply: the operation where it raised, what the model made there
+        ("RaisesOnDeliver", 't.jsonl:{deliver}: divergence at {{"op":"deliver"'),
+        # states that differ from the start: the first operation after which they differ
+        ("CountsOneTooMany", "t.jsonl:2: divergence at "),
+        ("ObserveFails", "t.jsonl:2: divergence at "),
+    ],
+)
+def test_a_user_engine_that_raises_or_starts_wrong_is_a_divergence(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    engine: str,
+    found: str,
+) -> None:
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    (tmp_path / "mine.py").write_text(USER_ENGINES)  # the same module in every case
+    trace = tmp_path / "t.jsonl"
+    text = (EXAMPLES / "batching_by_size.jsonl").read_text()
+    trace.write_text(text)
+    deliver = 1 + next(
+        number for number, line in enumerate(text.splitlines(), 1) if '"deliver"' in line
+    )
+    assert main(["replay", str(trace), "--engine", "both", "--impl", f"mine:{engine}"]) == 1
+    out = capsys.readouterr().out
+    assert f"P1: FAILED: model and impl diverge at {tmp_path}/" in out
+    assert found.format(deliver=deliver - 1) in out
+    detail = {
+        "RaisesOnDeliver": "impl=\"raised KeyError: 'no such batch' (mine.py:17, in apply)\"",
+        "CountsOneTooMany": "state.sites.2.stats.applied: model=0 impl=1",
+        "ObserveFails": (
+            'state: model="its observable state" impl="raised RuntimeError: not yet '
+            '(mine.py:30, in observe)"'
+        ),
+    }[engine]
+    assert detail in out
 
 
 def test_replay_report_writes_the_report_of_the_traces(

@@ -25,6 +25,7 @@ import gc
 import importlib
 import os
 import sys
+import traceback
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any, Protocol
@@ -127,6 +128,8 @@ def _import(module_name: str, spec: str, search: Iterable[str]) -> Any:
             ) from None
     except ImportError as exc:
         raise WanconformError(f"--impl {spec}: cannot import module {module_name}: {exc}") from None
+    except Exception as exc:  # the module's own code failed (a SyntaxError, a raise ...)
+        raise WanconformError(f"--impl {spec}: importing {module_name} {raised(exc)}") from None
     looked = []
     for directory in dict.fromkeys(os.path.abspath(d) for d in search):
         looked.append(directory)
@@ -143,11 +146,40 @@ def _import(module_name: str, spec: str, search: Iterable[str]) -> Any:
             raise WanconformError(
                 f"--impl {spec}: cannot import module {module_name} from {directory}: {exc}"
             ) from None
+        except Exception as exc:
+            raise WanconformError(
+                f"--impl {spec}: importing {module_name} from {directory} {raised(exc)}"
+            ) from None
     where = ", ".join(looked) if looked else "nowhere else"
     raise WanconformError(
         f"--impl {spec}: no module named {module_name} on Python's path nor in {where}; "
         "run from the directory that holds it, or add its directory to PYTHONPATH"
     )
+
+
+def raised(exc: BaseException) -> str:
+    """`raised KeyError: 'x' (engine.py:12, in apply)`: an exception of a user's code,
+    with where it was raised (the innermost frame; a SyntaxError's file and line)."""
+    text = f"raised {type(exc).__name__}: {exc}"
+    if isinstance(exc, SyntaxError):
+        return text
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename != __file__]
+    if not frames:  # raised by the call itself (e.g. the wrong arguments)
+        return text
+    last = frames[-1]
+    return f"{text} ({os.path.basename(last.filename)}:{last.lineno}, in {last.name})"
+
+
+def built(factory: EngineFactory, spec: str, config: Config) -> Engine:
+    """`factory(config)`, a user's engine (`--impl spec`) failing to build as one line."""
+    if spec == DEFAULT_IMPL:
+        return factory(config)
+    try:
+        return factory(config)
+    except WanconformError:
+        raise
+    except Exception as exc:
+        raise WanconformError(f"--impl {spec}: building the engine {raised(exc)}") from None
 
 
 def load_impl(spec: str | None, search: Iterable[str] = ()) -> EngineFactory:

@@ -45,7 +45,7 @@ from conformance.running.ahead import OBSERVED, STATE, Ahead
 from conformance.running.ahead import possible as ahead_possible
 from traces.canonical import canonical_json
 from traces.config import Config
-from traces.engine import Engine, EngineFactory, gc_paused, make_engine
+from traces.engine import Engine, EngineFactory, gc_paused, make_engine, raised
 from traces.observations import Observation
 from traces.ops import Op, op_to_json
 
@@ -209,6 +209,21 @@ def _cut(differences: Iterator[Difference]) -> tuple[tuple[Difference, ...], int
     return tuple(found[:MAX_DIFFERENCES]), len(found)
 
 
+def observed_or_raised(impl: Engine) -> Any:
+    """The impl's observable state, or what it raised (a user's engine that fails there
+    differs there, as one that raises in `apply`)."""
+    try:
+        return impl.observe()
+    except Exception as exc:
+        return raised(exc)
+
+
+def _state_differences(model: Any, impl: Any) -> tuple[tuple[Difference, ...], int]:
+    if isinstance(impl, str):  # it raised: no path to compare
+        return (Difference("state", "its observable state", impl),), 1
+    return _cut(json_differences(model, impl, "state"))
+
+
 class Lockstep:
     """Model and impl on one configuration, stepped together (P1).
 
@@ -265,7 +280,7 @@ class Lockstep:
         # been stepped since (the run's result reuses it instead of observing again).
         self.model_state: dict[str, Any] | None = None
         if self._state_logged is None:
-            self._compare_state()
+            self._compare_state(at_start=True)
 
     @property
     def impl(self) -> Engine:
@@ -296,7 +311,13 @@ class Lockstep:
             impl_observations = model_observations  # equal, as their digests are
         else:  # one process, or the helper's record is not the model's: see here
             impl = self._impl_here(index - 1) if ahead is not None else self.impl
-            impl_observations = impl.apply(op)
+            try:
+                impl_observations = impl.apply(op)
+            except Exception as exc:  # the impl failed here: that is where they differ
+                self.impl_observations = []
+                failed = Difference("observations", model_observations, raised(exc))
+                self.divergence = Divergence(index, where, op, (failed,), 1)
+                return model_observations
         self.impl_observations = impl_observations
         if self._state_logged is None:  # a log's states differ only where logged: no search
             self._wheres.append(where)
@@ -345,18 +366,24 @@ class Lockstep:
         system did between two logged states is not known, so this is the first place a
         difference can be seen)."""
         with gc_paused():
-            model, impl = self.model.observe(), self.impl.observe()
+            model, impl = self.model.observe(), observed_or_raised(self.impl)
             same = same_state(model, impl)[0]
         if not same:
-            differences, total = _cut(json_differences(model, impl, "state"))
+            differences, total = _state_differences(model, impl)
             self.divergence = Divergence(index, where, op, differences, total)
 
     # -- the observable state -------------------------------------------------------------
 
-    def _compare_state(self) -> None:
+    def _compare_state(self, at_start: bool = False) -> None:
+        """Compare the states now. States that differ before any operation (an impl
+        built wrong) are compared again after the first one, where the divergence is
+        then found: the first operation after which they differ."""
         with gc_paused():
             model_state = self.model.observe()
             same, size = self._same_state(model_state)
+        if not same and at_start:
+            self._due = 0
+            return
         if same:
             self.model_state = model_state
             self._agreed_index = self.operations - 1
@@ -374,7 +401,7 @@ class Lockstep:
             if self._ahead.next_is(STATE, text):
                 return True, len(text)
             self._impl_here(self.operations - 1)
-        return same_state(model_state, self.impl.observe())
+        return same_state(model_state, observed_or_raised(self.impl))
 
     def _ops(self, start: int, stop: int) -> Iterator[Op]:
         """The trace's operations start..stop-1, read again."""
@@ -404,14 +431,14 @@ class Lockstep:
         hi = self.operations - 1 if hi is None else hi
         while hi - lo > 1:
             mid = (lo + hi) // 2
-            if same_state(self._model_at(mid).observe(), self._impl_at(mid).observe())[0]:
+            if same_state(self._model_at(mid).observe(), observed_or_raised(self._impl_at(mid)))[0]:
                 lo = mid
             else:
                 hi = mid
         # The states agree after `lo` and differ after `hi == lo + 1`.
         model, impl = self._model_at(hi), self._impl_at(hi)
         [op] = self._ops(hi, hi + 1)
-        differences, total = _cut(json_differences(model.observe(), impl.observe(), "state"))
+        differences, total = _state_differences(model.observe(), observed_or_raised(impl))
         return Divergence(hi, self._wheres[hi - self._agreed_index - 1], op, differences, total)
 
     def _observations_diverged(
@@ -421,7 +448,8 @@ class Lockstep:
         differed before it (unseen since the last comparison), that came first."""
         if self._state_logged is None and index - 1 > self._agreed_index:
             before = index - 1
-            if not same_state(self._model_at(before).observe(), self._impl_at(before).observe())[0]:
+            model_state = self._model_at(before).observe()
+            if not same_state(model_state, observed_or_raised(self._impl_at(before)))[0]:
                 return self._locate(before)
         differences, total = _cut(json_differences(model, impl, "observations"))
         unmatched = (_first_unmatched(model, impl, False), _first_unmatched(impl, model, False))

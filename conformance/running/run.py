@@ -42,11 +42,11 @@ from conformance.running.coverage import (
     QUEUED_AT_END,
     Coverage,
 )
-from conformance.running.lockstep import ABSENT, Divergence, Lockstep
+from conformance.running.lockstep import ABSENT, Divergence, Lockstep, observed_or_raised
 from conformance.running.narrative import Narrator
 from traces.canonical import canonical_json
 from traces.config import Config
-from traces.engine import DEFAULT_IMPL, Engine, EngineFactory, load_impl, make_engine
+from traces.engine import DEFAULT_IMPL, Engine, EngineFactory, built, load_impl, make_engine
 from traces.observations import Observation
 from traces.ops import Op, Settle
 from traces.text import plural
@@ -411,7 +411,11 @@ class TraceRun:
         self.engine_name = engine
         self.impl_spec = impl_spec
         self.started = time.perf_counter()
-        factory = impl or load_impl(impl_spec)
+        loaded = impl or load_impl(impl_spec)
+
+        def factory(config: Config) -> Engine:  # a user's engine that cannot build: one line
+            return built(loaded, impl_spec, config)
+
         self.lockstep: Lockstep | None = None
         self.engine: Engine
         if engine == "both":
@@ -551,7 +555,8 @@ class TraceRun:
         if self.lockstep is not None and self.failure.index == index:
             impl = self.lockstep.impl
             logged = getattr(impl, "state_logged", None)  # a log: a state now and then
-            impl_state = impl.observe() if logged is None or logged() else {}
+            observed = observed_or_raised(impl) if logged is None or logged() else {}
+            impl_state = {} if isinstance(observed, str) else observed  # str: it raised
             self.failure_states = (self.lockstep.model.observe(), impl_state)
         if self.stop_at_failure:
             self.stopped = f"stopped at {where}, its first failure ({self.failure.signature})"
