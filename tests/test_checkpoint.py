@@ -23,6 +23,8 @@ from traces.config import parse_config
 from traces.ops import parse_op
 from wanconform.cli import main
 
+ROOT = Path(__file__).resolve().parent.parent
+
 ENGINES: dict[str, type[model.Engine] | type[impl.Engine]] = {
     "model": model.Engine,
     "impl": impl.Engine,
@@ -228,3 +230,27 @@ def test_replay_from_a_checkpoint_says_which_operations_it_replayed(
         f"{full}: 10 operations (the first 5 from the checkpoint; 5 operations replayed, "
         "0 of them skipped), time 2500 ms"
     )
+
+
+def test_steps_from_a_checkpoint_name_the_batch_in_flight_it_started_with(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # batch_size 3: the first three puts send batch 1, which is in flight at the
+    # checkpoint after the seventh put; the run from there never saw it sent, and its
+    # deliver still names it (from the engine's state), not "?".
+    lines = (ROOT / "traces" / "examples" / "batching_by_size.jsonl").read_text().splitlines()
+    head, whole = tmp_path / "head.jsonl", tmp_path / "whole.jsonl"
+    head.write_text("\n".join(lines[:8]) + "\n")
+    whole.write_text("\n".join(lines) + "\n")
+    checkpoint = tmp_path / "c.json"
+    assert main(["replay", str(head), "--engine", "both", "--checkpoint", str(checkpoint)]) == 0
+    capsys.readouterr()
+    assert (
+        main(["replay", str(whole), "--engine", "both", "--from", str(checkpoint), "--steps"]) == 0
+    )
+    out = capsys.readouterr().out
+    assert (
+        f"{whole}:9 deliver ny → site 2 applied 1:1 ok, 1:2 ok, 1:3 ok; ack of batch 1 in the "
+        "network"
+    ) in out
+    assert "batch ?" not in out

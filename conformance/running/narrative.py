@@ -222,7 +222,8 @@ class Narrator:
         observations: list[Observation],
         state_before: Callable[[], dict[str, Any]],
     ) -> str:
-        """`where op → what happened`; `state_before` is asked only for a skipped op."""
+        """`where op → what happened`; `state_before` (the engine's state) is asked only
+        for a skipped op, or a batch in flight this run did not see sent."""
         config = self.config
         head = f"{where} {op_text(op, config)} → "
         if len(observations) == 1 and observations[0]["kind"] == "skipped":
@@ -234,12 +235,14 @@ class Narrator:
         words = _join_applied(clauses)
         match op:
             case Deliver(sender=sender, dispatcher=d):
-                words.append(f"ack of batch {self._batch.get((sender, d), '?')} in the network")
+                words.append(
+                    f"ack of batch {self._batch_of(sender, d, state_before)} in the network"
+                )
             case Drop(sender=sender, dispatcher=d):
-                batch = self._batch.get((sender, d), "?")
+                batch = self._batch_of(sender, d, state_before)
                 words.insert(0, f"batch {batch} of {lane(sender, d, config)} lost")
             case DropAck(sender=sender, dispatcher=d):
-                batch = self._batch.get((sender, d), "?")
+                batch = self._batch_of(sender, d, state_before)
                 words.insert(0, f"ack of batch {batch} of {lane(sender, d, config)} lost")
             case SiteDown(site=site):
                 words.insert(0, f"site {site} down, messages to and from it lost")
@@ -253,6 +256,17 @@ class Narrator:
                 count = plural(len(observations), "observation")
                 return head + f"settled ({count})" + "".join(f"\n    {w}" for w in words)
         return head + ("; ".join(words) if words else "nothing to do")
+
+    def _batch_of(self, sender: str, index: int, state: Callable[[], dict[str, Any]]) -> Any:
+        """The batch in flight of a dispatcher (a deliver, drop or drop_ack leaves it so):
+        the last one this run saw sent, or, when it saw none (a run from a checkpoint),
+        the engine's state's."""
+        if (sender, index) not in self._batch:
+            in_flight = state()["senders"][sender]["dispatchers"][index]["in_flight"]
+            if in_flight is None:
+                return "?"
+            self._batch[(sender, index)] = in_flight["batch_id"]
+        return self._batch[(sender, index)]
 
     def why_skipped(self, op: Op, state: dict[str, Any]) -> str:
         """Why `op` was not enabled in `state` (SPEC §3's table, `traces.enabled`)."""
