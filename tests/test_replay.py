@@ -371,3 +371,21 @@ def test_replay_report_writes_the_report_of_the_traces(
     assert capsys.readouterr().out.splitlines()[-1] == f"report: {report}"
     html = report.read_text()
     assert html.startswith("<!DOCTYPE html>") and "resend.jsonl" in html
+
+
+def test_keys_with_control_characters_are_shown_escaped_one_line_per_step(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A key may hold any text (SPEC §12); a terminal is shown it escaped, as an error
+    # message quotes it: a line break in a key does not break --steps' one line per step.
+    key = "a\nb\x1b[2J"
+    trace = tmp_path / "t.jsonl"
+    config = {"sites": [1, 2], "senders": [{"id": "ny", "site": 1, "remote": 2}]}
+    put = {"op": "put", "site": 1, "key": key, "value": {"v": 1}}
+    trace.write_text(f"{json.dumps({'config': config})}\n{json.dumps(put)}\n")
+    assert main(["replay", str(trace), "--steps"]) == 0
+    out = capsys.readouterr().out
+    [step] = [line for line in out.splitlines() if line.startswith(f"{trace}:2 ")]
+    assert 'put 1 a\\nb\\x1b[2J {"v":1}' in step and "(create a\\nb\\x1b[2J, [1,0,1])" in step
+    assert "\x1b" not in out
+    assert '    a\\nb\\x1b[2J: site 1 {"v":1} [1,0,1], site 2 absent' in out  # sites differ

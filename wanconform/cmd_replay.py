@@ -30,7 +30,7 @@ from traces.errors import WanconformError
 from traces.logfile import LogSource
 from traces.ops import Op, op_to_json
 from traces.outputs import declare_outputs
-from traces.text import plural
+from traces.text import plural, printable
 from traces.tracefile import open_trace, where
 from wanconform.options import add_settle_cap
 from wanconform.progress import Progress
@@ -353,7 +353,7 @@ def summary(result: RunResult, other: str = "impl") -> str:
         lines.append("  all sites hold identical entries")
     else:
         lines.append("  sites differ:")
-        lines.extend(f"    {line}" for line in differing)
+        lines.extend(f"    {printable(line)}" for line in differing)  # keys as written
     return "\n".join(lines)
 
 

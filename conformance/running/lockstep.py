@@ -48,6 +48,7 @@ from traces.config import Config
 from traces.engine import Engine, EngineFactory, gc_paused, make_engine, raised
 from traces.observations import Observation
 from traces.ops import Op, op_to_json
+from traces.text import printable
 
 STATE_BYTES_PER_OPERATION = 5
 """Schedule of state comparisons: the next one comes after len(canonical state) / this
@@ -94,9 +95,9 @@ class Divergence:
     def describe(self, side: str = "impl") -> str:
         """In words; `side` names what the model ran against ("impl", or "log")."""
         lines = [f"{self.where}: divergence at {canonical_json(op_to_json(self.op))}"]
-        for diff in self.differences:
+        for diff in self.differences:  # a path holds keys as written: shown escaped
             model, impl = canonical_json(diff.model), canonical_json(diff.impl)
-            lines.append(f"  {diff.path}: model={model} {side}={impl}")
+            lines.append(f"  {printable(diff.path)}: model={model} {side}={impl}")
         if self.total > len(self.differences):
             lines.append(f"  ... {self.total - len(self.differences)} more differing paths")
         return "\n".join(lines)

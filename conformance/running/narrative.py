@@ -44,7 +44,7 @@ from traces.ops import (
     Tick,
     Timeout,
 )
-from traces.text import plural
+from traces.text import plural, printable
 
 
 def op_text(op: Op, config: Config | None = None) -> str:
@@ -227,7 +227,7 @@ class Narrator:
         config = self.config
         head = f"{where} {op_text(op, config)} → "
         if len(observations) == 1 and observations[0]["kind"] == "skipped":
-            return head + "skipped: " + self.why_skipped(op, state_before())
+            return printable(head + "skipped: " + self.why_skipped(op, state_before()))
         clauses = [(obs["kind"], describe(obs, config)) for obs in observations]
         for obs in observations:
             if obs["kind"] == "sent":
@@ -254,8 +254,9 @@ class Narrator:
                 words.insert(0, f"site {site} will fail the next {attempt} on {key} ({exception})")
             case Settle():
                 count = plural(len(observations), "observation")
-                return head + f"settled ({count})" + "".join(f"\n    {w}" for w in words)
-        return head + ("; ".join(words) if words else "nothing to do")
+                shown = "".join(f"\n    {printable(w)}" for w in words)
+                return printable(head) + f"settled ({count})" + shown
+        return printable(head + ("; ".join(words) if words else "nothing to do"))  # one line
 
     def _batch_of(self, sender: str, index: int, state: Callable[[], dict[str, Any]]) -> Any:
         """The batch in flight of a dispatcher (a deliver, drop or drop_ack leaves it so):
