@@ -100,7 +100,8 @@ def test_ahead_state_only_difference_located_as_in_one_process() -> None:
         ]
 
 
-def test_ahead_an_impl_that_raises_raises_here_at_the_same_operation() -> None:
+def test_ahead_an_impl_that_raises_diverges_at_the_same_operation() -> None:
+    # The impl raising is where it differs (P1), found here whether it ran ahead or not.
     config, ops = steady_workload(40, keys=10, seed=1)
     puts = [i for i, op in enumerate(ops) if isinstance(op, Put)]
     for ahead in (False, True):
@@ -109,9 +110,12 @@ def test_ahead_an_impl_that_raises_raises_here_at_the_same_operation() -> None:
         def record(_: Lockstep, index: int, stepped: list[int] = stepped) -> None:
             stepped.append(index)
 
-        with pytest.raises(RuntimeError, match="the fifth put"):
-            run_lockstep(config, ops, RaisesAtFifthPut, ahead, record)
-        assert stepped[-1] == puts[4] - 1  # every operation before the fifth put stepped
+        lockstep, index = run_lockstep(config, ops, RaisesAtFifthPut, ahead, record)
+        assert index == puts[4] and stepped[-1] == puts[4] - 1  # each one before it stepped
+        assert lockstep.divergence is not None
+        [difference] = lockstep.divergence.differences
+        assert difference.path == "observations"
+        assert str(difference.impl).startswith("raised RuntimeError: the fifth put")
 
 
 def test_ahead_helper_killed_mid_run_changes_nothing() -> None:

@@ -583,6 +583,9 @@ def test_an_error_in_the_middle_of_the_work_erases_the_progress_line_first(
 ) -> None:
     # validate reads an event log as it runs: a bad line found there is said on a line of
     # its own, not after the progress text
+    import wanconform.progress
+
+    monkeypatch.setattr(wanconform.progress, "_open", [])  # none left by an earlier test
     monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
     bar = Progress("replaying run")
     bar.next_at = 0
