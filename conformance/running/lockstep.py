@@ -46,6 +46,7 @@ from conformance.running.ahead import possible as ahead_possible
 from traces.canonical import canonical_json
 from traces.config import Config
 from traces.engine import Engine, EngineFactory, gc_paused, make_engine, raised
+from traces.errors import WanconformError
 from traces.observations import Observation
 from traces.ops import Op, op_to_json
 from traces.text import printable
@@ -215,6 +216,8 @@ def observed_or_raised(impl: Engine) -> Any:
     differs there, as one that raises in `apply`)."""
     try:
         return impl.observe()
+    except WanconformError:  # bad input (a log's), not the engine's failure
+        raise
     except Exception as exc:
         return raised(exc)
 
@@ -314,6 +317,8 @@ class Lockstep:
             impl = self._impl_here(index - 1) if ahead is not None else self.impl
             try:
                 impl_observations = impl.apply(op)
+            except WanconformError:  # bad input (a log's), not the engine's failure
+                raise
             except Exception as exc:  # the impl failed here: that is where they differ
                 self.impl_observations = []
                 failed = Difference("observations", model_observations, raised(exc))
