@@ -254,3 +254,6 @@ def test_steps_from_a_checkpoint_name_the_batch_in_flight_it_started_with(
         "network"
     ) in out
     assert "batch ?" not in out
+    # the statistics count the observations of this run (operations 8-11), not the
+    # checkpoint's
+    assert "in Geode's statistics (docs/GEODE_STATS.md), over the 4 operations replayed" in out

@@ -346,7 +346,13 @@ def summary(result: RunResult, other: str = "impl") -> str:
     capped = capped_settles(result.coverage)
     if capped:
         lines.append(f"  {capped}")
-    lines.append("  in Geode's statistics (docs/GEODE_STATS.md):")
+    counted = (  # counted from the observations: those of the operations run here
+        f", over the {plural(result.operations - result.offset, 'operation')} replayed "
+        "(not the checkpoint's)"
+        if result.offset
+        else ""
+    )
+    lines.append(f"  in Geode's statistics (docs/GEODE_STATS.md){counted}:")
     lines.extend(f"    {line}" for line in geode_stats.lines(result.coverage))
     converged, differing = convergence(state)
     if converged:
