@@ -72,7 +72,7 @@ from impl.state import (
     total_size,
 )
 from traces.checkpoint import check_fits, document
-from traces.config import Config
+from traces.config import Config, SenderConfig
 from traces.engine import settle_cap
 from traces.observations import Observation
 from traces.ops import (
@@ -296,7 +296,14 @@ class Engine:
         """An engine in the state of checkpoint `doc` (a `CheckpointError` if it does not
         fit `config`: `where` names the document in the message)."""
         engine = cls(config)
-        restore(engine, check_fits(config, doc, where))
+
+        def route(sender: SenderConfig, event: dict[str, Any]) -> int:  # R28, R29
+            key: str = event["key"]
+            home = engine._sites[sender.site]
+            bucket = -1 if home.buckets == 0 else bucket_of(key, home.buckets)
+            return engine._route(engine._senders[sender.id], key, event["thread"], bucket)
+
+        restore(engine, check_fits(config, doc, where, route))
         return engine
 
     def _dead_letters(self, sender: SenderState) -> list[dict[str, object]]:

@@ -20,10 +20,11 @@ from typing import Any
 
 from model.checkpoint import from_state_doc, to_state_doc
 from model.observe import observe, observe_keys
+from model.routing import bucket_of, dispatcher_of
 from model.state import State
 from model.step import enabled, initial_state, settle_step, step
 from traces.checkpoint import check_fits, document
-from traces.config import Config
+from traces.config import Config, SenderConfig
 from traces.engine import settle_cap
 from traces.observations import Observation
 from traces.ops import Op, Settle
@@ -67,5 +68,10 @@ class Engine:
         """An engine in the state of checkpoint `doc` (a `CheckpointError` if it does not
         fit `config`: `where` names the document in the message)."""
         engine = cls(config)
-        engine.state = from_state_doc(config, check_fits(config, doc, where))
+
+        def route(sender: SenderConfig, event: dict[str, Any]) -> int:  # R28, R29
+            key = event["key"]
+            return dispatcher_of(sender, key, event["thread"], bucket_of(config, sender.site, key))
+
+        engine.state = from_state_doc(config, check_fits(config, doc, where, route))
         return engine

@@ -166,6 +166,30 @@ def test_an_inconsistent_checkpoint_is_refused(name: str) -> None:
         ENGINES[name].from_checkpoint(other, doc, "c.json")
 
 
+@pytest.mark.parametrize("name", sorted(ENGINES))
+def test_a_queued_event_on_a_dispatcher_r29_does_not_route_it_to_is_refused(name: str) -> None:
+    # 4 buckets, 2 parallel dispatchers: key "b" hashes to 98, bucket 98 rem 4 = 2, which
+    # dispatcher 2 rem 2 = 0 owns (R28, R29). A checkpoint that moves it to dispatcher 1
+    # (its memory with it) is a state no run reaches.
+    config = parse_config(
+        {"sites": [1, 2], "regions": {"1": {"type": "partition", "total_num_buckets": 4}},
+         "senders": [{"id": "ny", "site": 1, "remote": 2, "parallel": True,
+                      "dispatcher_threads": 2, "batch_size": 10}]}
+    )  # fmt: skip
+    put = {"op": "put", "site": 1, "key": "b", "value": {"v": 1}}
+    doc = run(model.Engine(config), put).checkpoint()
+    first, second = doc["state"]["senders"]["ny"]["dispatchers"]
+    assert [event["event"] for event in first["queue"]] == ["1:1"]
+    second["queue"], first["queue"] = first["queue"], []
+    second["memory_bytes"], first["memory_bytes"] = first["memory_bytes"], 0
+    with pytest.raises(CheckpointError) as caught:
+        ENGINES[name].from_checkpoint(config, doc, "c.json")
+    assert str(caught.value) == (
+        "c.json: state.senders.ny.dispatchers[1].queue[0]: event 1:1 of key 'b' belongs on "
+        "dispatcher 0 (R29), not this one"
+    )
+
+
 def test_replay_from_a_bad_checkpoint_is_exit_2(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import functools
 import json
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -80,12 +80,20 @@ def validate(doc: Any, where: str) -> None:
         raise CheckpointError(f"{where}: {_path(error.absolute_path)}: {message}")
 
 
-def check_fits(config: Config, doc: dict[str, Any], where: str) -> dict[str, Any]:
+Route = Callable[[SenderConfig, dict[str, Any]], int]
+"""R29: the dispatcher of a sender that an engine routes a checkpoint's queued event to
+(each engine passes its own routing to `check_fits`)."""
+
+
+def check_fits(
+    config: Config, doc: dict[str, Any], where: str, route: Route | None = None
+) -> dict[str, Any]:
     """The document's `state`, once its configuration and its parts agree (a document
     that passes the schema may still be inconsistent): its sites and senders are the
     configuration's, every in-flight batch is its queue's prefix (R13), an ack answers the
-    batch in flight (R17), and an applied-memory range is ordered and holds only events
-    its origin has issued (R3)."""
+    batch in flight (R17), an applied-memory range is ordered and holds only events its
+    origin has issued (R3), and (with `route`) every queued event is on the dispatcher
+    R29 routes it to."""
     if doc["config"] != config.to_json():
         raise CheckpointError(f"{where}: config: not the configuration it is restored on")
     state: dict[str, Any] = doc["state"]
@@ -117,11 +125,14 @@ def check_fits(config: Config, doc: dict[str, Any], where: str) -> dict[str, Any
                     f"seq is {issued}; sequence numbers only grow, R3, R21)"
                 )
     for sender_id, sender in state["senders"].items():
-        _check_dispatchers(config.sender(sender_id), sender, f"{where}: state.senders.{sender_id}")
+        at = f"{where}: state.senders.{sender_id}"
+        _check_dispatchers(config.sender(sender_id), sender, at, route)
     return state
 
 
-def _check_dispatchers(sender: SenderConfig, doc: dict[str, Any], at: str) -> None:
+def _check_dispatchers(
+    sender: SenderConfig, doc: dict[str, Any], at: str, route: Route | None
+) -> None:
     """R29-R31: one dispatcher per dispatcher thread; each one's batch in flight is made of
     its queued events (a serial one's first events, R13), the batch in the network is that
     batch (R15), an ack answers it (R17); `resend`, `recovered` and `on_disk` name queued
@@ -138,6 +149,13 @@ def _check_dispatchers(sender: SenderConfig, doc: dict[str, Any], at: str) -> No
         if len(set(queue_ids)) != len(queue_ids):
             raise CheckpointError(f"{here}.queue: an event is queued twice")
         queued = set(queue_ids)
+        for position, event in enumerate(dispatcher["queue"]):
+            routed = index if route is None else route(sender, event)
+            if routed != index:
+                raise CheckpointError(
+                    f"{here}.queue[{position}]: event {event['event']} of key "
+                    f"{event['key']!r} belongs on dispatcher {routed} (R29), not this one"
+                )
         for name in ("resend", "recovered", "on_disk"):
             if not set(dispatcher[name]) <= queued:
                 raise CheckpointError(f"{here}.{name}: names an event that is not queued")
