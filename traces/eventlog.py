@@ -15,16 +15,16 @@ the time-triggered steps, which the log resolves (`model.driven`).
 
 `open_event_log` validates the headers; `EventLogSource.steps` then reads every file in one
 streaming pass, validating each line as it goes, and merges them: each process's lines in
-its own order, a `deliver` after the
-`flush` that sent its batch, a `deliver_ack` after that batch's `deliver` (and a `drop` or
-`drop_ack` likewise), timestamps for the rest. The lines of one instant are taken in
-the order `arrange` prefers where causality allows (the run's is an order the model
-agrees with, `conformance.running.events`; by default process by process, in file name
-order). Taking a line never stops another from being next, so whether a merge exists
-does not depend on that order: a log no merge can explain is one TraceError naming the
-two lines. The run is the merged operations with a `tick` before each instant past the
-model's clock: a command prints its result once the run has read every line (or calls
-`EventLogSource.validate` first, if it prints as it goes).
+its own order, a `deliver` after the `flush` that sent its batch, a `deliver_ack` after
+that batch's `deliver` (and a `drop` or `drop_ack` likewise), timestamps for the rest.
+The lines of one instant are taken in the order `arrange` prefers where causality allows
+(the run's is an order the model agrees with, `conformance.running.events`; by default
+process by process, in file name order). Taking a line never stops another from being
+next, so whether a merge exists does not depend on that order: a log no merge can
+explain is one TraceError naming the two lines. The run is the merged operations with a
+`tick` before each instant past the model's clock: a command prints its result once the
+run has read every line (or calls `EventLogSource.validate` first, if it prints as it
+goes).
 """
 
 from __future__ import annotations
@@ -163,10 +163,7 @@ class _EventReader(_LogReader):
         if batch_id is not None and (
             not isinstance(batch_id, int) or isinstance(batch_id, bool) or batch_id < 1
         ):
-            got = batch_id if isinstance(batch_id, int) and not isinstance(batch_id, bool) else (
-                json_kind(batch_id)
-            )  # fmt: skip
-            raise TraceError(f"{here}: batch_id: must be an integer >= 1, got {got}")
+            raise TraceError(f"{here}: batch_id: must be an integer >= 1, got {_shown(batch_id)}")
         if type(entry.op) is Flush:
             sent = [o["batch_id"] for o in entry.observed if o["kind"] == "sent"]
             batch_id = sent[0] if sent else 0
@@ -189,13 +186,19 @@ class _EventReader(_LogReader):
         return self.last_at
 
 
+def _shown(value: Any) -> str:
+    """A value an error message quotes: an integer as itself (`-1`), else its JSON type."""
+    return (
+        str(value) if isinstance(value, int) and not isinstance(value, bool) else json_kind(value)
+    )
+
+
 def _clock_reading(here: str, name: str, value: Any, last: int) -> int:
     """A line's `t` or `at`: a 64-bit integer >= 0, not before the file's previous one."""
     if problem := int64_error(value):
         raise TraceError(f"{here}: {name}: {problem}")
     if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-        got = value if isinstance(value, int) and not isinstance(value, bool) else json_kind(value)
-        raise TraceError(f"{here}: {name}: must be an integer >= 0, got {got}")
+        raise TraceError(f"{here}: {name}: must be an integer >= 0, got {_shown(value)}")
     if value < last:
         raise TraceError(
             f"{here}: {name}: {value} is before the previous line's {last}: a process "

@@ -212,10 +212,11 @@ def declare_outputs(
 def check_outputs(args: argparse.Namespace) -> None:
     """Check every declared output of a parsed command line (skips absent ones and "-"
     where it means standard output); two outputs of one path are refused."""
+    stdout = getattr(args, "output_stdout", ())
     named: dict[Path, str] = {}
     for dest in (*getattr(args, "output_files", ()), *getattr(args, "output_directories", ())):
         value = getattr(args, dest, None)
-        if value is None or (value == "-" and dest in getattr(args, "output_stdout", ())):
+        if value is None or (value == "-" and dest in stdout):
             continue
         path = Path(os.path.abspath(value))
         if path in named:
@@ -225,7 +226,7 @@ def check_outputs(args: argparse.Namespace) -> None:
         named[path] = dest
     for dest in getattr(args, "output_files", ()):
         value = getattr(args, dest, None)
-        if value is not None and not (value == "-" and dest in args.output_stdout):
+        if value is not None and not (value == "-" and dest in stdout):
             check_output_file(value, getattr(args, "force", False))
             _DECLARED.add(Path(os.path.abspath(value)))
     for dest in getattr(args, "output_directories", ()):

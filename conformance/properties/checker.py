@@ -1125,13 +1125,11 @@ class PropertyChecker:
         if reason:
             return Verdict(name, "not applicable", reason)
         # held where checked: a settle where it did not apply is named (the last one)
-        unchecked = (
-            self._p12_exempt
-            if name == "P12"
-            else self._held_back
-            if name in ("P2", "P5") and self._held_back_settles
-            else ""
-        )
+        unchecked = ""
+        if name == "P12":
+            unchecked = self._p12_exempt
+        elif name in ("P2", "P5") and self._held_back_settles:
+            unchecked = self._held_back
         notes = [f"not checked at a settle ({unchecked})"] if unchecked else []
         if name == "P2" and (self._wiped_at or self._exempt):
             if self._wiped_at:

@@ -206,9 +206,9 @@ class Coverage:
             for index, dispatcher in enumerate(sender.dispatchers):
                 if dispatcher.in_flight is not None:
                     self._out.setdefault(sender_id, set()).add(index)
-                if parallel and dispatcher.resend:
-                    self._resend.add((sender_id, index))
                 if parallel:
+                    if dispatcher.resend:
+                        self._resend.add((sender_id, index))
                     for event in dispatcher.queue:
                         if event.bucket is not None:
                             self._buckets[(sender_id, event.event_id)] = event.bucket
