@@ -472,7 +472,6 @@ class Engine:
         bucket = -1 if site.buckets == 0 else bucket_of(key, site.buckets)  # R28
         routes: dict[str, object] | None = None
         shared: dict[str, object] | None = None  # this bucket's routes, built before (R29)
-        after: list[Observation] = []  # what queuing it caused (R32, R37)
         if senders:  # R11: one event in the queue of every sender at the origin
             if site.enqueued["routes"] is None or site.stopped:
                 by_bucket = site.bucket_routes
@@ -480,9 +479,26 @@ class Engine:
                     shared = by_bucket.get(bucket)
                 if shared is None:
                     routes = {}
+        elif site.enqueued["routes"] is None:
+            routes = {}
+        # The observation, filled in from the site's template (a dict copy is cheaper
+        # than building a dict key by key); what queuing the event causes (R32, R37)
+        # follows it. `routes` is filled in as the senders queue it.
+        observation = site.enqueued.copy()
+        if shared is not None:
+            observation["routes"] = shared
+        elif routes is not None:
+            observation["routes"] = routes
+        observation["event"] = event_id
+        observation["key"] = key
+        observation["op"] = label
+        observation["version"] = [version, stamp, origin]
+        observation["value"] = value
+        out.append(observation)
+        if senders:
             for sender in senders:
                 if not self._queues(sender):  # R37: a stopped sender queues nothing
-                    self._not_queued(sender, event_id, after)
+                    self._not_queued(sender, event_id, out)
                     continue
                 dispatcher = sender.dispatchers[self._route(sender, key, thread, bucket)]
                 event = Event(
@@ -504,7 +520,7 @@ class Engine:
                 event.delta_size = changes_size
                 self._append(sender, dispatcher, event)
                 if sender.conflation and label == "update":
-                    self._conflate_in_queue(sender, dispatcher, event, after)
+                    self._conflate_in_queue(sender, dispatcher, event, out)
                 if routes is not None:  # one shared, read-only object per route
                     lane_bucket = dispatcher.index * 0x80000000 + bucket + 1
                     route = self._routes.get(lane_bucket)
@@ -516,27 +532,10 @@ class Engine:
                     routes[sender.id] = route
             if routes is not None and not site.stopped and site.bucket_routes is not None:
                 site.bucket_routes[bucket] = routes  # shared, read-only, from now on
-        elif site.enqueued["routes"] is None:
-            routes = {}
-        # The observation, filled in from the site's template (a dict copy is cheaper
-        # than building a dict key by key).
-        observation = site.enqueued.copy()
-        if shared is not None:
-            observation["routes"] = shared
-        elif routes is not None:
-            observation["routes"] = routes
-        observation["event"] = event_id
-        observation["key"] = key
-        observation["op"] = label
-        observation["version"] = [version, stamp, origin]
-        observation["value"] = value
         if routes is not None and site.stopped:
             observation["senders"] = list(routes)
         else:
             observation["senders"] = site.sender_ids.copy()
-        out.append(observation)
-        if after:
-            out.extend(after)
 
     def _queues(self, sender: SenderState) -> bool:
         """R37: does the sender queue what R11 or R22 offers it (it runs)?"""
