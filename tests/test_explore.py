@@ -349,6 +349,23 @@ def test_clean_run_on_an_example_is_exit_0_and_deterministic(
     assert "clean: every behaviour of at most 3 operations explored" in first
     assert "distinct states: 388; transitions: 1,030" in first
     assert "  kind.enqueued" in first and "never reached: " in first
+    # one sender, no conflation: P5 and P9 do not apply; P10 compares two runs (never here)
+    assert "P2, P12 held after settle from every state; P5 not applicable: " in first
+    assert (
+        "; P9 not applicable: no sender has enable_batch_conflation; P10 not applicable: " in first
+    )
+
+
+def test_p8_is_not_applicable_under_the_thread_policy_with_two_dispatchers(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # SPEC §16.7: P8 is "not applicable" when a sender uses order_policy thread with N > 1
+    config = tmp_path / "thread.json"
+    sender = {"id": "ny", "site": 1, "remote": 2, "dispatcher_threads": 2, "order_policy": "thread"}
+    config.write_text(json.dumps({"sites": [1, 2], "senders": [sender]}))
+    assert main(["explore", str(config), "--depth", "1", "--keys", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "; P8 not applicable: order_policy thread with several dispatchers (Example R29)" in out
 
 
 def test_cap_is_exit_3_and_says_the_bound_was_not_covered(
@@ -373,6 +390,8 @@ def test_counterexample_is_written_and_replays(tmp_path: Path) -> None:
     assert done.returncode == 1, done.stderr
     # settle's inner tick lands on 1000 for the model (sent) and 1001 for the bug
     assert "P1 at depth 2: model and impl states differ: state.time" in done.stdout
+    # the coverage is that of the levels completed: depth 2 was not
+    assert "coverage of every behaviour of at most 1 operation (count, " in done.stdout
     trace = read_trace(out / "counterexample.jsonl")
     assert [op.op for op in trace.ops] == ["put", "settle"]
     words = (out / "counterexample.txt").read_text()

@@ -98,7 +98,9 @@ def test_every_replay_summary_states_P1(tmp_path: Path, capsys: pytest.CaptureFi
     # All 10 operations ran (the model to the end): time 2000 + 500 ms, and the
     # summary says where the impl stopped.
     assert out[0] == f"{path}: 10 operations (0 skipped), time 2500 ms"
-    assert f"  P1: FAILED: model and impl diverge at {path}:9: divergence at " in "\n".join(out)
+    assert f"  P1: FAILED: model and impl ({RESEND}) diverge at {path}:9: divergence at " in (
+        "\n".join(out)
+    )
     assert (
         f"  the impl stopped at {path}:9 (P1); the model ran on alone to the end, so P2-P12 "
         "and the state below are the model's"

@@ -285,6 +285,21 @@ class CountsOneTooMany(Engine):  # site 2's `applied` is off by one from the sta
 class ObserveFails(Engine):
     def observe(self):
         raise RuntimeError("not yet")
+
+
+class ReturnsNothing(Engine):  # forgets `return` on a deliver
+    def apply(self, op):
+        observations = super().apply(op)
+        if op.op != "deliver":
+            return observations
+
+
+class ReturnsASet(Engine):  # an observation JSON cannot hold
+    def apply(self, op):
+        observations = super().apply(op)
+        if op.op == "deliver":
+            observations[0]["extra"] = {1}
+        return observations
 """
 
 
@@ -328,6 +343,9 @@ def test_a_user_engine_that_fails_to_import_or_build_is_one_line(
         # states that differ from the start: the first operation after which they differ
         ("CountsOneTooMany", "t.jsonl:2: divergence at "),
         ("ObserveFails", "t.jsonl:2: divergence at "),
+        # apply returned what is not a list of JSON objects: where it did
+        ("ReturnsNothing", 't.jsonl:{deliver}: divergence at {{"op":"deliver"'),
+        ("ReturnsASet", 't.jsonl:{deliver}: divergence at {{"op":"deliver"'),
     ],
 )
 def test_a_user_engine_that_raises_or_starts_wrong_is_a_divergence(
@@ -347,7 +365,7 @@ def test_a_user_engine_that_raises_or_starts_wrong_is_a_divergence(
     )
     assert main(["replay", str(trace), "--engine", "both", "--impl", f"mine:{engine}"]) == 1
     out = capsys.readouterr().out
-    assert f"P1: FAILED: model and impl diverge at {tmp_path}/" in out
+    assert f"P1: FAILED: model and impl (mine:{engine}) diverge at {tmp_path}/" in out
     assert found.format(deliver=deliver - 1) in out
     detail = {
         "RaisesOnDeliver": "impl=\"raised KeyError: 'no such batch' (mine.py:17, in apply)\"",
@@ -355,6 +373,11 @@ def test_a_user_engine_that_raises_or_starts_wrong_is_a_divergence(
         "ObserveFails": (
             'state: model="its observable state" impl="raised RuntimeError: not yet '
             '(mine.py:30, in observe)"'
+        ),
+        "ReturnsNothing": 'impl="returned None from apply, not a list of observations"',
+        "ReturnsASet": (
+            'impl="returned an observation from apply that is not JSON (Object of type set is '
+            'not JSON serializable)"'
         ),
     }[engine]
     assert detail in out

@@ -4,6 +4,7 @@ same failure signature; bad input and a trace that does not fail exit 2."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -109,7 +110,8 @@ def test_shrink_keeps_only_the_sites_senders_and_receivers_the_failure_needs(
     # resend.jsonl's failure needs sites 1 and 2 and sender ny only: add two unused sites
     # (3, 9), three idle senders (x: 1->3 queues every write of site 1 but is never
     # delivered; y: 3->9 and z: 2->1 carry writes that ddmin removes), a receiver with
-    # retries at site 2 and writes at site 3. The shrunk trace drops all of them.
+    # retries at site 2, writes at site 3 and a partitioned region at site 9 (R28). The
+    # shrunk trace drops all of them.
     lines = (DATA / "resend.jsonl").read_text().splitlines()
     config = {
         "sites": [1, 2, 3, 9],
@@ -121,6 +123,7 @@ def test_shrink_keeps_only_the_sites_senders_and_receivers_the_failure_needs(
             {"id": "z", "site": 2, "remote": 1, "batch_size": 1},
         ],
         "receivers": [{"site": 2, "retry_attempts": 2}],
+        "regions": {"9": {"type": "partition", "total_num_buckets": 3}},
     }  # fmt: skip
     extra = [
         '{"op": "put", "site": 3, "key": "q", "value": {"n": 9}}',
@@ -191,3 +194,44 @@ def test_check_names_the_failure_groups_before_it_shrinks_their_examples() -> No
         "explaining P1 observations: sent.events_resent with resend",
     ]
     assert len(examples) == 1
+
+
+def test_the_reproduce_command_finds_an_engine_found_next_to_the_trace(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # --impl finds a module next to the trace (as `python -m` finds one in the current
+    # directory); the printed command must find it too, wherever it is run from.
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    engines, elsewhere = tmp_path / "engines", tmp_path / "elsewhere"
+    engines.mkdir()
+    elsewhere.mkdir()
+    module = f"mine_{tmp_path.name}"  # a module of its own: Python keeps what it imports
+    (engines / f"{module}.py").write_text(
+        "from impl import Engine\n\n\n"
+        "class Buggy(Engine):  # site 2 counts one event too many once it applied one\n"
+        "    def observe(self):\n"
+        "        state = super().observe()\n"
+        "        stats = state['sites']['2']['stats']\n"
+        "        stats['applied'] += 1 if stats['applied'] else 0\n"
+        "        return state\n"
+    )
+    trace = engines / "resend.jsonl"
+    trace.write_text((DATA / "resend.jsonl").read_text())
+    monkeypatch.chdir(elsewhere)
+    out = elsewhere / "min.jsonl"
+    assert main(["shrink", str(trace), "-o", str(out), "--impl", f"{module}:Buggy"]) == 0
+    [command] = [
+        line.strip().removeprefix("reproduce: ")
+        for line in capsys.readouterr().out.splitlines()
+        if line.strip().startswith("reproduce: ")
+    ]
+    assert command == (
+        f"PYTHONPATH={engines} wanconform replay --engine both --impl {module}:Buggy --steps {out}"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    installed = f" {Path(sys.executable).parent}/wanconform "
+    run = subprocess.run(
+        ["bash", "-c", command.replace(" wanconform ", installed)],
+        cwd=tmp_path, capture_output=True, text=True, check=False, env=env,
+    )  # fmt: skip
+    assert run.returncode == 1 and "P1: FAILED: model and impl" in run.stdout, run.stderr

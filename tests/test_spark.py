@@ -285,6 +285,6 @@ def test_campaign_of_a_users_engine_in_the_current_directory_is_one_reproducible
         [str(executable), *argv[1:]], cwd=tmp_path, capture_output=True, text=True, check=False
     )
     assert run.returncode == 1, run.stderr
-    assert "P1: FAILED: model and impl diverge at c/results/failures/" in run.stdout
+    assert f"P1: FAILED: model and impl ({spec}) diverge at c/results/failures/" in run.stdout
     assert '.status: model="' in run.stdout
     capsys.readouterr()

@@ -24,6 +24,7 @@ from __future__ import annotations
 import gc
 import importlib
 import os
+import shlex
 import sys
 import traceback
 from collections.abc import Callable, Iterable, Iterator
@@ -141,7 +142,10 @@ def _import(module_name: str, spec: str, search: Iterable[str]) -> Any:
             continue
         sys.path.insert(0, directory)
         try:
-            return importlib.import_module(module_name)
+            module = importlib.import_module(module_name)
+            if directory != os.getcwd():
+                _FOUND_IN[spec] = directory
+            return module
         except ImportError as exc:
             raise WanconformError(
                 f"--impl {spec}: cannot import module {module_name} from {directory}: {exc}"
@@ -155,6 +159,19 @@ def _import(module_name: str, spec: str, search: Iterable[str]) -> Any:
         f"--impl {spec}: no module named {module_name} on Python's path nor in {where}; "
         "run from the directory that holds it, or add its directory to PYTHONPATH"
     )
+
+
+_FOUND_IN: dict[str, str] = {}
+"""The directory each `--impl` spec's module was found in, when Python could not find it
+from the current directory (`load_impl`'s search: e.g. next to the traces)."""
+
+
+def impl_command(spec: str) -> str:
+    """The start of a command line that finds the impl `spec` as this run did: `wanconform`,
+    after `PYTHONPATH=DIR ` when its module was found next to the input, not where the
+    command runs (so a printed reproduce command works on its own output anywhere)."""
+    directory = _FOUND_IN.get(spec)
+    return "wanconform" if directory is None else f"PYTHONPATH={shlex.quote(directory)} wanconform"
 
 
 def raised(exc: BaseException) -> str:

@@ -19,6 +19,7 @@ import os
 import sys
 from typing import Any
 
+from traces.engine import impl_command
 from traces.errors import WanconformError
 from traces.outputs import declare_outputs
 
@@ -286,7 +287,8 @@ def _counterexample(
     )
     if saved_as is None:
         lines.append(f"reproduce: save the trace above as {name}, then")
-    lines.append(f"reproduce: wanconform {command} --steps {saved_as or name}")
+    start = "wanconform" if impl is None else impl_command(impl_spec)
+    lines.append(f"reproduce: {start} {command} --steps {saved_as or name}")
     return trace_text(config, list(path)), "\n".join(lines) + "\n"
 
 

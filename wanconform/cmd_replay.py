@@ -334,7 +334,10 @@ def summary(result: RunResult, other: str = "impl") -> str:
         lines.append(f"  {sender_line(result.config.sender(sender_id), sender)}")
     if result.divergence is not None:
         described = result.divergence.describe(other.removeprefix("the ")).replace("\n", "\n  ")
-        lines.append(f"  P1: FAILED: model and {other} diverge at {described}")
+        named = (
+            f"{other} ({result.impl})" if other == "impl" and result.impl != DEFAULT_IMPL else other
+        )
+        lines.append(f"  P1: FAILED: model and {named} diverge at {described}")
     else:
         lines.append(f"  {result.verdicts[0]}")
     stopped = stopped_line(result, subject(other))

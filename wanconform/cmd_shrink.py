@@ -19,7 +19,7 @@ from typing import Any
 
 from conformance.running.run import TraceRun
 from conformance.search.shrink import pytest_text, shrink
-from traces.engine import DEFAULT_IMPL, load_impl
+from traces.engine import DEFAULT_IMPL, impl_command, load_impl
 from traces.errors import WanconformError
 from traces.logfile import is_log, open_log
 from traces.outputs import declare_outputs, write_text_atomically
@@ -111,8 +111,10 @@ def run(args: argparse.Namespace) -> int:
             "shortest failing trace found by then (--shrink-budget gives it more, 0 no limit)"
         )
     impl = args.impl or DEFAULT_IMPL
-    print(f"  reproduce: wanconform replay --engine both --impl {impl} --steps {args.output}")
-    print("  " + result.failure.describe().replace("\n", "\n  "))
+    command = impl_command(impl)
+    print(f"  reproduce: {command} replay --engine both --impl {impl} --steps {args.output}")
+    named = "impl" if impl == DEFAULT_IMPL else f"impl ({impl})"
+    print("  " + result.failure.describe(named).replace("\n", "\n  "))
     return 0
 
 

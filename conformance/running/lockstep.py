@@ -222,6 +222,34 @@ def observed_or_raised(impl: Engine) -> Any:
         return raised(exc)
 
 
+def applied_or_raised(impl: Engine, op: Op) -> list[Observation] | str:
+    """The impl's observations of `op`, or what it raised (a user's engine that fails in
+    `apply` differs there: P1)."""
+    try:
+        return impl.apply(op)
+    except WanconformError:  # bad input (a log's), not the engine's failure
+        raise
+    except Exception as exc:
+        return raised(exc)
+
+
+def malformed(observations: Any) -> str | None:
+    """What is wrong with what a (user's) engine's `apply` returned, if it is not a list
+    of observations, JSON objects: said as the impl's side of a P1 difference."""
+    if not isinstance(observations, list | tuple):
+        shown = "None" if observations is None else f"a {type(observations).__name__}"
+        return f"returned {shown} from apply, not a list of observations"
+    for index, observation in enumerate(observations):
+        if not isinstance(observation, dict):
+            kind = type(observation).__name__
+            return f"returned a list from apply whose item {index} is {kind}, not a JSON object"
+    try:
+        canonical_json(observations)
+    except (TypeError, ValueError) as exc:
+        return f"returned an observation from apply that is not JSON ({exc})"
+    return None
+
+
 def _state_differences(model: Any, impl: Any) -> tuple[tuple[Difference, ...], int]:
     if isinstance(impl, str):  # it raised: no path to compare
         return (Difference("state", "its observable state", impl),), 1
@@ -315,15 +343,13 @@ class Lockstep:
             impl_observations = model_observations  # equal, as their digests are
         else:  # one process, or the helper's record is not the model's: see here
             impl = self._impl_here(index - 1) if ahead is not None else self.impl
-            try:
-                impl_observations = impl.apply(op)
-            except WanconformError:  # bad input (a log's), not the engine's failure
-                raise
-            except Exception as exc:  # the impl failed here: that is where they differ
+            applied = applied_or_raised(impl, op)
+            if isinstance(applied, str):  # the impl failed here: they differ here
                 self.impl_observations = []
-                failed = Difference("observations", model_observations, raised(exc))
+                failed = Difference("observations", model_observations, applied)
                 self.divergence = Divergence(index, where, op, (failed,), 1)
                 return model_observations
+            impl_observations = applied
         self.impl_observations = impl_observations
         if self._state_logged is None:  # a log's states differ only where logged: no search
             self._wheres.append(where)
@@ -333,6 +359,8 @@ class Lockstep:
             self.divergence = self._observations_diverged(
                 index, where, op, model_observations, impl_observations
             )
+            if malformed(impl_observations) is not None:  # nothing to show of it
+                self.impl_observations = []
             return model_observations
         if self._state_logged is not None:
             if self._state_logged():
@@ -457,6 +485,9 @@ class Lockstep:
             model_state = self._model_at(before).observe()
             if not same_state(model_state, observed_or_raised(self._impl_at(before)))[0]:
                 return self._locate(before)
+        problem = malformed(impl)
+        if problem is not None:
+            return Divergence(index, where, op, (Difference("observations", model, problem),), 1)
         differences, total = _cut(json_differences(model, impl, "observations"))
         unmatched = (_first_unmatched(model, impl, False), _first_unmatched(impl, model, False))
         if unmatched == (None, None):  # the same observations in another order

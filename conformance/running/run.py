@@ -270,9 +270,10 @@ class Failure:
     observations: tuple[Observation, ...] = ()  # the model's, of the failing operation
 
     def describe(self, other: str = "impl") -> str:
-        """The failure in words (`other`: what the model ran against, "the log")."""
+        """The failure in words (`other`: what the model ran against: "impl", a user's
+        engine as "impl (module:Class)", "the log")."""
         if self.divergence is not None:
-            side = other.removeprefix("the ")
+            side = other.removeprefix("the ").split(" (")[0]
             return f"P1: model and {other} diverge at " + self.divergence.describe(side)
         assert self.violation is not None
         return str(self.violation)

@@ -21,7 +21,7 @@ from conformance.running.narrative import describe
 from conformance.running.run import Failure, Step, p1_signature, run_trace
 from conformance.search.shrink import NothingToShrink, pytest_text, shrink
 from traces.config import Config
-from traces.engine import load_impl
+from traces.engine import impl_command, load_impl
 from traces.observations import Observation
 from traces.ops import Op, op_to_json
 from traces.text import plural
@@ -94,9 +94,10 @@ class Example:
 def reproduce(source: str, impl: str, minimal_name: str) -> str:
     """The commands that shrink the trace and replay the minimal one, with the impl."""
     stem = Path(source).stem
+    command = impl_command(impl)
     return (
-        f"wanconform shrink {source} -o {minimal_name} --impl {impl} --pytest test_{stem}.py\n"
-        f"wanconform replay --engine both --impl {impl} --steps {minimal_name}"
+        f"{command} shrink {source} -o {minimal_name} --impl {impl} --pytest test_{stem}.py\n"
+        f"{command} replay --engine both --impl {impl} --steps {minimal_name}"
     )
 
 

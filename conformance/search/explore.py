@@ -37,16 +37,23 @@ import msgspec
 
 from conformance.properties.checker import PropertyChecker, Violation, fully_connected
 from conformance.running.coverage import Coverage
-from conformance.running.lockstep import json_differences, same_state
+from conformance.running.lockstep import (
+    applied_or_raised,
+    json_differences,
+    malformed,
+    observed_or_raised,
+    same_state,
+)
 from model import enabled, initial_state, observe, step
 from model.settle import due_time
 from model.state import Dispatcher, GatewayEvent, Sender, Site, State
 from traces import ops as vocab
+from traces.canonical import canonical_json
 from traces.config import INT64_MAX, Config
 from traces.engine import EngineFactory
 from traces.observations import KINDS, Observation
 from traces.ops import OP_NAMES, Op, op_to_json
-from traces.text import plural
+from traces.text import plural, printable
 
 DEFAULT_MAX_STATES = 2_000_000
 MAX_KEYS = 9  # keys k1..k9 and values 1..9: all of one size (R4), as symmetry needs
@@ -528,18 +535,27 @@ def _impl_divergence(
     `op`; its observations and observable state must be the model's (bool and int
     told apart, `conformance.running.lockstep`)."""
     engine = impl(config)
-    for earlier in path:
-        engine.apply(earlier)
-    theirs = engine.apply(op)
+    for earlier in (*path, op):
+        theirs = applied_or_raised(engine, earlier)
+        failed = theirs if isinstance(theirs, str) else malformed(theirs)
+        if failed is not None:  # a user's engine that fails differs where it fails
+            return f"model and impl observations differ: impl {failed}"
     first = next(json_differences(observations, theirs, "observations"), None)
     what = "observations"
     if first is None:
-        model_view, impl_view = observe(model_state), engine.observe()
+        model_view, impl_view = observe(model_state), observed_or_raised(engine)
+        if isinstance(impl_view, str):
+            return f"model and impl states differ: impl {impl_view} in observe"
         if same_state(model_view, impl_view)[0]:
             return None
         first = next(json_differences(model_view, impl_view, "state"), None)
         what = "states"
-    shown = "" if first is None else f": {first.path}: model {first.model}, impl {first.impl}"
+    shown = (
+        ""
+        if first is None
+        else f": {printable(first.path)}: model {canonical_json(first.model)}, "
+        f"impl {canonical_json(first.impl)}"
+    )
     return f"model and impl {what} differ{shown}"
 
 
@@ -847,13 +863,34 @@ def held_properties(config: Config, result: ExploreResult) -> str:
         else "no secure sender wrote a dead letter",
         "P5": "" if fully_connected(config) else "not every site reaches every other one",
     }
-    every_edge = ", ".join(p for p in ("P3", "P4", "P6", "P7") if not reasons[p])
-    settled = "P2 and P5" if not reasons["P5"] else "P2"
+    unordered = [
+        s.id
+        for s in config.senders
+        if s.order_policy == "thread" and s.dispatcher_threads > 1 and not s.parallel
+    ]
+    if len(unordered) == len(config.senders):
+        reasons["P8"] = "order_policy thread with several dispatchers (Example R29)"
+    if not any(s.enable_batch_conflation for s in config.senders):
+        reasons["P9"] = "no sender has enable_batch_conflation"
+    elif not result.coverage.get("kind.conflated"):
+        reasons["P9"] = "no event was conflated"
+    # P10 compares two runs of one trace; explore runs each behaviour once.
+    reasons["P10"] = "it compares two runs of a trace (replay --check-properties runs them)"
+    if not result.coverage.get("kind.lifecycle"):
+        reasons["P11"] = "no sender was restarted or stopped"
+    every_edge = ", ".join(
+        p for p in ("P3", "P4", "P6", "P7", "P8", "P9", "P11") if not reasons.get(p)
+    )
+    settled = ", ".join(p for p in ("P2", "P5", "P12") if not reasons.get(p))
     out = f"{settled} held after settle from every state"
     if every_edge:
         out = f"{every_edge} held on every transition, {out}"
+    if unordered and "P8" not in reasons:
+        out += f" (P8 not applicable to {', '.join(unordered)}: order_policy thread)"
     return out + "".join(
-        f"; {name} not applicable: {why}" for name, why in sorted(reasons.items()) if why
+        f"; {name} not applicable: {why}"
+        for name, why in sorted(reasons.items(), key=lambda item: int(item[0][1:]))
+        if why
     )
 
 
@@ -902,15 +939,22 @@ def summary_lines(
         )
     elif result.found:
         lines.append(
-            f"{plural(len(result.found), 'violation')} found; {checked}P2-P12 were checked "
-            f"on every behaviour of at most {result.covered_depth} operations"
+            f"{plural(len(result.found), 'violation')} found; {checked}P2-P9, P11 and P12 "
+            f"were checked on every behaviour of at most {result.covered_depth} operations "
+            "(P10 compares two runs: replay --check-properties)"
         )
     else:
         lines.append(
             f"clean: every behaviour of at most {plural(bounds.depth, 'operation')} explored; "
             f"{checked}{held_properties(config, result)}"
         )
-    lines.append("coverage (count, shallowest depth):")
+    complete = result.capped or result.found  # only the levels below were completed
+    lines.append(
+        f"coverage of every behaviour of at most {plural(result.covered_depth, 'operation')} "
+        "(count, shallowest depth):"
+        if complete
+        else "coverage (count, shallowest depth):"
+    )
     never = []
     for item, count, depth in coverage_rows(result):
         if depth is None:

@@ -71,6 +71,7 @@ from traces.ops import (
     op_to_json,
 )
 from traces.outputs import write_text_atomically
+from traces.text import printable
 from traces.tracefile import trace_text, where
 
 
@@ -161,7 +162,11 @@ class WanConformance(RuleBasedStateMachine):
         if self.run.failure is not None:
             divergence = self.run.divergence
             differences = () if divergence is None else divergence.differences
-            problems = [f"P1: {d.path}: model={d.model!r} impl={d.impl!r}" for d in differences]
+            problems = [
+                f"P1: {printable(d.path)}: model={canonical_json(d.model)} "
+                f"impl={canonical_json(d.impl)}"
+                for d in differences
+            ]
             problems += [f"{v.property}: {v.message}" for v in self.run.last_violations]
             self.fail_with(problems)
 

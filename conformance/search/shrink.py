@@ -243,6 +243,10 @@ class _Shrinker:
             document["sites"] = [x for x in document["sites"] if x != site]
             document["senders"] = [s for s in document["senders"] if s["id"] not in gone]
             document["receivers"] = [r for r in document["receivers"] if r["site"] != site]
+            if "regions" in document:  # a partitioned site's region goes with it (R28)
+                document["regions"] = {
+                    k: v for k, v in document["regions"].items() if k != str(site)
+                }
             attempt(document, {site}, gone)
         for sender in [s.id for s in self.config.senders]:
             document = self.config.to_json()

@@ -17,7 +17,7 @@ from conformance.running import geode_stats
 from conformance.running.coverage import Coverage, capped_settles
 from conformance.search.examples import MAX_EXAMPLES, failure_groups, group_variants
 from conformance.spark.results import ALL_PROPERTIES
-from traces.engine import DEFAULT_IMPL
+from traces.engine import DEFAULT_IMPL, impl_command
 from traces.text import plural
 
 STATUSES = ("held", "failed", "not applicable")
@@ -121,7 +121,8 @@ def replay_command(failures: str, trace_id: str, impl: str, properties: bool = F
     failures/ (`conformance.spark.results`), with the impl that failed on it (and the
     properties checked, for a property's failure)."""
     checked = " --check-properties" if properties else ""
-    return f"wanconform replay --engine both{checked} --impl {impl} {failures}/{trace_id}.jsonl"
+    command = impl_command(impl)
+    return f"{command} replay --engine both{checked} --impl {impl} {failures}/{trace_id}.jsonl"
 
 
 def render(summary: CampaignSummary, failures: str = "", impl: str = DEFAULT_IMPL) -> str:
