@@ -128,6 +128,10 @@ def test_the_stream_asserts_the_order() -> None:
     ("case", "message"),
     [
         ("duplicate seq", "a:3: seq: appears twice"),
+        (
+            "gap in seq",
+            "a:5: seq: expected 4 (seq is the operation's line in the trace: none missing)",
+        ),
         ("no configuration", "a:2: trace_id: no configuration in configs"),
         ("bad operation", "a:3: sender: unknown sender 'nobody' (the config has ['ny'])"),
         ("missing rows", "a:1: operations: configs says 9, ops has 4 rows"),
@@ -141,6 +145,9 @@ def test_bad_rows_become_one_error_and_no_results(case: str, message: str) -> No
     rows = rows_of("a", OPS) + rows_of("b", OPS)
     if case == "duplicate seq":
         rows.insert(3, dict(rows[2]))
+    elif case == "gap in seq":
+        for row in rows[3 : len(OPS) + 1]:  # 2, 3, 5, ...
+            row["seq"] = int(str(row["seq"])) + 1
     elif case == "no configuration":
         rows.pop(0)
     elif case == "bad operation":

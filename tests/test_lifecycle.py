@@ -427,3 +427,31 @@ def test_a_100_trace_campaign_finds_each_lifecycle_bug_as_one_group(bug: Any) ->
     assert len(groups) == 1, groups
     (example,) = examples.values()
     assert len(example.kept_lines) <= 8 and not notes
+
+
+def test_the_paused_sender_named_is_the_first_by_id_whatever_the_states_order() -> None:
+    # Two paused senders hold events: the reason names the first in sorted id order (R11),
+    # whatever order the state lists them in (the model's persistent map follows the
+    # hash seed), so a check, its segments and a replay say the same.
+    from impl import Engine
+
+    class ReversedSenders(Engine):
+        def observe(self) -> dict[str, Any]:
+            return reverse(super().observe())
+
+        def observe_keys(self, keys: Any) -> dict[str, Any]:
+            return reverse(super().observe_keys(keys))
+
+    def reverse(state: dict[str, Any]) -> dict[str, Any]:
+        state["senders"] = dict(reversed(state["senders"].items()))
+        return state
+
+    ops = [{"op": "pause_sender", "sender": "ny"}, {"op": "pause_sender", "sender": "ln"},
+           put("a", 1), {"op": "put", "site": 2, "key": "b", "value": {"v": 2}},
+           {"op": "settle"}]  # fmt: skip
+    senders = [{"id": "ny", "site": 1, "remote": 2}, {"id": "ln", "site": 2, "remote": 1}]
+    for engine in (None, ReversedSenders):
+        result = checked({**two_sites(), "senders": senders}, ops, engine)
+        assert verdict(result, "P2").reason == (
+            "after the settle at op 5, sender ln is paused with events queued"
+        )

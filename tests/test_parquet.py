@@ -22,6 +22,7 @@ from traces.parquet import (
     parquet_to_jsonl,
     parse_op_cell,
 )
+from traces.text import printable
 from traces.tracefile import read_trace, trace_text, write_trace
 from wanconform.cli import main
 
@@ -207,6 +208,46 @@ def test_two_rows_with_one_seq(tmp_path: Path, capsys: pytest.CaptureFixture[str
     index = table.schema.get_field_index("seq")
     rewrite(trace_set / "ops", table.set_column(index, "seq", pa.array(seqs, pa.int64())))
     expect_error(tmp_path, trace_set, f"chaos-1:{seqs[2]}: seq: appears twice", capsys)
+
+
+def test_a_gap_in_seq(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # seq is the operation's line (docs/COMMANDS.md): a missing one is a missing operation
+    trace_set = good_set(tmp_path)
+    table = pq.read_table(trace_set / "ops")
+    seqs = table.column("seq").to_pylist()
+    seqs[3:] = [seq + 7 for seq in seqs[3:]]  # 2, 3, 4, 12, 13 ...
+    index = table.schema.get_field_index("seq")
+    rewrite(trace_set / "ops", table.set_column(index, "seq", pa.array(seqs, pa.int64())))
+    expect_error(
+        tmp_path, trace_set,
+        "chaos-1:12: seq: expected 5 (seq is the operation's line in the trace: none missing)",
+        capsys,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("trace_id", "problem"),
+    [
+        ("../../escaped", "must not hold / or \\ (it names files in one folder)"),
+        ("/tmp/escaped", "must not hold / or \\ (it names files in one folder)"),
+        ("..", "must not be . or .. (it names files)"),
+        ("a\x00b", "must not hold a control character (it names files)"),
+        ("é" * 101, "longer than 200 bytes in UTF-8 (it names files)"),
+    ],
+)
+def test_a_trace_id_that_cannot_name_a_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], trace_id: str, problem: str
+) -> None:
+    # A trace id names ID.jsonl (convert), failures/ID.jsonl (check) and --dlq-dir's ID/:
+    # one that is a path would write outside the output, over a file wanconform never wrote.
+    trace_set = good_set(tmp_path)
+    for folder in ("configs", "ops"):
+        table = pq.read_table(trace_set / folder)
+        ids = pa.array([trace_id] * table.num_rows)
+        index = table.schema.get_field_index("trace_id")
+        rewrite(trace_set / folder, table.set_column(index, "trace_id", ids))
+    shown = printable(trace_id[:60]) + ("..." if len(trace_id) > 60 else "")
+    expect_error(tmp_path, trace_set, f'{trace_set}/configs: trace_id "{shown}": {problem}', capsys)
 
 
 def test_convert_does_not_replace_a_foreign_directory(

@@ -288,3 +288,27 @@ def test_campaign_of_a_users_engine_in_the_current_directory_is_one_reproducible
     assert f"P1: FAILED: model and impl ({spec}) diverge at c/results/failures/" in run.stdout
     assert '.status: model="' in run.stdout
     capsys.readouterr()
+
+
+def test_a_users_package_is_shipped_once_per_application(tmp_path: Path) -> None:
+    # `check --impl pkg:Engine --segment-ops N` ships the impl for the check and again
+    # for the segments; Spark refuses a file name already registered from another path
+    # (a cluster's "File pkg.zip was already registered with a different path").
+    class Context:
+        applicationId = f"app-{tmp_path.name}"
+
+        def __init__(self) -> None:
+            self.files: dict[str, str] = {}
+
+        def addPyFile(self, path: str) -> None:
+            name = Path(path).name
+            if self.files.setdefault(name, path) != path:
+                raise RuntimeError(f"File {name} was already registered with a different path")
+
+    class Session:
+        sparkContext = Context()
+
+    session = Session()
+    glue.ship_impl(session, "tools.planted_bugs:LateBatchTime")  # `tools` is a package
+    glue.ship_impl(session, "tools.planted_bugs:LateBatchTime")
+    assert list(session.sparkContext.files) == ["tools.zip"]

@@ -35,6 +35,7 @@ from traces.errors import ConfigError, TraceError
 from traces.generate import Row
 from traces.ops import Op, OpError, parse_op
 from traces.outputs import JSONL_MARKER, TRACE_SET_MARKER, building_directory
+from traces.text import printable
 from traces.tracefile import decode_line, fast_path, op_line, open_trace, trace_lines, where
 
 if TYPE_CHECKING:
@@ -306,6 +307,10 @@ def open_trace_set(path: str | os.PathLike[str]) -> TraceSet:
         trace_id = row["trace_id"]
         if trace_id is None or not trace_id:
             raise TraceError(f"{root}/configs: trace_id: empty trace id")
+        problem = file_name_problem(trace_id)
+        if problem:  # a trace id names files: convert's, check's failures/, --dlq-dir's
+            shown = printable(trace_id[:60]) + ("..." if len(trace_id) > 60 else "")
+            raise TraceError(f'{root}/configs: trace_id "{shown}": {problem}')
         if trace_id in infos:
             raise TraceError(f"{where(trace_id, 1)}: trace_id: appears twice in configs")
         if row["operations"] is None or row["operations"] < 0:
@@ -322,6 +327,32 @@ def open_trace_set(path: str | os.PathLike[str]) -> TraceSet:
     return TraceSet(root, tuple(infos.values()))
 
 
+MAX_ID_BYTES = 200
+"""The longest trace id in UTF-8: a file system's name limit (255) less the longest
+suffix wanconform adds (`.min.jsonl`, a temporary name's)."""
+
+
+def file_name_problem(trace_id: str) -> str:
+    """Why `trace_id` cannot name a file in a folder (it names `ID.jsonl` and `ID/`), or
+    "": not a path (no `/` or `\\`), not `.` or `..`, no control character, not too long."""
+    if trace_id in (".", ".."):
+        return "must not be . or .. (it names files)"
+    if "/" in trace_id or "\\" in trace_id:
+        return "must not hold / or \\ (it names files in one folder)"
+    if any(ord(character) < 0x20 or ord(character) == 0x7F for character in trace_id):
+        return "must not hold a control character (it names files)"
+    if len(trace_id.encode("utf-8", "surrogatepass")) > MAX_ID_BYTES:
+        return f"longer than {MAX_ID_BYTES} bytes in UTF-8 (it names files)"
+    return ""
+
+
+def seq_problem(expected: int) -> str:
+    """What is wrong with a `seq` that is not `expected`: a trace's operations are its lines
+    from 2 on, each once, none missing."""
+    line = "the configuration's line is 1" if expected == FIRST_OP_SEQ else "none missing"
+    return f"expected {expected} (seq is the operation's line in the trace: {line})"
+
+
 def write_marker(folder: Path) -> None:
     (folder / MARKER).write_text(canonical_json(MARKER_CONTENT) + "\n", encoding="utf-8")
 
@@ -336,6 +367,9 @@ def jsonl_to_parquet(paths: Iterable[str | os.PathLike[str]], out: str | os.Path
     ids: dict[str, Path] = {}
     for source in sources:
         trace_id = source.name.removesuffix(".jsonl")
+        problem = file_name_problem(trace_id)
+        if problem:
+            raise TraceError(f"{printable(str(source))}: as a trace id, its name {problem}")
         if trace_id in ids:
             raise TraceError(f"{source}: trace id {trace_id!r} also names {ids[trace_id]}")
         ids[trace_id] = source
@@ -402,14 +436,11 @@ def trace_set_jsonl(trace_set: TraceSet) -> Iterator[tuple[str, list[str]]]:
                     )
                 while pending[-1].trace_id != trace_id:  # traces without operations
                     yield finish(pending.pop(), [])
-                current, ops, previous = pending.pop(), [], 0
-            if seq is None or seq < FIRST_OP_SEQ:
-                raise TraceError(
-                    f"{where(trace_id, seq)}: seq: must be >= {FIRST_OP_SEQ} (line 1 is "
-                    "the configuration)"
-                )
+                current, ops, previous = pending.pop(), [], FIRST_OP_SEQ - 1
             if seq == previous:
                 raise TraceError(f"{where(trace_id, seq)}: seq: appears twice")
+            if seq != previous + 1:
+                raise TraceError(f"{where(trace_id, seq)}: seq: {seq_problem(previous + 1)}")
             previous = seq
             op = parse_op_cell(trace_id, seq, text or "", current.config)
             ops.append(op_line(op))

@@ -966,7 +966,7 @@ class PropertyChecker:
             and any(dispatcher["queue"] for dispatcher in seen["dispatchers"])
         ]
         if waiting:  # §16.7: P2 does not apply (nor P5: a reading)
-            first = waiting[0]
+            first = min(waiting)  # sorted id order (R11), whatever order the state has
             held = "stopped" if not state["senders"][first].get("running", True) else "paused"
             self._held_back = (
                 f"after the settle at {where}, sender {first} is {held} with events queued"

@@ -28,7 +28,7 @@ from traces.config import Config
 from traces.engine import DEFAULT_IMPL, EngineFactory, load_impl, tune_gc
 from traces.errors import TraceError, WanconformError
 from traces.ops import Op
-from traces.parquet import FIRST_OP_SEQ, TraceInfo, op_parser, parse_config_cell
+from traces.parquet import FIRST_OP_SEQ, TraceInfo, op_parser, parse_config_cell, seq_problem
 from traces.tracefile import where
 
 ROW_SCHEMA = RESULTS_SCHEMA.append(pa.field("error", pa.string()))
@@ -249,11 +249,9 @@ def check_batches(
                     raise WanconformError(
                         f"{where(trace_id, seq)}: trace_id: no configuration in configs"
                     )
-                if seq < FIRST_OP_SEQ:
-                    raise WanconformError(
-                        f"{where(trace_id, seq)}: seq: must be >= {FIRST_OP_SEQ} "
-                        "(line 1 is the configuration)"
-                    )
+                expected = FIRST_OP_SEQ + current.run.operations
+                if seq != expected:
+                    raise WanconformError(f"{where(trace_id, seq)}: seq: {seq_problem(expected)}")
                 current.run.step(where(trace_id, seq), current.parse(seq, text))
             except WanconformError as exc:
                 yield _error_batch(trace_id, str(exc))

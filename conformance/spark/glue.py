@@ -252,6 +252,10 @@ def session(master: str | None = None, app: str = "wanconform") -> Any:
     return spark
 
 
+_SHIPPED: set[tuple[str, str]] = set()
+"""(Spark application id, module file) of every user's module shipped by `ship_impl`."""
+
+
 def ship_impl(spark: Any, impl_spec: str | None) -> None:
     """Send the module of a user's `--impl` (loaded on the driver by `load_impl`, from
     the current directory, next to the traces or from PYTHONPATH) to every executor, as
@@ -265,6 +269,10 @@ def ship_impl(spark: Any, impl_spec: str | None) -> None:
     if file is None or "site-packages" in Path(file).parts:
         return
     source = Path(file)
+    shipped = (spark.sparkContext.applicationId, str(source))
+    if shipped in _SHIPPED:  # once per Spark application (Spark refuses a second path)
+        return
+    _SHIPPED.add(shipped)
     if source.name == "__init__.py":  # a package: one zip of it
         folder = Path(tempfile.mkdtemp(prefix="wanconform-impl-"))
         archive = shutil.make_archive(
