@@ -183,9 +183,11 @@ def open_store(
     return {sender: SenderLog(path / sender_file(sender), notice, durable) for sender in senders}
 
 
-def read_store(folder: str | os.PathLike[str]) -> dict[str, list[dict[str, Any]]]:
+def read_store(
+    folder: str | os.PathLike[str], notice: Callable[[str], None] = lambda line: None
+) -> dict[str, list[dict[str, Any]]]:
     """Every sender's records in a store, read only (the inspector): sender file -> records.
-    A torn tail is left as it is (and not read); damage is a StoreError."""
+    A torn tail is left as it is (and not read), with a `notice`; damage is a StoreError."""
     path = check_directory(folder)
     files = sorted(p for p in path.iterdir() if p.suffix == SUFFIX)
     others = [
@@ -195,7 +197,16 @@ def read_store(folder: str | os.PathLike[str]) -> dict[str, list[dict[str, Any]]
     ]
     if not files and others:
         raise StoreError(f"{path}: not a dead-letter store (no *{SUFFIX} files; found {others[0]})")
-    return {p.name: live_records(read_frames(p)[0]) for p in files}
+    held = {}
+    for file in files:
+        payloads, end, size = read_frames(file)
+        if end < size:
+            notice(
+                f"{file}: a torn tail of {size - end} bytes at byte {end} (a crash mid-write) "
+                "was not read; the store was not changed (the next run that opens it cuts it)"
+            )
+        held[file.name] = live_records(payloads)
+    return held
 
 
 # -- the crash writer of `wanconform bench --dlq-crash` (conformance/bench.py) -----------

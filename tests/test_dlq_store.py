@@ -182,6 +182,67 @@ def test_the_inspector_lists_filters_counts_exports_and_writes_redeliveries(
     assert ops.read_text() == '{"events":["1:2"],"op":"redeliver","sender":"ny"}\n'
 
 
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["-o", "x.txt"], "dlq: -o FILE goes with --format jsonl|csv|parquet or --redeliver "
+                          "(the listing and --counts print)"),
+        (["--counts", "-o", "x.txt"], "dlq: -o FILE goes with --format jsonl|csv|parquet or "
+                                      "--redeliver (the listing and --counts print)"),
+        (["--format", "csv", "--redeliver", "-o", "x"], "dlq: --redeliver writes redeliver "
+                                                        "operations; not with --format csv"),
+        (["--counts", "--redeliver", "-o", "x"], "dlq: --redeliver writes redeliver operations; "
+                                                 "not with --counts"),
+        (["--counts", "--format", "jsonl", "-o", "x"], "dlq: --counts prints the counts; not "
+                                                       "with --format jsonl"),
+        (["--sender", "nyy"], "{store}: holds no log of sender 'nyy' (it has records of ny)"),
+    ],
+)  # fmt: skip
+def test_the_inspector_refuses_what_it_would_ignore(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], message: str
+) -> None:
+    store = tmp_path / "store"
+    store.mkdir()
+    dead_letters(Engine(config(), dlq_dir=str(store)), "a")
+    argv = [str(tmp_path / a) if a in ("x", "x.txt") else a for a in argv]
+    assert main(["dlq", str(store), *argv]) == 2
+    assert capsys.readouterr() == ("", f"wanconform: error: {message.format(store=store)}\n")
+    assert list(tmp_path.iterdir()) == [store]  # nothing written
+
+
+def test_the_inspector_escapes_text_says_a_tail_is_torn_and_types_an_empty_export(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = tmp_path / "store"
+    store.mkdir()
+    engine = Engine(config(), dlq_dir=str(store))
+    for op in (Fail(2, "a\nb", "IO\nE", 1), Put(1, "a\nb", {"v": 1}), Deliver("ny"),
+               DeliverAck("ny")):  # fmt: skip
+        engine.apply(op)
+    with (store / "ny.dlq").open("ab") as log:
+        log.write(b"torn")  # a crash mid-write
+    size = (store / "ny.dlq").stat().st_size
+    assert main(["dlq", str(store)]) == 0
+    out, err = capsys.readouterr()
+    assert out.splitlines()[1].split() == ["ny", "1:1", "a\\nb", "create", "IO\\nE", "[1,0,1]",
+                                           '{"v":1}']  # fmt: skip
+    assert err == (
+        f"wanconform: {store / 'ny.dlq'}: a torn tail of 4 bytes at byte {size - 4} (a crash "
+        "mid-write) was not read; the store was not changed (the next run that opens it cuts "
+        "it)\n"
+    )
+    assert (store / "ny.dlq").stat().st_size == size  # read only
+    assert main(["dlq", str(store), "--counts"]) == 0
+    assert capsys.readouterr().out.splitlines()[0].split() == ["1", "IO\\nE"]
+    empty = tmp_path / "none.parquet"
+    assert main(["dlq", str(store), "--key", "z", "--format", "parquet", "-o", str(empty)]) == 0
+    schema = pq.read_schema(empty)
+    assert [(f.name, str(f.type)) for f in schema] == [
+        (name, "string") for name in ("sender", "event_id", "key", "op", "exception", "version",
+                                      "value", "recipients")
+    ]  # fmt: skip
+
+
 def test_the_inspector_refuses_what_is_not_a_store(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -16,15 +16,16 @@ import argparse
 import csv
 import io
 import os
+import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from impl.dlq_store import SUFFIX, read_store
+from impl.dlq_store import SUFFIX, read_store, sender_file
 from traces.canonical import canonical_json
 from traces.errors import WanconformError
 from traces.outputs import atomic_file, declare_outputs, write_text_atomically
-from traces.text import plural
+from traces.text import plural, printable
 
 COLUMNS = ("sender", "event_id", "key", "op", "exception", "version", "value", "recipients")
 
@@ -99,13 +100,33 @@ def store_folder(directory: str) -> Path:
 
 
 def run(args: argparse.Namespace) -> int:
-    if (args.redeliver or args.format in ("csv", "parquet", "jsonl")) and not args.output:
+    exporting = args.format != "text"
+    if args.redeliver and (exporting or args.counts):
+        other = "--counts" if args.counts else f"--format {args.format}"
+        raise WanconformError(f"dlq: --redeliver writes redeliver operations; not with {other}")
+    if args.counts and exporting:
+        raise WanconformError(f"dlq: --counts prints the counts; not with --format {args.format}")
+    if (args.redeliver or exporting) and not args.output:
         raise WanconformError("dlq: --redeliver and --format jsonl|csv|parquet need -o FILE")
+    if args.output and not (args.redeliver or exporting):
+        raise WanconformError(
+            "dlq: -o FILE goes with --format jsonl|csv|parquet or --redeliver (the listing "
+            "and --counts print)"
+        )
     if args.output and os.path.isdir(args.output):
         raise WanconformError(f"{args.output}: is a directory; -o needs a file name")
+    folder = store_folder(args.store)
+    store = read_store(folder, lambda line: print(f"wanconform: {line}", file=sys.stderr))
+    unknown = [s for s in args.sender if sender_file(s) not in store]
+    if unknown:
+        held = sorted({r["sender"] for records in store.values() for r in records})
+        raise WanconformError(
+            f"{folder}: holds no log of sender {unknown[0]!r} (it has records of "
+            f"{', '.join(held) if held else 'no sender'})"
+        )
     records = [
         record
-        for _, held in sorted(read_store(store_folder(args.store)).items())
+        for _, held in sorted(store.items())
         for record in held
         if (not args.sender or record["sender"] in args.sender)
         and (not args.key or record["key"] in args.key)
@@ -142,10 +163,11 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if args.counts:
         for exception, count in sorted(Counter(r["exception"] for r in rows).items()):
-            print(f"{count:>8}  {exception}")
+            print(f"{count:>8}  {printable(exception)}")
         print(f"{len(rows):>8}  {'record' if len(rows) == 1 else 'records'}")
         return 0
     shown = COLUMNS[:-1]  # each column as wide as its widest value, the last not padded
+    rows = [{c: printable(row[c]) for c in shown} for row in rows]  # one line per record
     widths = {c: max([len(c), *(len(row[c]) for row in rows)]) for c in shown}
     print("  ".join(f"{c:<{widths[c]}}" for c in shown).rstrip())
     for row in rows:
@@ -158,6 +180,7 @@ def _write_parquet(rows: list[dict[str, str]], target: Path) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    table = pa.table({column: [row[column] for row in rows] for column in COLUMNS})
+    schema = pa.schema([(column, pa.string()) for column in COLUMNS])  # also with no rows
+    table = pa.table({column: [row[column] for row in rows] for column in COLUMNS}, schema=schema)
     with atomic_file(target) as temporary:
         pq.write_table(table, temporary)
