@@ -26,7 +26,7 @@ bytes.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from itertools import pairwise
 
@@ -170,19 +170,51 @@ def _overlap(a: Box, b: Box) -> float:
     return width * height if width > 0 and height > 0 else 0.0
 
 
-def _place_label(curve: _Curve, text: str, taken: list[Box]) -> Point:
+class _Taken:
+    """The boxes placed so far, indexed by the grid cells they cover: a new box is compared
+    with those that share a cell only (the others cannot overlap it), in placing order, so
+    the sums are the full scan's and the drawing's cost grows with the senders, not their
+    square."""
+
+    CELL = 64.0
+
+    def __init__(self, boxes: list[Box]) -> None:
+        self._boxes: list[Box] = []
+        self._cells: dict[tuple[int, int], list[int]] = {}
+        for box in boxes:
+            self.add(box)
+
+    def _cells_of(self, box: Box) -> Iterator[tuple[int, int]]:
+        cell = self.CELL
+        for x in range(math.floor(box[0] / cell), math.floor(box[2] / cell) + 1):
+            for y in range(math.floor(box[1] / cell), math.floor(box[3] / cell) + 1):
+                yield x, y
+
+    def add(self, box: Box) -> None:
+        index = len(self._boxes)
+        self._boxes.append(box)
+        for cell in self._cells_of(box):
+            self._cells.setdefault(cell, []).append(index)
+
+    def overlap(self, box: Box) -> float:
+        """The summed area `box` shares with every box placed (in placing order)."""
+        near = sorted({i for cell in self._cells_of(box) for i in self._cells.get(cell, ())})
+        return sum(_overlap(box, self._boxes[i]) for i in near)
+
+
+def _place_label(curve: _Curve, text: str, taken: _Taken) -> Point:
     """The first spot along the curve whose label box overlaps nothing placed (else least)."""
     best: tuple[float, Point] | None = None
     for t in LABEL_SPOTS:
         spot = curve.at(t)
         box = _label_box(spot, text)
-        overlap = sum(_overlap(box, other) for other in taken)
+        overlap = taken.overlap(box)
         if best is None or overlap < best[0]:
             best = (overlap, spot)
         if overlap == 0:
             break
     assert best is not None
-    taken.append(_label_box(best[1], text))
+    taken.add(_label_box(best[1], text))
     return best[1]
 
 
@@ -294,10 +326,12 @@ def topology_drawing(
     pairs = {(edge.site, edge.remote) for edge in analysis.senders}
     hops = _duplicate_hops(analysis)
     # Sites first, so that no label is placed on top of one.
-    taken: list[Box] = [
-        (x - SITE_RADIUS, y - SITE_RADIUS, x + SITE_RADIUS, y + SITE_RADIUS)
-        for x, y in positions.values()
-    ]
+    taken = _Taken(
+        [
+            (x - SITE_RADIUS, y - SITE_RADIUS, x + SITE_RADIUS, y + SITE_RADIUS)
+            for x, y in positions.values()
+        ]
+    )
     arrows = []
     for edge in sorted(analysis.senders, key=lambda e: (e.site, e.remote)):
         bidirectional = (edge.remote, edge.site) in pairs

@@ -29,7 +29,7 @@ from traces.errors import ConfigError, TraceError, WanconformError
 from traces.files import read_text
 from traces.outputs import declare_outputs, write_text_atomically
 from traces.text import plural
-from traces.tracefile import decode_line, parse_trace_lines
+from traces.tracefile import BOM, decode_line, parse_trace_lines
 from wanconform.cmd_import import add_site_options, load_geode_sites
 
 EXIT_SUPPORTED = 0
@@ -65,10 +65,11 @@ def register(subparsers: Any) -> None:
 
 def load_config_or_trace(path: str) -> Config:
     """The configuration of a config file (either form) or of a trace file."""
-    text = read_text(path, "a configuration or trace file")
+    # a byte order mark at the start is accepted, as in a trace file (docs/COMMANDS.md)
+    text = read_text(path, "a configuration or trace file").removeprefix(BOM)
     if not text.strip():
         raise TraceError(f"{path}: empty file: expected a configuration or a trace")
-    if not text.lstrip("\ufeff \t\r\n").startswith("{"):
+    if not text.lstrip(" \t\r\n").startswith("{"):
         raise TraceError(
             f"{path}: not a JSON configuration or trace; for Geode cache.xml or gfsh files "
             f"give each site's files with --site, e.g. --site 1={path} --site 2=OTHER"
