@@ -54,6 +54,24 @@ def test_bench_queue_crash_kills_a_real_writer_and_loses_nothing(
         assert result[name] == 0, name
 
 
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--explore", "1", "--dlq-crash", "1"],
+         "bench: --dlq-crash and --explore each measure something else; give one"),
+        (["--spark", "--explore", "1"],
+         "bench: --spark and --explore each measure something else; give one"),
+        (["--ops", "100", "--traces", "3"], "bench: --traces goes with --spark"),
+        (["--explore", "1", "--runs", "model"], "bench: --runs goes with --segments"),
+    ],
+)  # fmt: skip
+def test_bench_refuses_what_it_would_ignore(
+    capsys: pytest.CaptureFixture[str], argv: list[str], message: str
+) -> None:
+    assert main(["bench", *argv]) == 2
+    assert capsys.readouterr() == ("", f"wanconform: error: {message}\n")
+
+
 def test_bench_queue_crash_refuses_no_kills(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["bench", "--queue-crash", "0"]) == 2
     err = capsys.readouterr().err

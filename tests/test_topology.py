@@ -189,10 +189,17 @@ def test_sender_graph_has_one_edge_per_sender_with_its_id() -> None:
     ]
 
 
-def test_enumeration_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_enumeration_is_bounded(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
     monkeypatch.setattr(topology, "MAX_ARRIVALS_PER_ORIGIN", 2)
     with pytest.raises(TopologyTooLargeError, match="origin 1"):
         delivery_paths(sender_graph(DIAMOND), 1)
+    source = write_json(tmp_path / "diamond.json", DIAMOND.to_json())  # one line naming it
+    assert run_cli(capsys, "topology", source) == (
+        2, "", f"wanconform: error: {source}: origin 1: more than 2 arrivals to enumerate; "
+        "the topology is too large for path enumeration\n",
+    )  # fmt: skip
 
 
 # --- property: paths are simple, and the static verdict is the model's --------------------
@@ -361,6 +368,10 @@ def test_cli_table_for_a_supported_ring(capsys: pytest.CaptureFixture[str]) -> N
         ("", "empty file"),
         ('{"config": {"sites": [1]}}\n{"op": "bogus"}\n', "bad.json:2:"),
         ('{"sites": [1], "sites": [2]}', "appears twice"),
+        (
+            '{"sites": [true]}',
+            "bad.json: sites[0]: must be an integer from 1 to 255 (R1), got true",
+        ),
     ],
 )
 def test_cli_bad_input_is_one_line_and_exit_2(

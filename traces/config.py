@@ -58,6 +58,8 @@ def show(value: Any) -> str:
         if digits > 4000:  # str() of an int this long raises (sys.get_int_max_str_digits)
             return f"an integer of about {int(digits)} digits"
         return abbreviate_number(str(value))
+    if value is None or isinstance(value, bool):  # as the JSON file writes them
+        return "null" if value is None else "true" if value else "false"
     return repr(value)
 
 

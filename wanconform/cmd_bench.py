@@ -136,13 +136,48 @@ def register(subparsers: Any) -> None:
         ),
     )
     parser.set_defaults(func=run)
+    parser.set_defaults(
+        bench_defaults={
+            o: parser.get_default(o) for options in MODE_OPTIONS.values() for o in options
+        }
+    )
 
 
 def say(line: str) -> None:
     print(f"bench: {line}", file=sys.stderr, flush=True)
 
 
+MODES = ("spark", "dlq_crash", "queue_crash", "queue_throughput", "startup", "explore", "segments")
+"""The options that each measure something else instead (one at a time)."""
+MODE_OPTIONS = {
+    "spark": ("traces", "profile", "master", "plain_traces"),
+    "segments": ("cores", "segment_ops", "runs"),
+}
+"""The options that go with one mode only."""
+
+
+def _flag(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def check_modes(args: argparse.Namespace, parser_defaults: dict[str, object]) -> None:
+    """One line, exit 2, for two modes at once or an option of a mode not chosen."""
+    chosen = [m for m in MODES if getattr(args, m) not in (None, False)]
+    if len(chosen) > 1:
+        raise WanconformError(
+            f"bench: {_flag(chosen[0])} and {_flag(chosen[1])} each measure something else; "
+            "give one"
+        )
+    for mode, options in MODE_OPTIONS.items():
+        if mode in chosen:
+            continue
+        given = [o for o in options if getattr(args, o) != parser_defaults.get(o)]
+        if given:
+            raise WanconformError(f"bench: {_flag(given[0])} goes with {_flag(mode)}")
+
+
 def run(args: argparse.Namespace) -> int:
+    check_modes(args, args.bench_defaults)
     if args.spark:
         return run_spark(args)
     if args.dlq_crash is not None:
@@ -183,10 +218,17 @@ def run(args: argparse.Namespace) -> int:
         f"batch conflation on (the same operations): model {result['model_conflation_vs_off']}x, "
         f"lockstep {result['lockstep_conflation_vs_off']}x the time with it off"
     )
+    cost = (
+        f"{result['properties_us_per_op']} us/op beside the model's "
+        f"{result['model_ring_us_per_op']} us/op ({result['properties_vs_model']}x the model)"
+        if result["properties_us_per_op"] > 0
+        else "not measurable in this run: the model with them took "
+        f"{result['properties_vs_model']}x the model alone (the machine's noise was larger "
+        "than their cost; --repeat more rounds)"
+    )
     print(
         f"properties (P2-P12) on {result['ring_ops']:,} ops of a 3-site ring with a settle "
-        f"every 100: {result['properties_us_per_op']} us/op beside the model's "
-        f"{result['model_ring_us_per_op']} us/op ({result['properties_vs_model']}x the model)"
+        f"every 100: {cost}"
     )
     ahead = result["lockstep_ahead_vs_model"]
     print(

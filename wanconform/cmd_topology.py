@@ -22,7 +22,11 @@ import textwrap
 from collections.abc import Mapping
 from typing import Any
 
-from conformance.properties.topology import TopologyAnalysis, analyse_topology
+from conformance.properties.topology import (
+    TopologyAnalysis,
+    TopologyTooLargeError,
+    analyse_topology,
+)
 from traces.canonical import canonical_json
 from traces.config import Config, parse_config
 from traces.errors import ConfigError, TraceError, WanconformError
@@ -175,7 +179,11 @@ def run(args: argparse.Namespace) -> int:
         config = load_config_or_trace(args.source)
     else:
         config, names = load_geode_sites(args.site, args.define, args.allow_partial)
-    analysis = analyse_topology(config)
+    try:
+        analysis = analyse_topology(config)
+    except TopologyTooLargeError as exc:  # a limit of this tool, said with what was given
+        given = args.source or "the --site configuration"
+        raise TopologyTooLargeError(f"{given}: {exc}") from None
     if args.svg:
         if os.path.isdir(args.svg):
             raise WanconformError(f"{args.svg}: is a directory; --svg needs a file name")

@@ -899,11 +899,13 @@ def summary_lines(
 ) -> list[str]:
     """The report of an exploration (no timings: the same bytes for the same input)."""
     ops = "all" if bounds.ops == OP_NAMES else ",".join(bounds.ops)
+    derived = [f"{kind}s" for kind in ("tick", "redeliver") if kind in bounds.ops]
+    plus = f", plus {' and '.join(derived)}" if derived else ""  # chosen per state
     lines = [
         f"explore {name}: sites {', '.join(map(str, config.sites))}; "
         f"{plural(len(config.senders), 'sender')}; {plural(bounds.keys, 'key')}, "
         f"{plural(bounds.values, 'value')}; operations: {ops} "
-        f"({result.alphabet} fixed per state, plus ticks and redelivers); depth {bounds.depth}"
+        f"({result.alphabet} fixed per state{plus}); depth {bounds.depth}"
         + ("; symmetry on" if bounds.symmetry else ""),
         "depth  new states",
         *(f"{depth:>5}  {count:>10,}" for depth, count in enumerate(result.levels)),
