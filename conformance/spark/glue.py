@@ -240,15 +240,27 @@ def session(master: str | None = None, app: str = "wanconform") -> Any:
     builder = SparkSession.builder
     for key, value in settings.items():
         builder = builder.config(key, value)
+    main = threading.current_thread() is threading.main_thread()
     try:
         _launch_jvm(settings)
+        # PySpark's SparkContext installs its own Ctrl-C handler, which calls the JVM
+        # from inside the signal handler (tracebacks when a call is in progress, as while
+        # the session starts): ours before it and at once after it.
+        if main:
+            signal.signal(signal.SIGINT, _on_interrupt)
+        from pyspark import SparkConf, SparkContext
+
+        conf = SparkConf(loadDefaults=False)
+        for key, value in settings.items():
+            conf.set(key, value)
+        SparkContext.getOrCreate(conf)
+        if main:
+            signal.signal(signal.SIGINT, _on_interrupt)
         spark = builder.getOrCreate()
     except Exception as exc:  # Java missing, a master that fails: one line
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise WanconformError(f"cannot start Spark ({master}): {first}") from None
     spark.sparkContext.setLogLevel("ERROR")
-    if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGINT, _on_interrupt)
     return spark
 
 
