@@ -154,6 +154,7 @@ class Engine:
         for site in self._sites.values():
             site.senders = tuple(s for s in self._sender_list if s.site == site.id)
             site.sender_ids = [s.id for s in site.senders]
+            site.enqueued["senders"] = site.sender_ids  # shared, read-only (R11)
             site.remotes = frozenset(s.remote for s in site.senders)
             site.origin_recipients = frozenset({site.id}) | site.remotes
             site.stopped = sum(1 for s in site.senders if not s.running)  # R37: manual start
@@ -532,10 +533,8 @@ class Engine:
                     routes[sender.id] = route
             if routes is not None and not site.stopped and site.bucket_routes is not None:
                 site.bucket_routes[bucket] = routes  # shared, read-only, from now on
-        if routes is not None and site.stopped:
+        if routes is not None and site.stopped:  # else the template's, every sender's
             observation["senders"] = list(routes)
-        else:
-            observation["senders"] = site.sender_ids.copy()
 
     def _queues(self, sender: SenderState) -> bool:
         """R37: does the sender queue what R11 or R22 offers it (it runs)?"""
@@ -980,8 +979,10 @@ class Engine:
         exceptions: dict[int, str] = {}  # batch index -> exception, for `failed` events
         applied = 0  # the common counter is added once per batch
         invalid_deltas = 0
-        memory: AppliedRanges | None = None  # the applied memory of `memory_origin`
-        memory_origin = 0
+        # The applied memory of `memory_origin` (None: nothing applied from it yet): looked
+        # up once per run of one origin's events (a batch is mostly one origin's).
+        memory: AppliedRanges | None = None
+        memory_origin = -1
         # The `applied` observations of ok events, filled in from these templates.
         full_ok: Observation = {
             "kind": "applied",
@@ -998,7 +999,11 @@ class Engine:
         for index in range(len(events)):
             event = events[index]
             key = event.key
-            if self._is_duplicate(site, event):  # R16.1
+            origin = event.origin
+            if origin != memory_origin:
+                memory = site.applied.get(origin)
+                memory_origin = origin
+            if self._is_duplicate(memory, event):  # R16.1
                 stats["duplicates"] += 1
                 statuses.append("duplicate")
                 out.append(_applied(site_id, sender_id, event, "duplicate"))
@@ -1061,14 +1066,9 @@ class Engine:
                 out.append(observation)
             applied += 1
             statuses.append("ok")
-            # R16.1: only events applied with status ok are remembered (the memory of
-            # the previous event's origin is reused: a batch is mostly one origin's).
-            origin = event.origin
-            if memory is None or origin != memory_origin:
-                memory = site.applied.get(origin)
-                if memory is None:
-                    memory = site.applied[origin] = AppliedRanges()
-                memory_origin = origin
+            # R16.1: only events applied with status ok are remembered
+            if memory is None:
+                memory = site.applied[origin] = AppliedRanges()
             memory.add(event.seq)
             if forwards:
                 self._forward(site, event, out)
@@ -1094,9 +1094,9 @@ class Engine:
         fail.remaining = remaining - attempts
         return fail.exception
 
-    def _is_duplicate(self, site: SiteState, event: Event) -> bool:
-        """R16.1: exactly "this event id was applied ok at this site" (impl/applied.py)."""
-        memory = site.applied.get(event.origin)
+    def _is_duplicate(self, memory: AppliedRanges | None, event: Event) -> bool:
+        """R16.1: exactly "this event id was applied ok at this site" (impl/applied.py):
+        `memory` is what the site applied of the event's origin (None: nothing yet)."""
         return memory is not None and event.seq in memory
 
     def _forward(self, site: SiteState, event: Event, out: list[Observation]) -> None:

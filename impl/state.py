@@ -661,7 +661,9 @@ class SiteState:
         self.fails: dict[str, FailEntry] = {}  # injected failures by key (R16.2)
         self.retry_attempts = receiver.retry_attempts
         self.senders: tuple[SenderState, ...] = ()  # in sorted id order (R11, R22)
-        self.sender_ids: list[str] = []  # the ids of `senders` (copied, never shared)
+        # The ids of `senders`, shared by the `enqueued` observations (read-only, as
+        # their values and routes are).
+        self.sender_ids: list[str] = []
         self.remotes: frozenset[int] = frozenset()  # remotes of the senders here (R22)
         self.origin_recipients: frozenset[int] = frozenset({site})  # {site} | remotes (R11)
         self.stopped = 0  # how many of `senders` are stopped (R37: they queue nothing)

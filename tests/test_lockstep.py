@@ -18,7 +18,6 @@ from conformance.running.ahead import possible as ahead_possible
 from conformance.running.lockstep import Lockstep, first_divergence, json_differences
 from conformance.search.strategies import configs, operations
 from impl import Engine
-from impl.state import Event, SiteState
 from tools.planted_bugs import PLANTED_BUGS
 from traces.canonical import canonical_json
 from traces.config import Config, parse_config
@@ -61,11 +60,12 @@ class WipeKeepsFloor(Engine):
 class ForwardedCopyLate(Engine):
     """State only: a duplicate's stats are counted twice."""
 
-    def _is_duplicate(self, site: SiteState, event: Event) -> bool:
-        duplicate = super()._is_duplicate(site, event)
-        if duplicate:
-            site.stats["duplicates"] += 1
-        return duplicate
+    def _deliver(self, op: Deliver, out: list[Observation]) -> bool:
+        before = len(out)
+        enabled = super()._deliver(op, out)
+        duplicates = sum(1 for o in out[before:] if o.get("status") == "duplicate")
+        self._senders[op.sender].remote_site.stats["duplicates"] += duplicates
+        return enabled
 
 
 STATE_ONLY_BUGS = (SiteDownCountsAFailure, FailCountsARetry, WipeKeepsFloor, ForwardedCopyLate)

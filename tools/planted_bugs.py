@@ -10,15 +10,15 @@ from __future__ import annotations
 from typing import Any
 
 from impl import Engine
-from impl.state import DispatcherState, Event, SenderState, SiteState, java_hash
+from impl.applied import AppliedRanges
+from impl.state import DispatcherState, Event, SenderState, java_hash
 from traces.observations import Observation
 
 
 class HighWaterMark(Engine):
     """R16.1 as Geode does it: a plain high-water mark per origin (SPEC §13)."""
 
-    def _is_duplicate(self, site: SiteState, event: Event) -> bool:
-        memory = site.applied.get(event.origin)
+    def _is_duplicate(self, memory: AppliedRanges | None, event: Event) -> bool:
         return memory is not None and event.seq <= memory.highest()
 
 
