@@ -169,7 +169,7 @@ def test_the_inspector_lists_filters_counts_exports_and_writes_redeliveries(
     assert out[1].split() == ["ny", "1:2", "b", "create", "E", "[1,0,1]", '{"v":"SECRET-b"}']
     assert out[-1] == "1 record"
     assert main(["dlq", str(store), "--counts"]) == 0
-    assert capsys.readouterr().out.split() == ["2", "E", "2", "records"]
+    assert capsys.readouterr().out.split() == ["2", "E", "2", "records", "in", "all"]
     assert main(["dlq", str(store), "--format", "csv", "-o", str(tmp_path / "r.csv")]) == 0
     rows = list(csv.DictReader((tmp_path / "r.csv").open()))
     assert [(r["event_id"], r["value"]) for r in rows] == [

@@ -483,3 +483,24 @@ def test_settings_chart_and_tables_of_conflation_and_persistence(tmp_path: Path)
     persistence = html.split('<table class="persistence">', 1)[1].split("</table>", 1)[0]
     assert ('<td>queue persistence off</td><td class="num">2 (1)</td><td class="num">3</td>'
             '<td class="num">3 / 0 / 0</td>') in persistence  # fmt: skip
+
+
+def test_a_propertys_example_is_not_hidden_by_the_impls_divergence() -> None:
+    # The trace of SPEC's P8 contradiction fails P8 on the model's run, and the planted
+    # R20 bug diverges from it first (P1 at line 9). P8's example is shrunk with the
+    # model as the impl: it shows the P8 violation, not the divergence of another group.
+    from conformance.search.examples import MODEL_AS_IMPL, explain
+    from traces.tracefile import read_trace
+
+    path = (
+        Path(__file__).parent.parent / "traces" / "examples" / "p8_batch_conflation_reorders.jsonl"
+    )
+    trace = read_trace(path)
+    lines = list(range(2, len(trace.ops) + 2))
+    bug = "tools.planted_bugs:ResendWithoutPossibleDuplicate"
+    example, note = explain("P8", "p8", trace.config, trace.ops, lines, bug, str(path))
+    assert example is not None and note == ""
+    assert (
+        example.impl == MODEL_AS_IMPL and ": P8: sender ny: event 1:2 (key 'k')" in example.failure
+    )
+    assert f"--impl {MODEL_AS_IMPL}" in example.command

@@ -209,6 +209,7 @@ def load_impl(spec: str | None, search: Iterable[str] = ()) -> EngineFactory:
     module_name, colon, class_name = spec.partition(":")
     if not colon or not module_name or not class_name:
         raise WanconformError(f"--impl {spec}: expected module:Class, e.g. {DEFAULT_IMPL}")
+    _FOUND_IN.pop(spec, None)  # where this load finds it, not an earlier one
     module = _import(module_name, spec, [os.getcwd(), *search])
     engine = getattr(module, class_name, None)
     if engine is None:

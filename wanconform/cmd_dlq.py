@@ -164,7 +164,7 @@ def run(args: argparse.Namespace) -> int:
     if args.counts:
         for exception, count in sorted(Counter(r["exception"] for r in rows).items()):
             print(f"{count:>8}  {printable(exception)}")
-        print(f"{len(rows):>8}  {'record' if len(rows) == 1 else 'records'}")
+        print(f"{len(rows):>8}  {'record' if len(rows) == 1 else 'records'} in all")
         return 0
     shown = COLUMNS[:-1]  # each column as wide as its widest value, the last not padded
     rows = [{c: printable(row[c]) for c in shown} for row in rows]  # one line per record

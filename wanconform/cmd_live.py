@@ -9,6 +9,7 @@ event log (docs/LOG.md) and `live.json`, then `wanconform validate DIR` checks t
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -74,7 +75,9 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--duration", type=positive_float, default=20.0, help="seconds of client load (default 20)"
     )
-    parser.add_argument("--seed", type=int, default=0, help="the load's and the faults' seed")
+    parser.add_argument(
+        "--seed", type=int, default=0, help="the load's and the faults' seed (default 0)"
+    )
     parser.add_argument(
         "--rate", type=positive_float, default=50.0,
         help="client writes per second per site (default 50)",
@@ -118,7 +121,7 @@ def run(args: argparse.Namespace) -> int:
         lambda line: print(line, file=sys.stderr, flush=True),
     )  # fmt: skip
     for name, count in record["lines"].items():
-        print(f"{args.out}/{name}: {plural(count, 'step')}")
+        print(f"{os.path.join(args.out, name)}: {plural(count, 'step')}")
     dropped = sum(sum(kinds.values()) for kinds in record["dropped"].values())
     if args.drop:
         print(f"the proxies dropped {plural(dropped, 'message')}")

@@ -101,6 +101,10 @@ def reproduce(source: str, impl: str, minimal_name: str) -> str:
     )
 
 
+MODEL_AS_IMPL = "model:Engine"
+"""The model as an `--impl` (`load_impl` loads it as any engine)."""
+
+
 def explain(
     signature: str,
     trace: str,
@@ -114,7 +118,12 @@ def explain(
 ) -> tuple[Example | None, str]:
     """Shrink a failing trace (within `budget` seconds) and explain its first failure:
     the example, or why there is none. `lines` are the operations' line numbers in the
-    input; `source` a file that holds it (for the reproduce commands)."""
+    input; `source` a file that holds it (for the reproduce commands). A property (P2-P12)
+    is checked on the model's run, whatever the impl does: its example is shrunk and shown
+    with the model as the impl too, so that an impl that diverges first (P1, another
+    group) does not hide it."""
+    if not signature.startswith("P1"):
+        impl_spec = MODEL_AS_IMPL
     factory = load_impl(impl_spec)
     try:
         shrunk = shrink(config, ops, factory, progress, budget=budget)
