@@ -655,3 +655,23 @@ def test_symmetry_with_nothing_to_reduce_says_why() -> None:
         f"{result.states:,} canonical ones: no reduction: no two states reached differ only "
         "by a relabelling (one key and one value: nothing to relabel)"
     )
+
+
+def test_a_user_engine_that_returns_no_list_is_a_p1_counterexample(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Forgetting `return` in apply was a traceback; it is P1 at the first operation.
+    monkeypatch.setattr(sys, "path", list(sys.path))  # --impl adds the config's folder
+    module = f"forgets_{tmp_path.name}"
+    (tmp_path / f"{module}.py").write_text(
+        "from impl import Engine\n\n\nclass Forgets(Engine):\n"
+        "    def apply(self, op):\n        super().apply(op)\n"
+    )
+    config = tmp_path / "c.json"
+    config.write_text(json.dumps(ONE_WAY))
+    argv = ["explore", str(config), "--depth", "2", "--ops", "put", "--engine", "both"]
+    assert main([*argv, "--impl", f"{module}:Forgets"]) == 1
+    assert (
+        "P1 at depth 1: model and impl observations differ: impl returned None from apply, "
+        "not a list of observations" in capsys.readouterr().out
+    )

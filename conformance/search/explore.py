@@ -535,12 +535,14 @@ def _impl_divergence(
     `op`; its observations and observable state must be the model's (bool and int
     told apart, `conformance.running.lockstep`)."""
     engine = impl(config)
-    for earlier in (*path, op):
+    for earlier in (*path, op):  # a user's engine that raises differs where it raises
         theirs = applied_or_raised(engine, earlier)
-        failed = theirs if isinstance(theirs, str) else malformed(theirs)
-        if failed is not None:  # a user's engine that fails differs where it fails
-            return f"model and impl observations differ: impl {failed}"
+        if isinstance(theirs, str):
+            return f"model and impl observations differ: impl {theirs}"
     first = next(json_differences(observations, theirs, "observations"), None)
+    problem = None if first is None else malformed(theirs)  # not a list of JSON objects
+    if problem is not None:
+        return f"model and impl observations differ: impl {problem}"
     what = "observations"
     if first is None:
         model_view, impl_view = observe(model_state), observed_or_raised(engine)
