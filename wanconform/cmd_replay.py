@@ -110,7 +110,8 @@ def register(subparsers: Any) -> None:
         action="store_true",
         help=(
             "print exactly one line of canonical JSON per trace: trace, operations, skipped, "
-            "state, converged, divergence, and with the options properties and steps"
+            "state, converged, p1 (its verdict), divergence, stopped (where the impl "
+            'stopped, or ""), and with the options properties and steps'
         ),
     )
     parser.add_argument(
