@@ -273,3 +273,28 @@ def test_bench_dlq_crash_kills_a_real_writer_and_loses_nothing(
     assert result["records_durable"] > 0
     for name in ("lost", "duplicated", "torn_accepted", "unopenable", "resurrected"):
         assert result[name] == 0, name
+
+
+def test_check_refuses_a_store_an_earlier_run_left_before_spark_starts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # check and campaign emptied each trace's store folder as they started it: the
+    # records of an earlier run were lost without a word; replay refused them already.
+    trace = (
+        Path(__file__).parent.parent / "traces" / "examples" / "failed_event_dead_lettered.jsonl"
+    )
+    trace_set = tmp_path / "set"
+    assert main(["convert", str(trace), "--out", str(trace_set)]) == 0
+    stores = tmp_path / "stores"
+    (stores / "failed_event_dead_lettered").mkdir(parents=True)
+    (stores / "failed_event_dead_lettered" / "ny.dlq").write_bytes(b"earlier")
+    capsys.readouterr()
+    argv = ["check", str(trace_set), "--out", str(tmp_path / "res"), "--dlq-dir", str(stores)]
+    assert main(argv) == 2
+    assert capsys.readouterr() == (
+        "",
+        f"wanconform: error: --dlq-dir: {stores / 'failed_event_dead_lettered'} exists and is "
+        "not empty (a store of an earlier run); choose another DIR\n",
+    )
+    assert (stores / "failed_event_dead_lettered" / "ny.dlq").read_bytes() == b"earlier"
+    assert not (tmp_path / "res").exists()

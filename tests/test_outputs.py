@@ -106,6 +106,31 @@ def test_an_output_inside_a_file_names_the_file(
     assert "empty.jsonl is a file, not a folder" in one_error(capsys)
 
 
+def test_an_output_that_is_or_holds_an_input_is_refused_even_with_force(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # `check set --out set --force` replaced the trace set by its results
+    trace_set = tmp_path / "set"
+    assert main(["convert", TRACE, "--out", str(trace_set)]) == 0
+    capsys.readouterr()
+    before = sorted(p.name for p in trace_set.iterdir())
+    for argv, output, how in (
+        (["check", str(trace_set), "--out", str(trace_set)], "--out", "is it"),
+        (["convert", str(trace_set), "--out", str(tmp_path)], "--out", "holds it"),
+        (["report", str(trace_set), "-o", str(trace_set)], "--output", "is it"),
+    ):
+        assert main([*argv, "--force"]) == 2
+        assert one_error(capsys) == (
+            f"wanconform: error: {trace_set}: is an input, and the output {output} {how}; "
+            "give the output a path of its own"
+        )
+    assert sorted(p.name for p in trace_set.iterdir()) == before
+    trace = tmp_path / "t.jsonl"
+    trace.write_text(Path(TRACE).read_text())
+    assert main(["shrink", str(trace), "-o", str(trace), "--force"]) == 2
+    assert "is an input, and the output --output is it" in one_error(capsys)
+
+
 def test_two_outputs_of_one_path_are_refused_before_any_work(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -192,13 +192,18 @@ def declare_outputs(
     files: Sequence[str] = (),
     directories: Sequence[str] = (),
     stdout: Sequence[str] = (),
+    inputs: Sequence[str] = (),
 ) -> None:
     """Name the arguments (their `dest`) that are output files or directories, so that
     `check_outputs` checks them before the command runs; directories get `--force`.
     `stdout`: the files for which "-" means standard output (for any other, "-" is a
-    file of that name)."""
+    file of that name). `inputs`: the arguments that name input paths (one or a list),
+    which no output may be or hold (replacing it would destroy the input)."""
     parser.set_defaults(
-        output_files=tuple(files), output_directories=tuple(directories), output_stdout=stdout
+        output_files=tuple(files),
+        output_directories=tuple(directories),
+        output_stdout=stdout,
+        input_paths=tuple(inputs),
     )
     if files or directories:
         parser.add_argument(
@@ -224,6 +229,18 @@ def check_outputs(args: argparse.Namespace) -> None:
                 f"{value}: given for two outputs (--{named[path]} and --{dest}); give each its own"
             )
         named[path] = dest
+    for dest in getattr(args, "input_paths", ()):
+        given = getattr(args, dest, None)
+        for value in [given] if isinstance(given, str) else given or []:
+            source = Path(os.path.realpath(value))
+            for path, output in named.items():
+                real = Path(os.path.realpath(path))
+                if source == real or real in source.parents:
+                    raise WanconformError(
+                        f"{value}: is an input, and the output --{output} "
+                        f"{'is it' if source == real else 'holds it'}; give the output a "
+                        "path of its own"
+                    )
     for dest in getattr(args, "output_files", ()):
         value = getattr(args, dest, None)
         if value is not None and not (value == "-" and dest in stdout):

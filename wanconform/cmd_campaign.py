@@ -57,7 +57,7 @@ def register(subparsers: Any) -> None:
         "restarts) (OUT/policies.json, the summary's tables, charts in the report)",
     )
     parser.add_argument("--out", required=True, help="campaign directory")
-    declare_outputs(parser, directories=["out"])
+    declare_outputs(parser, directories=["out"], inputs=["config"])
     parser.set_defaults(func=run)
 
 
@@ -95,7 +95,11 @@ def run(args: argparse.Namespace) -> int:
     generation = check_generation_arguments(args)
     if args.impl:
         load_impl(args.impl)
-    check_dlq_dir(args)
+    from conformance.generation.profiles import trace_ids
+
+    check_dlq_dir(
+        args, [trace_id for trace_id, _ in trace_ids(list(generation.profiles), args.traces)]
+    )
     from conformance.spark import glue
     from conformance.spark.campaign import render, summarize
     from conformance.spark.policies import (

@@ -7,6 +7,7 @@ import argparse
 import os
 import sys
 import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,7 @@ from conformance.running.stores import store_engine_class, store_root
 from conformance.search.examples import SHRINK_BUDGET
 from impl.dlq_store import check_directory
 from traces.engine import DEFAULT_IMPL, load_impl
+from traces.errors import WanconformError
 from traces.outputs import declare_outputs
 from wanconform.options import add_settle_cap, add_shrink_budget
 from wanconform.progress import stage_progress, start_spark
@@ -48,8 +50,20 @@ def add_check_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def check_dlq_dir(args: argparse.Namespace) -> None:
-    """`--dlq-dir` and `--queue-dir`, checked before Spark starts."""
+def check_dlq_dir(args: argparse.Namespace, trace_ids: Iterable[str]) -> None:
+    """`--dlq-dir` and `--queue-dir`, checked before Spark starts: a store an earlier run
+    left for one of `trace_ids` is refused, as `replay` refuses it (the run would empty
+    it: its records would be lost)."""
+    for flag, directory in (("--dlq-dir", args.dlq_dir), ("--queue-dir", args.queue_dir)):
+        if directory is None:
+            continue
+        for trace_id in trace_ids:
+            folder = Path(directory) / trace_id
+            if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
+                raise WanconformError(
+                    f"{flag}: {folder} exists and is not empty (a store of an earlier run); "
+                    "choose another DIR"
+                )
     if args.dlq_dir is not None:
         store_engine_class(args.impl)
         check_directory(store_root("--dlq-dir", args.dlq_dir))
@@ -85,7 +99,7 @@ def register(subparsers: Any) -> None:
     from wanconform.cmd_replay import add_segment_arguments
 
     add_segment_arguments(parser, "trace", master=False, unless="not with --dlq-dir or --queue-dir")
-    declare_outputs(parser, directories=["out"])
+    declare_outputs(parser, directories=["out"], inputs=["traces"])
     parser.set_defaults(func=run)
 
 
@@ -103,8 +117,8 @@ def run(args: argparse.Namespace) -> int:
     from conformance.spark import glue
     from traces.parquet import open_trace_set
 
-    open_trace_set(args.traces)
-    check_dlq_dir(args)
+    trace_set = open_trace_set(args.traces)
+    check_dlq_dir(args, [trace.trace_id for trace in trace_set.traces])
     spark = start_spark(args.master)
     started = time.perf_counter()
     from conformance.spark.campaign import render, summarize

@@ -23,7 +23,7 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("sources", nargs="+", metavar="SOURCE", help="trace files, or one set")
     parser.add_argument("--out", "-o", required=True, help="output directory")
-    declare_outputs(parser, directories=["out"])
+    declare_outputs(parser, directories=["out"], inputs=["sources"])
     parser.set_defaults(func=run)
 
 

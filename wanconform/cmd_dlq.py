@@ -60,7 +60,7 @@ def register(subparsers: Any) -> None:
         "--redeliver", action="store_true", help="write the redeliver operations (needs -o)"
     )
     parser.add_argument("-o", "--output", metavar="FILE", help="where to write")
-    declare_outputs(parser, files=["output"])
+    declare_outputs(parser, files=["output"], inputs=["store"])
     parser.set_defaults(func=run)
 
 

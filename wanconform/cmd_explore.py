@@ -130,7 +130,7 @@ def register(subparsers: Any) -> None:
         "figures, new states per depth and coverage, and each counterexample checked and "
         "explained as a failing trace",
     )
-    declare_outputs(parser, files=["report"], directories=["out"])
+    declare_outputs(parser, files=["report"], directories=["out"], inputs=["source"])
     parser.set_defaults(func=run)
 
 

@@ -104,7 +104,7 @@ def register(subparsers: Any) -> None:
         "--bug", choices=BUGS, default=None,
         help="plant a bug in every site (to see validate find it)",
     )  # fmt: skip
-    declare_outputs(parser, directories=["out"])
+    declare_outputs(parser, directories=["out"], inputs=["config"])
     parser.set_defaults(func=run)
 
 

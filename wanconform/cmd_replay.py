@@ -149,7 +149,7 @@ def register(subparsers: Any) -> None:
     )
     add_settle_cap(parser)
     add_segment_arguments(parser, "trace")
-    declare_outputs(parser, files=["report", "checkpoint"])
+    declare_outputs(parser, files=["report", "checkpoint"], inputs=["traces"])
     parser.set_defaults(func=run)
 
 

@@ -51,7 +51,7 @@ def register(subparsers: Any) -> None:
         help=f"with trace files: the engine checked against the model (default {DEFAULT_IMPL}); "
         "a results directory names its own",
     )
-    declare_outputs(parser, files=["output"])
+    declare_outputs(parser, files=["output"], inputs=["traces"])
     parser.set_defaults(func=run)
 
 

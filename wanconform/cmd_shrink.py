@@ -63,7 +63,7 @@ def register(subparsers: Any) -> None:
     )
     add_settle_cap(parser)
     add_shrink_budget(parser, SHRINK_BUDGET, "the trace")
-    declare_outputs(parser, files=["output", "pytest"])
+    declare_outputs(parser, files=["output", "pytest"], inputs=["trace"])
     parser.set_defaults(func=run)
 
 

@@ -73,7 +73,7 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("--report", metavar="HTML", help="also write the HTML report")
     add_segment_arguments(parser, "log")
-    declare_outputs(parser, files=["report"])
+    declare_outputs(parser, files=["report"], inputs=["logs"])
     parser.set_defaults(func=run)
 
 
