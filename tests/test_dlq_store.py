@@ -196,6 +196,8 @@ def test_the_inspector_lists_filters_counts_exports_and_writes_redeliveries(
         (["--counts", "--format", "jsonl", "-o", "x"], "dlq: --counts prints the counts; not "
                                                        "with --format jsonl"),
         (["--sender", "nyy"], "{store}: holds no log of sender 'nyy' (it has records of ny)"),
+        (["--format", "csv"], "dlq: --format csv needs -o FILE"),
+        (["--redeliver"], "dlq: --redeliver needs -o FILE"),
     ],
 )  # fmt: skip
 def test_the_inspector_refuses_what_it_would_ignore(

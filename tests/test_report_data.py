@@ -222,6 +222,13 @@ def test_policies_chart_has_a_section_per_measure_and_a_bar_per_policy(tmp_path:
     assert titles[:2] == ["events lost: drop: 4", "events lost: block: 2"]
     assert titles[6:] == ["largest backlog: drop: 2", "largest backlog: block: 2"]
     assert len(titles) == 8
+    # `report CAMPAIGN` reads the comparison a campaign wrote beside its results
+    write_results(tmp_path / "c" / "results", rows_table([row]), "impl:Engine", "", [])
+    document = {"policies": policies, "conflation": [], "persistence": []}
+    (tmp_path / "c" / "policies.json").write_text(json.dumps(document))
+    again = tmp_path / "again.html"
+    assert main(["report", str(tmp_path / "c"), "-o", str(again)]) == 0
+    assert bar_titles(again.read_text(encoding="utf-8"), "chart-policies") == titles
 
 
 def test_not_applicable_verdicts_show_their_reason(tmp_path: Path) -> None:

@@ -107,7 +107,8 @@ def run(args: argparse.Namespace) -> int:
     if args.counts and exporting:
         raise WanconformError(f"dlq: --counts prints the counts; not with --format {args.format}")
     if (args.redeliver or exporting) and not args.output:
-        raise WanconformError("dlq: --redeliver and --format jsonl|csv|parquet need -o FILE")
+        asked = "--redeliver" if args.redeliver else f"--format {args.format}"
+        raise WanconformError(f"dlq: {asked} needs -o FILE")
     if args.output and not (args.redeliver or exporting):
         raise WanconformError(
             "dlq: -o FILE goes with --format jsonl|csv|parquet or --redeliver (the listing "

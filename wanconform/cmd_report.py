@@ -12,6 +12,7 @@ nothing failed, 1 written and some trace failed, 2 bad input (nothing written).
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from pathlib import Path
@@ -63,6 +64,8 @@ def run(args: argparse.Namespace) -> int:
     def progress(line: str) -> None:
         print(f"report: {line}", file=sys.stderr)
 
+    policies: list[dict[str, Any]] = []
+    settings: dict[str, Any] | None = None
     if len(args.traces) == 1 and os.path.isdir(args.traces[0]):
         results = read_results(args.traces[0])
         if args.impl and args.impl != results.impl:
@@ -76,6 +79,16 @@ def run(args: argparse.Namespace) -> int:
             results.notes,
             results.impl,
         )
+        progress(f"reading the results in {results.path}: nothing is run")
+        # a campaign's --compare-policies: beside its results directory
+        compared = results.path.parent / "policies.json"
+        if compared.is_file():
+            try:
+                document = json.loads(compared.read_text(encoding="utf-8"))
+                policies = document.pop("policies")
+            except (OSError, ValueError, AttributeError, KeyError) as exc:
+                raise WanconformError(f"{compared}: not a policies comparison: {exc}") from None
+            settings = document
     else:
         for path in args.traces:
             if os.path.isdir(path):
@@ -89,7 +102,9 @@ def run(args: argparse.Namespace) -> int:
             for s in sources
         ]
         rows, examples, notes = check_local(traces, impl_spec, factory, progress)
-    report = write_report(rows, examples, notes, args.output, impl_spec, progress)
+    report = write_report(
+        rows, examples, notes, args.output, impl_spec, progress, policies, settings=settings
+    )
     print(
         f"{args.output}: {report.traces:,} traces, {report.failing:,} failing, "
         f"{len(report.groups):,} failure signatures"
