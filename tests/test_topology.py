@@ -636,3 +636,16 @@ def test_the_label_index_sums_what_a_scan_of_every_placed_box_sums(
     # sites drew in 109 s with a scan of every box, 2 s with the index): the same sums,
     # so the same drawing, byte for byte.
     assert _Taken(placed).overlap(box) == sum(_overlap(box, other) for other in placed)
+
+
+def test_sender_settings_say_geodes_wait_forever() -> None:
+    # Geode's socket-read-timeout 0 imports as 2^62 ms (traces/geode/mapping.py): the
+    # settings a campaign prints say what it is, not only the number.
+    from traces.geode import WAIT_FOREVER_MS
+    from wanconform.cmd_topology import sender_settings
+
+    sender = {"id": "ny", "site": 1, "remote": 2, "ack_timeout_ms": WAIT_FOREVER_MS}
+    text = sender_settings(parse_config({"sites": [1, 2], "senders": [sender]}))
+    assert "ack_timeout_ms 4611686018427387904 (Geode's socket-read-timeout 0: wait forever)" in (
+        " ".join(text.split())
+    )

@@ -31,6 +31,7 @@ from traces.canonical import canonical_json
 from traces.config import Config, parse_config
 from traces.errors import ConfigError, TraceError, WanconformError
 from traces.files import read_text
+from traces.geode import WAIT_FOREVER_MS
 from traces.outputs import declare_outputs, write_text_atomically
 from traces.text import plural
 from traces.tracefile import BOM, decode_line, parse_trace_lines
@@ -112,6 +113,11 @@ def sender_settings(config: Config, names: Mapping[str, str] | None = None) -> s
     for sender in config.senders:
         settings = ", ".join(
             f"{field.name} {json.dumps(getattr(sender, field.name))}"
+            + (
+                " (Geode's socket-read-timeout 0: wait forever)"
+                if field.name == "ack_timeout_ms" and sender.ack_timeout_ms == WAIT_FOREVER_MS
+                else ""
+            )
             for field in dataclasses.fields(sender)
             if field.name not in ("id", "site", "remote")
         )
