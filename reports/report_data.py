@@ -319,7 +319,7 @@ def build_report(
         view, note = None, notes.get(signature, "")
         if example is not None:
             say(f"drawing the example of {signature}")
-            view = example_view(example)
+            view = example_view(example, f"example-{number}-")
         elif not note:
             note = (
                 f"no example: only the {MAX_EXAMPLES} largest groups are explained"
@@ -341,7 +341,8 @@ def build_report(
         if len(drawn) == MAX_TOPOLOGIES:
             caps.append(_shown(MAX_TOPOLOGIES, len(topologies), "configuration"))
             break
-        svg = render_topology_svg(analyse_topology(parse_config(json.loads(text))))
+        analysis = analyse_topology(parse_config(json.loads(text)))
+        svg = render_topology_svg(analysis, ident=f"topology-{len(drawn)}-")
         drawn.append(Topology(f"as in {members[0]['trace_id']}", len(members), svg))
     if len(rows) > MAX_ROWS:
         caps.append(_shown(MAX_ROWS, len(rows), "trace") + " in the table of traces")
@@ -501,8 +502,9 @@ def _with_bucket(config: Config, path: str, text: str, keys: Mapping[str, str]) 
     return text if bucket is None else f"{text} (bucket {bucket})"
 
 
-def example_view(example: Example) -> ExampleView:
-    """What the page shows of an example: computed from its data alone."""
+def example_view(example: Example, ident: str = "") -> ExampleView:
+    """What the page shows of an example: computed from its data alone (`ident`: the
+    prefix of its drawing's element ids, unique in the page)."""
     config = parse_config(example.config)
     steps = [(s.where, parse_op(s.op, config), s.observations) for s in example.steps]
     narrative = [
@@ -533,7 +535,7 @@ def example_view(example: Example) -> ExampleView:
         ),
         side_note=example.side_note,
         narrative=tuple(narrative),
-        sequence_svg=render_sequence_svg(sequence_diagram(config, steps, example.focus)),
+        sequence_svg=render_sequence_svg(sequence_diagram(config, steps, example.focus), ident),
         command=example.command,
         pytest=example.pytest,
         event=example.event,

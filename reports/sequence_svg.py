@@ -40,6 +40,9 @@ LEFT = 300  # room for the operation labels
 LANE = 190
 LABEL_CHARS = 44  # an operation label longer than this ends with "…" (LEFT px at 11 px)
 MARK_CHARS = 30  # a mark's text longer than this ends with "…" (a lane is LANE px)
+MARK_OVERHANG = 6 + MARK_CHARS * 7 - LANE // 2
+"""How far the marks of the last lane reach past its half lane (about 7 px a character at
+11 px): the drawing is that much wider, so that they are not cut off."""
 
 
 def shorten(text: str, limit: int) -> tuple[str, str]:
@@ -398,7 +401,7 @@ def sequence_diagram(
         shades.append(Shade(x[site], since, y + ROW // 2 - since))
     shades.extend(lifecycle.close(y + ROW // 2))
     return SequenceDiagram(
-        width=LEFT + LANE * len(lanes),
+        width=LEFT + LANE * len(lanes) + MARK_OVERHANG,
         height=y + ROW,
         lanes=lanes,
         rows=tuple(rows),
@@ -420,7 +423,7 @@ _TEMPLATE = """\
 <svg xmlns="http://www.w3.org/2000/svg" class="sequence" width="{{ d.width }}" \
 height="{{ d.height }}" viewBox="0 0 {{ d.width }} {{ d.height }}" font-family="sans-serif" \
 font-size="11">
-<defs><marker id="head" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" \
+<defs><marker id="{{ ident }}head" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" \
 markerHeight="7" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" \
 fill="context-stroke"/></marker></defs>
 {% if d.cut %}<text x="8" y="20" fill="#666">{{ d.cut }} earlier operations not drawn</text>
@@ -443,7 +446,8 @@ stroke="#999" stroke-width="1.5"/>
 {% endfor %}
 {% for a in d.arrows %}<line class="arrow{{ ' lost' if a.lost }}" x1="{{ a.x1 }}" \
 y1="{{ a.y - 6 }}" x2="{{ a.x2 }}" y2="{{ a.y + 6 }}" stroke="{{ '#c00' if a.lost else '#246' }}" \
-stroke-width="1.5"{% if a.lost %} stroke-dasharray="5 4"{% endif %} marker-end="url(#head)"/>
+stroke-width="1.5"{% if a.lost %} stroke-dasharray="5 4"{% endif %} \
+marker-end="url(#{{ ident }}head)"/>
 <text x="{{ (a.x1 + a.x2) // 2 }}" y="{{ a.y - 8 }}" text-anchor="middle" \
 fill="{{ '#c00' if a.lost else '#246' }}">{{ a.label }}{% if a.kept %} <tspan \
 {{ style.kept }}>{{ a.kept }}</tspan>{% endif %}{% if a.title %}<title>{{ a.title }}</title>\
@@ -468,6 +472,7 @@ L{{ m.x + 5 }},{{ m.y + 4 }} L{{ m.x - 5 }},{{ m.y + 4 }} z" fill="#b60"/>\
 _ENVIRONMENT = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined)
 
 
-def render_sequence_svg(diagram: SequenceDiagram) -> str:
+def render_sequence_svg(diagram: SequenceDiagram, ident: str = "") -> str:
+    """The SVG (text); `ident` prefixes its element ids (several drawings in one page)."""
     style = {name: Markup(attributes) for name, attributes in _STYLE.items()}
-    return _ENVIRONMENT.from_string(_TEMPLATE).render(d=diagram, style=style)
+    return _ENVIRONMENT.from_string(_TEMPLATE).render(d=diagram, style=style, ident=ident)

@@ -391,11 +391,11 @@ viewBox="0 0 {{ d.width }} {{ d.height }}" font-family="sans-serif" font-size="{
     .duplicate-text { fill: #c62828; }
   </style>
   <defs>
-    <marker id="head" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" \
+    <marker id="{{ ident }}head" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" \
 markerHeight="7" orient="auto-start-reverse">
       <path d="M 0 0 L 10 5 L 0 10 z" fill="#8a97a8"/>
     </marker>
-    <marker id="head-duplicate" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="5" \
+    <marker id="{{ ident }}head-duplicate" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="5" \
 markerHeight="5" orient="auto-start-reverse">
       <path d="M 0 0 L 10 5 L 0 10 z" fill="#c62828"/>
     </marker>
@@ -405,7 +405,7 @@ markerHeight="5" orient="auto-start-reverse">
 {{ d.verdict }}</text>
 {%- for a in d.arrows %}
   <path class="arrow{{ ' duplicate' if a.on_duplicate_path }}" d="{{ a.path }}" \
-marker-end="url(#{{ 'head-duplicate' if a.on_duplicate_path else 'head' }})">\
+marker-end="url(#{{ ident }}{{ 'head-duplicate' if a.on_duplicate_path else 'head' }})">\
 <title>{{ a.title }}</title></path>
 {%- endfor %}
 {%- for s in d.sites %}
@@ -425,10 +425,10 @@ y="{{ a.label_y }}">{{ a.label }}</text></g>
   <g class="key" transform="translate({{ margin }} {{ d.key_y }})">
     <rect x="0" y="-10" width="20" height="20" rx="10" class="site"/>
     <text x="28" y="0" dominant-baseline="central">site (its distributed-system-id)</text>
-    <line x1="250" y1="0" x2="290" y2="0" class="arrow" marker-end="url(#head)"/>
+    <line x1="250" y1="0" x2="290" y2="0" class="arrow" marker-end="url(#{{ ident }}head)"/>
     <text x="298" y="0" dominant-baseline="central">sender, labelled with its id</text>
     <line x1="0" y1="{{ line_height * 1.4 }}" x2="40" y2="{{ line_height * 1.4 }}" \
-class="arrow duplicate" marker-end="url(#head-duplicate)"/>
+class="arrow duplicate" marker-end="url(#{{ ident }}head-duplicate)"/>
     <text x="48" y="{{ line_height * 1.4 }}" dominant-baseline="central">hop on a duplicate \
 path</text>
     <rect x="250" y="{{ line_height * 1.4 - 10 }}" width="20" height="20" rx="10" \
@@ -450,10 +450,14 @@ _ENVIRONMENT = jinja2.Environment(
 )
 
 
-def render_topology_svg(analysis: TopologyAnalysis, names: Mapping[str, str] | None = None) -> str:
-    """The SVG document (text); deterministic for a given analysis and names."""
+def render_topology_svg(
+    analysis: TopologyAnalysis, names: Mapping[str, str] | None = None, ident: str = ""
+) -> str:
+    """The SVG document (text); deterministic for a given analysis and names. `ident`
+    prefixes its element ids (several drawings in one page)."""
     template = _ENVIRONMENT.from_string(_TEMPLATE)
     return template.render(
+        ident=ident,
         d=topology_drawing(analysis, names),
         site_radius=SITE_RADIUS,
         font_size=FONT_SIZE,

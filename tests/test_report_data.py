@@ -36,6 +36,11 @@ def test_report_data_of_planted_r20_bug(tmp_path: Path) -> None:
     paths = [str(DATA / "resend.jsonl"), str(DATA / "dead_letter.jsonl")]
     rows, examples, notes = check_local(local(paths), RESEND)
     report = report_json(write_report(rows, examples, notes, tmp_path / "r.html", RESEND))
+    # one page, several drawings: each element id once, each reference to one that exists
+    page = (tmp_path / "r.html").read_text(encoding="utf-8")
+    ids = re.findall(r'\bid="([^"]+)"', page)
+    assert len(ids) == len(set(ids)) and set(re.findall(r"url\(#([^)]+)\)", page)) <= set(ids)
+    assert 'id="example-0-head"' in page and "url(#topology-1-head)" in page
     report["generated"] = "<time>"
     report["seconds"] = 0.0
     assert report["traces"] == 2 and report["failing"] == 1

@@ -21,6 +21,7 @@ from typing import Any
 from traces.engine import DEFAULT_IMPL, load_impl
 from traces.errors import WanconformError
 from traces.outputs import declare_outputs
+from traces.text import plural
 from traces.tracefile import open_trace
 
 
@@ -52,6 +53,10 @@ def register(subparsers: Any) -> None:
         help=f"with trace files: the engine checked against the model (default {DEFAULT_IMPL}); "
         "a results directory names its own",
     )
+    from conformance.search.examples import SHRINK_BUDGET
+    from wanconform.options import add_shrink_budget
+
+    add_shrink_budget(parser, SHRINK_BUDGET, "with trace files, each failure group's example")
     declare_outputs(parser, files=["output"], inputs=["traces"])
     parser.set_defaults(func=run)
 
@@ -101,12 +106,14 @@ def run(args: argparse.Namespace) -> int:
             LocalTrace(s.name, s.config, list(s.ops()), Path(s.name).parent.name or "traces")
             for s in sources
         ]
-        rows, examples, notes = check_local(traces, impl_spec, factory, progress)
+        rows, examples, notes = check_local(
+            traces, impl_spec, factory, progress, args.shrink_budget
+        )
     report = write_report(
         rows, examples, notes, args.output, impl_spec, progress, policies, settings=settings
     )
     print(
-        f"{args.output}: {report.traces:,} traces, {report.failing:,} failing, "
-        f"{len(report.groups):,} failure signatures"
+        f"{args.output}: {plural(report.traces, 'trace')}, {report.failing:,} failing, "
+        f"{plural(len(report.groups), 'failure signature')}"
     )
     return 1 if report.failing else 0
