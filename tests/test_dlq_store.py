@@ -131,7 +131,9 @@ def test_replay_with_a_store_compares_what_it_reads_back(
     assert read_store(store / "t") == {"ny.dlq": []}
     # the same store again: refused before any work
     assert main(["replay", "--engine", "both", "--dlq-dir", str(store), str(trace)]) == 2
-    assert "exists and is not empty; choose another DIR" in capsys.readouterr().err
+    assert "exists and is not empty (a store of an earlier run); choose another DIR" in (
+        capsys.readouterr().err
+    )
     # a DIR that is not there is made, and stderr says where the store is (issue 31)
     missing = tmp_path / "no" / "such"
     assert main(["replay", "--engine", "both", "--dlq-dir", str(missing), str(trace)]) == 0

@@ -366,6 +366,11 @@ def test_p8_is_not_applicable_under_the_thread_policy_with_two_dispatchers(
     assert main(["explore", str(config), "--depth", "1", "--keys", "1"]) == 0
     out = capsys.readouterr().out
     assert "; P8 not applicable: order_policy thread with several dispatchers (Example R29)" in out
+    # no sender at all: not "thread" (every one of no sender is), as the checker says it
+    config.write_text(json.dumps({"sites": [1, 2]}))
+    assert main(["explore", str(config), "--depth", "1", "--keys", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "; P8 not applicable: no sender had two events of one key processed;" in out
 
 
 def test_cap_is_exit_3_and_says_the_bound_was_not_covered(

@@ -11,11 +11,10 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from conformance.running.stores import store_engine_class, store_root
+from conformance.running.stores import refuse_earlier_store, store_engine_class, store_root
 from conformance.search.examples import SHRINK_BUDGET
 from impl.dlq_store import check_directory
 from traces.engine import DEFAULT_IMPL, load_impl
-from traces.errors import WanconformError
 from traces.outputs import declare_outputs
 from wanconform.options import add_settle_cap, add_shrink_budget
 from wanconform.progress import stage_progress, start_spark
@@ -58,12 +57,7 @@ def check_dlq_dir(args: argparse.Namespace, trace_ids: Iterable[str]) -> None:
         if directory is None:
             continue
         for trace_id in trace_ids:
-            folder = Path(directory) / trace_id
-            if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
-                raise WanconformError(
-                    f"{flag}: {folder} exists and is not empty (a store of an earlier run); "
-                    "choose another DIR"
-                )
+            refuse_earlier_store(flag, directory, trace_id)
     if args.dlq_dir is not None:
         store_engine_class(args.impl)
         check_directory(store_root("--dlq-dir", args.dlq_dir))

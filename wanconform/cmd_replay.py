@@ -21,7 +21,12 @@ from conformance.properties.checker import Verdict
 from conformance.running import geode_stats
 from conformance.running.coverage import capped_settles
 from conformance.running.run import RunResult, Step, TraceRun, stopped_line
-from conformance.running.stores import StoreEngines, store_engine_class, store_root
+from conformance.running.stores import (
+    StoreEngines,
+    refuse_earlier_store,
+    store_engine_class,
+    store_root,
+)
 from impl.dlq_store import check_directory
 from traces.canonical import canonical_json
 from traces.config import Config, SenderConfig
@@ -484,12 +489,7 @@ def durable_stores(
             raise WanconformError(f"{flag}: the model keeps no store; use --engine impl or both")
         engine_class = store_engine_class(spec, search, flag[2:].replace("-", "_"))
         for path in traces:
-            folder = Path(directory) / Path(path).stem
-            if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
-                raise WanconformError(
-                    f"{flag}: {folder} exists and is not empty; choose another DIR"
-                )
-            folders[path].append(folder)
+            folders[path].append(refuse_earlier_store(flag, directory, Path(path).stem))
         check_directory(store_root(flag, directory))
         what = "dead letters" if flag == "--dlq-dir" else "persistent queues"
         for path in traces:

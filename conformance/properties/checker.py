@@ -128,6 +128,16 @@ def tag_order(tag: Iterable[int]) -> tuple[int, int, int]:
     return (timestamp, dsid, entry_version)
 
 
+def unordered_senders(config: Config) -> dict[str, int]:
+    """P8 (§16.7): the senders that do not keep per-key order, with their dispatchers:
+    a serial sender of order_policy thread with several (Example R29)."""
+    return {
+        s.id: s.dispatcher_threads
+        for s in config.senders
+        if s.order_policy == "thread" and s.dispatcher_threads > 1 and not s.parallel
+    }
+
+
 def fully_connected(config: Config) -> bool:
     """Does every site reach every other one along senders (P5's precondition)?"""
     import networkx as nx  # here: start-up stays quick
@@ -257,11 +267,7 @@ class PropertyChecker:
         self._step = 0
         self._leaving: list[str] = []  # events that left their last queue in this step
         # P8: each sender's appends, numbered; an append is forgotten once processed.
-        self._unordered = {  # the thread policy with several dispatchers (Example R29)
-            s.id: s.dispatcher_threads
-            for s in config.senders
-            if s.order_policy == "thread" and s.dispatcher_threads > 1 and not s.parallel
-        }
+        self._unordered = unordered_senders(config)
         self._appends: dict[str, int] = {}  # sender -> appends so far
         self._appended: dict[tuple[str, str], int] = {}  # (sender, event) -> its append
         self._last_of_key: dict[tuple[str, str], tuple[int, str]] = {}  # (sender, key) ->
@@ -1080,7 +1086,7 @@ class PropertyChecker:
             if self._p8_checks:
                 return ""
             ordered = [s.id for s in self.config.senders if s.id not in self._unordered]
-            if not ordered:
+            if self._unordered and not ordered:
                 return (
                     "order_policy thread: "
                     + ", ".join(

@@ -51,6 +51,18 @@ def store_root(flag: str, directory: str | Path) -> Path:
     return path
 
 
+def refuse_earlier_store(flag: str, directory: str | Path, trace_id: str) -> Path:
+    """The store folder of trace `trace_id` under `--dlq-dir`/`--queue-dir` DIR; one line
+    if an earlier run left something there (the run would empty it: its records lost)."""
+    folder = Path(directory) / trace_id
+    if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
+        raise WanconformError(
+            f"{flag}: {folder} exists and is not empty (a store of an earlier run); "
+            "choose another DIR"
+        )
+    return folder
+
+
 class StoreEngines:
     """Engines of an impl with their dead letters in a durable store (`folder`) and/or
     their persistent queues in another (`queues`): the first in the trace's own

@@ -35,7 +35,12 @@ from typing import Any
 
 import msgspec
 
-from conformance.properties.checker import PropertyChecker, Violation, fully_connected
+from conformance.properties.checker import (
+    PropertyChecker,
+    Violation,
+    fully_connected,
+    unordered_senders,
+)
 from conformance.running.coverage import Coverage
 from conformance.running.lockstep import (
     applied_or_raised,
@@ -865,13 +870,11 @@ def held_properties(config: Config, result: ExploreResult) -> str:
         else "no secure sender wrote a dead letter",
         "P5": "" if fully_connected(config) else "not every site reaches every other one",
     }
-    unordered = [
-        s.id
-        for s in config.senders
-        if s.order_policy == "thread" and s.dispatcher_threads > 1 and not s.parallel
-    ]
-    if len(unordered) == len(config.senders):
+    unordered = list(unordered_senders(config))
+    if unordered and len(unordered) == len(config.senders):
         reasons["P8"] = "order_policy thread with several dispatchers (Example R29)"
+    elif not config.senders:
+        reasons["P8"] = "no sender had two events of one key processed"
     if not any(s.enable_batch_conflation for s in config.senders):
         reasons["P9"] = "no sender has enable_batch_conflation"
     elif not result.coverage.get("kind.conflated"):
