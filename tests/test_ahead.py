@@ -259,3 +259,36 @@ def test_cli_replay_engine_both_ahead_prints_what_one_process_prints(
         printed[bool(mode)] = capsys.readouterr().out
     assert printed[False] == printed[True]
     assert "P1: held" in printed[False]
+
+
+class KeysReversed(Engine):
+    """Equal observations, each written with its keys in reverse order from the tenth
+    operation on: not a divergence (key order is not observable), only another text."""
+
+    def __init__(self, config: Config) -> None:
+        super().__init__(config)
+        self.applied = 0
+
+    def apply(self, op: Op) -> list[Observation]:
+        self.applied += 1
+        observations = super().apply(op)
+        if self.applied < 10:
+            return observations
+        return [dict(reversed(list(o.items()))) for o in observations]
+
+
+def test_ahead_keys_in_another_order_are_not_a_divergence() -> None:
+    """A step's record holds the impl's text, keys as it wrote them: at the tenth operation
+    the model's text differs, the impl is brought here and compared exactly (no
+    divergence, as in one process), and the run goes on in this process from there."""
+    config, ops = steady_workload(300, keys=20, seed=2)
+    for ahead in (False, True):
+        ahead_after: list[bool] = []
+
+        def record(lockstep: Lockstep, _: int, ahead_after: list[bool] = ahead_after) -> None:
+            ahead_after.append(lockstep.ahead)
+
+        index = run_lockstep(config, ops, KeysReversed, ahead, record)[1]
+        assert index is None
+        assert ahead_after[:9] == [ahead] * 9  # the first nine texts are the model's
+        assert ahead_after[9:] == [False] * (len(ops) - 9)

@@ -3,21 +3,25 @@
 On one core a lockstep pays for the model, the impl and the comparisons one after the
 other. With a second core the impl runs in a helper process forked from this one: it
 reads the operations itself, applies them to its own impl and after each one writes a
-record, the digest of its observations; where the lockstep's schedule compares states
+record, the text of its observations; where the lockstep's schedule compares states
 (the same schedule, see `Lockstep`), one more record, the digest of its observable
-state. This process steps only the model and compares each digest with the one of the
-model's observations or state. Digests are taken of `sorted_json`, which tells bool,
-int and float apart and ignores key order, as the one-process comparison does: equal
-digests mean equal observations or states (two different ones agree with a chance of
-2^-64 for a step's observations, 2^-128 for a state: `record`).
+state. This process steps only the model and compares each record with the model's
+observations or state, encoded alike. A step's observations are encoded by
+`observations_text` (orjson's text, keys in the order the engine wrote them: bool, int
+and float told apart), a state by `sorted_json` (key order ignored), whose digest
+stands for it: equal records mean equal observations or states (two different states
+agree with a chance of 2^-128: `record`). Two engines that write an observation's keys
+in different orders make different texts of equal observations: that is a record that
+differs, and below the one-process comparison decides.
 
-The helper decides nothing. Whatever is not an equal digest where one is due (another
-digest, the impl raising, the helper gone, a run that stops before the trace's end) and
+The helper decides nothing. Whatever is not an equal record where one is due (another
+record, the impl raising, the helper gone, a run that stops before the trace's end) and
 whatever needs the impl itself (its state for a failure's record) brings the impl into
 this process, replayed from the start to that operation, and the lockstep goes on as if
 it had run here all along: the result is the one-process lockstep's, every difference
 found and described by the same code. The helper runs at most a pipe's worth of records
-(about 60,000 operations) ahead, and is stopped when the lockstep no longer needs it.
+(about 2,000 operations of the steady workload) ahead, and is stopped when the lockstep
+no longer needs it.
 """
 
 from __future__ import annotations
@@ -33,18 +37,20 @@ import weakref
 from collections.abc import Callable, Iterable
 from typing import Any, BinaryIO, NoReturn
 
+import orjson
+
 from traces.config import Config
 from traces.engine import EngineFactory, gc_paused
+from traces.observations import Observation
 from traces.ops import Op
 
 AHEAD_OPERATIONS = 20_000
 """The fewest operations a run needs for a helper to pay (its start: a fork, its own
 reading of the trace; a few milliseconds), a guide for callers."""
 OBSERVED, STATE = b"o", b"s"
-"""Record kinds: a step's observations, an observable state (each with its digest)."""
+"""Record kinds: a step's observations (their text), an observable state (its digest)."""
 DIGEST = 16
-_STEP = struct.Struct("<cQq")  # a step's record: kind, the text's length, its hash
-RECORD = _STEP.size  # every record: 1 + 16 bytes
+_STEP = struct.Struct("<cQ")  # a step's record: kind, the text's length (the text follows)
 PIPE_BYTES = 1 << 20
 """The pipe's capacity asked for (Linux allows 1 MiB unprivileged): the fewer times the
 two processes wait for each other, the better (64 KiB, the default, cost 0.5 s in 300,000
@@ -52,17 +58,30 @@ operations)."""
 
 
 def record(kind: bytes, text: bytes) -> bytes:
-    """A record: its kind, then 16 bytes that stand for `text`. A state's: the 128-bit
-    BLAKE2b digest. A step's observations: the text's length and Python's 64-bit hash of
-    it (SipHash, keyed by the secret the helper shares with this process, forked from
-    it): at every operation a third of BLAKE2b's cost, and two different texts of the
-    same length agree with a chance of 2^-64."""
+    """A record: its kind, then what stands for `text`. A state's: its 128-bit BLAKE2b
+    digest (a state is large and compared seldom). A step's observations: the text's
+    length, then the text (a few hundred bytes: comparing them costs less than hashing
+    them, by a quarter of the model's time on the steady workload's step)."""
     if kind == STATE:
         return STATE + hashlib.blake2b(text, digest_size=DIGEST).digest()
-    return _STEP.pack(kind, len(text), hash(text))
+    return _STEP.pack(kind, len(text)) + text
 
 
 Encode = Callable[[Any], bytes]
+
+
+def observations_text(observations: list[Observation], encode: Encode) -> bytes:
+    """A step's observations as their record holds them: orjson's text, keys in the
+    order the engine wrote them (sorting them costs a third more), bool, int and float
+    told apart; else (a value orjson cannot encode) `encode`'s. Equal texts mean equal
+    observations; equal observations with keys in another order make another text, and
+    the one-process comparison then decides."""
+    try:
+        return orjson.dumps(observations)
+    except TypeError:  # orjson.JSONEncodeError is a TypeError
+        return encode(observations)
+
+
 Schedule = Callable[[int], int]
 
 
@@ -85,9 +104,10 @@ class Ahead:
         schedule: Schedule,
     ) -> None:
         """Fork the helper: it builds the impl with `impl_factory`, runs `ops()` (the
-        lockstep's operations from its first), encodes observations and states with
-        `encode`, and after a state of `n` bytes compares again `schedule(n)` operations
-        later, as the lockstep does. Its first record is the initial state's."""
+        lockstep's operations from its first), encodes observations with
+        `observations_text` and states with `encode`, and after a state of `n` bytes
+        compares again `schedule(n)` operations later, as the lockstep does. Its first
+        record is the initial state's."""
         read_end, write_end = os.pipe()
         with contextlib.suppress(OSError):  # a smaller pipe only means more waiting
             fcntl.fcntl(write_end, fcntl.F_SETPIPE_SZ, PIPE_BYTES)
@@ -98,12 +118,21 @@ class Ahead:
         os.close(write_end)
         self.pid = pid
         self._records: BinaryIO = os.fdopen(read_end, "rb", buffering=1 << 16)
+        self._encode = encode
         self._stop = weakref.finalize(self, _stop, pid, self._records)
 
     def next_is(self, kind: bytes, text: bytes) -> bool:
         """Is the helper's next record the `record` of `kind` and `text`? (No when the
-        helper has ended: the impl raised, or it was stopped.)"""
-        return self._records.read(RECORD) == record(kind, text)
+        helper has ended: the impl raised, or it was stopped. A record that is not that
+        one may have been read only in part: the records are not read again.)"""
+        expected = record(kind, text)
+        return self._records.read(len(expected)) == expected
+
+    def next_step_is(self, observations: list[Observation]) -> bool:
+        """`next_is` for a step's observations (one call: it comes at every operation)."""
+        text = observations_text(observations, self._encode)
+        expected = _STEP.pack(OBSERVED, len(text)) + text
+        return self._records.read(len(expected)) == expected
 
     def close(self) -> None:
         """Stop the helper (if still running) and reap it."""
@@ -142,7 +171,7 @@ def _helper(
             due = state(impl)
             since = 0
             for op in ops():
-                out.write(record(OBSERVED, encode(impl.apply(op))))
+                out.write(record(OBSERVED, observations_text(impl.apply(op), encode)))
                 since += 1
                 due -= 1
                 if due <= 0:

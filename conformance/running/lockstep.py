@@ -41,7 +41,7 @@ from typing import Any
 import msgspec
 import orjson
 
-from conformance.running.ahead import OBSERVED, STATE, Ahead
+from conformance.running.ahead import STATE, Ahead
 from conformance.running.ahead import possible as ahead_possible
 from traces.canonical import canonical_json
 from traces.config import Config
@@ -334,12 +334,11 @@ class Lockstep:
         index = self.operations
         self.operations += 1
         self.model_state = None
-        where = where or f"operation {index + 1}"
         if self._recorded is not None:
             self._recorded.append(op)
         model_observations = self.model.apply(op)
         ahead = self._ahead
-        if ahead is not None and ahead.next_is(OBSERVED, sorted_json(model_observations)):
+        if ahead is not None and ahead.next_step_is(model_observations):
             impl_observations = model_observations  # equal, as their digests are
         else:  # one process, or the helper's record is not the model's: see here
             impl = self._impl_here(index - 1) if ahead is not None else self.impl
@@ -347,24 +346,24 @@ class Lockstep:
             if isinstance(applied, str):  # the impl failed here: they differ here
                 self.impl_observations = []
                 failed = Difference("observations", model_observations, applied)
-                self.divergence = Divergence(index, where, op, (failed,), 1)
+                self.divergence = Divergence(index, _named(where, index), op, (failed,), 1)
                 return model_observations
             impl_observations = applied
         self.impl_observations = impl_observations
         if self._state_logged is None:  # a log's states differ only where logged: no search
-            self._wheres.append(where)
+            self._wheres.append(where)  # named when a divergence needs it (`_named`)
         if impl_observations is not model_observations and not same_observations(
             model_observations, impl_observations
         ):
             self.divergence = self._observations_diverged(
-                index, where, op, model_observations, impl_observations
+                index, _named(where, index), op, model_observations, impl_observations
             )
             if malformed(impl_observations) is not None:  # nothing to show of it
                 self.impl_observations = []
             return model_observations
         if self._state_logged is not None:
             if self._state_logged():
-                self._compare_logged_state(index, where, op)
+                self._compare_logged_state(index, _named(where, index), op)
             return model_observations
         self._due -= 1
         if self._due <= 0:
@@ -473,7 +472,8 @@ class Lockstep:
         model, impl = self._model_at(hi), self._impl_at(hi)
         [op] = self._ops(hi, hi + 1)
         differences, total = _state_differences(model.observe(), observed_or_raised(impl))
-        return Divergence(hi, self._wheres[hi - self._agreed_index - 1], op, differences, total)
+        where = _named(self._wheres[hi - self._agreed_index - 1], hi)
+        return Divergence(hi, where, op, differences, total)
 
     def _observations_diverged(
         self, index: int, where: str, op: Op, model: list[Observation], impl: list[Observation]
@@ -496,6 +496,12 @@ class Lockstep:
         counts.subtract(o["kind"] for o in impl)
         uneven = tuple(sorted(kind for kind, count in counts.items() if count))
         return Divergence(index, where, op, differences, total, unmatched, uneven)
+
+
+def _named(where: str, index: int) -> str:
+    """The name of operation `index` in messages: `where` as the caller gave it, else
+    its ordinal."""
+    return where or f"operation {index + 1}"
 
 
 def _first_unmatched(
