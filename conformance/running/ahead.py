@@ -60,8 +60,8 @@ operations)."""
 def record(kind: bytes, text: bytes) -> bytes:
     """A record: its kind, then what stands for `text`. A state's: its 128-bit BLAKE2b
     digest (a state is large and compared seldom). A step's observations: the text's
-    length, then the text (a few hundred bytes: comparing them costs less than hashing
-    them, by a quarter of the model's time on the steady workload's step)."""
+    length, then the text (a few hundred bytes: sending and comparing them costs less
+    than hashing them)."""
     if kind == STATE:
         return STATE + hashlib.blake2b(text, digest_size=DIGEST).digest()
     return _STEP.pack(kind, len(text)) + text
