@@ -1800,3 +1800,44 @@ def test_cli_import_trace_without_operations_is_the_configuration_alone(
     assert main(["import", *sites, "--trace", str(trace_path)]) == 0
     out = capsys.readouterr().out
     assert trace_path.read_text(encoding="utf-8") == '{"config":' + out.rstrip("\n") + "}\n"
+
+
+# --- a region created twice (Geode refuses it; the import must not silently keep the last) ---
+
+
+def test_cache_xml_region_declared_twice_is_an_error_naming_both_lines(tmp_path: Path) -> None:
+    # Geode's cache.xml fails with RegionExistsException; before, the second <region>
+    # silently replaced the first and a PARTITION site imported as replicated.
+    body = (
+        '<gateway-sender id="a" remote-distributed-system-id="2"/>\n'
+        '<region name="r" refid="PARTITION"><region-attributes gateway-sender-ids="a"/></region>\n'
+        '<region name="r" refid="REPLICATE"><region-attributes gateway-sender-ids="a"/></region>'
+    )
+    text = expect_error(
+        tmp_path, "region '/r' already exists at ", (1, "1.xml", cache(body)), RECEIVER
+    )
+    assert text.startswith(f"{tmp_path / '1.xml'}:5: ")
+    assert text.endswith(
+        f"already exists at {tmp_path / '1.xml'}:4; Geode refuses to create a region twice"
+    )
+
+
+def test_gfsh_create_region_twice_is_an_error_unless_if_not_exists(tmp_path: Path) -> None:
+    first = (
+        "create gateway-sender --id=ny --remote-distributed-system-id=2\n"
+        "create region --name=orders --type=PARTITION --total-num-buckets=7 "
+        "--gateway-sender-id=ny\n"
+    )
+    again = "create region --name=/orders --type=REPLICATE --gateway-sender-id=ny\n"
+    text = expect_error(
+        tmp_path, "region '/orders' already exists at ", (1, "1.gfsh", first + again), RECEIVER
+    )
+    assert text.startswith(f"{tmp_path / '1.gfsh'}:3: create region --name=/orders: ")
+    # gfsh skips a create region --if-not-exists of an existing region: the first one stays.
+    skipped = first + again.replace("\n", " --if-not-exists\n")
+    imported = import_texts(tmp_path, (1, "1.gfsh", skipped), RECEIVER)
+    assert imported.config.regions == {1: RegionConfig("partition", 7)}
+    # A region destroyed first may be created again.
+    recreated = first + "destroy region --name=orders\n" + again
+    imported = import_texts(tmp_path, (1, "1.gfsh", recreated), RECEIVER)
+    assert imported.config.regions == {}

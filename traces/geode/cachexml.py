@@ -476,7 +476,7 @@ class _CacheReader:
                         )
         if partition_attributes is not None:
             self._partition_attributes(declaration, partition_attributes, label)
-        self.site.regions[name] = declaration
+        self.site.add_region(declaration, label)
         for child in element.children:
             if self.ours(child) and child.name == "region":
                 self.region(child, name)

@@ -148,6 +148,17 @@ class SiteDeclarations:
             )
         self.senders[sender.id] = sender
 
+    def add_region(self, region: RegionDeclaration, label: str) -> None:
+        """A second region of the same full path in one site is refused, as Geode refuses
+        it (cache.xml: `RegionExistsException`; gfsh: "Region ... already exists")."""
+        previous = self.regions.get(region.name)
+        if previous is not None:
+            raise GeodeImportError(
+                f"{region.where}: {label}: region {region.name!r} already exists at "
+                f"{previous.where}; Geode refuses to create a region twice"
+            )
+        self.regions[region.name] = region
+
     def set_receiver(self, receiver: ReceiverDeclaration) -> None:
         """A site has one gateway receiver."""
         if self.receiver is not None:

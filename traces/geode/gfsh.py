@@ -382,6 +382,8 @@ class _ScriptReader:
     def create_region(self, command: Command) -> None:
         options = _options(command, None)
         name = _region_name(command, options)
+        if name in self.site.regions and _flag(options, "if-not-exists", "skip-if-exists"):
+            return  # gfsh: "Region ... already exists", skipped without an error
         declaration = RegionDeclaration(name, command.where)
         template = options.get("template-region")
         if template is not None and _slash(template) in self.site.regions:
@@ -416,7 +418,7 @@ class _ScriptReader:
                     f"region is not one"
                 )
         self._region_options(declaration, options, command.where)
-        self.site.regions[name] = declaration
+        self.site.add_region(declaration, f"create region --name={name}")
 
     def alter_region(self, command: Command) -> None:
         options = _options(command, None)
@@ -481,6 +483,11 @@ class _ScriptReader:
 
 def _slash(name: str) -> str:
     return "/" + name.strip().lstrip("/")
+
+
+def _flag(options: Mapping[str, str], *names: str) -> bool:
+    """Whether one of the flags `names` is set (bare, or with any value but false)."""
+    return any(options.get(name, "false").strip().lower() != "false" for name in names)
 
 
 def _region_name(command: Command, options: Mapping[str, str]) -> str:
