@@ -1841,3 +1841,20 @@ def test_gfsh_create_region_twice_is_an_error_unless_if_not_exists(tmp_path: Pat
     recreated = first + "destroy region --name=orders\n" + again
     imported = import_texts(tmp_path, (1, "1.gfsh", recreated), RECEIVER)
     assert imported.config.regions == {}
+
+
+def test_gfsh_template_region_that_does_not_exist_is_an_error(tmp_path: Path) -> None:
+    # gfsh refuses it ("Template region ... does not exist."); before, the template was
+    # ignored and the region read as replicated, so a parallel sender on it failed with a
+    # misleading "replicated region" error (and a serial one imported silently).
+    script = (
+        "create gateway-sender --id=ny --remote-distributed-system-id=2 --parallel\n"
+        "create region --name=orders --template-region=/base --gateway-sender-id=ny\n"
+    )
+    text = expect_error(
+        tmp_path,
+        "--template-region: region '/base' does not exist",
+        (1, "1.gfsh", script),
+        RECEIVER,
+    )
+    assert text.startswith(f"{tmp_path / '1.gfsh'}:2: create region --name=/orders: ")

@@ -386,7 +386,14 @@ class _ScriptReader:
             return  # gfsh: "Region ... already exists", skipped without an error
         declaration = RegionDeclaration(name, command.where)
         template = options.get("template-region")
-        if template is not None and _slash(template) in self.site.regions:
+        if template is not None and _slash(template) not in self.site.regions:
+            raise GeodeImportError(
+                f"{command.where}: create region --name={name}: --template-region: region "
+                f"{_slash(template)!r} does not exist at this site (gfsh: 'Template region "
+                f"{_slash(template)} does not exist.'; regions so far: "
+                f"{', '.join(sorted(self.site.regions)) or 'none'})"
+            )
+        if template is not None:
             copied = self.site.regions[_slash(template)]
             declaration.sender_ids = copied.sender_ids
             declaration.concurrency_checks = copied.concurrency_checks
