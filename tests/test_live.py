@@ -446,3 +446,25 @@ def test_a_fault_the_model_cannot_explain_or_does_not_know_is_refused(
     assert main(command) == 2
     assert message in capsys.readouterr().err
     assert not out.exists()
+
+
+@pytest.mark.parametrize("sites", [[1], [1, 2]], ids=["one_site", "two_sites"])
+def test_a_configuration_without_senders_runs_its_clients_and_validates_clean(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], sites: list[int]
+) -> None:
+    # No sender: no ack timeout to bound --delay by, no dispatcher to drain (1 s of grace).
+    (tmp_path / "config.json").write_text(json.dumps({"sites": sites, "senders": []}))
+    out = tmp_path / "run"
+    command = [sys.executable, "-m", "wanconform", "live", "--config",
+               str(tmp_path / "config.json"), "--out", str(out), "--duration", "1"]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr
+    count = "1 site" if sites == [1] else "2 sites"
+    assert f"live: {count} running for 1 s (+ 1 s to drain)" in done.stderr
+    assert sorted(p.name for p in out.glob("*.jsonl")) == [f"site-{s}.jsonl" for s in sites]
+    status, result = validate(out, capsys)
+    assert status == 0
+    assert result["p1"] == {
+        "reason": "model and the log agree at every step", "status": "held", "violations": []
+    }  # fmt: skip

@@ -46,6 +46,7 @@ from conformance.live.wire import read_raw, write_frame, write_raw
 from traces.config import Config
 from traces.errors import WanconformError
 from traces.outputs import LIVE_MARKER, building_directory
+from traces.text import plural
 
 START_DELAY_MS = 1000
 """From the plan to the first client write: every site has read it by then."""
@@ -319,11 +320,13 @@ async def _run(
             runner.ports[sender.id] = server.sockets[0].getsockname()[1]
         start = time.time_ns() // 1_000_000 + START_DELAY_MS
         end = start + int(duration_s * 1000)
-        grace = max(s.ack_timeout_ms + s.retry_interval_ms for s in config.senders) + 1000
+        grace = (
+            max((s.ack_timeout_ms + s.retry_interval_ms for s in config.senders), default=0) + 1000
+        )
         for site in config.sites:
             runner.go(site, start, end, grace)
         drain = f"+ {grace / 1000:g} s to drain"
-        say(f"live: {len(config.sites)} sites running for {duration_s:g} s ({drain})")
+        say(f"live: {plural(len(config.sites), 'site')} running for {duration_s:g} s ({drain})")
         chaos = None
         if nemesis:
             chaos = asyncio.create_task(runner.nemesis(nemesis, start, end, grace))
@@ -378,8 +381,8 @@ def live(
     twice = [kind for index, kind in enumerate(nemesis) if kind in nemesis[:index]]
     if twice:
         raise WanconformError(f"--nemesis: {twice[0]!r} given twice")
-    slowest = min(s.ack_timeout_ms for s in config.senders)
-    if 4 * faults.delay_ms >= slowest:
+    slowest = min((s.ack_timeout_ms for s in config.senders), default=None)
+    if slowest is not None and 4 * faults.delay_ms >= slowest:
         raise WanconformError(
             f"--delay: {faults.delay_ms} ms: keep it below a quarter of the smallest "
             f"ack_timeout_ms ({slowest}): R20 takes a timed-out batch out of the network, so "
