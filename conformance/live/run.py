@@ -127,6 +127,16 @@ class Proxy:
         self.links.clear()
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        """One sender's connection (`start_server`'s callback). Cancelled (Ctrl-C:
+        `asyncio.run` cancels every task), it closes the link and ends as done: Python
+        3.11's `start_server` calls `exception()` on its handler's task, which a cancelled
+        task raises, and the loop would print that with three tracebacks."""
+        try:
+            await self.link(reader, writer)
+        except asyncio.CancelledError:
+            writer.close()
+
+    async def link(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         # Held while the remote is coming back, or while a kill is under way (it ends
         # "down": refused after the nemesis logged it, or back "up" and passing).
         while self.state == "hold" or (self.state == "up" and not self.passing):
