@@ -371,3 +371,20 @@ def test_r15_the_report_names_the_first_late_step(
         f"first: {folder}/site-1.jsonl:5: lateness: flush of ny dispatcher 0 late by 15 ms "
         "(due at t=30; --max-late-ms 12)"
     ) in text
+
+
+def test_at_on_some_files_only_is_the_error_even_where_it_breaks_the_merge(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # site-1 logs `at`, site-2 does not; site-2's deliver shares t=45 with the flush that
+    # sent its batch, so without `at` it sorts first: the mix, not the order, is the error.
+    site1 = [{**line, "at": line["t"] * 1000 + 1} for line in two_batches()["site-1"]]
+    site2 = [deliver(45, 1, [("1:1", "a"), ("1:2", "b")])]
+    folder = write_logs(tmp_path / "run", {"site-1": site1, "site-2": site2})
+    assert main(["validate", str(folder)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == (
+        f"wanconform: error: {folder}/site-1.jsonl: at: its lines have one, those of "
+        f"{folder}/site-2.jsonl do not (give every process's lines `at`, or none)\n"
+    )

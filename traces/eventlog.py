@@ -320,6 +320,16 @@ def _unexplained(blocked: EventLine, others: list[EventLine]) -> str:
     )
 
 
+def _one_clock(readers: list[_EventReader]) -> None:
+    """TraceError if some of the files read so far have `at` and others do not."""
+    finer = {bool(r.has_at): r.name for r in readers if r.has_at is not None}
+    if len(finer) > 1:
+        raise TraceError(
+            f"{finer[True]}: at: its lines have one, those of {finer[False]} do not (give "
+            "every process's lines `at`, or none)"
+        )
+
+
 class EventLogSource:
     """One run's event logs (several files), their headers validated: read, validated
     and merged again on every `steps()`, so memory does not grow with its length."""
@@ -338,16 +348,17 @@ class EventLogSource:
         after the last line (`op_count` is set then)."""
         readers = [_EventReader(path) for path in self.files]
         count = lines = 0
-        for here, entry in _merge([reader.lines() for reader in readers], arrange):
-            count += 1
-            lines += entry.line != 0  # not a tick
-            yield here, entry
-        finer = {bool(r.has_at): r.name for r in readers if r.has_at is not None}
-        if len(finer) > 1:
-            raise TraceError(
-                f"{finer[True]}: at: its lines have one, those of {finer[False]} do not (give "
-                "every process's lines `at`, or none)"
-            )
+        try:
+            for here, entry in _merge([reader.lines() for reader in readers], arrange):
+                count += 1
+                lines += entry.line != 0  # not a tick
+                yield here, entry
+        except TraceError:
+            # lines with `at` and lines without, merged, can look like a batch received
+            # before it was sent: the mix is the error to report
+            _one_clock(readers)
+            raise
+        _one_clock(readers)
         self.op_count, self.ticks = count, count - lines
 
     def validate(self, progress: Callable[[int], None] | None = None) -> None:
