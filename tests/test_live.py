@@ -468,3 +468,18 @@ def test_a_configuration_without_senders_runs_its_clients_and_validates_clean(
     assert result["p1"] == {
         "reason": "model and the log agree at every step", "status": "held", "violations": []
     }  # fmt: skip
+
+
+def test_a_geode_file_as_config_points_at_import_not_at_a_flag_live_lacks(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    xml = tmp_path / "cache.xml"
+    xml.write_text("<cache/>\n")
+    out = tmp_path / "run"
+    assert main(["live", "--config", str(xml), "--out", str(out)]) == 2
+    assert capsys.readouterr().err == (
+        f"wanconform: error: {xml}: not a JSON configuration or trace; for Geode cache.xml "
+        f"or gfsh files import them first: wanconform import --site 1={xml} --site 2=OTHER "
+        "-o CONFIG.json\n"
+    )
+    assert not out.exists()

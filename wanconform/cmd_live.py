@@ -112,7 +112,7 @@ def run(args: argparse.Namespace) -> int:
     from conformance.live.run import Faults, live
     from wanconform.cmd_topology import load_config_or_trace
 
-    config = load_config_or_trace(args.config)
+    config = load_config_or_trace(args.config, site_flag=False)
     load = {"rate": args.rate, "keys": args.keys, "fail": args.fail, "lifecycle": args.lifecycle}
     record = live(
         config, config.to_json(), Path(args.out), args.duration, args.seed, load,

@@ -68,16 +68,22 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(func=run)
 
 
-def load_config_or_trace(path: str) -> Config:
-    """The configuration of a config file (either form) or of a trace file."""
+def load_config_or_trace(path: str, site_flag: bool = True) -> Config:
+    """The configuration of a config file (either form) or of a trace file. `site_flag`:
+    the command takes Geode files with `--site` (else a Geode file is to be imported)."""
     # a byte order mark at the start is accepted, as in a trace file (docs/COMMANDS.md)
     text = read_text(path, "a configuration or trace file").removeprefix(BOM)
     if not text.strip():
         raise TraceError(f"{path}: empty file: expected a configuration or a trace")
     if not text.lstrip(" \t\r\n").startswith("{"):
-        raise TraceError(
-            f"{path}: not a JSON configuration or trace; for Geode cache.xml or gfsh files "
+        how = (
             f"give each site's files with --site, e.g. --site 1={path} --site 2=OTHER"
+            if site_flag
+            else f"import them first: wanconform import --site 1={path} --site 2=OTHER "
+            "-o CONFIG.json"
+        )
+        raise TraceError(
+            f"{path}: not a JSON configuration or trace; for Geode cache.xml or gfsh files " + how
         )
     try:
         document = decode_line(text)
