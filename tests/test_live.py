@@ -483,3 +483,14 @@ def test_a_geode_file_as_config_points_at_import_not_at_a_flag_live_lacks(
         "-o CONFIG.json\n"
     )
     assert not out.exists()
+
+
+def test_a_slow_load_stops_at_the_end_not_at_its_next_write(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # --rate 0.001: the first write is due some 1,000 s away; the sites stop when the
+    # load ends (was: each slept until that write, and the run failed 30 s past the end)
+    out = live(tmp_path, TWO_WAY, "--duration", "1", "--rate", "0.001", "--nemesis", "kill")
+    assert steps(out, "site-1", "site-2") == []
+    status, result = validate(out, capsys)
+    assert (status, result["operations"]) == (0, 0)

@@ -1114,7 +1114,12 @@ class Site:
         an operator's step instead, with probability `fail` a failure injected at this
         site (R16.2: 1-3 attempts at a key fail)."""
         while True:
-            await asyncio.sleep(rng.expovariate(run["rate"]))
+            wait = rng.expovariate(run["rate"])
+            left = (end - time.time_ns() / 1e6) / 1000  # s until the load ends
+            if wait >= left:  # the next write would come after the end: none does
+                await asyncio.sleep(max(0.0, left))
+                return
+            await asyncio.sleep(wait)
             t, at = self.clock.read()
             if t >= end:
                 return
