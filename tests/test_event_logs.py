@@ -388,3 +388,17 @@ def test_at_on_some_files_only_is_the_error_even_where_it_breaks_the_merge(
         f"wanconform: error: {folder}/site-1.jsonl: at: its lines have one, those of "
         f"{folder}/site-2.jsonl do not (give every process's lines `at`, or none)\n"
     )
+
+
+def test_an_event_log_of_one_instant_still_counts_its_ticks_in_text_and_json(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # every line at t=0: the merge adds no tick, and says so (the JSON keeps its `ticks`)
+    folder = write_logs(tmp_path / "run", {"site-1": [put(0, "a", 1, 1), put(0, "b", 2, 2)]})
+    assert main(["validate", str(folder)]) == 0
+    assert capsys.readouterr().out.splitlines()[0] == (
+        f"{folder}: 2 operations (2 logged steps and 0 ticks to their times; 0 skipped), time 0 ms"
+    )
+    assert main(["validate", str(folder), "--json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert (document["operations"], document["ticks"]) == (2, 0)

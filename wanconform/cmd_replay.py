@@ -316,7 +316,7 @@ def summary(result: RunResult, other: str = "impl") -> str:
     """The text a person reads after a replay (`other`: what the model ran against)."""
     state = result.state
     ran = f"({result.skipped:,} skipped)"
-    if result.ticks:  # an event log: its lines, and the ticks that bring the clock to them
+    if result.ticks is not None:  # an event log: its lines, and the ticks to their times
         ran = (
             f"({plural(result.operations - result.ticks, 'logged step')} and "
             f"{plural(result.ticks, 'tick')} to their times; {result.skipped:,} skipped)"
@@ -394,7 +394,7 @@ def as_json(
         "trace": result.name,
         "operations": result.operations,
         "skipped": result.skipped,
-        **({"ticks": result.ticks} if result.ticks else {}),
+        **({"ticks": result.ticks} if result.ticks is not None else {}),
         "state": result.state,
         "converged": converged,
         "divergence": None if result.divergence is None else result.divergence.to_json(),
@@ -640,7 +640,7 @@ def replay_sources(
             progress.update(trace_run.operations)
         progress.close()
         result = trace_run.finish(last if isinstance(last, str) else where(source.name, last))
-        result.ticks = getattr(source, "ticks", 0)
+        result.ticks = getattr(source, "ticks", None)
         if watcher is not None:
             verdict = watcher.verdict()
             result.verdicts = (*result.verdicts, verdict)

@@ -325,7 +325,7 @@ class RunResult:
     steps: list[Step] | None = None  # with `explain` and no `on_step`
     failure_states: tuple[dict[str, Any], dict[str, Any]] | None = None  # model, impl
     offset: int = 0  # operations before the first run here (a checkpoint's, `--from`)
-    ticks: int = 0  # of `operations`, the ticks an event log's merge added (not logged)
+    ticks: int | None = None  # an event log's: of `operations`, the ticks its merge added
 
     @property
     def failed(self) -> bool:
