@@ -65,7 +65,6 @@ from impl.state import (
     SenderState,
     SiteState,
     Value,
-    bucket_of,
     java_hash,
     resized,
     size,
@@ -300,8 +299,7 @@ class Engine:
 
         def route(sender: SenderConfig, event: dict[str, Any]) -> int:  # R28, R29
             key: str = event["key"]
-            home = engine._sites[sender.site]
-            bucket = -1 if home.buckets == 0 else bucket_of(key, home.buckets)
+            bucket = engine._sites[sender.site].bucket(key)
             return engine._route(engine._senders[sender.id], key, event["thread"], bucket)
 
         restore(engine, check_fits(config, doc, where, route))
@@ -470,7 +468,7 @@ class Engine:
         event_id = site.event_prefix + str(seq)
         base = current if changes is not None else None  # only a delta has a base (R10)
         recipients = site.origin_recipients
-        bucket = -1 if site.buckets == 0 else bucket_of(key, site.buckets)  # R28
+        bucket = site.bucket(key)  # R28
         routes: dict[str, object] | None = None
         shared: dict[str, object] | None = None  # this bucket's routes, built before (R29)
         if senders:  # R11: one event in the queue of every sender at the origin
@@ -1112,7 +1110,7 @@ class Engine:
                 self._not_queued(sender, event.id, out)
                 continue
             if bucket == -2:
-                bucket = -1 if site.buckets == 0 else bucket_of(event.key, site.buckets)
+                bucket = site.bucket(event.key)
             dispatcher = sender.dispatchers[self._route(sender, event.key, event.thread, bucket)]
             copy = event.copy_for_queue(recipients, now, bucket)
             self._append(sender, dispatcher, copy)
@@ -1383,7 +1381,7 @@ class Engine:
                 thread = record["thread"]
                 assert isinstance(thread, int)
                 home = sender.home
-                bucket = -1 if home.buckets == 0 else bucket_of(key, home.buckets)
+                bucket = home.bucket(key)
                 event = Event(
                     event_id,
                     int(origin),

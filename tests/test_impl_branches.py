@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 import impl.state
 from conformance.search.strategies import ESCAPED, INT_EDGES, values
-from impl.applied import AppliedRanges
+from impl.applied import AHEAD_LIMIT, AppliedRanges
 from traces.canonical import size as canonical_size
 
 
@@ -166,3 +166,51 @@ def test_r4_a_delta_on_chosen_values() -> None:
         assert impl.state.resized(old, 15, {}) == (15, 2)  # {}
         assert impl.state.resized({}, 2, {"a": 1}) == (-1, -1)  # counted in full instead
         assert impl.state.resized(old, -1, {"a": 1}) == (-1, -1)  # old's size not counted
+
+
+def test_r16_1_numbers_waiting_above_the_highest_range_join_it_or_become_ranges() -> None:
+    """Numbers above the highest range and not next to it wait (a parallel sender's
+    dispatchers deliver out of order); the range takes them as it reaches them."""
+    memory = ranges_after(1, 2, 5, 4, 7)
+    assert (memory.ranges(), memory.range_count(), memory.highest()) == (
+        [(1, 2), (4, 5), (7, 7)],
+        3,
+        7,
+    )
+    assert [seq in memory for seq in range(9)] == [
+        False,
+        True,
+        True,
+        False,
+        True,
+        True,
+        False,
+        True,
+        False,
+    ]
+    memory.add(3)  # reaches 4 and 5, not 7
+    assert (memory.ranges(), memory.range_count(), memory.highest()) == ([(1, 5), (7, 7)], 2, 7)
+    memory.add(6)
+    assert (memory.ranges(), memory.highest()) == ([(1, 7)], 7)
+
+
+def test_r16_1_more_than_ahead_limit_waiting_numbers_become_ranges() -> None:
+    """A gap that stays open: past AHEAD_LIMIT (4,096) waiting numbers, they become
+    ranges, and later adds below and above them merge as ranges do."""
+    odd = list(range(3, 2 * (AHEAD_LIMIT + 1) + 2, 2))  # 3, 5, ..., 8195: 4,097 numbers
+    memory = ranges_after(1, *odd)
+    assert memory.ranges() == [(seq, seq) for seq in [1, *odd]]
+    assert memory.range_count() == AHEAD_LIMIT + 2 and memory.highest() == 8195
+    memory.add(2)  # joins 1 and 3
+    memory.add(8196)  # extends the highest range
+    memory.add(8198)
+    assert memory.ranges()[:2] == [(1, 3), (5, 5)]
+    assert memory.ranges()[-3:] == [(8193, 8193), (8195, 8196), (8198, 8198)]
+    assert [seq in memory for seq in (2, 4, 8194, 8196, 8197, 8198)] == [
+        True,
+        False,
+        False,
+        True,
+        False,
+        True,
+    ]
