@@ -12,6 +12,8 @@ from typing import Any
 
 import jsonschema  # type: ignore[import-untyped]
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from impl import Engine
 from traces.logschema import schema_text
@@ -303,3 +305,40 @@ def test_a_sent_without_bytes_delta_is_a_bad_line(
         f"wanconform: error: {log}:2: observed[1]: sent.bytes_delta: missing (SPEC §10: sent has"
     )
     assert schema_errors(log)  # the documented schema refuses it too
+
+
+_SAMPLES: list[Any] = [0, -3, 2**40, True, None, "x", "", [], ["1:2"], {}, {"a": 1}, 1.5]
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=st.data())
+def test_the_quick_field_test_accepts_only_what_check_fields_accepts(data: Any) -> None:
+    """`_plainly_well_formed` is a shortcut of `check_fields`: whatever it accepts,
+    `check_fields` accepts too (and `check_fields`, not it, words every error)."""
+    from traces.logfile import _plainly_well_formed, check_fields
+    from traces.observations import FIELDS, OPTIONAL_FIELDS
+
+    kind = data.draw(st.sampled_from(sorted(FIELDS)))
+    names = [*FIELDS[kind], *OPTIONAL_FIELDS.get(kind, {}), "other"]
+    chosen = data.draw(st.lists(st.sampled_from(names), unique=True))
+    observation = {"kind": kind, **{n: data.draw(st.sampled_from(_SAMPLES)) for n in chosen}}
+    if _plainly_well_formed(kind, observation):
+        check_fields("here", kind, observation)  # raises nothing
+        assert set(FIELDS[kind]) <= observation.keys() and "other" not in observation
+
+
+def test_the_quick_field_test_takes_a_well_formed_observation() -> None:
+    applied = {
+        "kind": "applied",
+        "site": 2,
+        "sender": "ny",
+        "event": "1:1",
+        "key": "k",
+        "status": "ok",
+    }
+    from traces.logfile import _plainly_well_formed
+
+    assert _plainly_well_formed("applied", applied)
+    assert not _plainly_well_formed("applied", {**applied, "site": True})  # bool is no integer
+    assert not _plainly_well_formed("applied", {**applied, "value": None})  # value: an object
+    assert _plainly_well_formed("applied", {**applied, "value": {"f": 1}})
