@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from traces.outputs import CONTENTS
 from wanconform.cli import main
 
 SENDER = {"batch_size": 10, "batch_time_interval_ms": 50, "ack_timeout_ms": 1500,
@@ -92,6 +93,7 @@ def test_an_undisturbed_run_validates_clean(
 ) -> None:
     out = live(tmp_path, config, "--duration", seconds)
     assert sorted(p.name for p in out.iterdir()) == [
+        CONTENTS,
         "live.json",
         *(f"site-{site}.jsonl" for site in config["sites"]),  # type: ignore[attr-defined]
     ]
@@ -136,6 +138,7 @@ def test_r21_sites_killed_and_wiped_come_back_and_the_run_validates_clean(
     nemesis = steps(out, "nemesis")
     assert [line["op"] for line in nemesis] == ["site_down", "site_up"] * record["kills"]
     assert sorted(p.name for p in out.iterdir()) == [
+        CONTENTS,
         "live.json",
         "nemesis.jsonl",
         "site-1.jsonl",
@@ -187,6 +190,7 @@ def test_r16_r24_injected_failures_are_dead_lettered_in_the_durable_store_across
         "--duration", "4",
     )  # fmt: skip
     assert sorted(p.name for p in out.iterdir()) == [
+        CONTENTS,
         "dlq-site-1",
         "live.json",
         "nemesis.jsonl",

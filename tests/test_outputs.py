@@ -27,7 +27,7 @@ from conformance.spark.campaign import delta_share, render, summarize
 from conformance.spark.check import LocalTrace, check_local
 from reports.render import write_report
 from traces.errors import WanconformError
-from traces.outputs import atomic_file, building_directory, output_kind
+from traces.outputs import atomic_file, building_directory, check_output_directory, output_kind
 from traces.parquet import open_trace_set
 from traces.tracefile import open_trace
 from wanconform.cli import main
@@ -784,3 +784,28 @@ def test_a_failed_property_in_a_campaign_summary_ends_with_its_reproduce_command
         "out/results/failures/t-2.jsonl\n"
     ) in text
     assert "reproduce" not in render(summarize(rows, 1.0))  # no failures/ to replay from
+
+
+def test_force_replaces_an_output_directory_only_while_it_holds_only_what_was_written(
+    tmp_path: Path,
+) -> None:
+    """A file the user added to an earlier output directory, or changed in it, is not
+    replaced (with the directory) by --force: one line naming it."""
+    out = tmp_path / "run"
+    with building_directory(out) as staging:
+        (staging / "live.json").write_text("{}")
+        (staging / "logs").mkdir()
+        (staging / "logs" / "site-1.jsonl").write_text("{}\n")
+    check_output_directory(out, force=True)  # as written: replaceable
+    (out / "notes.md").write_text("mine")
+    with pytest.raises(
+        WanconformError,
+        match=r"run: holds a live run's event logs written earlier, and notes\.md, which "
+        "wanconform did not write",
+    ):
+        check_output_directory(out, force=True)
+    (out / "notes.md").unlink()
+    check_output_directory(out, force=True)
+    (out / "logs" / "site-1.jsonl").write_text('{"edited": 1}\n')
+    with pytest.raises(WanconformError, match=r"and logs/site-1\.jsonl, which"):
+        check_output_directory(out, force=True)

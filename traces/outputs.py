@@ -7,7 +7,9 @@ Every file or directory a command writes goes through here:
   a new file (a probe file is made and removed, which also refuses /proc, a read-only
   disk, and a "folder" that is a file), an output file is a regular file or absent, an
   output directory is absent, empty, or one wanconform wrote (`output_kind`), and one
-  wanconform wrote is replaced only with `--force`: a result is never lost silently.
+  wanconform wrote is replaced only with `--force`, and only while it holds nothing but
+  what wanconform wrote there, unchanged (its `.wanconform-contents.json` lists each
+  file's SHA-256): a result is never lost silently.
   An existing output file is replaced only with `--force` too, and only if wanconform
   wrote it and it has not changed since: each folder wanconform writes an output file
   into keeps a ledger, `.wanconform-written.json`, of those files' names and SHA-256
@@ -52,6 +54,9 @@ KINDS = (
     (JSONL_MARKER, "a directory of JSON Lines traces"),
     (RESULTS_FILE, "a results directory"),
 )
+CONTENTS = ".wanconform-contents.json"
+"""In each output directory: {path inside it: SHA-256} of every file it was published
+with (`publish_directory`): the same for the same contents, as every output is."""
 _PROBE = ".wanconform-probe-"
 _LEFTOVER = re.compile(r"\.(?P<name>.+)\.(?P<pid>\d+)\.[^.]*\.tmp")
 
@@ -61,6 +66,34 @@ def output_kind(directory: Path) -> str | None:
     for marker, kind in KINDS:
         if (directory / marker).exists():
             return kind
+    return None
+
+
+def _contents(directory: Path) -> dict[str, str]:
+    """Every file under `directory` (but its `CONTENTS`): its SHA-256."""
+    files = {}
+    for path in directory.rglob("*"):
+        if path.is_file() and not path.is_symlink():
+            files[path.relative_to(directory).as_posix()] = _digest(path)
+    files.pop(CONTENTS, None)
+    return files
+
+
+def _foreign(directory: Path) -> str | None:
+    """The first file in an earlier output directory that wanconform did not write there
+    or that changed since, or None. (An output published before directories listed their
+    contents, on 2026-11-27, has only its marker to go by: None.)"""
+    try:
+        listed = json.loads((directory / CONTENTS).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError):
+        return CONTENTS
+    if not isinstance(listed, dict):
+        return CONTENTS
+    for name, digest in sorted(_contents(directory).items()):
+        if listed.get(name) != digest:
+            return name
     return None
 
 
@@ -180,6 +213,13 @@ def check_output_directory(path: str | os.PathLike[str], force: bool = False) ->
             raise WanconformError(
                 f"{os.fspath(path)}: holds {kind} written earlier; give --force to replace "
                 "it, or choose another directory"
+            )
+        foreign = None if kind is None else _foreign(target)
+        if foreign is not None:
+            raise WanconformError(
+                f"{os.fspath(path)}: holds {kind} written earlier, and {foreign}, which "
+                "wanconform did not write there (or which changed since): --force replaces "
+                "only what wanconform wrote; choose another directory"
             )
     _probe(_existing_folder(target, create=True, shown=path), path)
 
@@ -360,7 +400,10 @@ def building_directory(path: str | os.PathLike[str]) -> Iterator[Path]:
 def publish_directory(staging: Path, target: Path) -> None:
     """Move a finished output directory into place. A target that exists is replaced
     only if it is empty or an earlier output of wanconform (`check_output_directory`
-    decided before the work whether the user allows that)."""
+    decided before the work whether the user allows that). The directory lists its
+    contents (`CONTENTS`) first."""
+    listed = json.dumps(_contents(staging), sort_keys=True, indent=0) + "\n"
+    (staging / CONTENTS).write_text(listed, encoding="utf-8")
     if target.exists():
         if not target.is_dir() or (output_kind(target) is None and any(target.iterdir())):
             raise WanconformError(
