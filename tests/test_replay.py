@@ -412,3 +412,46 @@ def test_keys_with_control_characters_are_shown_escaped_one_line_per_step(
     assert 'put 1 a\\nb\\x1b[2J {"v":1}' in step and "(create a\\nb\\x1b[2J, [1,0,1])" in step
     assert "\x1b" not in out
     assert '    a\\nb\\x1b[2J: site 1 {"v":1} [1,0,1], site 2 absent' in out  # sites differ
+
+
+PERSISTENT = (
+    '{"config":{"sites":[1,2],"senders":[{"id":"ny","site":1,"remote":2,'
+    '"batch_size":10,"enable_persistence":true}]}}\n'
+)
+
+
+@pytest.mark.parametrize("flag", ["--queue-dir", "--dlq-dir"])
+def test_two_traces_that_would_share_a_store_are_refused_before_any_work(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], flag: str
+) -> None:
+    """A trace's store is DIR/TRACE/ (COMMANDS.md): x/t.jsonl and y/t.jsonl, or one trace
+    given twice, would share DIR/t. Without the check, x's two queued events (R36: kept on
+    disk) were left in DIR/t and y's run then stopped on them after x's summary was printed,
+    and a trace given twice raised a traceback. Now: one line, exit 2, nothing on stdout,
+    no store made."""
+    for folder, ops in (
+        ("x", ['{"op":"put","site":1,"key":"a","value":{"v":1}}',
+               '{"op":"put","site":1,"key":"b","value":{"v":1}}']),
+        ("y", ['{"op":"restart_sender","sender":"ny"}', '{"op":"settle"}']),
+    ):  # fmt: skip
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "t.jsonl").write_text(PERSISTENT + "".join(o + "\n" for o in ops))
+    x, y = str(tmp_path / "x" / "t.jsonl"), str(tmp_path / "y" / "t.jsonl")
+    store = tmp_path / "store"
+    for traces, which in (([x, y], f"{x} and {y}"), ([x, x], f"{x} is given twice")):
+        assert main(["replay", "--engine", "both", flag, str(store), *traces]) == 2
+        out, err = capsys.readouterr()
+        assert out == ""
+        assert err == (
+            f"wanconform: error: {flag}: {which}: their runs would share the store "
+            f"{store / 't'} (a trace's store is DIR/TRACE/); give each trace once, under "
+            "its own name\n"
+        )
+        assert not store.exists()
+    # each under its own name: y's restart finds an empty queue (R36: kept 0)
+    (tmp_path / "y" / "u.jsonl").write_text((tmp_path / "y" / "t.jsonl").read_text())
+    u = str(tmp_path / "y" / "u.jsonl")
+    assert main(["replay", "--engine", "both", "--steps", flag, str(store), x, u]) == 0
+    out = capsys.readouterr().out
+    assert f"{u}:2 restart_sender ny → ny restart, kept 0" in out
+    assert out.count("P1: held") == 2

@@ -478,6 +478,22 @@ def durable_stores(
     }
     if not chosen:
         return {}
+    if engine == "model":
+        raise WanconformError(
+            f"{next(iter(chosen))}: the model keeps no store; use --engine impl or both"
+        )
+    named: dict[str, str] = {}
+    for path in traces:  # each trace's store is DIR/TRACE/: two traces cannot share one
+        stem = Path(path).stem
+        if stem in named:
+            option, root = next(iter(chosen.items()))
+            first = named[stem]
+            which = f"{path} is given twice" if first == path else f"{first} and {path}"
+            raise WanconformError(
+                f"{option}: {which}: their runs would share the store {Path(str(root)) / stem} "
+                "(a trace's store is DIR/TRACE/); give each trace once, under its own name"
+            )
+        named[stem] = path
     folders: dict[str, list[Path | None]] = {path: [] for path in traces}
     engine_class = None
     for flag, directory in (("--dlq-dir", dlq_dir), ("--queue-dir", queue_dir)):
