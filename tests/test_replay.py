@@ -455,3 +455,34 @@ def test_two_traces_that_would_share_a_store_are_refused_before_any_work(
     out = capsys.readouterr().out
     assert f"{u}:2 restart_sender ny → ny restart, kept 0" in out
     assert out.count("P1: held") == 2
+
+
+def test_P5_v20_not_applicable_names_a_key_left_out_by_a_stopped_sender(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """R37: ny is stopped, so 1:1 is `not_queued`; §16.7 "P5 amended" leaves k out, the
+    only key, so P5 does not apply. The reason named only v1.2's (dropped, dead-lettered,
+    before a wipe), none of which happened here."""
+    path = write(
+        tmp_path,
+        PAIR,
+        '{"op":"stop_sender","sender":"ny"}',
+        '{"op":"put","site":1,"key":"k","value":{"v":1}}',
+        '{"op":"settle"}',
+    )
+    assert main(["replay", path, "--engine", "both", "--check-properties"]) == 0
+    out = capsys.readouterr().out
+    assert verdict_lines(out) == [
+        "P2: held (exempt, not queued (sender stopped): 1:1)",
+        "P3: not applicable: no event was applied",
+        "P4: not applicable: no event was shipped",
+        "P5: not applicable: no key left to compare at a settle with every site up: each "
+        "was dropped, dead-lettered, lost from a queue or not queued (a sender restarted "
+        "or stopped), or written before a wipe",
+        "P6: not applicable: no value was built from a delta",
+        "P7: not applicable: no sender has dlq_secure",
+    ]
+    assert out.splitlines()[-2:] == [
+        "  sites differ:",
+        '    k: site 1 {"v":1} [1,0,1], site 2 absent',
+    ]

@@ -255,6 +255,7 @@ class PropertyChecker:
         self._keys_written: set[str] = set()  # every key written so far (P5)
         self._keys_before_wipe: set[str] = set()  # written before the last wipe (P5)
         self._keys_dropped: set[str] = set()  # of a dropped event (P5)
+        self._lost_from_queue = False  # a queue_lost or not_queued event left a key out (P5)
         self._dead_lettered: dict[tuple[str, str], _Event] = {}  # (sender, event): R26
         self._held: dict[str, int] = {}  # key -> dead-letter records of it still held (P5)
         self._comparable: set[str] = set()  # written keys that nothing excludes from P5
@@ -702,6 +703,7 @@ class PropertyChecker:
             return  # an engine that loses what no queue holds
         event.stops.add(self._hop(sender))
         self._keys_dropped.add(event.key)
+        self._lost_from_queue = True
         self._exclude(event.key)
         if obs["kind"] == "queue_lost":
             reason = {
@@ -1072,6 +1074,12 @@ class PropertyChecker:
                 return self._held_back
             if not self._keys_written:
                 return "no key was written"
+            if self._lost_from_queue:  # v2.0, §16.7 "P5 amended"
+                return (
+                    "no key left to compare at a settle with every site up: each was "
+                    "dropped, dead-lettered, lost from a queue or not queued (a sender "
+                    "restarted or stopped), or written before a wipe"
+                )
             return (
                 "no key left to compare at a settle with every site up: each was "
                 "dropped, dead-lettered or written before a wipe"
