@@ -190,6 +190,72 @@ def test_a_queued_event_on_a_dispatcher_r29_does_not_route_it_to_is_refused(name
     )
 
 
+PARALLEL = parse_config(
+    {"sites": [1, 2], "regions": {"1": {"type": "partition", "total_num_buckets": 4}},
+     "senders": [{"id": "ny", "site": 1, "remote": 2, "parallel": True,
+                  "dispatcher_threads": 2, "batch_size": 2}]}
+)  # fmt: skip
+
+
+def _stopped_with_resend() -> dict[str, Any]:
+    """Keys a and e hash to 97 and 101: bucket 1 of 4, dispatcher 1 of 2 (R28, R29). With
+    batch_size 2 the second put sends [1:1, 1:2] from cursor 1 (cursor then 3, R31); the
+    stop abandons the batch: its members become `resend` in batch order (R37)."""
+    engine = model.Engine(PARALLEL)
+    for op in (
+        {"op": "put", "site": 1, "key": "a", "value": {"v": 1}},
+        {"op": "put", "site": 1, "key": "e", "value": {"v": 1}},
+        {"op": "stop_sender", "sender": "ny"},
+    ):
+        engine.apply(parse_op(op, PARALLEL))
+    doc = engine.checkpoint()
+    second = doc["state"]["senders"]["ny"]["dispatchers"][1]
+    assert (second["resend"], second["cursor"], second["memory_bytes"]) == (["1:1", "1:2"], 3, 14)
+    return doc
+
+
+@pytest.mark.parametrize("name", sorted(ENGINES))
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        # R31: bucket 1's FIFO is [1:1, 1:2]; a resend holds its oldest events, in order
+        ("resend", ["1:2"], "resend: not the oldest queued events of each bucket, in order (R31)"),
+        ("resend", ["1:2", "1:1"], "resend: not the oldest queued events of each bucket, in "
+         "order (R31)"),
+        # dispatcher 1 of 2 owns buckets {1, 3} of 4: 5 is odd but no bucket (R31)
+        ("cursor", 5, "cursor: not a bucket this dispatcher owns (R31)"),
+        ("on_disk", ["1:2", "1:2"], "on_disk: names an event twice"),
+    ],
+)  # fmt: skip
+def test_a_parallel_dispatcher_no_run_reaches_is_refused(
+    name: str, field: str, value: Any, message: str
+) -> None:
+    """Each of these was accepted: the model then raised KeyError at the deliver_ack of
+    the resent batch (resend [1:2]), or the engines ran on from a state R31 never makes."""
+    doc = _stopped_with_resend()
+    second = doc["state"]["senders"]["ny"]["dispatchers"][1]
+    second[field] = value
+    if field == "on_disk":
+        second["memory_bytes"] = 7  # 1:1 held in memory, so R35's check still passes
+    with pytest.raises(CheckpointError) as caught:
+        ENGINES[name].from_checkpoint(PARALLEL, doc, "c.json")
+    assert str(caught.value) == f"c.json: state.senders.ny.dispatchers[1].{message}"
+
+
+def test_a_dispatcher_that_owns_no_bucket_keeps_its_own_index_as_cursor() -> None:
+    """R31 with more dispatchers than buckets: dispatcher 1 of 2 over 1 bucket owns none, and
+    its cursor stays d = 1 (>= B): a state every run has, so it is accepted."""
+    config = parse_config(
+        {"sites": [1, 2], "regions": {"1": {"type": "partition", "total_num_buckets": 1}},
+         "senders": [{"id": "ny", "site": 1, "remote": 2, "parallel": True,
+                      "dispatcher_threads": 2}]}
+    )  # fmt: skip
+    doc = model.Engine(config).checkpoint()
+    assert [d["cursor"] for d in doc["state"]["senders"]["ny"]["dispatchers"]] == [0, 1]
+    for engine in ENGINES.values():
+        assert engine.from_checkpoint(config, doc, "c.json").checkpoint() == doc
+
+
 def test_replay_from_a_bad_checkpoint_is_exit_2(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

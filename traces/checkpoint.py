@@ -126,17 +126,29 @@ def check_fits(
                 )
     for sender_id, sender in state["senders"].items():
         at = f"{where}: state.senders.{sender_id}"
-        _check_dispatchers(config.sender(sender_id), sender, at, route)
+        spec = config.sender(sender_id)
+        _check_dispatchers(spec, sender, at, route, config.buckets(spec.site))
     return state
 
 
+def _bucket(key: str, buckets: int) -> int:
+    """R28: `|h(k) rem B|`, `h` Java's `String.hashCode` over UTF-16 code units."""
+    data = key.encode("utf-16-be", "surrogatepass")
+    h = 0
+    for i in range(0, len(data), 2):
+        h = (31 * h + (data[i] << 8 | data[i + 1])) & 0xFFFFFFFF
+    return abs(h - (1 << 32) if h >= 1 << 31 else h) % buckets
+
+
 def _check_dispatchers(
-    sender: SenderConfig, doc: dict[str, Any], at: str, route: Route | None
+    sender: SenderConfig, doc: dict[str, Any], at: str, route: Route | None, buckets: int
 ) -> None:
     """R29-R31: one dispatcher per dispatcher thread; each one's batch in flight is made of
-    its queued events (a serial one's first events, R13), the batch in the network is that
-    batch (R15), an ack answers it (R17); `resend`, `recovered` and `on_disk` name queued
-    events; a parallel dispatcher's cursor is a bucket it owns, a serial one has none."""
+    its queued events (a serial one's first events, R13; a parallel one's oldest events of
+    each bucket, R31), the batch in the network is that batch (R15), an ack answers it
+    (R17); `resend`, `recovered` and `on_disk` name queued events, each once (a parallel
+    one's `resend` also the oldest of each bucket, R31); a parallel dispatcher's cursor is
+    a bucket it owns, a serial one has none."""
     dispatchers = doc["dispatchers"]
     if len(dispatchers) != sender.dispatcher_threads:
         raise CheckpointError(
@@ -159,6 +171,8 @@ def _check_dispatchers(
         for name in ("resend", "recovered", "on_disk"):
             if not set(dispatcher[name]) <= queued:
                 raise CheckpointError(f"{here}.{name}: names an event that is not queued")
+            if len(set(dispatcher[name])) != len(dispatcher[name]):
+                raise CheckpointError(f"{here}.{name}: names an event twice")
         held = sum(
             size(e["value"]) for e in dispatcher["queue"] if e["event"] not in dispatcher["on_disk"]
         )
@@ -198,8 +212,29 @@ def _check_dispatchers(
         cursor = dispatcher["cursor"]
         if not sender.parallel and cursor is not None:
             raise CheckpointError(f"{here}.cursor: a serial dispatcher has no cursor (R31)")
-        if sender.parallel and (cursor is None or cursor % sender.dispatcher_threads != index):
+        if sender.parallel and (
+            cursor is None
+            or cursor % sender.dispatcher_threads != index
+            or (cursor >= buckets and cursor != index)  # a dispatcher with no bucket: its d
+        ):
             raise CheckpointError(f"{here}.cursor: not a bucket this dispatcher owns (R31)")
+        if sender.parallel:  # R31: a batch takes the oldest events of each bucket
+            fifo: dict[int, list[str]] = {}
+            for event in dispatcher["queue"]:
+                fifo.setdefault(_bucket(event["key"], buckets), []).append(event["event"])
+            bucket_of = {event: b for b, events in fifo.items() for event in events}
+            for name, ids in (
+                ("in_flight.events", in_flight["events"] if in_flight is not None else []),
+                ("resend", dispatcher["resend"]),
+            ):
+                taken: dict[int, list[str]] = {}
+                for event_id in ids:
+                    taken.setdefault(bucket_of[event_id], []).append(event_id)
+                if any(fifo[b][: len(events)] != events for b, events in taken.items()):
+                    raise CheckpointError(
+                        f"{here}.{name}: not the oldest queued events of each bucket, in "
+                        "order (R31)"
+                    )
         if sender.parallel and dispatcher["resend"] and in_flight is not None:
             raise CheckpointError(f"{here}.resend: a batch in flight left nothing to resend")
 
