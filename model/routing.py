@@ -7,29 +7,8 @@ Written as the spec says it, for the reader to check against it: Java's
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
+from traces.buckets import java_abs_rem, java_hash
 from traces.config import Config, SenderConfig
-
-
-def java_hash(key: str) -> int:
-    """Java's `String.hashCode`: `h = 31*h + c` for each UTF-16 code unit `c`, as a
-    signed 32-bit integer (a key outside the BMP counts its two surrogates)."""
-    units: Iterable[int]
-    if key.isascii():  # one code unit per character, the character's byte
-        units = key.encode("ascii")
-    else:
-        data = key.encode("utf-16-be", "surrogatepass")
-        units = [data[i] << 8 | data[i + 1] for i in range(0, len(data), 2)]
-    h = 0
-    for unit in units:
-        h = (31 * h + unit) & 0xFFFFFFFF
-    return h - (1 << 32) if h >= 1 << 31 else h
-
-
-def java_abs_rem(x: int, n: int) -> int:
-    """`|x rem n|` with Java's truncating `%` (n > 0)."""
-    return abs(x) % n
 
 
 def bucket_of(config: Config, site: int, key: str) -> int | None:

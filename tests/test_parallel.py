@@ -31,6 +31,7 @@ import impl
 import impl.state
 import model
 import model.routing
+import traces.buckets
 from conformance.running.run import run_trace
 from conftest import Run, replay
 from tools.planted_bugs import DispatcherForgetsItsTimer, RouteByKeyAndTime
@@ -58,7 +59,7 @@ HASHES = {
 }
 
 
-@pytest.mark.parametrize("java_hash", [model.routing.java_hash, impl.state.java_hash])
+@pytest.mark.parametrize("java_hash", [traces.buckets.java_hash, impl.state.java_hash])
 def test_r28_string_hashcode_over_utf16_code_units(java_hash: Any) -> None:
     assert {key: java_hash(key) for key in HASHES} == HASHES
 
@@ -78,7 +79,7 @@ def utf16_hash(key: str) -> int:
 @settings(max_examples=300, deadline=None)
 @given(st.text(alphabet=st.characters() | LONE_SURROGATES, max_size=40))
 def test_r28_hash_of_any_key_ascii_or_not(key: str) -> None:
-    assert model.routing.java_hash(key) == impl.state.java_hash(key) == utf16_hash(key)
+    assert traces.buckets.java_hash(key) == impl.state.java_hash(key) == utf16_hash(key)
 
 
 def test_r28_buckets_stay_right_when_the_model_forgets_them(

@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from traces.buckets import bucket_index
 from traces.canonical import canonical_json, size
 from traces.config import Config, SenderConfig
 from traces.errors import TraceError
@@ -131,15 +132,6 @@ def check_fits(
     return state
 
 
-def _bucket(key: str, buckets: int) -> int:
-    """R28: `|h(k) rem B|`, `h` Java's `String.hashCode` over UTF-16 code units."""
-    data = key.encode("utf-16-be", "surrogatepass")
-    h = 0
-    for i in range(0, len(data), 2):
-        h = (31 * h + (data[i] << 8 | data[i + 1])) & 0xFFFFFFFF
-    return abs(h - (1 << 32) if h >= 1 << 31 else h) % buckets
-
-
 def _check_dispatchers(
     sender: SenderConfig, doc: dict[str, Any], at: str, route: Route | None, buckets: int
 ) -> None:
@@ -221,7 +213,7 @@ def _check_dispatchers(
         if sender.parallel:  # R31: a batch takes the oldest events of each bucket
             fifo: dict[int, list[str]] = {}
             for event in dispatcher["queue"]:
-                fifo.setdefault(_bucket(event["key"], buckets), []).append(event["event"])
+                fifo.setdefault(bucket_index(event["key"], buckets), []).append(event["event"])
             bucket_of = {event: b for b, events in fifo.items() for event in events}
             for name, ids in (
                 ("in_flight.events", in_flight["events"] if in_flight is not None else []),
