@@ -7,6 +7,7 @@ and a start-up that imports only what the command uses."""
 
 from __future__ import annotations
 
+import argparse
 import os
 import random
 import re
@@ -27,7 +28,13 @@ from conformance.spark.campaign import delta_share, render, summarize
 from conformance.spark.check import LocalTrace, check_local
 from reports.render import write_report
 from traces.errors import WanconformError
-from traces.outputs import atomic_file, building_directory, check_output_directory, output_kind
+from traces.outputs import (
+    atomic_file,
+    building_directory,
+    check_output_directory,
+    check_outputs,
+    output_kind,
+)
 from traces.parquet import open_trace_set
 from traces.tracefile import open_trace
 from wanconform.cli import main
@@ -808,4 +815,27 @@ def test_force_replaces_an_output_directory_only_while_it_holds_only_what_was_wr
     check_output_directory(out, force=True)
     (out / "logs" / "site-1.jsonl").write_text('{"edited": 1}\n')
     with pytest.raises(WanconformError, match=r"and logs/site-1\.jsonl, which"):
+        check_output_directory(out, force=True)
+
+
+def test_force_replaces_an_output_directory_holding_a_file_wanconform_wrote_into_it(
+    tmp_path: Path,
+) -> None:
+    """A report written later into a campaign's directory (an output file of its own,
+    entered in that folder's ledger) does not stop --force from replacing the campaign;
+    once edited by hand, it does."""
+    out = tmp_path / "campaign"
+    with building_directory(out) as staging:
+        (staging / "campaign.json").write_text("{}")
+    args = argparse.Namespace(
+        output_files=("report",), output_directories=(), output_stdout=(), input_paths=(),
+        report=str(out / "again.html"), force=False,
+    )  # fmt: skip
+    check_outputs(args)
+    with atomic_file(out / "again.html") as temporary:
+        temporary.write_text("<p>again</p>")
+    assert (out / ".wanconform-written.json").exists()
+    check_output_directory(out, force=True)  # the report and the ledger are wanconform's
+    (out / "again.html").write_text("<p>edited</p>")
+    with pytest.raises(WanconformError, match=r"and again\.html, which wanconform"):
         check_output_directory(out, force=True)

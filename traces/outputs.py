@@ -81,8 +81,10 @@ def _contents(directory: Path) -> dict[str, str]:
 
 def _foreign(directory: Path) -> str | None:
     """The first file in an earlier output directory that wanconform did not write there
-    or that changed since, or None. (An output published before directories listed their
-    contents, on 2026-11-27, has only its marker to go by: None.)"""
+    or that changed since, or None. A file wanconform wrote there later as an output file
+    of its own (a report into a campaign's directory: `wrote`) is wanconform's too. (An
+    output published before directories listed their contents, on 2026-11-27, has only
+    its marker to go by: None.)"""
     try:
         listed = json.loads((directory / CONTENTS).read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -93,6 +95,9 @@ def _foreign(directory: Path) -> str | None:
         return CONTENTS
     for name, digest in sorted(_contents(directory).items()):
         if listed.get(name) != digest:
+            path = directory / name
+            if path.name == LEDGER or wrote(path):
+                continue
             return name
     return None
 
