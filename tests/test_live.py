@@ -361,8 +361,8 @@ def test_r26_an_operator_redelivers_the_dead_letters_and_the_store_keeps_the_res
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = live(
-        tmp_path, dead_lettering(PARALLEL), "--fail", "0.2", "--lifecycle", "0.08",
-        "--nemesis", "kill", "--duration", "4",
+        tmp_path, dead_lettering(PARALLEL), "--fail", "0.3", "--lifecycle", "0.2",
+        "--nemesis", "kill", "--duration", "6",
     )  # fmt: skip
     lines = steps(out, "site-1")
     waiting: list[str] = []  # ny's dead letters, as site 1's own lines say, in order
