@@ -56,7 +56,7 @@ def register(subparsers: Any) -> None:
     from conformance.search.examples import SHRINK_BUDGET
     from wanconform.options import add_shrink_budget
 
-    add_shrink_budget(parser, SHRINK_BUDGET, "with trace files, each failure group's example")
+    add_shrink_budget(parser, SHRINK_BUDGET, "each failure group's example (with trace files)")
     declare_outputs(parser, files=["output"], inputs=["traces"])
     parser.set_defaults(func=run)
 
