@@ -237,7 +237,8 @@ def _legend_lines(analysis: TopologyAnalysis, renamed: bool) -> list[tuple[str, 
             (
                 f"Duplicate deliveries (R23): "
                 f"{plural(len(analysis.duplicates), '(origin, site) pair')} "
-                "receive the same event along more than one path:",
+                f"{'receives' if len(analysis.duplicates) == 1 else 'receive'} the same "
+                "event along more than one path:",
                 "head",
             )
         )

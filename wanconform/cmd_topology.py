@@ -168,7 +168,8 @@ def format_table(analysis: TopologyAnalysis, names: Mapping[str, str] | None = N
         lines.append(
             "Verdict: UNSUPPORTED (R23): "
             f"{plural(len(analysis.duplicates), '(origin, site) pair')} "
-            "receive the same event along more than one path:"
+            f"{'receives' if len(analysis.duplicates) == 1 else 'receive'} the same event "
+            "along more than one path:"
         )
         for delivery in analysis.duplicates:
             paths = "; ".join(_path_text(p) for p in delivery.paths)

@@ -941,14 +941,15 @@ def summary_lines(
         lines.append(
             f"CAP REACHED: --max-states {bounds.max_states:,} passed at depth "
             f"{result.covered_depth + 1}: the bound {bounds.depth} was NOT covered; the "
-            f"figures are those of every behaviour of at most {result.covered_depth} "
-            "operations"
+            "figures are those of every behaviour of at most "
+            f"{plural(result.covered_depth, 'operation')}"
         )
     elif result.found:
         lines.append(
             f"{plural(len(result.found), 'violation')} found; {checked}P2-P9, P11 and P12 "
-            f"were checked on every behaviour of at most {result.covered_depth} operations "
-            "(P10 compares two runs: replay --check-properties)"
+            "were checked on every behaviour of at most "
+            f"{plural(result.covered_depth, 'operation')} (P10 compares two runs: replay "
+            "--check-properties)"
         )
     else:
         lines.append(
