@@ -47,10 +47,13 @@ def register(subparsers: Any) -> None:
         metavar="DIR",
         help="a store directory, or the --dlq-dir DIR of a run (holding one trace's store)",
     )
-    parser.add_argument("--sender", action="append", default=[], help="only this sender")
-    parser.add_argument("--key", action="append", default=[], help="only this key")
-    parser.add_argument("--exception", action="append", default=[], help="only this exception")
-    parser.add_argument("--event", action="append", default=[], help="only this event id")
+    repeat = "(repeat it for several; different filters must all match)"
+    parser.add_argument("--sender", action="append", default=[], help=f"only this sender {repeat}")
+    parser.add_argument("--key", action="append", default=[], help=f"only this key {repeat}")
+    parser.add_argument(
+        "--exception", action="append", default=[], help=f"only this exception {repeat}"
+    )
+    parser.add_argument("--event", action="append", default=[], help=f"only this event id {repeat}")
     parser.add_argument("--counts", action="store_true", help="count the records by exception")
     parser.add_argument(
         "--format", choices=("text", "jsonl", "csv", "parquet"), default="text",
