@@ -195,6 +195,8 @@ def run(args: argparse.Namespace) -> int:
     for flag in ("ops", "keys", "repeat"):
         if getattr(args, flag) < 1:
             raise WanconformError(f"--{flag}: must be at least 1, got {getattr(args, flag)}")
+    if args.ops > sys.maxsize:
+        raise WanconformError(f"--ops: at most {sys.maxsize}, got {args.ops}")
     from conformance import bench
 
     result = bench.engines(args.ops, args.keys, args.seed, args.repeat, say)
