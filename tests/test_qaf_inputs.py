@@ -25,3 +25,15 @@ def test_bench_ops_beyond_a_list_is_one_line(capsys: pytest.CaptureFixture[str])
     # was a traceback: ValueError from islice() deep in steady_workload
     assert main(["bench", "--ops", str(2**70)]) == 2
     assert one_error(capsys) == (f"wanconform: error: --ops: at most {sys.maxsize}, got {2**70}")
+
+
+def test_bench_segments_of_a_bad_trace_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # was a traceback: RuntimeError "model: exit 2: ..." from the first timed run
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    assert main(["bench", "--segments", str(empty)]) == 2
+    assert one_error(capsys) == (
+        f'wanconform: error: {empty}:1: empty trace: the first line must be {{"config": {{...}}}}'
+    )

@@ -425,9 +425,9 @@ def run_segments(args: argparse.Namespace) -> int:
 
     from conformance import bench
     from conformance.spark.segments import SEGMENT_OPS
-    from traces.files import read_chunks
+    from traces.tracefile import open_trace
 
-    next(read_chunks(args.segments, "a trace file", size=1), None)  # readable: else one line
+    open_trace(args.segments)  # a valid trace: else one line, before any run
     available = len(os.sched_getaffinity(0))
     cores = available if args.cores is None else args.cores
     if not 1 <= cores <= available:
