@@ -37,3 +37,19 @@ def test_bench_segments_of_a_bad_trace_is_one_line(
     assert one_error(capsys) == (
         f'wanconform: error: {empty}:1: empty trace: the first line must be {{"config": {{...}}}}'
     )
+
+
+def test_replay_checkpoint_onto_its_own_from_is_refused_even_with_force(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # `--from ck --checkpoint ck --force` replaced the input checkpoint
+    ck = tmp_path / "ck.json"
+    assert main(["replay", TRACE, "--checkpoint", str(ck)]) == 0
+    capsys.readouterr()
+    before = ck.read_bytes()
+    assert main(["replay", TRACE, "--from", str(ck), "--checkpoint", str(ck), "--force"]) == 2
+    assert one_error(capsys) == (
+        f"wanconform: error: {ck}: is an input, and the output --checkpoint is it; give "
+        "the output a path of its own"
+    )
+    assert ck.read_bytes() == before

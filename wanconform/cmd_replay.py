@@ -154,7 +154,7 @@ def register(subparsers: Any) -> None:
     )
     add_settle_cap(parser)
     add_segment_arguments(parser, "trace")
-    declare_outputs(parser, files=["report", "checkpoint"], inputs=["traces"])
+    declare_outputs(parser, files=["report", "checkpoint"], inputs=["traces", "start"])
     parser.set_defaults(func=run)
 
 
