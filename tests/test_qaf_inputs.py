@@ -3,6 +3,7 @@ written."""
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -53,3 +54,21 @@ def test_replay_checkpoint_onto_its_own_from_is_refused_even_with_force(
         "the output a path of its own"
     )
     assert ck.read_bytes() == before
+
+
+def test_a_checkpoint_position_of_true_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # `"operations": true` was taken as 1: the state after 11 operations run from the 2nd
+    ck = tmp_path / "ck.json"
+    assert main(["replay", TRACE, "--checkpoint", str(ck)]) == 0
+    capsys.readouterr()
+    doc = json.loads(ck.read_text())
+    doc["position"]["operations"] = True
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(doc))
+    assert main(["replay", TRACE, "--engine", "both", "--from", str(bad)]) == 2
+    assert one_error(capsys) == (
+        f"wanconform: error: {bad}: position.operations: True is not an operation count "
+        f"of {TRACE} (0..11)"
+    )

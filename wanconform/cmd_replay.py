@@ -526,7 +526,12 @@ def from_checkpoint(args: argparse.Namespace, source: Source, engine: str) -> di
     check_fits(source.config, doc, name)
     operations = doc.get("position", {}).get("operations", 0)
     count = source.op_count
-    if not isinstance(operations, int) or count is None or not 0 <= operations <= count:
+    if (
+        not isinstance(operations, int)
+        or isinstance(operations, bool)  # JSON true is not an operation count
+        or count is None
+        or not 0 <= operations <= count
+    ):
         raise CheckpointError(
             f"{name}: position.operations: {operations!r} is not an operation count of "
             f"{source.name} (0..{source.op_count})"
