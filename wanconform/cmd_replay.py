@@ -30,6 +30,7 @@ from conformance.running.stores import (
 from impl.dlq_store import check_directory
 from traces.canonical import canonical_json
 from traces.config import Config, SenderConfig
+from traces.config import show as show_value
 from traces.engine import DEFAULT_IMPL, EngineFactory, load_impl
 from traces.errors import WanconformError
 from traces.logfile import LogSource
@@ -533,7 +534,7 @@ def from_checkpoint(args: argparse.Namespace, source: Source, engine: str) -> di
         or not 0 <= operations <= count
     ):
         raise CheckpointError(
-            f"{name}: position.operations: {operations!r} is not an operation count of "
+            f"{name}: position.operations: {show_value(operations)} is not an operation count of "
             f"{source.name} (0..{source.op_count})"
         )
     built = impl_class(args.impl)
