@@ -746,3 +746,21 @@ def test_a_checkpoint_position_of_true_is_refused(
         f"wanconform: error: {bad}: position.operations: true is not an operation count "
         f"of {_ELEVEN} (0..11)"
     )
+
+
+def test_an_output_inside_an_input_directory_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # `convert SET --out SET/ops/x` wrote JSON Lines into the Parquet set, which then no
+    # longer read; now refused before any work, the set untouched
+    trace_set = tmp_path / "set"
+    assert main(["convert", _ELEVEN, "--out", str(trace_set)]) == 0
+    capsys.readouterr()
+    before = sorted(str(p) for p in trace_set.rglob("*"))
+    inside = trace_set / "ops" / "x"
+    assert main(["convert", str(trace_set), "--out", str(inside)]) == 2
+    assert _one_error(capsys) == (
+        f"wanconform: error: {trace_set}: is an input directory, and the output --out "
+        f"({inside}) is inside it; give the output a path of its own"
+    )
+    assert sorted(str(p) for p in trace_set.rglob("*")) == before

@@ -286,6 +286,11 @@ def check_outputs(args: argparse.Namespace) -> None:
                         f"{'is it' if source == real else 'holds it'}; give the output a "
                         "path of its own"
                     )
+                if source.is_dir() and source in real.parents:  # a trace set, a store
+                    raise WanconformError(
+                        f"{value}: is an input directory, and the output --{output} ({path}) "
+                        "is inside it; give the output a path of its own"
+                    )
     for dest in getattr(args, "output_files", ()):
         value = getattr(args, dest, None)
         if value is not None and not (value == "-" and dest in stdout):
