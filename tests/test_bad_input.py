@@ -764,3 +764,19 @@ def test_an_output_inside_an_input_directory_is_refused(
         f"({inside}) is inside it; give the output a path of its own"
     )
     assert sorted(str(p) for p in trace_set.rglob("*")) == before
+
+
+def test_an_output_inside_a_dead_letter_store_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # `dlq STORE -o STORE/x.csv` wrote into the store, which the docs say is never changed
+    store = tmp_path / "store"
+    store.mkdir()
+    (store / "ny.dlq").write_bytes(b"")
+    inside = store / "x.csv"
+    assert main(["dlq", str(store), "--format", "csv", "-o", str(inside)]) == 2
+    assert _one_error(capsys) == (
+        f"wanconform: error: {store}: is an input directory, and the output --output "
+        f"({inside}) is inside it; give the output a path of its own"
+    )
+    assert sorted(p.name for p in store.iterdir()) == ["ny.dlq"]

@@ -102,6 +102,21 @@ def _foreign(directory: Path) -> str | None:
     return None
 
 
+_STORE_SUFFIXES = (".dlq", ".queue")
+"""The files of a dead-letter store and of a queue store (`impl.dlq_store.SUFFIX`,
+`impl.queue_store.SUFFIX`)."""
+
+
+def _kept(directory: Path) -> bool:
+    """Is `directory` one whose files wanconform reads back as a whole: one of its
+    outputs (a trace set, a campaign, a live run ...), or a dead-letter or queue store?"""
+    if not directory.is_dir():
+        return False
+    if output_kind(directory) is not None:
+        return True
+    return any(path.suffix in _STORE_SUFFIXES for path in directory.iterdir())
+
+
 def _fail(path: str | os.PathLike[str], why: str) -> WanconformError:
     return WanconformError(f"{os.fspath(path)}: cannot write: {why}")
 
@@ -286,7 +301,7 @@ def check_outputs(args: argparse.Namespace) -> None:
                         f"{'is it' if source == real else 'holds it'}; give the output a "
                         "path of its own"
                     )
-                if source.is_dir() and source in real.parents:  # a trace set, a store
+                if source in real.parents and _kept(source):  # a trace set, a store
                     raise WanconformError(
                         f"{value}: is an input directory, and the output --{output} ({path}) "
                         "is inside it; give the output a path of its own"
