@@ -62,7 +62,14 @@ def test_replay_reports_the_capped_settle_and_the_cap_is_settable(
     with pytest.raises(SystemExit) as exit_status:
         main([*command, "--settle-cap", "0"])
     assert exit_status.value.code == 2
-    assert "argument --settle-cap: must be a positive integer, got '0'" in capsys.readouterr().err
+    assert "argument --settle-cap: must be at least 1, got 0" in capsys.readouterr().err
+    for text, said in (
+        ("١٢", "not an integer: '١٢'"),  # digits, but not ASCII ones (as --segment-ops)
+        (str(2**70), f"must be at most {2**63 - 1}, got {2**70}"),
+    ):
+        with pytest.raises(SystemExit):
+            main([*command, "--settle-cap", text])
+        assert f"argument --settle-cap: {said}" in capsys.readouterr().err
 
 
 def test_a_campaign_summary_and_report_name_the_traces_whose_settle_stopped_at_the_cap(

@@ -16,7 +16,7 @@ from typing import Any
 
 from traces.outputs import declare_outputs
 from traces.text import plural
-from wanconform.cmd_replay import non_negative_int, positive_int
+from wanconform.options import non_negative_int, positive_int
 
 
 def probability(text: str) -> float:

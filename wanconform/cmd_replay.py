@@ -38,7 +38,7 @@ from traces.ops import Op, op_to_json
 from traces.outputs import declare_outputs
 from traces.text import plural, printable
 from traces.tracefile import open_trace, where
-from wanconform.options import add_settle_cap
+from wanconform.options import add_settle_cap, positive_int
 from wanconform.progress import Progress
 
 if TYPE_CHECKING:
@@ -185,25 +185,6 @@ def add_segment_arguments(
         parser.add_argument(
             "--master", default=None, help="Spark master for the segments (default: local)"
         )
-
-
-def int_at_least(least: int) -> Callable[[str], int]:
-    """An argparse type: an integer >= `least`."""
-
-    def parse(text: str) -> int:
-        try:
-            number = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-        if number < least:
-            raise argparse.ArgumentTypeError(f"must be at least {least}, got {number}")
-        return number
-
-    return parse
-
-
-positive_int = int_at_least(1)
-non_negative_int = int_at_least(0)
 
 
 def segmented(

@@ -24,7 +24,8 @@ from traces.errors import WanconformError
 from traces.eventlog import event_log_files
 from traces.logfile import LogSource, open_log
 from traces.outputs import declare_outputs
-from wanconform.cmd_replay import add_segment_arguments, non_negative_int, replay_sources
+from wanconform.cmd_replay import add_segment_arguments, replay_sources
+from wanconform.options import non_negative_int
 from wanconform.progress import Progress
 
 NO_EXAMPLE = (

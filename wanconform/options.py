@@ -4,21 +4,40 @@ from __future__ import annotations
 
 import argparse
 import os
+from collections.abc import Callable
 
 from traces.engine import SETTLE_CAP, SETTLE_CAP_VARIABLE
 
+INT64_MAX = 2**63 - 1
 
-def _positive(text: str) -> int:
-    if not text.isdigit() or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
-    return int(text)
+
+def int_at_least(least: int) -> Callable[[str], int]:
+    """An argparse type: an integer from `least` to 2^63 - 1, in ASCII digits (a sign
+    and surrounding spaces allowed)."""
+
+    def parse(text: str) -> int:
+        digits = text.strip().removeprefix("-").removeprefix("+")
+        if not (digits.isascii() and digits.isdigit()):
+            raise argparse.ArgumentTypeError(f"not an integer: {text!r}")
+        number = int(text)
+        if number < least:
+            raise argparse.ArgumentTypeError(f"must be at least {least}, got {number}")
+        if number > INT64_MAX:
+            raise argparse.ArgumentTypeError(f"must be at most {INT64_MAX}, got {number}")
+        return number
+
+    return parse
+
+
+positive_int = int_at_least(1)
+non_negative_int = int_at_least(0)
 
 
 def add_settle_cap(parser: argparse.ArgumentParser) -> None:
     """`--settle-cap N`: R25's cap on a settle's inner operations, for both engines."""
     parser.add_argument(
         "--settle-cap",
-        type=_positive,
+        type=positive_int,
         default=None,
         metavar="N",
         help=f"stop each settle after N inner operations (default {SETTLE_CAP:,}, R25's): "
