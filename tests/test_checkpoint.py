@@ -347,3 +347,17 @@ def test_steps_from_a_checkpoint_name_the_batch_in_flight_it_started_with(
     # the statistics count the observations of this run (operations 8-11), not the
     # checkpoint's
     assert "in Geode's statistics (docs/GEODE_STATS.md), over the 4 operations replayed" in out
+
+
+def test_a_checkpoint_with_a_byte_order_mark_is_read_as_without(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # an editor that saves UTF-8 with a BOM: accepted, as in a trace or configuration file
+    trace = str(ROOT / "traces" / "examples" / "batching_by_size.jsonl")
+    plain, marked = tmp_path / "c.json", tmp_path / "bom.json"
+    assert main(["replay", trace, "--checkpoint", str(plain)]) == 0
+    marked.write_text("\ufeff" + plain.read_text(encoding="utf-8"), encoding="utf-8")
+    assert read_checkpoint(marked) == read_checkpoint(plain)
+    capsys.readouterr()
+    assert main(["replay", trace, "--engine", "both", "--from", str(marked)]) == 0
+    assert "11 operations" in capsys.readouterr().out

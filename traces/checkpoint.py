@@ -31,7 +31,7 @@ from traces.canonical import canonical_json, size
 from traces.config import Config, SenderConfig
 from traces.errors import TraceError
 from traces.files import read_text
-from traces.tracefile import surrogate_problem
+from traces.tracefile import BOM, surrogate_problem
 
 FORMAT = "wanconform-checkpoint"
 VERSION = 2
@@ -343,7 +343,8 @@ def _integers_only(token: str) -> Any:
 def read_checkpoint(path: str | os.PathLike[str]) -> dict[str, Any]:
     """A checkpoint file, parsed and checked against the schema (not yet the config)."""
     name = os.fspath(path)
-    text = read_text(name, "checkpoint", CheckpointError)
+    # a byte order mark at the start is accepted, as in a trace or configuration file
+    text = read_text(name, "checkpoint", CheckpointError).removeprefix(BOM)
     try:
         doc = json.loads(text, parse_float=_integers_only, parse_constant=_integers_only)
     except _NotAnInteger as exc:
