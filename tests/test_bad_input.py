@@ -780,3 +780,27 @@ def test_an_output_inside_a_dead_letter_store_is_refused(
         f"({inside}) is inside it; give the output a path of its own"
     )
     assert sorted(p.name for p in store.iterdir()) == ["ny.dlq"]
+
+
+def test_ctrl_c_names_the_stores_a_run_keeps(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C writes no output, but the durable stores of --dlq-dir/--queue-dir keep what
+    the run put in them (they are durable): the interrupt's line says where."""
+    import conformance.running.stores
+
+    def interrupt(*_: object, **__: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("wanconform.cmd_replay.replay_sources", interrupt)
+    # the interrupt would stop this worker's Spark session, which other tests share
+    monkeypatch.delitem(sys.modules, "conformance.spark.glue", raising=False)
+    dlq = tmp_path / "dlq"
+    assert main(["replay", _ELEVEN, "--engine", "both", "--dlq-dir", str(dlq)]) == 130
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        f"wanconform: interrupted: nothing written but to the stores in {dlq}, which keep "
+        "what the run put in them"
+    )
+    assert main(["replay", _ELEVEN]) == 130  # a later command of this process: none
+    assert capsys.readouterr().err.splitlines()[-1] == "wanconform: interrupted: nothing written"
+    assert conformance.running.stores.OPENED == []

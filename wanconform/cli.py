@@ -107,6 +107,9 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    stores = sys.modules.get("conformance.running.stores")
+    if stores is not None:
+        stores.OPENED.clear()  # this command's, not an earlier one's in this process
     try:
         words = sys.argv[1:] if argv is None else list(argv)
         args = build_parser(words).parse_args(words)
@@ -138,10 +141,19 @@ def spark_interrupted() -> bool:
 
 def interrupted() -> int:
     """Ctrl-C: every output is written whole or not at all (`traces.outputs`), so an
-    interrupted command wrote nothing; Spark's JVM is stopped with it. Exit 130."""
+    interrupted command wrote nothing, but to the durable stores it was given (`--dlq-dir`,
+    `--queue-dir`), which keep what the run put in them; Spark's JVM is stopped with it.
+    Exit 130."""
     glue = sys.modules.get("conformance.spark.glue")
     if glue is not None:
         glue.abandon()
     erase()
-    print("wanconform: interrupted: nothing written", file=sys.stderr, flush=True)
+    stores = sys.modules.get("conformance.running.stores")
+    opened = list(getattr(stores, "OPENED", ())) if stores is not None else []
+    kept = (
+        f" but to the stores in {', '.join(map(str, opened))}, which keep what the run put in them"
+        if opened
+        else ""
+    )
+    print(f"wanconform: interrupted: nothing written{kept}", file=sys.stderr, flush=True)
     return 130

@@ -34,6 +34,11 @@ def store_engine_class(
     return engine_class
 
 
+OPENED: list[Path] = []
+"""The store directories this process has used (`store_root`): an interrupted command
+says they keep what the run put in them (`wanconform.cli.interrupted`)."""
+
+
 def store_root(flag: str, directory: str | Path) -> Path:
     """The directory of `--dlq-dir` or `--queue-dir` (each trace's store goes into
     DIR/TRACE/): made, with its parents, if it is missing; one line if it cannot be
@@ -48,6 +53,8 @@ def store_root(flag: str, directory: str | Path) -> Path:
             ) from None
     if not path.is_dir():
         raise WanconformError(f"{flag}: {directory}: exists and is not a directory")
+    if path not in OPENED:
+        OPENED.append(path)
     return path
 
 
