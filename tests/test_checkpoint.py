@@ -227,7 +227,7 @@ def _stopped_with_resend() -> dict[str, Any]:
         ("on_disk", ["1:2", "1:2"], "on_disk: names an event twice"),
     ],
 )  # fmt: skip
-def test_a_parallel_dispatcher_no_run_reaches_is_refused(
+def test_r31_a_parallel_dispatcher_no_run_reaches_is_refused(
     name: str, field: str, value: Any, message: str
 ) -> None:
     """Each of these was accepted: the model then raised KeyError at the deliver_ack of
@@ -242,7 +242,7 @@ def test_a_parallel_dispatcher_no_run_reaches_is_refused(
     assert str(caught.value) == f"c.json: state.senders.ny.dispatchers[1].{message}"
 
 
-def test_a_dispatcher_that_owns_no_bucket_keeps_its_own_index_as_cursor() -> None:
+def test_r31_a_dispatcher_that_owns_no_bucket_keeps_its_own_index_as_cursor() -> None:
     """R31 with more dispatchers than buckets: dispatcher 1 of 2 over 1 bucket owns none, and
     its cursor stays d = 1 (>= B): a state every run has, so it is accepted."""
     config = parse_config(

@@ -207,7 +207,7 @@ def _check_dispatchers(
         if sender.parallel and (
             cursor is None
             or cursor % sender.dispatcher_threads != index
-            or (cursor >= buckets and cursor != index)  # a dispatcher with no bucket: its d
+            or (cursor >= buckets and cursor != index)  # one owning no bucket keeps its index
         ):
             raise CheckpointError(f"{here}.cursor: not a bucket this dispatcher owns (R31)")
         if sender.parallel:  # R31: a batch takes the oldest events of each bucket

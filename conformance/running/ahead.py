@@ -129,7 +129,9 @@ class Ahead:
         return self._records.read(len(expected)) == expected
 
     def next_step_is(self, observations: list[Observation]) -> bool:
-        """`next_is` for a step's observations (one call: it comes at every operation)."""
+        """`next_is(OBSERVED, ...)` for a step's observations, `record`'s step form written
+        out here: it comes at every operation, where two more calls cost 1% of the
+        model's time."""
         text = observations_text(observations, self._encode)
         expected = _STEP.pack(OBSERVED, len(text)) + text
         return self._records.read(len(expected)) == expected
