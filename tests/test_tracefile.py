@@ -17,10 +17,24 @@ import traces.tracefile
 from traces.canonical import canonical_json
 from traces.config import parse_config
 from traces.errors import TraceError
+from traces.ops import (
+    EVENT_LOG_FIELD_KINDS,
+    FIELD_KINDS,
+    Deliver,
+    DeliverAck,
+    Flush,
+    Op,
+    Put,
+    Settle,
+    SiteUp,
+    Tick,
+    op_to_json,
+    parse_op,
+)
 from traces.ops import OP_NAMES as ALL_OP_NAMES
-from traces.ops import Deliver, DeliverAck, Op, Put, Settle, SiteUp, Tick, op_to_json
 from traces.tracefile import (
     Reader,
+    fast_object_path,
     fast_path,
     open_trace,
     read_trace,
@@ -288,6 +302,40 @@ def test_fast_path_never_accepts_what_the_precise_validator_rejects(data: st.Dat
             taken = fast(candidate)
             if taken is not None:
                 assert precise_verdict(candidate) == taken, candidate
+
+
+@settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data(), event_log=st.booleans())
+def test_the_fast_object_path_never_accepts_what_parse_op_rejects(
+    data: st.DataObject, event_log: bool
+) -> None:
+    # A log line's operation, decoded: `fast_object_path` (msgspec's strict conversion)
+    # makes the Op `parse_op` makes, or leaves it to `parse_op`.
+    obj = data.draw(op_objects())
+    if event_log and data.draw(st.booleans()):
+        obj["op"] = data.draw(st.sampled_from(["flush", "timeout"]))
+    kinds = EVENT_LOG_FIELD_KINDS if event_log else FIELD_KINDS
+    fast = fast_object_path(CONFIG, event_log)
+    for line in encodings(obj):
+        try:
+            decoded = traces.tracefile.decode_line(line.decode("utf-8"))  # as `Reader.decode`
+        except ValueError:
+            continue
+        taken = fast(decoded)
+        if taken is not None:
+            assert parse_op(decoded, CONFIG, kinds) == taken, line
+
+
+def test_the_fast_object_path_takes_what_a_system_logs() -> None:
+    fast = fast_object_path(CONFIG, event_log=True)
+    assert fast({"op": "flush", "sender": "ny", "dispatcher": 0}) == Flush("ny", 0)
+    assert fast({"op": "put", "site": 1, "key": "k", "value": {"n": 1}}) == Put(1, "k", {"n": 1})
+    assert fast({"op": "tick", "ms": 5}) is None  # not an event log's: parse_op says so
+    assert (
+        fast({"op": "flush", "sender": "ny", "dispatcher": 1}) is None
+    )  # batch_size 4, 1 dispatcher
+    assert fast({"op": "put", "site": True, "key": "k", "value": {}}) is None
+    assert fast_object_path(CONFIG)({"op": "tick", "ms": 5}) == Tick(5)
 
 
 def test_fast_and_precise_verdicts_on_chosen_lines() -> None:

@@ -32,12 +32,16 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Union
 
-from traces.config import Config, int64_error, json_kind
+import msgspec
+import orjson
+
+from traces.config import INT64_MAX, Config, int64_error, json_kind
 from traces.errors import TraceError
-from traces.logfile import LogEntry, _LogReader
+from traces.logfile import LogEntry, _LogReader, observation_structs
 from traces.ops import (
     EVENT_LOG_FIELD_KINDS,
     Deliver,
@@ -50,7 +54,7 @@ from traces.ops import (
     Tick,
     parse_op,
 )
-from traces.tracefile import PROGRESS_EVERY, file_lines, where
+from traces.tracefile import PROGRESS_EVERY, file_lines, op_builder, op_struct_fields, where
 
 FORM = "events"
 VERSION = 1
@@ -62,7 +66,7 @@ Lane = tuple[str, int]
 """(sender id, dispatcher index)."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class EventLine:
     """One line of a process's event log."""
 
@@ -75,6 +79,8 @@ class EventLine:
 
 class _EventReader(_LogReader):
     """One process's file: its header, then its lines, each validated."""
+
+    event_log = True
 
     def __init__(self, name: str) -> None:
         super().__init__(name)
@@ -90,15 +96,19 @@ class _EventReader(_LogReader):
             if decoded is not None:
                 self.config = self.header(*decoded)
                 break
-        for number, line in numbered:
-            decoded = self.decode(number, line)
-            if decoded is not None:
-                yield self.event(number, *decoded)
-        if self.config is None:
+        else:
             raise TraceError(
                 f"{where(self.name, 1)}: empty event log: the first line must be "
                 '{"log": "events", "version": 1, "process": ..., "config": {...}} (docs/LOG.md)'
             )
+        fast = _fast_lines(self.config)
+        for number, line in numbered:
+            if (event := self.fast(fast, number, line)) is not None:
+                yield event
+                continue
+            decoded = self.decode(number, line)
+            if decoded is not None:
+                yield self.event(number, *decoded)
 
     def header(self, here: str, raw: Any) -> Config:
         if not isinstance(raw, dict) or raw.get("log") != FORM:
@@ -125,7 +135,7 @@ class _EventReader(_LogReader):
         self.process = process
         return self._config(here, {"config": raw["config"]})
 
-    def operation(self, here: str, raw: Any) -> Op:
+    def precise_operation(self, here: str, raw: Any) -> Op:
         assert self.config is not None
         try:
             return parse_op(raw, self.config, EVENT_LOG_FIELD_KINDS)
@@ -169,6 +179,53 @@ class _EventReader(_LogReader):
             batch_id = sent[0] if sent else 0
         return EventLine(here, t, at, entry, batch_id or 0)
 
+    def fast(self, lines: _FastLines, number: int, line: bytes) -> EventLine | None:
+        """`event` of a line, quicker: the same EventLine, or None when the precise path
+        must decide (which then accepts the line or says what is wrong; see `_FastLines`)."""
+        if b"." in line:  # a fraction (orjson writes 1.5 back as it was), or a dotted name
+            return None
+        try:
+            raw = orjson.loads(line)
+            if orjson.dumps(raw) != line:  # a key twice, a lone surrogate, spaces, ...
+                return None
+            struct = lines.decode(line)
+        except (orjson.JSONDecodeError, msgspec.MsgspecError, RecursionError):
+            return None
+        allowed = lines.fields[type(struct)]
+        if (
+            "state" in raw  # (a rare line)
+            or (
+                not allowed.issuperset(raw)
+                and any(name not in allowed and name[:1] != "_" for name in raw)
+            )
+        ):
+            return None
+        t, at, batch_id = struct.t, struct.at, struct.batch_id
+        if (
+            t < self.last_t
+            or (self.has_at is not None and (at is not UNSET) is not self.has_at)
+            or (at is not UNSET and at < self.last_at)
+        ):
+            return None
+        op = lines.op_of(struct)
+        if op is None:
+            return None
+        network = type(op) in NETWORK_OPS
+        if network is (batch_id is UNSET):
+            return None
+        if self.has_at is None:
+            self.has_at = at is not UNSET
+        self.last_t = t
+        if at is not UNSET:
+            self.last_at = at
+        observed = raw["observed"]
+        if type(op) is Flush:
+            sent = [o["batch_id"] for o in observed if o["kind"] == "sent"]
+            batch_id = sent[0] if sent else 0
+        here = where(self.name, number)
+        entry = LogEntry(number, op, observed, None)
+        return EventLine(here, t, -1 if at is UNSET else at, entry, batch_id or 0)
+
     def finer(self, here: str, at: Any) -> int:
         """A line's `at`: on every line of the file or on none, an integer that never
         runs back (on the same clock as `t`, finer); -1 when the file has none."""
@@ -184,6 +241,59 @@ class _EventReader(_LogReader):
             return -1
         self.last_at = _clock_reading(here, "at", at, self.last_at)
         return self.last_at
+
+
+@dataclass(frozen=True, slots=True)
+class _FastLines:
+    """The fast validator of a configuration's event log lines (`_EventReader.fast`): a
+    msgspec Struct per operation, its fields (strict types, 64-bit bounds: SPEC §3) and
+    the line's (`t`, `at`, `batch_id`, and `observed`, each observation typed by its kind
+    as `traces.logfile.observation_structs` says), other fields ignored; Python checks
+    the rest. The line is also decoded by orjson, taken only if orjson writes it back as
+    the very same bytes (so no key appeared twice, nothing was half a surrogate pair),
+    for the dicts the model's observations are compared with. Anything else, or a line
+    that breaks a rule across lines (time running back, `at` on some lines only), goes to
+    the precise path, which accepts it or says what is wrong: the fast one never accepts
+    what that rejects, and makes the same EventLine (tests/test_eventlog.py)."""
+
+    decode: Callable[[bytes], Any]
+    fields: dict[Any, frozenset[str]]  # per Struct, every field a line of it may have
+    op_of: Callable[[Any], Op | None]
+
+
+UNSET = msgspec.UNSET
+_CLOCK = Annotated[int, msgspec.Meta(ge=0, le=INT64_MAX)]
+_LINE_FIELDS = [
+    ("t", _CLOCK),
+    ("observed", list[observation_structs()]),  # type: ignore[misc]
+    ("at", Union[_CLOCK, msgspec.UnsetType], msgspec.UNSET),  # noqa: UP007
+    (
+        "batch_id",
+        Union[Annotated[int, msgspec.Meta(ge=1, le=INT64_MAX)], msgspec.UnsetType],  # noqa: UP007
+        msgspec.UNSET,
+    ),
+]
+
+
+@lru_cache(maxsize=16)
+def _fast_lines(config: Config) -> _FastLines:
+    build: dict[Any, tuple[Any, bool]] = {}
+    fields: dict[Any, frozenset[str]] = {}
+    senders = tuple(s.id for s in config.senders)
+    for name, (op_type, struct_fields, unset) in op_struct_fields(
+        config.sites, senders, event_log=True
+    ).items():
+        struct = msgspec.defstruct(
+            f"Line{op_type.__name__}",
+            struct_fields + _LINE_FIELDS,
+            tag_field="op",
+            tag=name,
+            kw_only=True,  # (the Op's fields first, for `op_builder`)
+        )
+        build[struct] = (op_type, unset)
+        fields[struct] = frozenset(["op", *struct.__struct_fields__])
+    decoder = msgspec.json.Decoder(Union[tuple(build)])  # noqa: UP007
+    return _FastLines(decoder.decode, fields, op_builder(config, build))
 
 
 def _shown(value: Any) -> str:
@@ -249,25 +359,30 @@ def _merge(streams: list[Iterator[EventLine]], arrange: Arrange) -> Iterator[tup
             received[_lane(op)] = max(received.get(_lane(op), 0), line.batch_id)
 
     while True:
-        times = [(line.t, line.at) for line in heads if line is not None]
-        if not times:
+        t = at = -1  # the next instant: the earliest (t, at) among the heads
+        for head in heads:
+            if head is not None and (t < 0 or head.t < t or (head.t == t and head.at < at)):
+                t, at = head.t, head.at
+        if t < 0:
             return
-        now = min(times)
-        first = now[0]
         block: list[list[EventLine]] = []
-        for index, stream in enumerate(streams):
+        sequences = 0  # how many processes have lines at it
+        for index, head in enumerate(heads):
             lines = []
-            while (line := heads[index]) is not None and (line.t, line.at) == now:
-                lines.append(line)
-                heads[index] = next(stream, None)
+            if head is not None and head.t == t and head.at == at:
+                sequences += 1
+                stream = streams[index]
+                while head is not None and head.t == t and head.at == at:
+                    lines.append(head)
+                    head = next(stream, None)
+                heads[index] = head
             block.append(lines)
-        if first > clock:
+        if t > clock:
             where_first = next(lines[0] for lines in block if lines).where
-            yield where_first, LogEntry(0, Tick(first - clock), [], None)
-            clock = first
-        sequences = [lines for lines in block if lines]
-        if len(sequences) == 1:  # one process's lines: their own order is the only one
-            for line in sequences[0]:
+            yield where_first, LogEntry(0, Tick(t - clock), [], None)
+            clock = t
+        if sequences == 1:  # one process's lines: their own order is the only one
+            for line in next(lines for lines in block if lines):
                 if not ready(line):
                     raise TraceError(_unexplained(line, [h for h in heads if h is not None]))
                 take(line)

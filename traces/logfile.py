@@ -19,7 +19,10 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from functools import cache
+from typing import Any, Union
+
+import msgspec
 
 from traces.config import Config, JsonNumber, int64_error, json_kind
 from traces.errors import TraceError
@@ -29,6 +32,7 @@ from traces.tracefile import (
     NUMBERS_KEPT,
     PROGRESS_EVERY,
     Reader,
+    fast_object_path,
     file_lines,
     numbered_lines,
     where,
@@ -38,7 +42,7 @@ STATE_FIELDS = ("senders", "sites", "time")
 """The top-level fields of an observable state (SPEC §10)."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class LogEntry:
     """One operation of a log and what the system observed after it."""
 
@@ -50,6 +54,20 @@ class LogEntry:
 
 class _LogReader(Reader):
     numbers_seen = 0  # `NUMBERS_KEPT` before the line being read was decoded
+    event_log = False  # whose operations: a trace's, or an event log's (`traces.eventlog`)
+    _fast: Callable[[Any], Op | None] | None = None  # `fast_object_path`, once configured
+
+    def operation(self, here: str, raw: Any) -> Op:
+        """An operation object: the fast validator's Op, else the precise validator's
+        (`Reader.operation`), which says what is wrong."""
+        if self._fast is None:
+            assert self.config is not None
+            self._fast = fast_object_path(self.config, self.event_log)
+        op = self._fast(raw)
+        return op if op is not None else self.precise_operation(here, raw)
+
+    def precise_operation(self, here: str, raw: Any) -> Op:
+        return super().operation(here, raw)
 
     def decode(self, number: int, line: bytes | str) -> tuple[str, Any] | None:
         self.numbers_seen = NUMBERS_KEPT[0]
@@ -168,6 +186,39 @@ def _plainly_well_formed(kind: str, observation: dict[str, Any]) -> bool:
         if type(value) not in types.get(name, ()):
             return False
     return True
+
+
+@cache
+def observation_structs() -> Any:
+    """SPEC §10's observations as msgspec types: a Struct per kind (tagged by `kind`), each
+    field of the JSON type `traces.observations.FIELDS` gives it, the optional ones
+    (`OPTIONAL_FIELDS`) UNSET when absent, no other; their union. What it accepts from a
+    strict JSON line without a fraction, `check_fields` accepts too (fast event log lines,
+    `traces.eventlog`)."""
+    types: dict[str, Any] = {
+        "integer": int,
+        "string": str,
+        "array": list,
+        "object": dict,
+        "object or null": Union[dict, None],  # noqa: UP007
+    }
+    structs = [
+        msgspec.defstruct(
+            f"Observed_{kind}",
+            [
+                *((name, types[json_type]) for name, json_type in required.items()),
+                *(
+                    (name, Union[types[json_type], msgspec.UnsetType], msgspec.UNSET)  # noqa: UP007
+                    for name, json_type in OPTIONAL_FIELDS.get(kind, {}).items()
+                ),
+            ],
+            tag_field="kind",
+            tag=kind,
+            forbid_unknown_fields=True,
+        )
+        for kind, required in FIELDS.items()
+    ]
+    return Union[tuple(structs)]  # noqa: UP007
 
 
 def check_fields(at: str, kind: str, observation: dict[str, Any]) -> None:

@@ -40,13 +40,11 @@ from traces.config import INT64_MAX, INT64_MIN, Config, JsonNumber, parse_config
 from traces.errors import ConfigError, TraceError
 from traces.files import read_chunks
 from traces.ops import (
+    EVENT_LOG_FIELD_KINDS,
+    EVENT_LOG_OPS,
     FIELD_KINDS,
     OMITTED_AT_ZERO,
     OP_TYPES,
-    Deliver,
-    DeliverAck,
-    Drop,
-    DropAck,
     Op,
     OpError,
     Tick,
@@ -384,8 +382,6 @@ _INT64 = Annotated[int, msgspec.Meta(ge=INT64_MIN, le=INT64_MAX)]
 _VALUE = dict[str, Union[_INT64, str, bool, None]]  # noqa: UP007 (a runtime type for msgspec)
 _EVENT_IDS = tuple[Annotated[str, msgspec.Meta(pattern=r"^[0-9]+:[0-9]+\Z")], ...]
 _ENCODER = msgspec.json.Encoder(order="sorted")
-_NETWORK_OPS = frozenset({Deliver, DeliverAck, Drop, DropAck})
-"""The operations with a `dispatcher` (§16.2)."""
 _JSON_SPACE = b" \t\r\n"
 
 
@@ -393,19 +389,10 @@ def fast_path(config: Config) -> Callable[[bytes | str], Op | None]:
     """The fast validator of a configuration's operation lines: the Op of a line that the
     precise validator would accept as that very Op, or None when it cannot tell (then the
     precise validator decides and explains)."""
-    decode, build = _fast_decoder(config.sites, tuple(s.id for s in config.senders))
-    plain = {
-        struct: op_type for struct, (op_type, has_optional) in build.items() if not has_optional
-    }
-    optional = {
-        struct: (op_type, tuple(f.default for f in dataclass_fields(op_type)))
-        for struct, (op_type, has_optional) in build.items()
-        if has_optional
-    }
+    decoder, build = _fast_decoder(config.sites, tuple(s.id for s in config.senders), False)
+    decode = decoder.decode
+    op_of = op_builder(config, build)
     encode = _ENCODER.encode
-    astuple = msgspec.structs.astuple
-    unset = msgspec.UNSET
-    dispatchers = {s.id: s.dispatcher_threads for s in config.senders}
 
     def fast(line: bytes | str) -> Op | None:
         if type(line) is not bytes:
@@ -427,29 +414,109 @@ def fast_path(config: Config) -> Callable[[bytes | str], Op | None]:
             or len(line.translate(None, _JSON_SPACE)) != len(canonical) - canonical.count(b" ")
         ):
             return None
+        return op_of(struct)
+
+    return fast
+
+
+def fast_object_path(config: Config, event_log: bool = False) -> Callable[[Any], Op | None]:
+    """The fast validator of decoded operation objects (strict JSON from `decode_line`, a
+    log line's other fields taken out), a trace's or (`event_log`) an event log's
+    (`traces.ops.EVENT_LOG_FIELD_KINDS`): the Op that `parse_op` would make of it, or None
+    when it cannot tell (then `parse_op` decides and explains). msgspec's strict conversion
+    checks what its decoder checks on a line, and a decoded object has no key twice and no
+    escape left to check."""
+    _, build = _fast_decoder(config.sites, tuple(s.id for s in config.senders), event_log)
+    structs = {struct.__struct_config__.tag: struct for struct in build}
+    op_of = op_builder(config, build)
+    convert = msgspec.convert
+
+    def fast(raw: Any) -> Op | None:
+        # One Struct, not their Union: msgspec converts to a Union many times slower
+        struct_type = structs.get(raw.get("op")) if type(raw) is dict else None
+        if struct_type is None:
+            return None  # `parse_op` says what is wrong
+        try:
+            struct = convert(raw, struct_type, strict=True)
+        except (msgspec.MsgspecError, RecursionError):
+            return None
+        return op_of(struct)
+
+    return fast
+
+
+def op_builder(config: Config, build: dict[Any, tuple[Any, bool]]) -> Callable[[Any], Op | None]:
+    """The Op of a fast decoder's Struct (see `_fast_decoder`; one may have more fields
+    after the Op's), or None for a dispatcher index the sender does not have (§16.2: the
+    precise path says so)."""
+    plain = {
+        struct: op_type for struct, (op_type, has_optional) in build.items() if not has_optional
+    }
+    optional = {
+        struct: (op_type, tuple(f.default for f in dataclass_fields(op_type)))
+        for struct, (op_type, has_optional) in build.items()
+        if has_optional
+    }
+    dispatched = {op_type for op_type, _ in build.values() if "dispatcher" in op_type.__slots__}
+    astuple = msgspec.structs.astuple
+    unset = msgspec.UNSET
+    dispatchers = {s.id: s.dispatcher_threads for s in config.senders}
+    wider = {  # the Structs with more fields than their Op: how many are the Op's
+        struct: len(op_type.__slots__)
+        for struct, (op_type, _) in build.items()
+        if len(struct.__struct_fields__) > len(op_type.__slots__)
+    }
+
+    def op_of(struct: Any) -> Op | None:
+        values = astuple(struct)
+        if wider and (width := wider.get(type(struct))) is not None:
+            values = values[:width]
         op_type = plain.get(type(struct))
         if op_type is not None:
-            op: Op = op_type(*astuple(struct))
-            if op_type in _NETWORK_OPS and op.dispatcher >= dispatchers[op.sender]:  # type: ignore[union-attr]
-                return None  # §16.2: a dispatcher it does not have; the precise path says so
+            op: Op = op_type(*values)
+            if op_type in dispatched and op.dispatcher >= dispatchers[op.sender]:  # type: ignore[union-attr]
+                return None
             return op
         op_type, defaults = optional[type(struct)]  # an absent optional field: the default
-        values = astuple(struct)
+        assert op_type not in dispatched  # a dispatcher's operations have no other option
         if unset in values:
             values = tuple(d if v is unset else v for v, d in zip(values, defaults, strict=True))
         op = op_type(*values)
         return op
 
-    return fast
+    return op_of
 
 
 @lru_cache(maxsize=16)
 def _fast_decoder(
-    sites: tuple[int, ...], senders: tuple[str, ...]
+    sites: tuple[int, ...], senders: tuple[str, ...], event_log: bool
 ) -> tuple[Any, dict[Any, tuple[Any, bool]]]:
-    """A msgspec decoder of the operations valid in a configuration, and for each of its
-    Structs the Op type (fields in the Op's order, so `Op(*astuple(struct))`) and whether
-    it has optional fields (UNSET when absent, left to the Op's default)."""
+    """A msgspec decoder of the operations valid in a configuration (a trace's, or
+    `event_log`'s), and for each of its Structs the Op type (fields in the Op's order, so
+    `Op(*astuple(struct))`) and whether it has optional fields (UNSET when absent, left to
+    the Op's default)."""
+    build: dict[Any, tuple[Any, bool]] = {}
+    for name, (op_type, struct_fields, unset) in op_struct_fields(
+        sites, senders, event_log
+    ).items():
+        struct = msgspec.defstruct(
+            f"Fast{op_type.__name__}",
+            struct_fields,
+            tag_field="op",
+            tag=name,
+            forbid_unknown_fields=True,
+            omit_defaults=True,
+        )
+        build[struct] = (op_type, unset)
+    return msgspec.json.Decoder(Union[tuple(build)]), build  # noqa: UP007
+
+
+def op_struct_fields(
+    sites: tuple[int, ...], senders: tuple[str, ...], event_log: bool
+) -> dict[str, tuple[type[Op], list[Any], bool]]:
+    """Per operation valid in a configuration (a trace's, or `event_log`'s): its type, its
+    fields as msgspec's `defstruct` takes them (strict types, 64-bit bounds; in the Op's
+    order), and whether it has optional fields other than counts (UNSET when absent)."""
     kinds: dict[str, Any] = {
         "site": Literal[sites],
         "sender": Literal[senders] if senders else None,
@@ -462,11 +529,11 @@ def _fast_decoder(
         "entries": dict[str, _VALUE],
         "event_ids?": _EVENT_IDS,
     }
-    build: dict[Any, tuple[Any, bool]] = {}
-    for name, fields in FIELD_KINDS.items():
+    out: dict[str, tuple[type[Op], list[Any], bool]] = {}
+    for name, fields in (EVENT_LOG_FIELD_KINDS if event_log else FIELD_KINDS).items():
         if kinds["sender"] is None and "sender" in fields.values():
             continue  # no senders: such an operation is an error the precise path explains
-        op_type = OP_TYPES[name]
+        op_type = OP_TYPES.get(name) or EVENT_LOG_OPS[name]
         # v2.0's counts (`thread`, `dispatcher`) default to 0 in the Struct itself and are
         # left out of its encoding at 0 (as a trace line leaves them out), so an operation
         # with them is as quick as one without; other optional fields are UNSET when absent
@@ -479,18 +546,9 @@ def _fast_decoder(
             for field, kind in fields.items()
         ]
         assert [f[0] for f in struct_fields] == list(op_type.__dataclass_fields__)
-        struct = msgspec.defstruct(
-            f"Fast{op_type.__name__}",
-            struct_fields,
-            tag_field="op",
-            tag=name,
-            forbid_unknown_fields=True,
-            omit_defaults=True,
-        )
         unset = any(kind.endswith("?") and kind != "count?" for kind in fields.values())
-        build[struct] = (op_type, unset)
-    decoder = msgspec.json.Decoder(Union[tuple(build)])  # noqa: UP007
-    return decoder.decode, build
+        out[name] = (op_type, struct_fields, unset)
+    return out
 
 
 # --- writing ---------------------------------------------------------------------------
