@@ -279,6 +279,37 @@ def test_op_parser_takes_non_canonical_cells_and_names_bad_ones() -> None:
         parse(9, '{"key":"k","op":"put","site":5,"value":{}}')  # site 5 is not configured
 
 
+def test_a_mistyped_column_in_a_later_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The dataset's schema is its first file's: a second file with `seq` as strings made
+    # `check` fail inside Spark's job with a Java traceback (exit 1).
+    trace_set = good_set(tmp_path)
+    table = pq.read_table(trace_set / "ops")
+    rewrite(trace_set / "ops", table.slice(0, 5))
+    index = table.schema.get_field_index("seq")
+    later = table.slice(5).set_column(index, "seq", table.column(index).slice(5).cast(pa.string()))
+    pq.write_table(later, trace_set / "ops" / "part-1.parquet")
+    expect_error(
+        tmp_path, trace_set,
+        f"{trace_set / 'ops' / 'part-1.parquet'}: column 'seq' must be int64, got string",
+        capsys,
+    )  # fmt: skip
+
+
+def test_a_later_file_that_is_not_parquet(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    trace_set = good_set(tmp_path)
+    (trace_set / "configs" / "part-9.parquet").write_text("hello\n")
+    expect_error(
+        tmp_path, trace_set,
+        f"{trace_set / 'configs'}: not readable Parquet: Could not open Parquet input source "
+        f"'{trace_set / 'configs' / 'part-9.parquet'}': Parquet file size is 6 bytes, smaller "
+        "than the minimum file footer (8 bytes)", capsys,
+    )  # fmt: skip
+
+
 def test_a_string_that_is_not_utf8(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     # A damaged file: a cell of a string column holding bytes that are not UTF-8.
     trace_set = good_set(tmp_path)

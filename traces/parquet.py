@@ -212,6 +212,18 @@ def _dataset(path: Path, schema: pa.Schema, table: str) -> ds.Dataset:
     return dataset
 
 
+def _check_files(dataset: ds.Dataset, schema: pa.Schema, folder: Path) -> None:
+    """Every file's own schema (`_dataset` checks the first file's only; Spark, reading
+    each file with that schema, would fail mid-job on another's missing or mistyped
+    column or on a file that is not Parquet)."""
+    for fragment in dataset.get_fragments():
+        try:
+            actual = fragment.physical_schema
+        except (pa.ArrowException, OSError) as exc:
+            raise _unreadable(folder, exc) from None
+        _check_schema(actual, schema, fragment.path)
+
+
 def _unreadable(folder: Path, exc: Exception) -> TraceError:
     return TraceError(f"{folder}: not readable Parquet: {' '.join(str(exc).split())}")
 
@@ -300,8 +312,9 @@ def open_trace_set(path: str | os.PathLike[str]) -> TraceSet:
             "`wanconform generate` or `wanconform convert`)"
         )
     configs = _dataset(root, CONFIGS_SCHEMA, "configs")
+    _check_files(configs, CONFIGS_SCHEMA, root / "configs")
     table = _to_table(configs, root / "configs", columns=CONFIGS_SCHEMA.names)
-    _dataset(root, OPS_SCHEMA, "ops")
+    _check_files(_dataset(root, OPS_SCHEMA, "ops"), OPS_SCHEMA, root / "ops")
     infos: dict[str, TraceInfo] = {}
     for row in table.sort_by("trace_id").to_pylist():
         trace_id = row["trace_id"]
