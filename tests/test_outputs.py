@@ -507,6 +507,17 @@ CRASHED = (
             "org.apache.spark.SparkException: Job 5 cancelled part of cancelled job group g\n\tat",
             "Job 5 cancelled part of cancelled job group g",
         ),
+        (  # a damaged page in a trace set's ops file (its footer is fine): not a traceback
+            "An error occurred while calling o191.getResult.\n: org.apache.spark.SparkException: "
+            "Exception thrown in awaitResult: \n\tat org.apache.spark.util.SparkThreadUtils$."
+            "awaitResult(SparkThreadUtils.scala:70)\nCaused by: org.apache.spark.SparkException: "
+            "[FAILED_READ_FILE.NO_HINT] Encountered error while reading file file:///tmp/s/ops/"
+            "part-4.parquet.  SQLSTATE: KD001\n\tat org.apache.spark.sql.errors.x\nCaused by: "
+            "java.io.IOException: can not read class org.apache.parquet.format.PageHeader: don't "
+            "know what type: 15\n\tat y",
+            "cannot read /tmp/s/ops/part-4.parquet: can not read class "
+            "org.apache.parquet.format.PageHeader: don't know what type: 15",
+        ),
         (  # Python code that raised in a task: a bug, shown with its traceback
             "Job aborted due to stage failure: Task 0 in stage 1.0 failed 2 times, most recent "
             "failure: Lost task 0.1 in stage 1.0 (TID 3) (h executor driver): org.apache.spark."

@@ -363,6 +363,10 @@ _STAGE_FAILURE = re.compile(
     r"(?:, most recent failure: Lost task [^()]*(?:\([^()]*\)\s*)*: (?:[\w.$]+: )?([^\n]*))?"
 )
 _JOB_ENDED = re.compile(r"(Job \d+ cancelled[^\n]*|SparkContext was shut down[^\n]*)")
+_READ_FAILURE = re.compile(  # a file of the input that Spark cannot read: damaged, or gone
+    r"\[FAILED_READ_FILE[\w.]*\] Encountered error while reading file (?:file://)?(\S+?)\.?\s"
+)
+_CAUSE = re.compile(r"Caused by: [\w.$]+: ([^\n]*)")
 
 
 def job_failure(exc: BaseException) -> str | None:
@@ -382,6 +386,10 @@ def job_failure(exc: BaseException) -> str | None:
         task, cause = match.group(1), (match.group(2) or "").strip()
         cause = cause.split(". ")[0].rstrip(".")  # its first sentence: not Spark's advice
         return f"{task[0].lower()}{task[1:]}" + (f": {cause}" if cause else "")
+    unread = _READ_FAILURE.search(text)
+    if unread:
+        cause = _CAUSE.search(text, unread.end())
+        return f"cannot read {unread.group(1)}" + (f": {cause.group(1).strip()}" if cause else "")
     ended = _JOB_ENDED.search(text)
     return ended.group(1).strip() if ended else None
 
