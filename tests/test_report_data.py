@@ -7,6 +7,7 @@ import copy
 import json
 import os
 import re
+import shutil
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
@@ -97,6 +98,23 @@ def test_report_of_a_directory_without_results_is_one_line(
     assert err == (
         f"wanconform: error: {tmp_path}: not a campaign or results directory (no "
         "results.parquet); give trace files or the directory `wanconform campaign --out` wrote"
+    )
+    assert not out.exists()
+
+
+def test_report_of_a_damaged_results_file_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A footer Arrow reads as a 128-bit integer type: ArrowNotImplementedError (not
+    # ArrowInvalid), which was a traceback.
+    damaged = Path(__file__).parent / "data" / "parquet" / "damaged-footer" / "ops"
+    (tmp_path / "res").mkdir()
+    shutil.copy(damaged / "part-00000.parquet", tmp_path / "res" / "results.parquet")
+    out = tmp_path / "r.html"
+    assert main(["report", str(tmp_path / "res"), "-o", str(out)]) == 2
+    assert capsys.readouterr().err == (
+        f"wanconform: error: {tmp_path / 'res' / 'results.parquet'}: not readable Parquet: "
+        "Integers with more than 64 bits not implemented\n"
     )
     assert not out.exists()
 

@@ -222,7 +222,7 @@ def read_results(directory: str | os.PathLike[str]) -> Results:
     path = results_directory(directory)
     try:
         table = pq.read_table(path / RESULTS_FILE)
-    except (pa.ArrowInvalid, OSError) as exc:
+    except (pa.ArrowException, OSError) as exc:  # any of Arrow's: invalid, not implemented
         raise TraceError(f"{path / RESULTS_FILE}: not readable Parquet: {exc}") from None
     if not table.schema.equals(RESULTS_SCHEMA, check_metadata=False):
         raise TraceError(
