@@ -302,3 +302,30 @@ def test_check_refuses_a_store_an_earlier_run_left_before_spark_starts(
     )
     assert (stores / "failed_event_dead_lettered" / "ny.dlq").read_bytes() == b"earlier"
     assert not (tmp_path / "res").exists()
+
+
+@pytest.mark.parametrize(
+    ("where", "name"), [("res/dlq", "the output --out"), ("set/s", "the input")]
+)
+def test_check_refuses_a_store_in_its_output_or_input_before_spark_starts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], where: str, name: str
+) -> None:
+    # In --out, the stores made the output's folder exist: the whole check ran, then
+    # ended "exists and is not a wanconform output" with nothing written (exit 2).
+    trace = (
+        Path(__file__).parent.parent / "traces" / "examples" / "failed_event_dead_lettered.jsonl"
+    )
+    trace_set = tmp_path / "set"
+    assert main(["convert", str(trace), "--out", str(trace_set)]) == 0
+    capsys.readouterr()
+    for flag in ("--dlq-dir", "--queue-dir"):
+        stores = tmp_path / where
+        argv = ["check", str(trace_set), "--out", str(tmp_path / "res"), flag, str(stores)]
+        assert main(argv) == 2
+        path = tmp_path / where.split("/")[0]
+        assert capsys.readouterr() == (
+            "",
+            f"wanconform: error: {flag}: {stores}: is in {name} {path}; give the store a path "
+            "of its own\n",
+        )
+        assert not (tmp_path / "res").exists() and not stores.exists()

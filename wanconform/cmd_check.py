@@ -15,6 +15,7 @@ from conformance.running.stores import refuse_earlier_store, store_engine_class,
 from conformance.search.examples import SHRINK_BUDGET
 from impl.dlq_store import check_directory
 from traces.engine import DEFAULT_IMPL, load_impl
+from traces.errors import WanconformError
 from traces.outputs import declare_outputs
 from wanconform.options import add_settle_cap, add_shrink_budget
 from wanconform.progress import stage_progress, start_spark
@@ -52,10 +53,21 @@ def add_check_arguments(parser: argparse.ArgumentParser) -> None:
 def check_dlq_dir(args: argparse.Namespace, trace_ids: Iterable[str]) -> None:
     """`--dlq-dir` and `--queue-dir`, checked before Spark starts: a store an earlier run
     left for one of `trace_ids` is refused, as `replay` refuses it (the run would empty
-    it: its records would be lost)."""
+    it: its records would be lost); so is one in the output --out (built aside and moved
+    into place, it would find the stores' DIR there) or in check's input trace set."""
     for flag, directory in (("--dlq-dir", args.dlq_dir), ("--queue-dir", args.queue_dir)):
         if directory is None:
             continue
+        store = Path(os.path.realpath(directory))
+        traces = getattr(args, "traces", None)  # check's trace set; a campaign has none
+        for name, path in (("the output --out", args.out), ("the input", traces)):
+            if path is not None:
+                inside = Path(os.path.realpath(path))
+                if store == inside or inside in store.parents:
+                    raise WanconformError(
+                        f"{flag}: {directory}: is in {name} {path}; give the store a path "
+                        "of its own"
+                    )
         for trace_id in trace_ids:
             refuse_earlier_store(flag, directory, trace_id)
     if args.dlq_dir is not None:
