@@ -472,6 +472,14 @@ def test_a_local_master_tries_each_task_twice(master: str, tried: str) -> None:
     assert glue.with_task_retries(master) == tried
 
 
+@pytest.mark.parametrize("master", ["local[0]", "local[ 0 ]", "local[0,2]"])
+def test_a_local_master_of_no_cores_is_one_line(master: str) -> None:
+    # Spark's JVM printed 20 lines of stack ("cores per executor (=0)") before the error
+    with pytest.raises(WanconformError) as caught:
+        glue.session(master)
+    assert str(caught.value) == f"--master {master}: a local master needs at least 1 core"
+
+
 class Py4JJavaError(Exception):
     """As py4j's (only its module and text matter)."""
 

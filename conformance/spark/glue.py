@@ -230,6 +230,8 @@ def with_task_retries(master: str) -> str:
 def session(master: str | None = None, app: str = "wanconform") -> Any:
     """The Spark session (local on every core by default, or `spark://host:port`); a
     local master tries each task twice (`with_task_retries`)."""
+    if re.fullmatch(r"local\[\s*0+\s*[],].*", (master or "").strip()):
+        raise WanconformError(f"--master {master}: a local master needs at least 1 core")
     master = with_task_retries(master or DEFAULT_MASTER)
     probe_master(master)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
