@@ -336,6 +336,37 @@ def test_a_user_engine_that_fails_to_import_or_build_is_one_line(
 
 
 @pytest.mark.parametrize(
+    ("command", "before"),
+    [
+        (["shrink", "{trace}", "-o", "{dir}/min.jsonl"], "{trace}: "),
+        (["explore", "{trace}", "--depth", "1", "--engine", "both"], ""),
+    ],
+)
+def test_a_user_engine_that_fails_to_build_is_one_line_in_shrink_and_explore(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    command: list[str],
+    before: str,
+) -> None:
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    module = f"mine_{tmp_path.name}"
+    (tmp_path / f"{module}.py").write_text(USER_ENGINES)
+    trace = tmp_path / "t.jsonl"
+    trace.write_text((EXAMPLES / "batching_by_size.jsonl").read_text())
+    argv = [part.format(trace=trace, dir=tmp_path) for part in command]
+    assert main([*argv, "--impl", f"{module}:NeedsNoConfig"]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.splitlines()[-1] == (
+        f"wanconform: error: {before.format(trace=trace)}--impl {module}:NeedsNoConfig: "
+        "building the engine raised TypeError: "
+        "NeedsNoConfig.__init__() takes 1 positional argument but 2 were given"
+    )
+    assert "Traceback" not in err
+
+
+@pytest.mark.parametrize(
     ("engine", "found"),
     [
         # a raise in apply: the operation where it raised, what the model made there

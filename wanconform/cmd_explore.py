@@ -15,6 +15,7 @@ rate (states/s) to stderr. Exit status: 0 every behaviour up to the bound is cle
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import sys
 from typing import Any
@@ -163,7 +164,7 @@ def op_names(text: str | None) -> tuple[str, ...]:
 
 def run(args: argparse.Namespace) -> int:
     from conformance.search.explore import MAX_KEYS, MAX_VALUES, Bounds, explore
-    from traces.engine import DEFAULT_IMPL, load_impl
+    from traces.engine import DEFAULT_IMPL, built, load_impl
     from wanconform.cmd_import import load_geode_sites
     from wanconform.cmd_topology import load_config_or_trace
     from wanconform.progress import Progress
@@ -194,7 +195,8 @@ def run(args: argparse.Namespace) -> int:
     impl = None
     if args.engine == "both":
         search = [os.path.dirname(os.path.abspath(args.source))] if args.source else []
-        impl = load_impl(impl_spec, search)
+        # a user's engine that cannot build is one line (`built`), not a traceback
+        impl = functools.partial(built, load_impl(impl_spec, search), impl_spec)
     shown = Progress(f"exploring {name}", unit="states")
 
     def progress(depth: int, states: int, transitions: int) -> None:

@@ -12,6 +12,7 @@ fail (there is nothing to shrink).
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import sys
 import time
@@ -19,7 +20,7 @@ from typing import Any
 
 from conformance.running.run import TraceRun
 from conformance.search.shrink import pytest_text, shrink
-from traces.engine import DEFAULT_IMPL, impl_command, load_impl
+from traces.engine import DEFAULT_IMPL, built, impl_command, load_impl
 from traces.errors import WanconformError
 from traces.logfile import is_log, open_log
 from traces.outputs import declare_outputs, write_text_atomically
@@ -74,7 +75,9 @@ SHRINK_BUDGET = 120.0
 def run(args: argparse.Namespace) -> int:
     if is_log(args.trace):
         return cut_log(args)
-    factory = load_impl(args.impl, [os.path.dirname(os.path.abspath(args.trace))])
+    loaded = load_impl(args.impl, [os.path.dirname(os.path.abspath(args.trace))])
+    # a user's engine that cannot build is one line (`built`), not a traceback
+    factory = functools.partial(built, loaded, args.impl or DEFAULT_IMPL)
     started = time.monotonic()
     source = open_trace(args.trace)
     lines = [line for line, _ in source.ops()]
