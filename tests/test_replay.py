@@ -414,6 +414,35 @@ def test_a_user_engine_that_raises_or_starts_wrong_is_a_divergence(
     assert detail in out
 
 
+@pytest.mark.parametrize(
+    ("engine", "line", "problem"),
+    [
+        ("RaisesOnDeliver", 9, "raised KeyError: 'no such batch' (mine.py:17, in apply)"),
+        ("ReturnsNothing", 9, "returned None from apply, not a list of observations"),
+        ("ObserveFails", 12, "raised RuntimeError: not yet (mine.py:30, in observe)"),
+    ],
+)
+def test_a_user_engine_alone_that_raises_or_returns_wrong_is_one_line(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    engine: str,
+    line: int,
+    problem: str,
+) -> None:
+    # --engine impl: no model for P1 to differ from; what the engine did, where, not a traceback
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    (tmp_path / "mine.py").write_text(USER_ENGINES)
+    trace = tmp_path / "t.jsonl"
+    trace.write_text((EXAMPLES / "batching_by_size.jsonl").read_text())
+    argv = ["replay", str(trace), "--engine", "impl", "--check-properties"]
+    assert main([*argv, "--impl", f"mine:{engine}"]) == 2
+    assert capsys.readouterr() == (
+        "",
+        f"wanconform: error: --impl mine:{engine}: at {trace}:{line}, the engine {problem}\n",
+    )
+
+
 def test_replay_report_writes_the_report_of_the_traces(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

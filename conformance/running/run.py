@@ -42,11 +42,19 @@ from conformance.running.coverage import (
     QUEUED_AT_END,
     Coverage,
 )
-from conformance.running.lockstep import ABSENT, Divergence, Lockstep, observed_or_raised
+from conformance.running.lockstep import (
+    ABSENT,
+    Divergence,
+    Lockstep,
+    applied_or_raised,
+    malformed,
+    observed_or_raised,
+)
 from conformance.running.narrative import Narrator
 from traces.canonical import canonical_json
 from traces.config import Config
 from traces.engine import DEFAULT_IMPL, Engine, EngineFactory, built, load_impl, make_engine
+from traces.errors import WanconformError
 from traces.observations import Observation
 from traces.ops import Op, Settle
 from traces.text import plural
@@ -367,6 +375,41 @@ def p1_verdict(
     return Verdict("P1", "failed", violations=(Violation("P1", message, divergence.where),))
 
 
+class Alone:
+    """A user's engine run alone (`replay --engine impl --impl SPEC`): with no model for P1
+    to differ from, what it raises, or returns that is not an engine's answer, is one line
+    naming the operation (`where`) and what it did, not a traceback."""
+
+    def __init__(self, engine: Engine, spec: str) -> None:
+        self.engine = engine
+        self.spec = spec
+        self.where = "its initial state"
+
+    def __getattr__(self, name: str) -> Any:  # the optional surface: settle_capped, ...
+        return getattr(self.engine, name)
+
+    def _error(self, problem: str) -> WanconformError:
+        return WanconformError(f"--impl {self.spec}: at {self.where}, the engine {problem}")
+
+    def apply(self, op: Op) -> list[Observation]:
+        observations = applied_or_raised(self.engine, op)
+        if isinstance(observations, str):
+            raise self._error(observations)
+        problem = malformed(observations)
+        if problem is not None:
+            raise self._error(problem)
+        return observations
+
+    def observe(self) -> dict[str, Any]:
+        state = observed_or_raised(self.engine)
+        if isinstance(state, str):
+            raise self._error(state)
+        if not isinstance(state, dict):
+            shown = "None" if state is None else f"a {type(state).__name__}"
+            raise self._error(f"returned {shown} from observe, not a JSON object")
+        return state
+
+
 class TraceRun:
     """One trace being run: `step` each operation in order, then `finish`.
 
@@ -432,6 +475,8 @@ class TraceRun:
             self.engine = self.lockstep.model
         elif engine == "impl":
             self.engine = factory(config)
+            if impl_spec != DEFAULT_IMPL:
+                self.engine = Alone(self.engine, impl_spec)
         else:
             self.engine = (model or (lambda cfg: make_engine("model", cfg)))(config)
         if checker is None and properties:  # P10's second run: of the engine it follows
@@ -499,6 +544,8 @@ class TraceRun:
             if lockstep.divergence is not None:
                 self.impl_stopped = where
         else:
+            if isinstance(self.engine, Alone):
+                self.engine.where = where
             observations = self.engine.apply(op)
         skipped = len(observations) == 1 and observations[0]["kind"] == "skipped"
         self.skipped += skipped
@@ -572,6 +619,8 @@ class TraceRun:
 
     def finish(self, end: str = "end of run") -> RunResult:
         """The final comparison of states (P1) and P7, unless the run stopped; the result."""
+        if isinstance(self.engine, Alone):
+            self.engine.where = end
         if not self.stopped:
             if self.lockstep is not None and self.lockstep.divergence is None:
                 divergence = self.lockstep.finish()
