@@ -79,3 +79,24 @@ def test_the_plugin_finds_a_users_bug_and_passes_the_impl(tmp_path: Path) -> Non
     run = pytest_in(tmp_path, "--wanconform-impl", "impl:Engine", "--wanconform-examples", "10")
     assert run.returncode == 0, run.stdout + run.stderr
     assert "1 passed" in run.stdout
+
+
+def test_an_engine_that_cannot_be_built_fails_with_that_alone(tmp_path: Path) -> None:
+    (tmp_path / "mine.py").write_text(
+        "class Engine:\n"
+        "    def __init__(self, config):\n"
+        "        raise ValueError('no config yet')\n"
+        "    def apply(self, op):\n"
+        "        return []\n"
+        "    def observe(self):\n"
+        "        return {}\n"
+    )
+    (tmp_path / "test_mine.py").write_text(TESTS)
+    run = pytest_in(tmp_path, "--wanconform-examples", "5")
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert (
+        "WanconformError: --impl mine:Engine: building the engine raised ValueError: "
+        "no config yet (mine.py:3, in __init__)"
+    ) in run.stdout
+    # not the machine's teardown failing on the state it never had
+    assert "During handling" not in run.stdout and "AttributeError" not in run.stdout

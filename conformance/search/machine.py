@@ -105,7 +105,6 @@ class WanConformance(RuleBasedStateMachine):
 
     @initialize(target=sites, config=configs(), deep=st.integers(0, 3))
     def configure(self, config: Config, deep: int) -> Any:
-        self.config = config
         type(self).coverage.start_run(config)  # R28-R31's branches need the configuration
         # One run in four may issue one bulk `putall` (deep queues): every later step
         # compares a large state, so the others stay small (cost).
@@ -122,6 +121,7 @@ class WanConformance(RuleBasedStateMachine):
             state_every=1,
         )
         self.state = self.run.observe()  # the model's state after the last step
+        self.config = config  # configured only now: an engine that cannot build has no state
         return multiple(*config.sites)
 
     @initialize(target=keys)
