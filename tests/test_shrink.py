@@ -88,6 +88,14 @@ def test_shrink_of_a_trace_that_does_not_fail_exits_2(
         ("tools.planted_bugs:Nope", "module tools.planted_bugs has no Nope"),
         ("tools.planted_bugs:PLANTED_BUGS", "PLANTED_BUGS is not an engine"),
         ("impl", "--impl impl: expected module:Class"),
+        # a file's path where a module's name goes: its name said, not "no module named"
+        (
+            "./mine.py:Engine",
+            "--impl ./mine.py:Engine: expected module:Class, a module's full name, not a "
+            "file's: --impl mine:Engine, run from the directory that holds mine.py",
+        ),
+        ("engines/mine.py:Engine", "not a file's: --impl mine:Engine, run from"),
+        (".mine:Engine", "not a file's: --impl mine:Engine, run from"),
     ],
 )
 def test_bad_impl_spec_is_one_line_exit_2(

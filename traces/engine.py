@@ -209,6 +209,13 @@ def load_impl(spec: str | None, search: Iterable[str] = ()) -> EngineFactory:
     module_name, colon, class_name = spec.partition(":")
     if not colon or not module_name or not class_name:
         raise WanconformError(f"--impl {spec}: expected module:Class, e.g. {DEFAULT_IMPL}")
+    if module_name.startswith(".") or module_name.endswith(".py") or "/" in module_name:
+        stem = os.path.basename(module_name).removesuffix(".py").lstrip(".")
+        raise WanconformError(
+            f"--impl {spec}: expected module:Class, a module's full name, not a file's: "
+            f"--impl {stem}:{class_name}, run from the directory that holds {stem}.py "
+            "(or with it on PYTHONPATH)"
+        )
     _FOUND_IN.pop(spec, None)  # where this load finds it, not an earlier one
     module = _import(module_name, spec, [os.getcwd(), *search])
     engine = getattr(module, class_name, None)
