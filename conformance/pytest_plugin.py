@@ -71,6 +71,11 @@ def pytest_configure(config: pytest.Config) -> None:
     OPTIONS.clear()
     for name in ("impl", "examples", "steps", "counterexamples"):
         OPTIONS[name] = config.getoption(f"wanconform_{name}", None)
+    for name in ("examples", "steps"):  # 0 would quietly be the default, -1 Hypothesis's error
+        if OPTIONS[name] is not None and OPTIONS[name] < 1:
+            raise pytest.UsageError(
+                f"--wanconform-{name}: must be a positive integer, got {OPTIONS[name]}"
+            )
 
 
 def conformance_tests(engine: Any = "impl:Engine", steps: int = 50) -> type[unittest.TestCase]:

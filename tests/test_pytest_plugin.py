@@ -100,3 +100,11 @@ def test_an_engine_that_cannot_be_built_fails_with_that_alone(tmp_path: Path) ->
     ) in run.stdout
     # not the machine's teardown failing on the state it never had
     assert "During handling" not in run.stdout and "AttributeError" not in run.stdout
+
+
+def test_examples_and_steps_below_one_are_a_usage_error(tmp_path: Path) -> None:
+    (tmp_path / "test_mine.py").write_text(TESTS)
+    for option, value in (("--wanconform-examples", "0"), ("--wanconform-steps", "-5")):
+        run = pytest_in(tmp_path, option, value)
+        assert run.returncode == 4, run.stdout + run.stderr  # pytest's usage error
+        assert f"ERROR: {option}: must be a positive integer, got {value}" in run.stderr
