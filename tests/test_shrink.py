@@ -69,6 +69,37 @@ def test_shrink_cli_writes_trace_and_failing_pytest(tmp_path: Path) -> None:
     assert "events_resent: model=2 impl=0" in run.stdout
 
 
+def test_the_pytest_of_an_engine_found_next_to_the_trace_finds_it_from_elsewhere(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the module is next to the trace, the test written and run elsewhere: it must fail
+    # on the divergence (and pass once the engine is fixed), not on "no module named"
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    traces, tests = tmp_path / "traces", tmp_path / "tests"
+    traces.mkdir()
+    tests.mkdir()
+    module = f"mine_{tmp_path.name}"
+    (traces / f"{module}.py").write_text(
+        "from impl import Engine as Impl\n\n\n"
+        "class Engine(Impl):  # tools.planted_bugs.ResendWithoutPossibleDuplicate\n"
+        "    def _mark_resend(self, event):\n"
+        "        pass\n"
+    )
+    trace = traces / "resend.jsonl"
+    trace.write_text((DATA / "resend.jsonl").read_text())
+    monkeypatch.chdir(tests)
+    test = tests / "test_min.py"
+    argv = ["shrink", str(trace), "-o", "min.jsonl", "--impl", f"{module}:Engine"]
+    assert main([*argv, "--pytest", str(test)]) == 0
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-n", "0", "-p", "no:cacheprovider",
+         str(test), "--rootdir", str(Path(__file__).parent.parent)],
+        capture_output=True, text=True, check=False, cwd=tests,
+    )  # fmt: skip
+    assert run.returncode == 1, run.stdout
+    assert "events_resent: model=2 impl=0" in run.stdout
+
+
 def test_shrink_of_a_trace_that_does_not_fail_exits_2(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

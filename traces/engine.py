@@ -166,6 +166,12 @@ _FOUND_IN: dict[str, str] = {}
 from the current directory (`load_impl`'s search: e.g. next to the traces)."""
 
 
+def impl_directory(spec: str) -> str | None:
+    """The directory the impl `spec`'s module was found in, when not from the current
+    directory (`load_impl`'s search), else None."""
+    return _FOUND_IN.get(spec)
+
+
 def impl_command(spec: str) -> str:
     """The start of a command line that finds the impl `spec` as this run did: `wanconform`,
     after `PYTHONPATH=DIR ` when its module was found next to the input, not where the

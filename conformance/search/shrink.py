@@ -42,7 +42,7 @@ from typing import Any
 
 from conformance.running.run import Failure, Signature, Step, TraceRun
 from traces.config import Config, parse_config
-from traces.engine import EngineFactory
+from traces.engine import EngineFactory, impl_directory
 from traces.errors import ConfigError, WanconformError
 from traces.ops import (
     Deliver,
@@ -436,15 +436,17 @@ def pytest_text(trace: str, impl_spec: str, failure: Failure, name: str) -> str:
     minimal trace `trace` (its JSON Lines text) and passes once it is fixed."""
     test_name = re.sub(r"\W+", "_", f"{failure.signature.property} {name}").strip("_").lower()
     lines = "".join(f"    {line!r},\n" for line in trace.splitlines())
+    directory = impl_directory(impl_spec) if impl_spec else None  # found next to the trace
+    engine = "load_impl(IMPL)" if directory is None else f"load_impl(IMPL, [{directory!r}])"
     if failure.signature.property == "P1":
         body = (
-            "    divergence = first_divergence(trace.config, trace.ops, load_impl(IMPL))\n"
+            f"    divergence = first_divergence(trace.config, trace.ops, {engine})\n"
             '    assert divergence is None, "P1: " + divergence.describe()\n'
         )
         imports = "from conformance.running.lockstep import first_divergence\n"
     else:
         body = (
-            "    failure = find_failure(trace.config, trace.ops, load_impl(IMPL))\n"
+            f"    failure = find_failure(trace.config, trace.ops, {engine})\n"
             "    assert failure is None, failure.describe()\n"
         )
         imports = "from conformance.search.shrink import find_failure\n"
