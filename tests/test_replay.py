@@ -546,3 +546,30 @@ def test_P5_v20_not_applicable_names_a_key_left_out_by_a_stopped_sender(
         "  sites differ:",
         '    k: site 1 {"v":1} [1,0,1], site 2 absent',
     ]
+
+
+def test_checkpoint_of_a_user_engine_alone_without_one_is_refused_before_the_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    module = f"mine_{tmp_path.name}"
+    (tmp_path / f"{module}.py").write_text(
+        "from impl import Engine as Impl\n\n\n"
+        "class Wrapped:  # the engine surface, and no checkpoint()\n"
+        "    def __init__(self, config):\n"
+        "        self.inner = Impl(config)\n\n"
+        "    def apply(self, op):\n"
+        "        return self.inner.apply(op)\n\n"
+        "    def observe(self):\n"
+        "        return self.inner.observe()\n"
+    )
+    trace = tmp_path / "t.jsonl"
+    trace.write_text((EXAMPLES / "batching_by_size.jsonl").read_text())
+    out = tmp_path / "cp.json"
+    argv = ["replay", str(trace), "--engine", "impl", "--checkpoint", str(out)]
+    assert main([*argv, "--impl", f"{module}:Wrapped"]) == 2
+    assert capsys.readouterr() == (
+        "",
+        f"wanconform: error: --checkpoint: {module}:Wrapped cannot write a checkpoint\n",
+    )
+    assert not out.exists()

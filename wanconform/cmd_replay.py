@@ -427,6 +427,9 @@ def run(args: argparse.Namespace) -> int:
     )
     if args.checkpoint and len(args.traces) > 1:
         raise WanconformError("--checkpoint: give one trace")
+    alone = args.engine == "impl" and impl_spec != DEFAULT_IMPL  # a user's engine writes it
+    if args.checkpoint and alone and not callable(getattr(impl_factory, "checkpoint", None)):
+        raise WanconformError(f"--checkpoint: {args.impl} cannot write a checkpoint")
     if args.start and (args.check_properties or args.report):
         raise WanconformError(
             "--from: P2-P12 are checked on a run from its start; drop --check-properties/--report"
