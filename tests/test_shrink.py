@@ -15,7 +15,7 @@ from conformance.running.lockstep import first_divergence
 from conformance.running.run import normalize_path
 from conformance.search.shrink import find_failure, shrink
 from tools.planted_bugs import ResendWithoutPossibleDuplicate
-from traces.engine import load_impl
+from traces.engine import impl_command, load_impl
 from traces.ops import Put, Tick
 from traces.tracefile import read_trace
 from wanconform.cli import main
@@ -98,6 +98,25 @@ def test_the_pytest_of_an_engine_found_next_to_the_trace_finds_it_from_elsewhere
     )  # fmt: skip
     assert run.returncode == 1, run.stdout
     assert "events_resent: model=2 impl=0" in run.stdout
+
+
+def test_a_second_load_of_an_engine_found_next_to_the_trace_still_says_where(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # report loads the impl, then each example's explanation loads it again: the module is
+    # then already imported, and the reproduce commands must still name its directory
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    traces, elsewhere = tmp_path / "traces", tmp_path / "elsewhere"
+    traces.mkdir()
+    elsewhere.mkdir()
+    module = f"mine_{tmp_path.name}"
+    (traces / f"{module}.py").write_text("from impl import Engine\n")
+    monkeypatch.chdir(elsewhere)
+    spec = f"{module}:Engine"
+    load_impl(spec, [str(traces)])
+    assert impl_command(spec) == f"PYTHONPATH={traces} wanconform"
+    load_impl(spec)
+    assert impl_command(spec) == f"PYTHONPATH={traces} wanconform"
 
 
 def test_shrink_of_a_trace_that_does_not_fail_exits_2(

@@ -222,8 +222,11 @@ def load_impl(spec: str | None, search: Iterable[str] = ()) -> EngineFactory:
             f"--impl {stem}:{class_name}, run from the directory that holds {stem}.py "
             "(or with it on PYTHONPATH)"
         )
-    _FOUND_IN.pop(spec, None)  # where this load finds it, not an earlier one
+    earlier = _FOUND_IN.pop(spec, None)  # where this load finds it, not an earlier one
     module = _import(module_name, spec, [os.getcwd(), *search])
+    found = os.path.abspath(getattr(module, "__file__", None) or os.curdir)
+    if earlier is not None and spec not in _FOUND_IN and found.startswith(earlier + os.sep):
+        _FOUND_IN[spec] = earlier  # ... unless it is the one an earlier load found there
     engine = getattr(module, class_name, None)
     if engine is None:
         raise WanconformError(f"--impl {spec}: module {module_name} has no {class_name}")
