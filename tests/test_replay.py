@@ -294,6 +294,11 @@ class ReturnsNothing(Engine):  # forgets `return` on a deliver
             return observations
 
 
+class KeysFail(Engine):  # the optional observe_keys (traces/engine.py)
+    def observe_keys(self, keys):
+        raise LookupError("no keys")
+
+
 class ReturnsASet(Engine):  # an observation JSON cannot hold
     def apply(self, op):
         observations = super().apply(op)
@@ -420,6 +425,7 @@ def test_a_user_engine_that_raises_or_starts_wrong_is_a_divergence(
         ("RaisesOnDeliver", 9, "raised KeyError: 'no such batch' (mine.py:17, in apply)"),
         ("ReturnsNothing", 9, "returned None from apply, not a list of observations"),
         ("ObserveFails", 12, "raised RuntimeError: not yet (mine.py:30, in observe)"),
+        ("KeysFail", 10, "raised LookupError: no keys (mine.py:42, in observe_keys)"),
     ],
 )
 def test_a_user_engine_alone_that_raises_or_returns_wrong_is_one_line(
@@ -434,7 +440,8 @@ def test_a_user_engine_alone_that_raises_or_returns_wrong_is_one_line(
     monkeypatch.setattr(sys, "path", list(sys.path))
     (tmp_path / "mine.py").write_text(USER_ENGINES)
     trace = tmp_path / "t.jsonl"
-    trace.write_text((EXAMPLES / "batching_by_size.jsonl").read_text())
+    example = "site_down_and_back" if engine == "KeysFail" else "batching_by_size"  # a settle
+    trace.write_text((EXAMPLES / f"{example}.jsonl").read_text())
     argv = ["replay", str(trace), "--engine", "impl", "--check-properties"]
     assert main([*argv, "--impl", f"mine:{engine}"]) == 2
     assert capsys.readouterr() == (

@@ -53,7 +53,15 @@ from conformance.running.lockstep import (
 from conformance.running.narrative import Narrator
 from traces.canonical import canonical_json
 from traces.config import Config
-from traces.engine import DEFAULT_IMPL, Engine, EngineFactory, built, load_impl, make_engine
+from traces.engine import (
+    DEFAULT_IMPL,
+    Engine,
+    EngineFactory,
+    built,
+    load_impl,
+    make_engine,
+    raised,
+)
 from traces.errors import WanconformError
 from traces.observations import Observation
 from traces.ops import Op, Settle
@@ -386,7 +394,12 @@ class Alone:
         self.where = "its initial state"
 
     def __getattr__(self, name: str) -> Any:  # the optional surface: settle_capped, ...
-        return getattr(self.engine, name)
+        if name == "engine":  # not yet set (a copy being built): no endless recursion
+            raise AttributeError(name)
+        found = getattr(self.engine, name)
+        if name != "observe_keys":
+            return found
+        return lambda keys: self._state("observe_keys", lambda: found(keys))
 
     def _error(self, problem: str) -> WanconformError:
         return WanconformError(f"--impl {self.spec}: at {self.where}, the engine {problem}")
@@ -401,12 +414,18 @@ class Alone:
         return observations
 
     def observe(self) -> dict[str, Any]:
-        state = observed_or_raised(self.engine)
-        if isinstance(state, str):
-            raise self._error(state)
+        return self._state("observe", self.engine.observe)
+
+    def _state(self, method: str, observe: Callable[[], Any]) -> dict[str, Any]:
+        try:
+            state = observe()
+        except WanconformError:
+            raise
+        except Exception as exc:
+            raise self._error(raised(exc)) from None
         if not isinstance(state, dict):
             shown = "None" if state is None else f"a {type(state).__name__}"
-            raise self._error(f"returned {shown} from observe, not a JSON object")
+            raise self._error(f"returned {shown} from {method}, not a JSON object")
         return state
 
 
