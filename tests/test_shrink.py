@@ -60,6 +60,13 @@ def test_shrink_cli_writes_trace_and_failing_pytest(tmp_path: Path) -> None:
     )  # fmt: skip
     assert code == 0
     assert len(read_trace(out).ops) == 4
+    imports = [line for line in test.read_text().splitlines() if line.startswith("from ")]
+    assert imports == [  # in isort's order: a user's linter takes the file as it is
+        "from __future__ import annotations",
+        "from conformance.running.lockstep import first_divergence",
+        "from traces.engine import load_impl",
+        "from traces.tracefile import parse_trace_lines",
+    ]
     run = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-n", "0", "-p", "no:cacheprovider",
          str(test), "--rootdir", str(Path(__file__).parent.parent)],

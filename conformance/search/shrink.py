@@ -455,8 +455,8 @@ def pytest_text(trace: str, impl_spec: str, failure: Failure, name: str) -> str:
         "It fails while the engine IMPL shows this failure on the minimal trace below.\n"
         '"""\n\n'
         "from __future__ import annotations\n\n"
-        "from traces.engine import load_impl\n"
         f"{imports}"
+        "from traces.engine import load_impl\n"
         "from traces.tracefile import parse_trace_lines\n\n"
         f"IMPL = {impl_spec!r}\n"
         "TRACE = (  # noqa: E501\n"
