@@ -335,6 +335,8 @@ def test_the_fast_object_path_takes_what_a_system_logs() -> None:
         fast({"op": "flush", "sender": "ny", "dispatcher": 1}) is None
     )  # batch_size 4, 1 dispatcher
     assert fast({"op": "put", "site": True, "key": "k", "value": {}}) is None
+    assert fast({"op": ["put"], "site": 1, "key": "k", "value": {}}) is None  # unhashable
+    assert fast(["op", "put"]) is None
     assert fast_object_path(CONFIG)({"op": "tick", "ms": 5}) == Tick(5)
 
 

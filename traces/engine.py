@@ -225,8 +225,14 @@ def load_impl(spec: str | None, search: Iterable[str] = ()) -> EngineFactory:
     earlier = _FOUND_IN.pop(spec, None)  # where this load finds it, not an earlier one
     module = _import(module_name, spec, [os.getcwd(), *search])
     found = os.path.abspath(getattr(module, "__file__", None) or os.curdir)
-    if earlier is not None and spec not in _FOUND_IN and found.startswith(earlier + os.sep):
-        _FOUND_IN[spec] = earlier  # ... unless it is the one an earlier load found there
+    here = os.path.join(os.getcwd(), module_name.replace(".", os.sep))
+    if (
+        earlier is not None
+        and spec not in _FOUND_IN
+        and found.startswith(earlier + os.sep)
+        and not (os.path.isfile(here + ".py") or os.path.isdir(here))
+    ):  # ... unless it is the one an earlier load found there, and not in the current
+        _FOUND_IN[spec] = earlier  # directory (where a command run from there finds it)
     engine = getattr(module, class_name, None)
     if engine is None:
         raise WanconformError(f"--impl {spec}: module {module_name} has no {class_name}")

@@ -375,8 +375,10 @@ def _merge(streams: list[Iterator[EventLine]], arrange: Arrange) -> Iterator[tup
             index = first[0]
             t2 = at2 = -1  # the other processes' next instant
             for other, head in enumerate(heads):
-                if other != index and head is not None and (
-                    t2 < 0 or head.t < t2 or (head.t == t2 and head.at < at2)
+                if (
+                    other != index
+                    and head is not None
+                    and (t2 < 0 or head.t < t2 or (head.t == t2 and head.at < at2))
                 ):
                     t2, at2 = head.t, head.at
             head, stream = heads[index], streams[index]

@@ -433,7 +433,8 @@ def fast_object_path(config: Config, event_log: bool = False) -> Callable[[Any],
 
     def fast(raw: Any) -> Op | None:
         # One Struct, not their Union: msgspec converts to a Union many times slower
-        struct_type = structs.get(raw.get("op")) if type(raw) is dict else None
+        name = raw.get("op") if type(raw) is dict else None
+        struct_type = structs.get(name) if type(name) is str else None
         if struct_type is None:
             return None  # `parse_op` says what is wrong
         try:

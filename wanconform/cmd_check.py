@@ -50,17 +50,18 @@ def add_check_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def check_dlq_dir(args: argparse.Namespace, trace_ids: Iterable[str]) -> None:
+def check_dlq_dir(
+    args: argparse.Namespace, trace_ids: Iterable[str], trace_set: str | None = None
+) -> None:
     """`--dlq-dir` and `--queue-dir`, checked before Spark starts: a store an earlier run
     left for one of `trace_ids` is refused, as `replay` refuses it (the run would empty
     it: its records would be lost); so is one in the output --out (built aside and moved
-    into place, it would find the stores' DIR there) or in check's input trace set."""
+    into place, it would find the stores' DIR there) or in check's input `trace_set`."""
     for flag, directory in (("--dlq-dir", args.dlq_dir), ("--queue-dir", args.queue_dir)):
         if directory is None:
             continue
         store = Path(os.path.realpath(directory))
-        traces = getattr(args, "traces", None)  # check's trace set; a campaign has none
-        for name, path in (("the output --out", args.out), ("the input", traces)):
+        for name, path in (("the output --out", args.out), ("the input", trace_set)):
             if path is not None:
                 inside = Path(os.path.realpath(path))
                 if store == inside or inside in store.parents:
@@ -124,7 +125,7 @@ def run(args: argparse.Namespace) -> int:
     from traces.parquet import open_trace_set
 
     trace_set = open_trace_set(args.traces)
-    check_dlq_dir(args, [trace.trace_id for trace in trace_set.traces])
+    check_dlq_dir(args, [trace.trace_id for trace in trace_set.traces], args.traces)
     spark = start_spark(args.master)
     started = time.perf_counter()
     from conformance.spark.campaign import render, summarize
