@@ -119,6 +119,27 @@ def test_report_of_a_damaged_results_file_is_one_line(
     assert not out.exists()
 
 
+def test_report_of_results_with_null_cells_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # results.parquet edited by hand: its columns as check writes them, but null cells
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from conformance.spark.results import RESULTS_SCHEMA
+
+    (tmp_path / "res").mkdir()
+    table = pa.Table.from_pylist([{"trace_id": "t0"}], schema=RESULTS_SCHEMA)
+    pq.write_table(table, tmp_path / "res" / "results.parquet")
+    out = tmp_path / "r.html"
+    assert main(["report", str(tmp_path / "res"), "-o", str(out)]) == 2
+    assert capsys.readouterr().err == (
+        f"wanconform: error: {tmp_path / 'res' / 'results.parquet'}: profile: 1 null cell(s), "
+        "where `wanconform check` writes a value in every row\n"
+    )
+    assert not out.exists()
+
+
 def test_report_of_a_results_directory_equals_the_report_of_its_traces(tmp_path: Path) -> None:
     """A results directory keeps the rows, the impl and the examples: its report is the
     report of the traces it came from, with nothing run again (a results directory

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import math
 import re
+import textwrap
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -450,9 +451,10 @@ def pytest_text(trace: str, impl_spec: str, failure: Failure, name: str) -> str:
             "    assert failure is None, failure.describe()\n"
         )
         imports = "from conformance.search.shrink import find_failure\n"
-    return (
-        f'"""Regression test written by `wanconform shrink`: {failure.signature} on {name}.\n\n'
-        "It fails while the engine IMPL shows this failure on the minimal trace below.\n"
+    heading = f"Regression test written by `wanconform shrink`: {failure.signature} on {name}."
+    return (  # the docstring within ruff's default line length, 88
+        textwrap.fill(heading, width=88, initial_indent='"""', break_on_hyphens=False)
+        + "\n\nIt fails while the engine IMPL shows this failure on the minimal trace below.\n"
         '"""\n\n'
         "from __future__ import annotations\n\n"
         f"{imports}"

@@ -95,6 +95,8 @@ RESULTS_SCHEMA = pa.schema(
     ]
 )
 """One row per trace, as `wanconform check` writes it (results.parquet)."""
+NULLABLE = frozenset(["divergence"])
+"""The columns a row may leave null (`divergence` when P1 held)."""
 
 
 def _cut(value: Any) -> str:
@@ -229,6 +231,12 @@ def read_results(directory: str | os.PathLike[str]) -> Results:
             f"{path / RESULTS_FILE}: not the results of this wanconform (its columns differ); "
             "check the traces again with `wanconform check`"
         )
+    for name in RESULTS_SCHEMA.names:
+        if name not in NULLABLE and table.column(name).null_count:
+            raise TraceError(
+                f"{path / RESULTS_FILE}: {name}: {table.column(name).null_count} null cell(s), "
+                "where `wanconform check` writes a value in every row"
+            )
     manifest = _read_json(path / MANIFEST, {})
     if not isinstance(manifest, dict) or manifest.get("format", FORMAT) != FORMAT:
         raise TraceError(f"{path / MANIFEST}: not a manifest of format {FORMAT}")
