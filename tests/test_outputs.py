@@ -113,6 +113,24 @@ def test_an_output_inside_a_file_names_the_file(
     assert "empty.jsonl is a file, not a folder" in one_error(capsys)
 
 
+def test_an_output_directory_inside_another_output_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # its files would be foreign in the outer output, which --force could then never
+    # replace (and a reader of the outer one would meet them)
+    trace_set = tmp_path / "set"
+    assert main(["convert", TRACE, "--out", str(trace_set)]) == 0
+    capsys.readouterr()
+    before = sorted(p.name for p in trace_set.iterdir())
+    inner = trace_set / "deeper" / "set2"
+    assert main(["convert", TRACE, "--out", str(inner)]) == 2
+    assert one_error(capsys) == (
+        f"wanconform: error: {inner}: is inside {trace_set}, a trace set wanconform wrote; "
+        "give the output a path of its own"
+    )
+    assert sorted(p.name for p in trace_set.iterdir()) == before
+
+
 def test_an_output_that_is_or_holds_an_input_is_refused_even_with_force(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

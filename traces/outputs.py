@@ -220,6 +220,12 @@ def check_output_directory(path: str | os.PathLike[str], force: bool = False) ->
     """An output directory can be written (before any work): absent, empty, or an
     earlier wanconform output that `force` allows to replace; one line if not."""
     target = Path(os.path.abspath(path))
+    for parent in target.parents:  # its files would be foreign there: never replaceable
+        if (outer := output_kind(parent)) is not None:
+            raise WanconformError(
+                f"{os.fspath(path)}: is inside {parent}, {outer} wanconform wrote; give the "
+                "output a path of its own"
+            )
     if target.exists():
         if not target.is_dir():
             raise WanconformError(f"{os.fspath(path)}: exists and is not a directory")
