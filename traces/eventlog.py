@@ -256,7 +256,7 @@ class _FastLines:
     for the dicts the model's observations are compared with. Anything else, or a line
     that breaks a rule across lines (time running back, `at` on some lines only), goes to
     the precise path, which accepts it or says what is wrong: the fast one never accepts
-    what that rejects, and makes the same EventLine (tests/test_eventlog.py)."""
+    what that rejects, and makes the same EventLine (tests/test_event_log_reader.py)."""
 
     decode: Callable[[bytes], Any]
     fields: dict[Any, frozenset[str]]  # per Struct, every field a line of it may have
