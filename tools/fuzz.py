@@ -25,7 +25,9 @@ repository (`Corpus`: the example traces, topologies, Geode files) mutated by by
 numbers, unicode, deep nesting, missing or extra fields, lines duplicated, removed or
 swapped; XML attributes and elements; gfsh options; Parquet columns missing, extra or
 of the wrong type; dead-letter frames with a valid checksum around a bad payload;
-checkpoints, mutated by structure and by bytes, through `replay --from`).
+checkpoints, mutated by structure and by bytes, through `replay --from`; event-log
+directories of 1-3 process files, written compactly as a system writes them, through
+`validate DIR`).
 
 An input kind is one function `(Random, Corpus) -> Case` registered in `KINDS` with its
 share of the inputs; a new input (a checkpoint file, say) is one more such function.
@@ -131,8 +133,9 @@ def interesting(rng: random.Random) -> Any:
     return rng.choice(INTERESTING)
 
 
-def dump_json(document: Any, rng: random.Random) -> str:
-    """JSON text of a document holding `Raw` placeholders, spliced in."""
+def dump_json(document: Any, rng: random.Random, compact: bool = False) -> str:
+    """JSON text of a document holding `Raw` placeholders, spliced in; `compact`: without
+    spaces, as orjson writes (what a system writes)."""
     raws: list[str] = []
 
     def default(value: Any) -> Any:
@@ -141,7 +144,10 @@ def dump_json(document: Any, rng: random.Random) -> str:
             return f"\x00RAW{len(raws) - 1}\x00"
         raise TypeError(type(value).__name__)
 
-    text = json.dumps(document, default=default, ensure_ascii=rng.random() < 0.5)
+    separators = (",", ":") if compact else None
+    text = json.dumps(
+        document, default=default, ensure_ascii=rng.random() < 0.5, separators=separators
+    )
     for index, raw in enumerate(raws):
         text = text.replace(json.dumps(f"\x00RAW{index}\x00"), raw, 1)
     return text
@@ -261,6 +267,9 @@ class Corpus:
     dlq: list[tuple[str, bytes]]  # (file name, bytes) of a valid store's files
     lines: list[bytes] = field(default_factory=list)  # every line of every trace and log
     checkpoints: list[tuple[bytes, bytes]] = field(default_factory=list)  # (trace, its state)
+    # event logs of runs (docs/LOG.md): per run, its processes' lines written compactly
+    # (file name -> header and lines) and the longest tick of its trace
+    event_runs: list[tuple[dict[str, list[bytes]], int]] = field(default_factory=list)
 
 
 def make_log(trace: Path) -> bytes:
@@ -348,7 +357,36 @@ def build_corpus(scratch: Path) -> Corpus:
         with contextlib.redirect_stdout(io.StringIO()):
             main(["replay", str(half), "--engine", "both", "--checkpoint", f"{half}.json"])
         checkpoints.append((path.read_bytes(), Path(f"{half}.json").read_bytes()))
-    return Corpus(traces, configs, logs, geode, trace_set, dlq, lines, checkpoints)
+    return Corpus(
+        traces, configs, logs, geode, trace_set, dlq, lines, checkpoints, make_event_runs()
+    )
+
+
+EVENT_PROFILES = ("faults", "steady", "multisite", "lifecycle", "parallel", "dlq", "chaos")
+
+
+def make_event_runs() -> list[tuple[dict[str, list[bytes]], int]]:
+    """Event logs a correct system writes (`event_log_of`), compactly as orjson writes
+    them (what `validate`'s fast path reads): a few runs of each profile, with `at` and
+    without."""
+    import orjson
+
+    from conformance.generation.profiles import generate_trace
+    from conformance.running.events import event_log_of
+    from traces.ops import Settle
+
+    runs = []
+    for number, profile in enumerate(EVENT_PROFILES):
+        for seed in (1, 2):
+            config, stream = generate_trace(seed, f"e{number}", profile, 60)
+            ops = [op for op in stream if type(op) is not Settle]
+            logs = event_log_of(config, ops, finer=seed == 1)
+            longest = max([op.ms for op in ops if hasattr(op, "ms")], default=0)
+            files = {
+                f"{name}.jsonl": [orjson.dumps(x) for x in lines] for name, lines in logs.items()
+            }
+            runs.append((files, longest))
+    return runs
 
 
 # -- the input kinds: (Random, Corpus) -> Case --------------------------------------------
@@ -393,6 +431,97 @@ def log_validate(rng: random.Random, corpus: Corpus) -> Case:
     data = mutate_jsonl(rng.choice(corpus.logs), rng, corpus.lines)
     flags = [f for f in ("--json", "--check-properties", "--steps") if rng.random() < 0.3]
     return Case("log", {"l.jsonl": data}, ["validate", "l.jsonl", *flags])
+
+
+def mutate_event_line(line: bytes, rng: random.Random, compact: bool) -> bytes:
+    """One change to an event log line's fields (docs/LOG.md): a wrong type, an out of
+    range value, a key twice, a fraction, a huge integer, a process's own field, a
+    state, `at` removed, `t` running back; or any change of its structure."""
+    import orjson
+
+    try:
+        raw = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return line
+    if not isinstance(raw, dict):
+        return line
+    choice = rng.random()
+    name = rng.choice(("t", "at", "batch_id", "dispatcher", "sender", "site", "op", "observed"))
+    if choice < 0.3:
+        raw = mutate_document(raw, rng)
+    elif choice < 0.45:
+        raw[name] = interesting(rng)
+    elif choice < 0.52:
+        raw[f"_{rng.choice(('x', 'mine', 't', ''))}"] = interesting(rng)
+    elif choice < 0.58:
+        raw["state"] = rng.choice(({}, [], None, 1, {"sites": {}}))
+    elif choice < 0.66:
+        raw.pop("at", None)
+    elif choice < 0.74 and isinstance(raw.get("t"), int):
+        raw["t"] = max(0, raw["t"] - rng.choice((1, 5, 1000)))
+        if isinstance(raw.get("at"), int) and rng.random() < 0.5:
+            raw["at"] = max(0, raw["at"] - rng.choice((1, 5, 1000)))
+    elif choice < 0.82 and isinstance(raw.get(name), int) and not isinstance(raw[name], bool):
+        raw[name] = rng.choice(
+            (float(raw[name]), raw[name] + 0.5, -raw[name] - 1, 2**63, 2**64, 10**30, 0)
+        )
+    elif choice < 0.9 and raw:  # a key twice: the first or the last one holds
+        text = dump_json(raw, rng, compact)
+        key = rng.choice(sorted(raw))
+        value = dump_json(interesting(rng), rng, compact)
+        member = json.dumps(key) + (":" if compact else ": ") + value
+        return f"{{{member},{text[1:]}".encode("utf-8", "surrogatepass")
+    else:  # an observation's integer made a fraction or huge
+        places = [(c, k) for c, k, v in containers(raw.get("observed")) if type(v) is int]
+        if places:
+            container, key = rng.choice(places)
+            container[key] = rng.choice((float(container[key]), 2**64, -1, 1e30, 1e-7, Raw("1e3")))
+    return dump_json(raw, rng, compact).encode("utf-8", "surrogatepass")
+
+
+def event_log_validate(rng: random.Random, corpus: Corpus) -> Case:
+    """A run's event logs (docs/LOG.md), 1-3 process files written compactly as a live
+    system writes them (or with spaces), mutated (fields, lines within and between
+    files, bytes), through `validate DIR`."""
+    run, longest = rng.choice(corpus.event_runs)
+    names = sorted(run)
+    chosen = sorted(rng.sample(names, min(len(names), rng.choice((1, 2, 3, 3)))))
+    if len(names) <= 3 and rng.random() < 0.7:
+        chosen = names  # the whole run: valid before its mutations
+    compact = rng.random() < 0.8
+    files = {}
+    for name in chosen:
+        lines = list(run[name])
+        if not compact:
+            lines = [json.dumps(json.loads(line)).encode() for line in lines]
+        files[name] = lines
+    pool = [line for name in chosen for line in files[name][1:]]
+    for _ in range(rng.choice((0, 1, 1, 1, 2, 3))):
+        name = rng.choice(chosen)
+        lines = files[name]
+        choice = rng.random()
+        if choice < 0.5 and len(lines) > 1:
+            index = rng.randrange(1, len(lines))
+            lines[index] = mutate_event_line(lines[index], rng, compact)
+        elif choice < 0.6:
+            lines[0] = mutate_event_line(lines[0], rng, compact)  # the header
+        elif choice < 0.8:
+            files[name] = mutate_lines(lines, rng, pool)
+        elif choice < 0.9 and len(chosen) > 1:  # a line moved to another process's file
+            other = rng.choice([n for n in chosen if n != name])
+            if len(lines) > 1:
+                line = lines.pop(rng.randrange(1, len(lines)))
+                files[other].insert(rng.randrange(1, len(files[other]) + 1), line)
+        else:
+            data = mutate_bytes(b"\n".join(lines), rng)
+            files[name] = data.split(b"\n")
+    written = {f"run/{name}": b"\n".join(lines) + b"\n" for name, lines in files.items()}
+    flags = [[f] for f in ("--json", "--check-properties", "--steps") if rng.random() < 0.3]
+    if rng.random() < 0.4:
+        late = rng.choice((0, longest, longest, 1, 10**6, 2**63 - 1, rng.randrange(1000)))
+        flags.append(["--max-late-ms", str(late)])
+    rng.shuffle(flags)
+    return Case("events", written, ["validate", "run", *(f for flag in flags for f in flag)])
 
 
 def checkpoint_replay(rng: random.Random, corpus: Corpus) -> Case:
@@ -649,14 +778,15 @@ def parquet_convert(rng: random.Random, corpus: Corpus) -> Case:
 
 KINDS: dict[str, tuple[int, Callable[[random.Random, Corpus], Case]]] = {
     # name: (inputs in each 100, the function making one)
-    "trace": (34, trace_replay),
-    "trace-convert": (8, trace_convert),
-    "config": (12, config_topology),
-    "log": (16, log_validate),
-    "geode": (22, geode_import),
-    "dlq": (7, dlq_store),
+    "trace": (30, trace_replay),
+    "trace-convert": (7, trace_convert),
+    "config": (10, config_topology),
+    "log": (12, log_validate),
+    "events": (10, event_log_validate),
+    "geode": (18, geode_import),
+    "dlq": (6, dlq_store),
     "parquet": (1, parquet_convert),
-    "checkpoint": (8, checkpoint_replay),
+    "checkpoint": (6, checkpoint_replay),
 }
 
 
