@@ -100,6 +100,16 @@ def test_a_flush_line_s_batch_is_its_sent_batch_on_both_paths() -> None:
             "site-1.jsonl:9: observed[0].version[1]: must be an integer, a string, a boolean "
             "or null (SPEC §10), got a number with a fraction (5.0)",
         ),
+        (  # an exponent without a fraction: orjson writes 1e+30 back as it was
+            compact({**PUT, "observed": [{**ENQUEUED, "senders": [1e30]}]}),
+            "site-1.jsonl:9: observed[0].senders[0]: must be an integer, a string, a boolean "
+            "or null (SPEC §10), got a number with an exponent (1e+30)",
+        ),
+        (
+            compact({**PUT, "observed": [{**ENQUEUED, "value": {"n": 1e-7}}]}),
+            "site-1.jsonl:9: observed[0].value.n: must be an integer, a string, a boolean or "
+            "null (SPEC §10), got a number with an exponent (1e-7)",
+        ),
         (
             compact({**PUT, "zz": 1}),
             "site-1.jsonl:9: zz: unknown field for 'put' (fields: site, key, value, thread)",
@@ -197,7 +207,7 @@ RUNS = {
     for config, logs in [run_logs(profile, 5)]
 }
 MUTATIONS = [
-    b"{", b"}", b"[", b'"', b",", b":", b"0", b"9", b"-", b".5", b"e5", b"\\", b" ",
+    b"{", b"}", b"[", b'"', b",", b":", b"0", b"9", b"-", b".5", b"e5", b"e+30", b"\\", b" ",
     b"\xff", b"\\ud800", b'"_x":1,', b'"zz":1,', b'"state":{},', b'"t":-1,', b'"at":3,',
     b'"batch_id":2,', b'"dispatcher":3,', b"99999999999999999999999", b"true", b"null",
 ]  # fmt: skip

@@ -193,8 +193,8 @@ def observation_structs() -> Any:
     """SPEC §10's observations as msgspec types: a Struct per kind (tagged by `kind`), each
     field of the JSON type `traces.observations.FIELDS` gives it, the optional ones
     (`OPTIONAL_FIELDS`) UNSET when absent, no other; their union. What it accepts from a
-    strict JSON line without a fraction, `check_fields` accepts too (fast event log lines,
-    `traces.eventlog`)."""
+    strict JSON line without a fraction or an exponent, `check_fields` accepts too (fast
+    event log lines, `traces.eventlog`)."""
     types: dict[str, Any] = {
         "integer": int,
         "string": str,
