@@ -344,7 +344,8 @@ def build_corpus(scratch: Path) -> Corpus:
     trace_set = {t: pq.read_table(next((target / t).glob("*.parquet"))) for t in ("configs", "ops")}
     store = scratch / "corpus-dlq"
     store.mkdir()
-    with contextlib.redirect_stdout(io.StringIO()):
+    # stderr too: `--dlq-dir` says where the store is, a line per worker otherwise
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
         trace = str(EXAMPLES / "failed_event_dead_lettered.jsonl")
         main(["replay", trace, "--engine", "impl", "--dlq-dir", str(store)])
     dlq = [(p.name, p.read_bytes()) for p in sorted(store.rglob("*.dlq"))]
