@@ -130,3 +130,23 @@ def test_smoke_run_no_traceback_no_hang_and_the_watchdog_counts_a_planted_hang_a
     accepted = sum(n for (_, outcome), n in by_kind.items() if outcome == "accepted")
     assert rejected > inputs / 2
     assert accepted > inputs / 10
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--workers", "0"], "argument --workers: must be at least 1, got 0"),  # waited forever
+        (["--inputs", "-5"], "argument --inputs: must be at least 1, got -5"),
+        (["--timeout", "0"], "argument --timeout: must be more than 0, got 0"),
+        (["--only", "x"], "argument --only: not a number: 'x'"),
+        (["--bogus"], "unrecognized arguments: --bogus"),
+    ],
+)
+def test_a_wrong_command_line_is_one_line_exit_2(
+    capsys: pytest.CaptureFixture[str], argv: list[str], message: str
+) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        fuzz.main(argv)
+    assert exit_.value.code == 2
+    prog = "python -m tools.fuzz"
+    assert capsys.readouterr() == ("", f"{prog}: error: {message} (see: {prog} --help)\n")
