@@ -4,6 +4,7 @@ asserted: only their presence and the workload's size are checked here)."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -31,6 +32,9 @@ def test_bench_times_engines_lockstep_and_reading(capsys: pytest.CaptureFixture[
         result["model_parallel_vs_serial"]
     ]
     assert result["ratio_rounds"]["speedup"] == [result["speedup"]]
+    # every field it prints is documented where the command is
+    commands = (Path(__file__).parent.parent / "docs" / "COMMANDS.md").read_text()
+    assert [field for field in result if f"`{field}`" not in commands] == []
 
 
 def test_bench_ratios_are_each_rounds_own() -> None:
