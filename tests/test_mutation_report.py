@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import pytest
+
+from tools import mutation_report
 from tools.mutation_report import report, verdicts
 
 
@@ -27,3 +30,16 @@ def test_score_leaves_out_equivalents_counts_timeouts_as_killed_and_names_stale_
     assert "score: 3 of 5 non-equivalent mutants killed = 60.0%" in summary
     assert "listed as equivalent (mutation-equivalents.txt): 1\n" in summary
     assert "take them off the list): m5\n" in summary
+
+
+def test_no_mutant_checked_is_no_score(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(
+        mutation_report, "mutmut", lambda *args: "impl.a.x__mutmut_1: not checked\n"
+    )
+    assert mutation_report.main([]) == 2
+    assert capsys.readouterr() == (
+        "",
+        "mutation_report: no mutant checked: run `make mutation` first\n",
+    )

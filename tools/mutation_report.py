@@ -86,6 +86,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--min-score", type=float, default=95.0)
     args = parser.parse_args(argv)
     results = verdicts(mutmut("results", "--all", "true"))
+    if all(status in UNCHECKED for status in results.values()):  # not 0 of 0 = 100%
+        print("mutation_report: no mutant checked: run `make mutation` first", file=sys.stderr)
+        return 2
     score, survivors, summary = report(results, equivalents())
     diffs = [f"--- {name}\n{mutmut('show', name).strip()}\n" for name in survivors]
     REPORT.parent.mkdir(parents=True, exist_ok=True)
