@@ -138,7 +138,7 @@ def test_smoke_run_no_traceback_no_hang_and_the_watchdog_counts_a_planted_hang_a
         (["--workers", "0"], "argument --workers: must be at least 1, got 0"),  # waited forever
         (["--inputs", "-5"], "argument --inputs: must be at least 1, got -5"),
         (["--timeout", "0"], "argument --timeout: must be more than 0, got 0"),
-        (["--only", "x"], "argument --only: not a number: 'x'"),
+        (["--only", "x"], "argument --only: not an integer: 'x'"),
         (["--bogus"], "unrecognized arguments: --bogus"),
     ],
 )

@@ -60,6 +60,8 @@ from multiprocessing.sharedctypes import Synchronized
 from pathlib import Path
 from typing import Any, NoReturn
 
+from wanconform.options import int_at_least
+
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "traces" / "examples"
 GEODE = ROOT / "tests" / "data" / "geode"
@@ -1113,39 +1115,30 @@ class _Parser(argparse.ArgumentParser):
         sys.exit(2)
 
 
-def _at_least(low: float, kind: Callable[[str], Any] = int) -> Callable[[str], Any]:
-    """An argparse type: a number of `kind`, at least `low` (0 workers would wait
-    forever); a float must be above `low` (a 0 s cap makes every input a hang)."""
-
-    def parse(text: str) -> Any:
-        try:
-            value = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-        if kind is float and not value > low:  # NaN too
-            raise argparse.ArgumentTypeError(f"must be more than {low:g}, got {text}")
-        if not value >= low:
-            raise argparse.ArgumentTypeError(f"must be at least {low:g}, got {text}")
-        return value
-
-    return parse
+def _seconds(text: str) -> float:
+    """An argparse type: seconds, more than 0 (a 0 s cap makes every input a hang)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not value > 0:  # NaN too
+        raise argparse.ArgumentTypeError(f"must be more than 0, got {text}")
+    return value
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = _Parser(
         prog="python -m tools.fuzz", description=__doc__.split("\n")[0], allow_abbrev=False
     )
-    parser.add_argument("--inputs", type=_at_least(1), default=1_000_000)
-    parser.add_argument("--start", type=_at_least(0), default=0, help="the first input's index")
+    parser.add_argument("--inputs", type=int_at_least(1), default=1_000_000)
+    parser.add_argument("--start", type=int_at_least(0), default=0, help="the first input's index")
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--workers", type=_at_least(1), default=2)
-    parser.add_argument(
-        "--timeout", type=_at_least(0, float), default=10.0, help="seconds per input"
-    )
+    parser.add_argument("--workers", type=int_at_least(1), default=2)
+    parser.add_argument("--timeout", type=_seconds, default=10.0, help="seconds per input")
     parser.add_argument("--out", type=Path, default=Path("out/fuzz"))
     parser.add_argument("--kinds", default=",".join(KINDS), help="of: " + ", ".join(KINDS))
     parser.add_argument(
-        "--only", type=_at_least(0), help="run input ONLY in this process and show it"
+        "--only", type=int_at_least(0), help="run input ONLY in this process and show it"
     )
     return parser.parse_args(argv)
 
