@@ -214,3 +214,43 @@ def test_r16_1_more_than_ahead_limit_waiting_numbers_become_ranges() -> None:
         False,
         True,
     ]
+
+
+def test_r16_1_waiting_numbers_in_a_run_become_one_range() -> None:
+    """Ranked past AHEAD_LIMIT, a run of consecutive waiting numbers is one range (the
+    ranges stay disjoint and not adjacent, as a checkpoint writes them)."""
+    run = list(range(3, AHEAD_LIMIT + 4))  # 3 ... 4099: 4,097 numbers over a gap at 2
+    memory = ranges_after(1, *run)
+    assert memory.ranges() == [(1, 1), (3, AHEAD_LIMIT + 3)]
+    assert memory.range_count() == 2 and memory.highest() == AHEAD_LIMIT + 3
+    memory.add(2)
+    assert memory.ranges() == [(1, AHEAD_LIMIT + 3)]
+
+
+def test_r31_applied_memory_restored_from_its_checkpoint_ranges() -> None:
+    """`from_ranges`: a checkpoint's ranges give back the memory that wrote them, which
+    then goes on as that one would."""
+    memory = AppliedRanges.from_ranges([[1, 3], [5, 5], [8, 10]])
+    assert (memory.ranges(), memory.range_count(), memory.highest()) == (
+        [(1, 3), (5, 5), (8, 10)],
+        3,
+        10,
+    )
+    assert [seq for seq in range(12) if seq in memory] == [1, 2, 3, 5, 8, 9, 10]
+    memory.add(4)  # joins (1, 3) and (5, 5)
+    memory.add(7)  # extends the highest range down
+    memory.add(11)  # and up
+    memory.add(13)  # waits above it
+    assert memory.ranges() == [(1, 5), (7, 11), (13, 13)]
+    assert memory.highest() == 13
+    single = AppliedRanges.from_ranges([[4, 6]])
+    assert (single.ranges(), single.highest(), 3 in single, 4 in single) == (
+        [(4, 6)],
+        6,
+        False,
+        True,
+    )
+    empty = AppliedRanges.from_ranges([])
+    assert (empty.ranges(), empty.highest(), 1 in empty) == ([], 0, False)
+    empty.add(1)
+    assert empty.ranges() == [(1, 1)]
