@@ -134,7 +134,7 @@ def test_report_of_results_with_null_cells_is_one_line(
     out = tmp_path / "r.html"
     assert main(["report", str(tmp_path / "res"), "-o", str(out)]) == 2
     assert capsys.readouterr().err == (
-        f"wanconform: error: {tmp_path / 'res' / 'results.parquet'}: profile: 1 null cell(s), "
+        f"wanconform: error: {tmp_path / 'res' / 'results.parquet'}: operations: 1 null cell(s), "
         "where `wanconform check` writes a value in every row\n"
     )
     assert not out.exists()

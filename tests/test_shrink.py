@@ -67,9 +67,10 @@ def test_shrink_cli_writes_trace_and_failing_pytest(tmp_path: Path) -> None:
         "from traces.engine import load_impl",
         "from traces.tracefile import parse_trace_lines",
     ]
-    docstring = test.read_text().split('"""')[1].splitlines()
-    assert max(map(len, docstring)) <= 88 - 3  # ruff's default line length, quotes too
-    assert " ".join(docstring[:2]).startswith("Regression test written by `wanconform shrink`: ")
+    text = test.read_text()
+    docstring = text[: text.index('"""', 3) + 3].splitlines()  # its quotes too
+    assert max(map(len, docstring)) <= 88  # ruff's default line length
+    assert docstring[0].startswith('"""Regression test written by `wanconform shrink`: ')
     run = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-n", "0", "-p", "no:cacheprovider",
          str(test), "--rootdir", str(Path(__file__).parent.parent)],

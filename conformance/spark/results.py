@@ -95,8 +95,9 @@ RESULTS_SCHEMA = pa.schema(
     ]
 )
 """One row per trace, as `wanconform check` writes it (results.parquet)."""
-NULLABLE = frozenset(["divergence"])
-"""The columns a row may leave null (`divergence` when P1 held)."""
+NULLABLE = frozenset(["profile", "seed", "divergence"])
+"""The columns a row may leave null (`profile` and `seed` when the traces were not
+generated, `divergence` when P1 held)."""
 
 
 def _cut(value: Any) -> str:
