@@ -19,6 +19,8 @@ from traces.ops import Put, Tick
 from traces.tracefile import open_trace, read_trace
 from wanconform.cli import main
 
+EXAMPLE = Path(__file__).resolve().parent.parent / "traces" / "examples" / "lost_ack_resend.jsonl"
+
 CONFIG = '{"config": {"sites": [1, 2], "senders": [{"id": "ny", "site": 1, "remote": 2}]}}\n'
 OPS = (
     "put, delta, destroy, putall, tick, deliver, deliver_ack, drop, drop_ack, site_down, "
@@ -417,6 +419,23 @@ def test_directory(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
         read_trace(tmp_path)
     assert str(info.value) == f"{tmp_path}: is a directory, not a trace file"
     check_cli(capsys, [str(tmp_path)], f"{tmp_path}: is a directory, not a trace file")
+
+
+def test_a_parquet_file_given_as_a_trace_says_what_it_is(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # a trace set's file, given where a JSON Lines trace belongs (was "not valid JSON")
+    trace_set = tmp_path / "set"
+    assert main(["convert", str(EXAMPLE), "--out", str(trace_set)]) == 0
+    capsys.readouterr()
+    [part] = sorted((trace_set / "ops").glob("*.parquet"))
+    message = (
+        f"{part}:1: a Parquet file, not JSON Lines (`wanconform convert SET --out DIR` writes "
+        "the traces of the trace set SET it belongs to as JSON Lines)"
+    )
+    check_cli(capsys, [str(part)], message)
+    assert main(["validate", str(part)]) == 2
+    assert capsys.readouterr().err == f"wanconform: error: {message}\n"
 
 
 def test_non_utf8_bytes_are_named_by_line_and_column(

@@ -56,6 +56,7 @@ from traces.outputs import write_text_atomically
 BOM = "\ufeff"  # accepted at the start of a file, as RFC 8259 §8.1 allows a parser to
 JSON_SPACE = " \t\r\n"  # RFC 8259's whitespace; nothing else makes a line blank
 CHUNK_SIZE = 1 << 18  # bytes read at a time
+PARQUET_MAGIC = b"PAR1"  # a Parquet file's first bytes
 
 
 def where(name: str, line: int) -> str:
@@ -330,6 +331,11 @@ class Reader:
     def decode(self, number: int, line: bytes | str) -> tuple[str, Any] | None:
         """A line's place ("t.jsonl:9") and its strict JSON; None for a blank line."""
         here = where(self.name, number)
+        if number == 1 and isinstance(line, bytes) and line.startswith(PARQUET_MAGIC):
+            raise TraceError(
+                f"{here}: a Parquet file, not JSON Lines (`wanconform convert SET --out DIR` "
+                "writes the traces of the trace set SET it belongs to as JSON Lines)"
+            )
         if isinstance(line, bytes):
             try:
                 text = line.decode("utf-8")
