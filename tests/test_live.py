@@ -498,3 +498,21 @@ def test_a_slow_load_stops_at_the_end_not_at_its_next_write(
     assert steps(out, "site-1", "site-2") == []
     status, result = validate(out, capsys)
     assert (status, result["operations"]) == (0, 0)
+
+
+def test_a_run_reports_its_progress_in_seconds_of_the_run_and_its_drain(tmp_path: Path) -> None:
+    # (what `live` shows on a terminal: `live: 1/2 s`)
+    from conformance.live.run import Faults
+    from conformance.live.run import live as run_live
+    from traces.config import parse_config
+
+    raw = {"sites": [1], "senders": []}  # 1 s of run, 1 s of grace
+    seen: list[tuple[int, int]] = []
+    load = {"rate": 5.0, "keys": 3, "fail": 0.0, "lifecycle": 0.0}
+    run_live(
+        parse_config(raw), raw, tmp_path / "run", 1.0, 7, load, Faults(), [], None,
+        lambda line: None, lambda seconds, of: seen.append((seconds, of)),
+    )  # fmt: skip
+    assert seen and {of for _, of in seen} == {2}
+    assert [s for s, _ in seen] == sorted(s for s, _ in seen)  # never back
+    assert seen[-1] == (2, 2)  # the sites stop after their run and its drain

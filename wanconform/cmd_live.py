@@ -114,12 +114,16 @@ def run(args: argparse.Namespace) -> int:
 
     config = load_config_or_trace(args.config, site_flag=False)
     load = {"rate": args.rate, "keys": args.keys, "fail": args.fail, "lifecycle": args.lifecycle}
+    from wanconform.progress import Progress
+
+    shown = Progress("live", unit="s")  # on a terminal: the seconds of the run and its drain
     record = live(
         config, config.to_json(), Path(args.out), args.duration, args.seed, load,
         Faults(args.drop, args.delay, args.duplicate, args.reset),
         args.nemesis.split(",") if args.nemesis else [], args.bug,
-        lambda line: print(line, file=sys.stderr, flush=True),
+        lambda line: print(line, file=sys.stderr, flush=True), shown.update,
     )  # fmt: skip
+    shown.close()
     for name, count in record["lines"].items():
         print(f"{os.path.join(args.out, name)}: {plural(count, 'step')}")
     dropped = sum(sum(kinds.values()) for kinds in record["dropped"].values())

@@ -37,6 +37,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -314,7 +315,12 @@ class Runner:
 
 
 async def _run(
-    runner: Runner, duration_s: float, faults: Faults, nemesis: list[str], say: Any
+    runner: Runner,
+    duration_s: float,
+    faults: Faults,
+    nemesis: list[str],
+    say: Any,
+    progress: Callable[[int, int], None] | None,
 ) -> dict[str, Any]:
     config = runner.config
     (runner.folder / "run.json").write_text(json.dumps(runner.run))
@@ -346,6 +352,11 @@ async def _run(
         ):
             if time.monotonic() > deadline:
                 raise WanconformError("live: a site did not stop in time; it was killed")
+            if progress is not None:  # seconds of the run and its drain, from its start
+                now_ms = time.time_ns() // 1_000_000
+                progress(
+                    max(0, min(now_ms, end + grace) - start) // 1000, (end + grace - start) // 1000
+                )
             await asyncio.sleep(0.2)
         if chaos is not None:
             chaos.result()
@@ -376,10 +387,12 @@ def live(
     nemesis: list[str],
     bug: str | None,
     say: Any,
+    progress: Callable[[int, int], None] | None = None,
 ) -> dict[str, Any]:
     """Run the sites (`load`: the client load's `rate`, `keys` and `fail`); DIR gets
     their logs, their dead-letter stores, the nemesis's log and `live.json` (the run's
-    record), whole at the end (`building_directory`)."""
+    record), whole at the end (`building_directory`). `progress(seconds, of)`: now and
+    then while it runs."""
     if bug is not None and bug not in BUGS:
         raise WanconformError(f"--bug: unknown bug {bug!r} (one of {', '.join(BUGS)})")
     unknown = [kind for kind in nemesis if kind not in NEMESES]
@@ -402,7 +415,7 @@ def live(
     with building_directory(out) as work:
         run = {"config": raw_config, "seed": seed, **load, "bug": bug}
         runner = Runner(config, run, work)
-        done = asyncio.run(_run(runner, duration_s, faults, nemesis, say))
+        done = asyncio.run(_run(runner, duration_s, faults, nemesis, say, progress))
         (work / "run.json").unlink()
         for path in work.glob("*.wipes"):  # the sites' own notes (conformance.live.site)
             path.unlink()
