@@ -58,9 +58,9 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from multiprocessing.sharedctypes import Synchronized
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
-from wanconform.options import int_at_least
+from wanconform.options import StrictParser, int_at_least
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "traces" / "examples"
@@ -1107,14 +1107,6 @@ def summary(totals: Totals, seconds: float, kinds: Sequence[str]) -> str:
     return "\n".join(lines)
 
 
-class _Parser(argparse.ArgumentParser):
-    """A wrong command line is one line on stderr, exit 2, as `wanconform`'s is."""
-
-    def error(self, message: str) -> NoReturn:
-        print(f"{self.prog}: error: {message} (see: {self.prog} --help)", file=sys.stderr)
-        sys.exit(2)
-
-
 def _seconds(text: str) -> float:
     """An argparse type: seconds, more than 0 (a 0 s cap makes every input a hang)."""
     try:
@@ -1127,9 +1119,7 @@ def _seconds(text: str) -> float:
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = _Parser(
-        prog="python -m tools.fuzz", description=__doc__.split("\n")[0], allow_abbrev=False
-    )
+    parser = StrictParser(prog="python -m tools.fuzz", description=__doc__.split("\n")[0])
     parser.add_argument("--inputs", type=int_at_least(1), default=1_000_000)
     parser.add_argument("--start", type=int_at_least(0), default=0, help="the first input's index")
     parser.add_argument("--seed", type=int, default=1)

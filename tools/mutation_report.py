@@ -12,13 +12,13 @@ survived. Exit status 1 if the score is below `--min-score`.
 
 from __future__ import annotations
 
-import argparse
 import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
 
 from traces.outputs import write_text_atomically
+from wanconform.options import StrictParser
 
 EQUIVALENTS = Path(__file__).with_name("mutation-equivalents.txt")
 REPORT = Path("out/mutation/report.txt")
@@ -82,7 +82,7 @@ def report(results: dict[str, str], listed: dict[str, str]) -> tuple[float, list
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tools.mutation_report")
+    parser = StrictParser(prog="python -m tools.mutation_report")
     parser.add_argument("--min-score", type=float, default=95.0)
     args = parser.parse_args(argv)
     results = verdicts(mutmut("results", "--all", "true"))

@@ -15,13 +15,13 @@ import argparse
 import importlib
 import sys
 from collections.abc import Sequence
-from typing import Any, NoReturn
+from typing import Any
 
 from traces.engine import tune_gc
 from traces.errors import WanconformError
 from traces.outputs import check_outputs
 from traces.text import printable
-from wanconform.options import apply_settle_cap
+from wanconform.options import StrictParser, apply_settle_cap
 from wanconform.progress import erase
 
 COMMAND_MODULES = (
@@ -67,27 +67,10 @@ def chosen_command(argv: Sequence[str]) -> str | None:
     return None
 
 
-class _Parser(argparse.ArgumentParser):
-    """argparse's parser, strict and brief: an option must be written whole (`--engin`
-    is not `--engine`), and a wrong command line is one line on stderr, exit 2, which
-    names the command and where its help is (not argparse's usage block)."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        kwargs.setdefault("allow_abbrev", False)
-        super().__init__(*args, **kwargs)
-        self.command: str | None = None  # the top level's: the subcommand named, if any
-
-    def error(self, message: str) -> NoReturn:
-        # Unknown options reach the top level: they belong to the subcommand named.
-        prog = self.prog if self.command is None else f"{self.prog} {self.command}"
-        print(f"{prog}: error: {message} (see: {prog} --help)", file=sys.stderr)
-        sys.exit(2)
-
-
 def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     """The parser; with `argv`, only the named subcommand's module is imported (each
     command imports what it uses: start-up stays quick), else every command's."""
-    parser = _Parser(
+    parser = StrictParser(
         prog="wanconform",
         description="Executable model and conformance harness for WAN gateway replication.",
         epilog=SPEC_NOTE,

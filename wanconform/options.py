@@ -4,11 +4,30 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from collections.abc import Callable
+from typing import Any, NoReturn
 
+from traces.config import INT64_MAX
 from traces.engine import SETTLE_CAP, SETTLE_CAP_VARIABLE
 
-INT64_MAX = 2**63 - 1
+
+class StrictParser(argparse.ArgumentParser):
+    """argparse's parser, strict and brief: an option must be written whole (`--engin`
+    is not `--engine`), and a wrong command line is one line on stderr, exit 2, which
+    names the command and where its help is (not argparse's usage block). Also the
+    project's tools' (`python -m tools.fuzz`)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
+        self.command: str | None = None  # the top level's: the subcommand named, if any
+
+    def error(self, message: str) -> NoReturn:
+        # Unknown options reach the top level: they belong to the subcommand named.
+        prog = self.prog if self.command is None else f"{self.prog} {self.command}"
+        print(f"{prog}: error: {message} (see: {prog} --help)", file=sys.stderr)
+        sys.exit(2)
 
 
 def int_at_least(least: int) -> Callable[[str], int]:
