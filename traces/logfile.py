@@ -195,13 +195,7 @@ def observation_structs() -> Any:
     (`OPTIONAL_FIELDS`) UNSET when absent, no other; their union. What it accepts from a
     strict JSON line without a fraction or an exponent, `check_fields` accepts too (fast
     event log lines, `traces.eventlog`)."""
-    types: dict[str, Any] = {
-        "integer": int,
-        "string": str,
-        "array": list,
-        "object": dict,
-        "object or null": Union[dict, None],  # noqa: UP007
-    }
+    types = {name: Union[exact] for name, exact in _EXACT_TYPES.items()}  # noqa: UP007
     structs = [
         msgspec.defstruct(
             f"Observed_{kind}",
