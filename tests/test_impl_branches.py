@@ -227,7 +227,7 @@ def test_r16_1_waiting_numbers_in_a_run_become_one_range() -> None:
     assert memory.ranges() == [(1, AHEAD_LIMIT + 3)]
 
 
-def test_r31_applied_memory_restored_from_its_checkpoint_ranges() -> None:
+def test_r16_1_applied_memory_restored_from_its_checkpoint_ranges() -> None:
     """`from_ranges`: a checkpoint's ranges give back the memory that wrote them, which
     then goes on as that one would."""
     memory = AppliedRanges.from_ranges([[1, 3], [5, 5], [8, 10]])
