@@ -19,8 +19,6 @@ from traces.ops import Put, Tick
 from traces.tracefile import open_trace, read_trace
 from wanconform.cli import main
 
-EXAMPLE = Path(__file__).resolve().parent.parent / "traces" / "examples" / "lost_ack_resend.jsonl"
-
 CONFIG = '{"config": {"sites": [1, 2], "senders": [{"id": "ny", "site": 1, "remote": 2}]}}\n'
 OPS = (
     "put, delta, destroy, putall, tick, deliver, deliver_ack, drop, drop_ack, site_down, "
@@ -426,7 +424,7 @@ def test_a_parquet_file_given_as_a_trace_says_what_it_is(
 ) -> None:
     # a trace set's file, given where a JSON Lines trace belongs (was "not valid JSON")
     trace_set = tmp_path / "set"
-    assert main(["convert", str(EXAMPLE), "--out", str(trace_set)]) == 0
+    assert main(["convert", _ELEVEN, "--out", str(trace_set)]) == 0
     capsys.readouterr()
     [part] = sorted((trace_set / "ops").glob("*.parquet"))
     message = (
