@@ -367,36 +367,6 @@ def _merge(streams: list[Iterator[EventLine]], arrange: Arrange) -> Iterator[tup
                 t, at = head.t, head.at
         if t < 0:
             return
-        # The common case, quicker: while one process's lines are each before every other
-        # process's next line and need nothing sent or received first, they go in their
-        # own order (each its own instant's only lines); the rest is the loop below's.
-        first = [i for i, head in enumerate(heads) if head and head.t == t and head.at == at]
-        if len(first) == 1:
-            index = first[0]
-            t2 = at2 = -1  # the other processes' next instant
-            for other, head in enumerate(heads):
-                if (
-                    other != index
-                    and head is not None
-                    and (t2 < 0 or head.t < t2 or (head.t == t2 and head.at < at2))
-                ):
-                    t2, at2 = head.t, head.at
-            head, stream = heads[index], streams[index]
-            taken = 0
-            while (
-                head is not None
-                and type(head.entry.op) not in CAUSAL_OPS
-                and (t2 < 0 or head.t < t2 or (head.t == t2 and head.at < at2))
-            ):
-                if head.t > clock:
-                    yield head.where, LogEntry(0, Tick(head.t - clock), [], None)
-                    clock = head.t
-                yield head.where, head.entry
-                taken += 1
-                head = next(stream, None)
-            heads[index] = head
-            if taken:
-                continue
         block: list[list[EventLine]] = []
         sequences = 0  # how many processes have lines at it
         single: list[EventLine] = []  # the lines of the last of them
