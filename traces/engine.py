@@ -134,18 +134,12 @@ def _import(module_name: str, spec: str, search: Iterable[str]) -> Any:
     looked = []
     for directory in dict.fromkeys(os.path.abspath(d) for d in search):
         looked.append(directory)
-        relative = module_name.replace(".", os.sep)
-        if not (
-            os.path.isfile(os.path.join(directory, relative + ".py"))
-            or os.path.isdir(os.path.join(directory, relative))
-        ):
+        if not _holds(directory, module_name):
             continue
         sys.path.insert(0, directory)
+        _SEARCHED.add(directory)
         try:
-            module = importlib.import_module(module_name)
-            if directory != os.getcwd():
-                _FOUND_IN[spec] = directory
-            return module
+            return importlib.import_module(module_name)
         except ImportError as exc:
             raise WanconformError(
                 f"--impl {spec}: cannot import module {module_name} from {directory}: {exc}"
@@ -162,8 +156,31 @@ def _import(module_name: str, spec: str, search: Iterable[str]) -> Any:
 
 
 _FOUND_IN: dict[str, str] = {}
-"""The directory each `--impl` spec's module was found in, when Python could not find it
-from the current directory (`load_impl`'s search: e.g. next to the traces)."""
+"""The directory each `--impl` spec's module was found in, when a command run from the
+current directory would not find it (`load_impl`'s search: e.g. next to the traces)."""
+
+
+_SEARCHED: set[str] = set()
+"""The directories `load_impl`'s search put on Python's path (in this process)."""
+
+
+def _module_root(module: Any, module_name: str) -> str | None:
+    """The directory on Python's path that `module` (named `module_name`) was loaded
+    from, or None (no file)."""
+    path: str | None = getattr(module, "__file__", None)
+    if path is None:
+        return None
+    levels = module_name.count(".") + 1 + (os.path.basename(path) == "__init__.py")
+    root = os.path.abspath(path)
+    for _ in range(levels):
+        root = os.path.dirname(root)
+    return root
+
+
+def _holds(directory: str, module_name: str) -> bool:
+    """Does `directory` hold the module or package `module_name`?"""
+    relative = os.path.join(directory, module_name.replace(".", os.sep))
+    return os.path.isfile(relative + ".py") or os.path.isdir(relative)
 
 
 def impl_directory(spec: str) -> str | None:
@@ -222,17 +239,14 @@ def load_impl(spec: str | None, search: Iterable[str] = ()) -> EngineFactory:
             f"--impl {stem}:{class_name}, run from the directory that holds {stem}.py "
             "(or with it on PYTHONPATH)"
         )
-    earlier = _FOUND_IN.pop(spec, None)  # where this load finds it, not an earlier one
     module = _import(module_name, spec, [os.getcwd(), *search])
-    found = os.path.abspath(getattr(module, "__file__", None) or os.curdir)
-    here = os.path.join(os.getcwd(), module_name.replace(".", os.sep))
-    if (
-        earlier is not None
-        and spec not in _FOUND_IN
-        and found.startswith(earlier + os.sep)
-        and not (os.path.isfile(here + ".py") or os.path.isdir(here))
-    ):  # ... unless it is the one an earlier load found there, and not in the current
-        _FOUND_IN[spec] = earlier  # directory (where a command run from there finds it)
+    # Where a command run from here needs PYTHONPATH to find it: a directory a search put
+    # on Python's path, when the module came from there (this load's import, or an earlier
+    # one's) and the current directory does not hold it.
+    _FOUND_IN.pop(spec, None)
+    root = _module_root(module, module_name)
+    if root in _SEARCHED and not _holds(os.getcwd(), module_name):
+        _FOUND_IN[spec] = root
     engine = getattr(module, class_name, None)
     if engine is None:
         raise WanconformError(f"--impl {spec}: module {module_name} has no {class_name}")
