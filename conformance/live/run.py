@@ -358,6 +358,8 @@ async def _run(
                     max(0, min(now_ms, end + grace) - start) // 1000, (end + grace - start) // 1000
                 )
             await asyncio.sleep(0.2)
+        if progress is not None:  # the sites have stopped: the run and its drain are over
+            progress((end + grace - start) // 1000, (end + grace - start) // 1000)
         if chaos is not None:
             chaos.result()
         for server in servers:
