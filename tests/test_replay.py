@@ -305,6 +305,20 @@ class ReturnsASet(Engine):  # an observation JSON cannot hold
         if op.op == "deliver":
             observations[0]["extra"] = {1}
         return observations
+
+
+class ExitsOnDeliver(Engine):  # sys.exit in an engine is its failure, named as a raise
+    def apply(self, op):
+        if op.op == "deliver":
+            import sys
+
+            sys.exit(3)
+        return super().apply(op)
+
+
+class ExitsAtBuild(Engine):  # the site's exit(): named at the user's line, not Python's
+    def __init__(self, config):
+        exit(4)
 """
 
 
@@ -320,6 +334,12 @@ class ReturnsASet(Engine):  # an observation JSON cannot hold
         (USER_ENGINES, "NeedsNoConfig",
          "--impl {m}:NeedsNoConfig: building the engine raised TypeError: "
          "NeedsNoConfig.__init__() takes 1 positional argument but 2 were given"),
+        ('import sys\nsys.exit("no licence")\n', "X",
+         "--impl {m}:X: importing {m} from {dir} raised SystemExit: no licence ({m}.py:2, in "
+         "<module>)"),
+        (USER_ENGINES, "ExitsAtBuild",
+         "--impl {m}:ExitsAtBuild: building the engine raised SystemExit: 4 ({m}.py:64, in "
+         "__init__)"),
     ],
 )  # fmt: skip
 def test_a_user_engine_that_fails_to_import_or_build_is_one_line(
@@ -382,6 +402,7 @@ def test_a_user_engine_that_fails_to_build_is_one_line_in_shrink_and_explore(
         # apply returned what is not a list of JSON objects: where it did
         ("ReturnsNothing", 't.jsonl:{deliver}: divergence at {{"op":"deliver"'),
         ("ReturnsASet", 't.jsonl:{deliver}: divergence at {{"op":"deliver"'),
+        ("ExitsOnDeliver", 't.jsonl:{deliver}: divergence at {{"op":"deliver"'),
     ],
 )
 def test_a_user_engine_that_raises_or_starts_wrong_is_a_divergence(
@@ -415,6 +436,7 @@ def test_a_user_engine_that_raises_or_starts_wrong_is_a_divergence(
             'impl="returned an observation from apply that is not JSON (Object of type set is '
             'not JSON serializable)"'
         ),
+        "ExitsOnDeliver": 'impl="raised SystemExit: 3 (mine.py:58, in apply)"',
     }[engine]
     assert detail in out
 
@@ -426,6 +448,7 @@ def test_a_user_engine_that_raises_or_starts_wrong_is_a_divergence(
         ("ReturnsNothing", 9, "returned None from apply, not a list of observations"),
         ("ObserveFails", 12, "raised RuntimeError: not yet (mine.py:30, in observe)"),
         ("KeysFail", 10, "raised LookupError: no keys (mine.py:42, in observe_keys)"),
+        ("ExitsOnDeliver", 9, "raised SystemExit: 3 (mine.py:58, in apply)"),
     ],
 )
 def test_a_user_engine_alone_that_raises_or_returns_wrong_is_one_line(

@@ -37,6 +37,10 @@ from traces.observations import Observation
 from traces.ops import Op
 
 ENGINE_NAMES = ("model", "impl")
+# What a user's engine can raise that is its own failure, to be named (`raised`), not
+# ours: any Exception, and SystemExit (`sys.exit` or `exit()` in its code). Ctrl-C's
+# KeyboardInterrupt is the user's, and goes on.
+ENGINE_FAILURES = (Exception, SystemExit)
 DEFAULT_IMPL = "impl:Engine"
 
 
@@ -129,7 +133,7 @@ def _import(module_name: str, spec: str, search: Iterable[str]) -> Any:
             ) from None
     except ImportError as exc:
         raise WanconformError(f"--impl {spec}: cannot import module {module_name}: {exc}") from None
-    except Exception as exc:  # the module's own code failed (a SyntaxError, a raise ...)
+    except ENGINE_FAILURES as exc:  # the module's own code failed (a SyntaxError, a raise ...)
         raise WanconformError(f"--impl {spec}: importing {module_name} {raised(exc)}") from None
     looked = []
     for directory in dict.fromkeys(os.path.abspath(d) for d in search):
@@ -144,7 +148,7 @@ def _import(module_name: str, spec: str, search: Iterable[str]) -> Any:
             raise WanconformError(
                 f"--impl {spec}: cannot import module {module_name} from {directory}: {exc}"
             ) from None
-        except Exception as exc:
+        except ENGINE_FAILURES as exc:
             raise WanconformError(
                 f"--impl {spec}: importing {module_name} from {directory} {raised(exc)}"
             ) from None
@@ -203,7 +207,11 @@ def raised(exc: BaseException) -> str:
     text = f"raised {type(exc).__name__}: {exc}"
     if isinstance(exc, SyntaxError):
         return text
-    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename != __file__]
+    frames = [  # the user's code: not this file, nor Python's frozen modules (`exit()`'s)
+        f
+        for f in traceback.extract_tb(exc.__traceback__)
+        if f.filename != __file__ and not f.filename.startswith("<frozen ")
+    ]
     if not frames:  # raised by the call itself (e.g. the wrong arguments)
         return text
     last = frames[-1]
@@ -218,7 +226,7 @@ def built(factory: EngineFactory, spec: str, config: Config) -> Engine:
         return factory(config)
     except WanconformError:
         raise
-    except Exception as exc:
+    except ENGINE_FAILURES as exc:
         raise WanconformError(f"--impl {spec}: building the engine {raised(exc)}") from None
 
 

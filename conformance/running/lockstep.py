@@ -45,7 +45,14 @@ from conformance.running.ahead import STATE, Ahead
 from conformance.running.ahead import possible as ahead_possible
 from traces.canonical import canonical_json
 from traces.config import Config
-from traces.engine import Engine, EngineFactory, gc_paused, make_engine, raised
+from traces.engine import (
+    ENGINE_FAILURES,
+    Engine,
+    EngineFactory,
+    gc_paused,
+    make_engine,
+    raised,
+)
 from traces.errors import WanconformError
 from traces.observations import Observation
 from traces.ops import Op, op_to_json
@@ -218,7 +225,7 @@ def observed_or_raised(impl: Engine) -> Any:
         return impl.observe()
     except WanconformError:  # bad input (a log's), not the engine's failure
         raise
-    except Exception as exc:
+    except ENGINE_FAILURES as exc:
         return raised(exc)
 
 
@@ -229,7 +236,7 @@ def applied_or_raised(impl: Engine, op: Op) -> list[Observation] | str:
         return impl.apply(op)
     except WanconformError:  # bad input (a log's), not the engine's failure
         raise
-    except Exception as exc:
+    except ENGINE_FAILURES as exc:
         return raised(exc)
 
 

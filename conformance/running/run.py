@@ -55,6 +55,7 @@ from traces.canonical import canonical_json
 from traces.config import Config
 from traces.engine import (
     DEFAULT_IMPL,
+    ENGINE_FAILURES,
     Engine,
     EngineFactory,
     built,
@@ -421,7 +422,7 @@ class Alone:
             state = observe()
         except WanconformError:
             raise
-        except Exception as exc:
+        except ENGINE_FAILURES as exc:
             raise self._error(raised(exc)) from None
         if not isinstance(state, dict):
             shown = "None" if state is None else f"a {type(state).__name__}"
