@@ -498,6 +498,18 @@ def test_a_local_master_of_no_cores_is_one_line(master: str) -> None:
     assert str(caught.value) == f"--master {master}: a local master needs at least 1 core"
 
 
+@pytest.mark.parametrize("master", ["foo", "Local", "mesos://h:5050", " local", ""])
+def test_a_master_spark_does_not_take_is_one_line_before_its_jvm_starts(master: str) -> None:
+    # spark-submit's rule (yarn, or spark..., k8s..., local...): its JVM died with it
+    # unsaid, leaving "Java gateway process exited before sending its port number"
+    with pytest.raises(WanconformError) as caught:
+        glue.session(master)
+    assert str(caught.value) == (
+        f"--master {master}: Spark takes local, local[N], spark://HOST:PORT, yarn or "
+        "k8s://HOST:PORT"
+    )
+
+
 class Py4JJavaError(Exception):
     """As py4j's (only its module and text matter)."""
 

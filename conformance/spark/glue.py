@@ -95,6 +95,7 @@ ROWS_PER_ARROW_BATCH = 10_000
 
 
 PROBE_SECONDS = 3.0  # how long a spark:// master may take to accept a connection
+SPARK_MASTERS = ("spark", "k8s", "local")  # what spark-submit takes, with `yarn`
 JVM_NOISE = (  # what the JVM prints at every start, before wanconform's own first line
     b"WARNING: Using incubator modules",
     b"Setting default log level to",
@@ -232,6 +233,12 @@ def session(master: str | None = None, app: str = "wanconform") -> Any:
     local master tries each task twice (`with_task_retries`)."""
     if re.fullmatch(r"local\[\s*0+\s*[],].*", (master or "").strip()):
         raise WanconformError(f"--master {master}: a local master needs at least 1 core")
+    if master is not None and not (master == "yarn" or master.startswith(SPARK_MASTERS)):
+        # spark-submit's own rule, said before its JVM starts and dies with it unsaid
+        raise WanconformError(
+            f"--master {master}: Spark takes local, local[N], spark://HOST:PORT, yarn or "
+            "k8s://HOST:PORT"
+        )
     master = with_task_retries(master or DEFAULT_MASTER)
     probe_master(master)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
