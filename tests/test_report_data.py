@@ -89,6 +89,19 @@ def test_report_data_of_planted_r20_bug(tmp_path: Path) -> None:
     assert report["caps"] == []
 
 
+def test_without_javascript_the_trace_table_says_what_is_missing(tmp_path: Path) -> None:
+    # the trace table is drawn by the page's script; a viewer without JavaScript (a mail
+    # preview, a locked-down browser) is told so where the table would be
+    report = tmp_path / "report.html"
+    assert main(["report", str(DATA / "resend.jsonl"), "-o", str(report)]) == 0
+    traces = report.read_text().split('<section id="traces">')[1].split("</section>")[0]
+    assert traces.index("<noscript><p") < traces.index('<table id="trace-table">')
+    assert (
+        "This table is drawn by the page's script, which did not run here: open the report "
+        "in a browser with JavaScript on. Every other section needs none.</p></noscript>"
+    ) in traces
+
+
 def test_report_of_a_directory_without_results_is_one_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
