@@ -38,9 +38,10 @@ from impl.framing import HEADER as HEADER
 from impl.framing import StoreError as StoreError
 from impl.framing import fsync_directory
 from traces.canonical import canonical_json
+from traces.outputs import DLQ_SUFFIX
 
 MAGIC = b"WDLQ"
-SUFFIX = ".dlq"
+SUFFIX = DLQ_SUFFIX
 
 
 def sender_file(sender: str) -> str:

@@ -43,9 +43,10 @@ import msgspec
 from impl import framing
 from impl.framing import HEADER
 from impl.framing import StoreError as StoreError
+from traces.outputs import QUEUE_SUFFIX
 
 MAGIC = b"WQUE"
-SUFFIX = ".queue"
+SUFFIX = QUEUE_SUFFIX
 FSYNC_CHOICES = ("batch", "none")
 COMPACT_ABOVE = 1 << 20
 """A file is compacted only above this size (bytes), when more than half of it is dead."""

@@ -102,9 +102,11 @@ def _foreign(directory: Path) -> str | None:
     return None
 
 
-_STORE_SUFFIXES = (".dlq", ".queue")
-"""The files of a dead-letter store and of a queue store (`impl.dlq_store.SUFFIX`,
-`impl.queue_store.SUFFIX`)."""
+DLQ_SUFFIX = ".dlq"
+"""A dead-letter store's files (`impl.dlq_store`, docs/DLQ_STORE.md), one per sender."""
+QUEUE_SUFFIX = ".queue"
+"""A queue store's files (`impl.queue_store`), one per sender's dispatcher."""
+_STORE_SUFFIXES = (DLQ_SUFFIX, QUEUE_SUFFIX)
 
 
 def _kept(directory: Path) -> bool:
