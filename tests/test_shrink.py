@@ -236,6 +236,8 @@ def test_shrinking_within_a_budget_keeps_the_shortest_failing_trace_found(
     )
     assert result.out_of_budget
     assert result.kept == list(range(result.first_failure.index + 1))
+    # the failing operation by its ordinal, and by its line when the command names them
+    assert said[0] == "failure: P1 observations: sent.events_resent at operation 8 of 10"
     assert said[-1].startswith("the budget of 0 s ran out: kept the shortest failing trace found")
     again = find_failure(trace.config, result.ops(list(trace.ops)), ResendWithoutPossibleDuplicate)
     assert again is not None and again.signature == result.failure.signature
@@ -247,6 +249,10 @@ def test_shrinking_within_a_budget_keeps_the_shortest_failing_trace_found(
     assert len(read_trace(out).ops) == len(result.kept)
     assert main([*command, "--shrink-budget", "0", "--force"]) == 0
     assert len(read_trace(out).ops) == 4
+    assert (
+        f"shrink: failure: P1 observations: sent.events_resent at {DATA}/resend.jsonl:9 "
+        "(operation 8 of 10)"
+    ) in capsys.readouterr().err
 
 
 def test_check_names_the_failure_groups_before_it_shrinks_their_examples() -> None:

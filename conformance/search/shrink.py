@@ -384,7 +384,9 @@ def shrink(
     if first is None:
         raise NothingToShrink("nothing to shrink: model and impl agree and P2-P12 hold")
     shrinker.signature = first.signature
-    say(f"failure: {first.signature} at operation {first.index + 1:,} of {len(ops):,}")
+    ordinal = f"operation {first.index + 1:,} of {len(ops):,}"  # and its line, if named
+    shown = ordinal if first.where.startswith("operation ") else f"{first.where} ({ordinal})"
+    say(f"failure: {first.signature} at {shown}")
     kept = list(range(first.index + 1))
     result = Shrunk(config, len(ops), kept, first, first)
     shrinker.best = (kept, first, config)
