@@ -610,6 +610,31 @@ def test_hash_inside_a_value_and_semicolons(tmp_path: Path) -> None:
     assert imported.config.receiver(1) == ReceiverConfig(site=1)
 
 
+def test_gfsh_gateway_commands_that_only_show_or_rebalance_are_skipped(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`list gateways` and friends (the docs' multi-site transcript runs them) change no
+    configuration: the site imports as without them."""
+    script = (
+        "create gateway-sender --id=a --remote-distributed-system-id=2\n"
+        "create region --name=r --type=REPLICATE --gateway-sender-id=a\n"
+        "list gateways\nstatus gateway-sender --id=a\nstatus gateway-receiver\n"
+        "load-balance gateway-sender --id=a\n"
+    )
+    sites = ["--site", f"1={write(tmp_path, '1.gfsh', script)}"]
+    sites += ["--site", f"2={write(tmp_path, '2.xml', RECEIVER[2])}"]
+    assert main(["import", *sites]) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out)["senders"][0]["id"] == "a"
+    assert err == ""
+    write(tmp_path, "1.gfsh", script + "stop gateway-receiver\n")
+    assert main(["import", *sites]) == 2
+    assert capsys.readouterr().err == (
+        f"wanconform: error: {tmp_path / '1.gfsh'}:7: unknown gfsh command "
+        "'stop gateway-receiver' (did you mean destroy gateway-receiver?)\n"
+    )
+
+
 def test_define_argument() -> None:
     assert parse_define("A.b-1=x=y") == ("A.b-1", "x=y")
     with pytest.raises(GeodeImportError, match="expected KEY=VALUE"):

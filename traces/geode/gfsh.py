@@ -21,15 +21,17 @@ command of its own and fail.
 
 Commands that configure gateways are read: `create|alter|destroy gateway-sender`,
 `create|destroy gateway-receiver`, `create|alter|destroy region` (their
-`--gateway-sender-id` and `--enable-concurrency-checks`; `create region`'s `--type`, read
-as gfsh's EnumConverter reads it, `--total-num-buckets` and `--template-region`), `start
-locator|server` (their `--J=-Dgemfire.distributed-system-id=N`, the site's dsid) and `set
-variable`. `start` (with `--clean-queues`), `stop`, `pause` and `resume gateway-sender` act
-on a sender that exists: they are kept, in order, as the site's sender commands, which the
-mapping turns into the operations `start_sender`, `stop_sender`, `pause_sender` and
-`resume_sender` (SPEC R37, §16.9); one naming no sender of the site is an error, as gfsh
-reports it. Any other command naming a gateway is an error; the rest (`connect`, `list
-members`, `deploy`, ...) is not configuration and is skipped.
+`--gateway-sender-id` and `--enable-concurrency-checks`; `create region`'s `--type`,
+read as gfsh's EnumConverter reads it, `--total-num-buckets` and `--template-region`),
+`start locator|server` (their `--J=-Dgemfire.distributed-system-id=N`, the site's dsid)
+and `set variable`; `list gateways`, `status gateway-sender|receiver` and `load-balance
+gateway-sender` change no configuration and are skipped. `start` (with
+`--clean-queues`), `stop`, `pause` and `resume gateway-sender` act on a sender that
+exists: they are kept, in order, as the site's sender commands, which the mapping turns
+into the operations `start_sender`, `stop_sender`, `pause_sender` and `resume_sender`
+(SPEC R37, §16.9); one naming no sender of the site is an error, as gfsh reports it. Any
+other command naming a gateway is an error; the rest (`connect`, `list members`,
+`deploy`, ...) is not configuration and is skipped.
 """
 
 from __future__ import annotations
@@ -107,6 +109,13 @@ _RECEIVER_OPTIONS = (
 _DESTROY_OPTIONS = ("id", *_DEPLOYMENT, "if-exists")
 _LIFECYCLE_OPTIONS = ("id", *_DEPLOYMENT)
 _START_SENDER_OPTIONS = (*_LIFECYCLE_OPTIONS, "clean-queues")
+_READ_ONLY_GATEWAY_COMMANDS = (
+    "list gateways",
+    "status gateway-sender",
+    "status gateway-receiver",
+    "load-balance gateway-sender",
+)
+"""gfsh's gateway commands that show or rebalance connections: not configuration, skipped."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -241,7 +250,7 @@ class _ScriptReader:
         handler = self.handlers.get(command.name)
         if handler is not None:
             handler(command)
-        elif "gateway" in two:
+        elif "gateway" in two and two not in _READ_ONLY_GATEWAY_COMMANDS:
             known = [name for name in self.handlers if "gateway" in name]
             close = difflib.get_close_matches(two, known, n=1)
             hint = f" (did you mean {close[0]}?)" if close else ""
