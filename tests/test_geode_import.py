@@ -1232,6 +1232,59 @@ def test_a_region_type_geode_does_not_know_is_an_error(
 
 
 @pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ('<region-attributes id="a" refid="b" gateway-sender-ids="a"/>\n'
+         '<region-attributes id="b" refid="a"/>\n<region name="r" refid="a"/>',
+         "1.xml:4: <region-attributes id='a'>: refid: 'b' names the <region-attributes id> "
+         "at {path}:5, not one defined before this element (Geode reads cache.xml in order: "
+         "'Cannot reference non-existing region attributes named b')"),
+        ('<region-attributes id="a" refid="a" gateway-sender-ids="a"/>\n'
+         '<region name="r" refid="a"/>',
+         "1.xml:4: <region-attributes id='a'>: refid: 'a' names the <region-attributes id> "
+         "at {path}:4, not one defined before"),
+        ('<region name="r" refid="later"/>\n'
+         '<region-attributes id="later" gateway-sender-ids="a"/>',
+         "1.xml:4: <region name='/r'>: refid: 'later' names the <region-attributes id> at "
+         "{path}:5, not one defined before"),
+    ],
+)  # fmt: skip
+def test_a_refid_names_only_region_attributes_defined_before_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], body: str, message: str
+) -> None:
+    # Geode looks a refid up when the referring element starts: a cycle, a refid naming its
+    # own element and a forward reference all fail with 'Cannot reference non-existing'.
+    site = cache(f'<gateway-sender id="a" remote-distributed-system-id="2"/>\n{body}')
+    path = write(tmp_path, "1.xml", site)
+    remote = write(tmp_path, "2.xml", RECEIVER[2])
+    assert main(["import", "--site", f"1={path}", "--site", f"2={remote}"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"wanconform: error: {tmp_path}/{message.format(path=path)}")
+    assert err.count("\n") == 1
+
+
+def test_a_refid_names_the_latest_region_attributes_of_its_id_at_any_depth(
+    tmp_path: Path,
+) -> None:
+    # Geode registers every <region-attributes id>, nested in a region or not, when it
+    # ends; a second one of an id replaces the first for what follows.
+    body = (
+        '<region name="a" refid="REPLICATE"><region-attributes id="ship" '
+        'gateway-sender-ids="a"/></region>\n<region name="b" refid="ship"/>\n'
+        '<region-attributes id="ship" refid="ship" data-policy="partition"/>\n'
+        '<region name="c" refid="ship"/>'
+    )
+    site = cache(f'<gateway-sender id="a" remote-distributed-system-id="2"/>\n{body}')
+    imported = import_texts(tmp_path, (1, "1.xml", site), RECEIVER)
+    assert imported.config.regions == {1: RegionConfig(type="partition", total_num_buckets=113)}
+    assert imported.warnings == (
+        f"{tmp_path / '1.xml'}: site 1: the regions that ship through its senders differ "
+        "(partitioned: /c (113 buckets); replicated: /a, /b); the model has one region per "
+        "site (R1, R27): partitioned with 113 buckets, as /c, the first partitioned one",
+    )
+
+
+@pytest.mark.parametrize(
     ("body", "written"),
     [
         ('<region name="r" refid="LOCAL_PERSISTENT"><region-attributes gateway-sender-ids="a"/>'

@@ -299,18 +299,14 @@ def read_cache_xml(
             f"{' or '.join(CACHE_NAMESPACES)} or none (a client-cache has no gateways)"
         )
     reader = _CacheReader(path, namespace, site, defines)
-    named = {
-        element.attributes["id"]: element
-        for element in root.children
-        if reader.ours(element) and element.name == "region-attributes"
-        if "id" in element.attributes
-    }
-    reader.named_attributes = named
+    reader.declared_ids = _attribute_ids(root, namespace)
     for element in root.children:
         if not reader.ours(element):
             continue  # another schema's extension element: not a gateway
         where = f"{path}:{element.line}"
-        if element.name == "gateway-sender":
+        if element.name == "region-attributes" and "id" in element.attributes:
+            reader.define_attributes(element)
+        elif element.name == "gateway-sender":
             site.add_sender(reader.sender(element))
         elif element.name == "gateway-receiver":
             site.set_receiver(reader.receiver(element))
@@ -341,6 +337,19 @@ def read_cache_xml(
                 )
 
 
+def _attribute_ids(root: _Element, namespace: str | None) -> dict[str, _Element]:
+    """Every `<region-attributes id>` of the file, the first of each id, at any depth."""
+    ids: dict[str, _Element] = {}
+    elements = list(root.children)
+    while elements:
+        element = elements.pop(0)
+        if element.namespace == namespace and element.name == "region-attributes":
+            ids.setdefault(element.attributes.get("id", ""), element)
+        elements[:0] = element.children
+    ids.pop("", None)
+    return ids
+
+
 def _class_name(element: _Element) -> str:
     for child in element.children:
         if child.name == "class-name":
@@ -354,7 +363,10 @@ class _CacheReader:
     namespace: str | None
     site: SiteDeclarations
     defines: Mapping[str, str]
-    named_attributes: dict[str, _Element] = field(default_factory=dict)
+    named_attributes: dict[str, list[tuple[str | None, _Element]]] = field(default_factory=dict)
+    """The `<region-attributes id>`s read so far: each id's attribute sources, weakest first
+    (a `RegionShortcut` its refids lead to as None, then each named one with its id)."""
+    declared_ids: dict[str, _Element] = field(default_factory=dict)
 
     def ours(self, element: _Element) -> bool:
         return element.namespace == self.namespace
@@ -433,6 +445,8 @@ class _CacheReader:
         for source in element.children:
             if self.ours(source) and source.name == "region-attributes":
                 chain = [*chain, *self._named(source, label), (source, label)]
+                if "id" in source.attributes:
+                    self.define_attributes(source)
         partition_attributes: _Element | None = None
         for source, source_label in chain:
             if source.name != "region-attributes":  # the RegionShortcut a refid names
@@ -498,32 +512,50 @@ class _CacheReader:
                 f"{written.value} is not allowed for a partitioned region'"
             )
 
+    def define_attributes(self, element: _Element) -> None:
+        """A `<region-attributes id>` once Geode has read it: a refid names only those
+        read before it (Geode's `RegionAttributesCreation.inheritAttributes` looks the id
+        up when the referring element starts), and a second one of an id replaces the
+        first for the elements after it."""
+        name = element.attributes["id"]
+        label = f"<region-attributes id={name!r}>"
+        self.named_attributes[name] = [*self._sources(element, label), (name, element)]
+
     def _named(self, element: _Element, label: str) -> list[tuple[_Element, str]]:
+        """The attribute sources `element`'s refid leads to, weakest first, each with the
+        label its values are named by."""
+        return [
+            (source, label if name is None else f"{label} via <region-attributes id={name!r}>")
+            for name, source in self._sources(element, label)
+        ]
+
+    def _sources(self, element: _Element, label: str) -> list[tuple[str | None, _Element]]:
         """The named region-attributes `element`'s refid leads to, following their own
         refids, weakest first.
 
-        A refid naming no region-attributes of the file but a `RegionShortcut`
+        A refid naming no region-attributes read so far but a `RegionShortcut`
         (`REPLICATE`, `PARTITION`, ...) sets the region's type (SPEC §16.9) and no gateway
-        senders; it comes first in the list, as the element that names it.
+        senders; it comes first in the list, as the element that names it (id None).
         """
-        chain: list[tuple[_Element, str]] = []
-        seen: set[str] = set()
-        source = element
         refid = element.attributes.get("refid")
-        while refid is not None and refid in self.named_attributes and refid not in seen:
-            seen.add(refid)
-            source = self.named_attributes[refid]
-            chain.insert(0, (source, f"{label} via <region-attributes id={refid!r}>"))
-            refid = source.attributes.get("refid")
-        if refid is not None and refid in REGION_SHORTCUTS:
-            shortcut = _Element(source.namespace, "refid", {"refid": refid}, source.line)
-            chain.insert(0, (shortcut, label))
-        elif refid is not None and refid not in seen:  # Geode: no such region attributes
-            names = [*REGION_SHORTCUTS, *self.named_attributes]
-            close = difflib.get_close_matches(refid, names, n=1)
-            hint = f" (did you mean {close[0]}?)" if close else ""
+        if refid is None:
+            return []
+        if refid in self.named_attributes:
+            return self.named_attributes[refid]
+        if refid in REGION_SHORTCUTS:
+            return [(None, _Element(element.namespace, "refid", {"refid": refid}, element.line))]
+        later = self.declared_ids.get(refid)
+        if later is not None:  # itself, one that refers back to it, or one further down
             raise GeodeImportError(
-                f"{self.where(source)}: {label}: refid: {refid!r} names no <region-attributes "
-                f"id> of this file and no Geode region shortcut{hint}"
+                f"{self.where(element)}: {label}: refid: {refid!r} names the "
+                f"<region-attributes id> at {self.where(later)}, not one defined before this "
+                f"element (Geode reads cache.xml in order: 'Cannot reference non-existing "
+                f"region attributes named {refid}')"
             )
-        return chain
+        names = [*REGION_SHORTCUTS, *self.declared_ids]
+        close = difflib.get_close_matches(refid, names, n=1)
+        hint = f" (did you mean {close[0]}?)" if close else ""
+        raise GeodeImportError(
+            f"{self.where(element)}: {label}: refid: {refid!r} names no <region-attributes "
+            f"id> of this file and no Geode region shortcut{hint}"
+        )
