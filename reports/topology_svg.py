@@ -33,7 +33,7 @@ from itertools import pairwise
 import jinja2
 
 from conformance.properties.topology import Path, SenderEdge, TopologyAnalysis
-from traces.text import plural
+from traces.text import plural, printable
 
 MARGIN = 30
 HEADER = 70  # room for the title and verdict above the drawing
@@ -290,8 +290,8 @@ def _arrow(
     spot: Point,
     duplicate_paths: list[str],
 ) -> SenderArrow:
-    title = f"sender {edge.sender}: site {edge.site} to site {edge.remote}"
-    if label != edge.sender:
+    title = f"sender {printable(edge.sender)}: site {edge.site} to site {edge.remote}"
+    if label != printable(edge.sender):
         title += f" (Geode id {label!r} at site {edge.site})"
     if duplicate_paths:
         shown = "; ".join(duplicate_paths[:MAX_LISTED_DUPLICATES])
@@ -337,7 +337,8 @@ def topology_drawing(
     for edge in sorted(analysis.senders, key=lambda e: (e.site, e.remote)):
         bidirectional = (edge.remote, edge.site) in pairs
         curve = _arrow_curve(positions[edge.site], positions[edge.remote], bidirectional)
-        label = names.get(edge.sender, edge.sender)
+        # a control character is not allowed in XML, even escaped: shown as `\x01`
+        label = printable(names.get(edge.sender, edge.sender))
         spot = _place_label(curve, label, taken)
         arrows.append(_arrow(edge, curve, label, spot, hops.get((edge.site, edge.remote), [])))
     duplicated_sites = {delivery.site for delivery in analysis.duplicates}

@@ -498,6 +498,24 @@ def test_svg_escapes_sender_ids() -> None:
     assert "<b>" not in svg
 
 
+def test_control_characters_in_sender_ids_are_shown_escaped(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # XML allows no control character, not even as &#1;: the SVG shows it as the table does
+    senders = [{"id": "a\x01", "site": 1, "remote": 2}, {"id": "b\n--", "site": 2, "remote": 1}]
+    path = write_json(tmp_path / "c.json", {"sites": [1, 2], "senders": senders})
+    svg = tmp_path / "c.svg"
+    code, out, err = run_cli(capsys, "topology", path, "--svg", str(svg))
+    assert code == 0
+    assert out.splitlines()[1:3] == ["  sender a\\x01: 1 -> 2", "  sender b\\n--: 2 -> 1"]
+    assert err == f"wanconform: wrote {svg}\n"
+    root = SafeET.fromstring(svg.read_bytes())
+    texts = ["".join(t.itertext()) for t in root.iter("{http://www.w3.org/2000/svg}text")]
+    assert "a\\x01" in texts and "b\\n--" in texts
+    titles = ["".join(t.itertext()) for t in root.iter("{http://www.w3.org/2000/svg}title")]
+    assert "sender a\\x01: site 1 to site 2" in titles
+
+
 @pytest.mark.parametrize("sites", [[7], [1, 2], [1, 2, 3, 4, 5]])
 def test_svg_renders_any_number_of_sites(sites: list[int]) -> None:
     svg = render_topology_svg(analyse_topology(mesh(sites)))

@@ -33,7 +33,7 @@ from traces.errors import ConfigError, TraceError, WanconformError
 from traces.files import read_text
 from traces.geode import WAIT_FOREVER_MS
 from traces.outputs import declare_outputs, write_text_atomically
-from traces.text import plural
+from traces.text import plural, printable
 from traces.tracefile import BOM, decode_line, parse_trace_lines
 from wanconform.cmd_import import add_site_options, load_geode_sites
 
@@ -143,7 +143,8 @@ def format_table(analysis: TopologyAnalysis, names: Mapping[str, str] | None = N
     for edge in sorted(analysis.senders, key=lambda e: (e.site, e.remote)):
         written = (names or {}).get(edge.sender, edge.sender)
         note = f"  (Geode id {written!r} at site {edge.site})" if written != edge.sender else ""
-        lines.append(f"  sender {edge.sender}: {edge.site} -> {edge.remote}{note}")
+        sender = printable(edge.sender)  # one line per sender, whatever its id holds
+        lines.append(f"  sender {sender}: {edge.site} -> {edge.remote}{note}")
     if not analysis.senders:
         lines.append("  (no senders)")
     for origin in analysis.sites:
