@@ -635,6 +635,30 @@ def test_gfsh_gateway_commands_that_only_show_or_rebalance_are_skipped(
     )
 
 
+def test_gfsh_destroy_region_needs_the_region_and_takes_its_subregions(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    script = (
+        "create gateway-sender --id=a --remote-distributed-system-id=2\n"
+        "create region --name=r --type=REPLICATE\n"
+        "create region --name=/r/sub --type=PARTITION --gateway-sender-id=a\n"
+        "create region --name=s --type=REPLICATE --gateway-sender-id=a\n"
+        "destroy region --name=/r\ndestroy region --name=gone --if-exists\n"
+    )
+    imported = import_texts(tmp_path, (1, "1.gfsh", script), RECEIVER)
+    # /r/sub went with /r: the one region that ships, /s, is replicated, and no warning
+    # says that shipping regions differ
+    assert (imported.warnings, imported.config.regions) == ((), {})
+    path = write(tmp_path, "1.gfsh", script + "destroy region --name=gone\n")
+    remote = write(tmp_path, "2.xml", RECEIVER[2])
+    assert main(["import", "--site", f"1={path}", "--site", f"2={remote}"]) == 2
+    assert capsys.readouterr().err == (
+        f"wanconform: error: {path}:7: destroy region --name=/gone: no such region at this "
+        "site (regions so far: /s; gfsh: 'Could not find a Region with Region path "
+        '"/gone"\'; add --if-exists to allow that)\n'
+    )
+
+
 def test_define_argument() -> None:
     assert parse_define("A.b-1=x=y") == ("A.b-1", "x=y")
     with pytest.raises(GeodeImportError, match="expected KEY=VALUE"):

@@ -448,8 +448,21 @@ class _ScriptReader:
         self._region_options(declaration, options, command.where)
 
     def destroy_region(self, command: Command) -> None:
+        """gfsh destroys the region and its subregions; one that does not exist is an
+        error unless `--if-exists`, as for a gateway-sender."""
         options = _options(command, None)
-        self.site.regions.pop(_region_name(command, options), None)
+        name = _region_name(command, options)
+        if name not in self.site.regions:
+            if _flag(options, "if-exists"):
+                return
+            raise GeodeImportError(
+                f"{command.where}: destroy region --name={name}: no such region at this site "
+                f"(regions so far: {', '.join(sorted(self.site.regions)) or 'none'}; gfsh: "
+                f"'Could not find a Region with Region path \"{name}\"'; add --if-exists "
+                "to allow that)"
+            )
+        for region in [r for r in self.site.regions if r == name or r.startswith(name + "/")]:
+            del self.site.regions[region]
 
     @staticmethod
     def _region_options(
