@@ -1241,6 +1241,10 @@ def test_region_type_errors(tmp_path: Path, body: str, message: str) -> None:
          "</region>",
          "1.xml:4: <region name='/r'>: refid: 'NO_SUCH_THING' names no <region-attributes id> "
          "of this file and no Geode region shortcut"),
+        ('<region refid="REPLICATE"><region-attributes gateway-sender-ids="a"/></region>',
+         "1.xml:4: <region>: attribute name is missing"),
+        ('<region name="r" refid="REPLICATE"><region/></region>',
+         "1.xml:4: <region> in <region name='/r'>: attribute name is missing"),
         ('<region name="r"><region-attributes data-policy="replicated" gateway-sender-ids="a"/>'
          "</region>",
          "1.xml:4: <region name='/r'>: data-policy: 'replicated' is not a Geode data policy "

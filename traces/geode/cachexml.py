@@ -438,7 +438,12 @@ class _CacheReader:
         Its attributes come, weakest first, from the region's `refid`, then from its own
         `<region-attributes>` (and that one's `refid`), as Geode's `RegionCreation` does.
         """
-        name = f"{parent}/{element.attributes.get('name', '?')}"
+        if "name" not in element.attributes:  # required by Geode's schema and DTDs
+            inside = f" in <region name={parent!r}>" if parent else ""
+            raise GeodeImportError(
+                f"{self.where(element)}: <region>{inside}: attribute name is missing"
+            )
+        name = f"{parent}/{element.attributes['name']}"
         declaration = RegionDeclaration(name, self.where(element))
         label = f"<region name={name!r}>"
         chain = self._named(element, label)  # attribute sources, weakest first
