@@ -659,6 +659,27 @@ def test_gfsh_destroy_region_needs_the_region_and_takes_its_subregions(
     )
 
 
+def test_a_properties_key_given_twice_has_its_last_value(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Java's Properties.load keeps the last value of a key; another file of the site that
+    # names another dsid is still an error.
+    props = write(tmp_path, "gemfire.properties", "distributed-system-id=3\n# override\n"
+                  "distributed-system-id = 1\n")  # fmt: skip
+    script = write(tmp_path, "1.gfsh", "create gateway-sender --id=a "
+                   "--remote-distributed-system-id=2\ncreate region --name=r "
+                   "--type=REPLICATE --gateway-sender-id=a\n")  # fmt: skip
+    remote = write(tmp_path, "2.xml", RECEIVER[2])
+    assert main(["import", "--site", f"{props},{script}", "--site", f"2={remote}"]) == 0
+    assert json.loads(capsys.readouterr().out)["senders"][0]["site"] == 1
+    other = write(tmp_path, "other.properties", "distributed-system-id=4\n")
+    assert main(["import", "--site", f"{props},{other}", "--site", f"2={remote}"]) == 2
+    assert capsys.readouterr().err == (
+        f"wanconform: error: {other}:1: distributed-system-id=4, but {props}:3 sets "
+        "distributed-system-id=1: the files of one site name two distributed systems\n"
+    )
+
+
 def test_define_argument() -> None:
     assert parse_define("A.b-1=x=y") == ("A.b-1", "x=y")
     with pytest.raises(GeodeImportError, match="expected KEY=VALUE"):

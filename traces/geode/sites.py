@@ -96,16 +96,20 @@ def _looks_xml(data: bytes) -> bool:
 
 
 def _read_properties(data: bytes, path: str, declared: SiteDeclarations) -> None:
-    """The `distributed-system-id` of a gemfire.properties (Java properties syntax)."""
+    """The `distributed-system-id` of a gemfire.properties (Java properties syntax; a key
+    given twice in one file has its last value, as `Properties.load` keeps it)."""
+    dsid: Written | None = None
     try:
         text = data.decode("latin-1")  # the encoding of Java's Properties.load
         line = 1
         for entry in javaproperties.parse(text):
             if isinstance(entry, javaproperties.KeyValue) and entry.key == DSID_KEY:
-                declared.set_dsid(Written(DSID_KEY, entry.value, f"{path}:{line}"))
+                dsid = Written(DSID_KEY, entry.value, f"{path}:{line}")
             line += entry.source.count("\n")
     except javaproperties.InvalidUEscapeError as exc:
         raise GeodeImportError(f"{path}: not a Java properties file: {exc}") from None
+    if dsid is not None:
+        declared.set_dsid(dsid)
 
 
 def _site_id(argument: SiteArgument, declared: SiteDeclarations) -> int:
