@@ -765,6 +765,11 @@ def test_cache_xml_errors(tmp_path: Path, body: str, message: str) -> None:
          "1.gfsh:2: a second create gateway-receiver"),
         ("create gateway-sendr --id=a", "1.gfsh:1: unknown gfsh command 'create gateway-sendr' "
          "(did you mean create gateway-sender?)"),
+        ("CREATE GATEWAY-SENDER --id=a --remote-distributed-system-id=2",
+         "1.gfsh:1: unknown gfsh command 'CREATE GATEWAY-SENDER' (gfsh's commands are lower "
+         "case: create gateway-sender)"),
+        ("Create Region --name=r", "1.gfsh:1: unknown gfsh command 'Create Region' (gfsh's "
+         "commands are lower case: create region)"),
         ("set variable --name=X", "1.gfsh:1: set variable: needs --name and --value"),
         ("create gateway-receiver\nalter region --name=r --gateway-sender-id=a",
          "1.gfsh:2: alter region --name=/r: no such region at this site"),

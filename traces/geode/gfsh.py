@@ -250,6 +250,13 @@ class _ScriptReader:
         handler = self.handlers.get(command.name)
         if handler is not None:
             handler(command)
+        elif two.lower() in self.handlers or words[0].lower() in self.handlers:
+            # not skipped as "not configuration": it would leave a gateway out silently
+            name = two if two.lower() in self.handlers else words[0]
+            raise GeodeImportError(
+                f"{where}: unknown gfsh command {name!r} (gfsh's commands are lower case: "
+                f"{name.lower()})"
+            )
         elif "gateway" in two and two not in _READ_ONLY_GATEWAY_COMMANDS:
             known = [name for name in self.handlers if "gateway" in name]
             close = difflib.get_close_matches(two, known, n=1)
