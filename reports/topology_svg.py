@@ -273,13 +273,20 @@ def _legend_lines(analysis: TopologyAnalysis, renamed: bool) -> list[tuple[str, 
     return lines
 
 
-def _duplicate_hops(analysis: TopologyAnalysis) -> dict[tuple[int, int], list[str]]:
-    """Each hop on a duplicate path -> the duplicate paths through it (for hover titles)."""
-    hops: dict[tuple[int, int], list[str]] = {}
+def _duplicate_hops(analysis: TopologyAnalysis) -> dict[tuple[int, int], tuple[list[str], int]]:
+    """Each hop on a duplicate path -> the first `MAX_LISTED_DUPLICATES` duplicate paths
+    through it (for hover titles) and how many there are: a big ring has millions of
+    (hop, path) pairs, too many to spell out."""
+    hops: dict[tuple[int, int], tuple[list[str], int]] = {}
     for delivery in analysis.duplicates:
         for path in delivery.paths:
+            text = ""
             for hop in pairwise(path):
-                hops.setdefault(hop, []).append(_path_text(path))
+                listed, count = hops.get(hop, ([], 0))
+                if len(listed) < MAX_LISTED_DUPLICATES:
+                    text = text or _path_text(path)
+                    listed.append(text)
+                hops[hop] = (listed, count + 1)
     return hops
 
 
@@ -288,14 +295,15 @@ def _arrow(
     curve: _Curve,
     label: str,
     spot: Point,
-    duplicate_paths: list[str],
+    duplicate_paths: tuple[list[str], int],
 ) -> SenderArrow:
     title = f"sender {printable(edge.sender)}: site {edge.site} to site {edge.remote}"
     if label != printable(edge.sender):
         title += f" (Geode id {label!r} at site {edge.site})"
-    if duplicate_paths:
-        shown = "; ".join(duplicate_paths[:MAX_LISTED_DUPLICATES])
-        more = len(duplicate_paths) - MAX_LISTED_DUPLICATES
+    listed, count = duplicate_paths
+    if count:
+        shown = "; ".join(listed)
+        more = count - len(listed)
         title += f"; on duplicate paths {shown}" + (f"; and {more} more" if more > 0 else "")
     return SenderArrow(
         sender=edge.sender,
@@ -305,7 +313,7 @@ def _arrow(
         path=curve.svg(),
         label_x=_number(spot[0]),
         label_y=_number(spot[1]),
-        on_duplicate_path=bool(duplicate_paths),
+        on_duplicate_path=count > 0,
         title=title,
     )
 
@@ -340,7 +348,7 @@ def topology_drawing(
         # a control character is not allowed in XML, even escaped: shown as `\x01`
         label = printable(names.get(edge.sender, edge.sender))
         spot = _place_label(curve, label, taken)
-        arrows.append(_arrow(edge, curve, label, spot, hops.get((edge.site, edge.remote), [])))
+        arrows.append(_arrow(edge, curve, label, spot, hops.get((edge.site, edge.remote), ([], 0))))
     duplicated_sites = {delivery.site for delivery in analysis.duplicates}
     key_top = center[1] + radius + SITE_RADIUS + 40
     legend_top = key_top + 3 * LINE_HEIGHT

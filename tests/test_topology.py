@@ -640,6 +640,31 @@ def test_svg_marks_duplicate_receivers_and_caps_the_legend() -> None:
     assert len(rings) == 1  # site 4 receives each event of site 1 twice
 
 
+def test_svg_hover_titles_list_a_few_duplicate_paths_and_count_the_rest() -> None:
+    # a bidirectional ring of 255 sites has millions of (hop, duplicate path) pairs: the
+    # drawing keeps the first few per hop and a count (it once ran out of memory)
+    from reports.topology_svg import MAX_LISTED_DUPLICATES, _duplicate_hops, _path_text
+
+    ring = wan([(u, u % 12 + 1) for u in range(1, 13)] + [(u % 12 + 1, u) for u in range(1, 13)])
+    analysis = analyse_topology(ring)
+    every: dict[tuple[int, int], list[str]] = {}
+    for delivery in analysis.duplicates:
+        for path in delivery.paths:
+            for hop in pairwise(path):
+                every.setdefault(hop, []).append(_path_text(path))
+    assert _duplicate_hops(analysis) == {
+        hop: (paths[:MAX_LISTED_DUPLICATES], len(paths)) for hop, paths in every.items()
+    }
+    root = SafeET.fromstring(render_topology_svg(analysis).encode("utf-8"))
+    titles = ["".join(t.itertext()) for t in root.iter("{http://www.w3.org/2000/svg}title")]
+    first = every[(1, 2)]
+    assert any(
+        t.endswith(f"; on duplicate paths {'; '.join(first[:MAX_LISTED_DUPLICATES])}; and "
+                   f"{len(first) - MAX_LISTED_DUPLICATES} more")
+        for t in titles
+    )  # fmt: skip
+
+
 coordinate = st.floats(min_value=-500, max_value=1500, allow_nan=False)
 boxes = st.tuples(coordinate, coordinate, st.floats(0, 300), st.floats(0, 300)).map(
     lambda b: (b[0], b[1], b[0] + b[2], b[1] + b[3])
