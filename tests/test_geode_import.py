@@ -1220,6 +1220,23 @@ def test_parallel_sender_with_order_policy_thread_is_an_error_exit_2(
     )
 
 
+def test_a_sender_setting_beyond_a_java_int_is_one_line_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    script = (
+        "create gateway-sender --id=a --remote-distributed-system-id=2 "
+        "--batch-time-interval=2147483648\ncreate region --name=r --type=REPLICATE "
+        "--gateway-sender-id=a\n"
+    )
+    path = write(tmp_path, "1.gfsh", script)
+    remote = write(tmp_path, "2.xml", RECEIVER[2])
+    assert main(["import", "--site", f"1={path}", "--site", f"2={remote}"]) == 2
+    assert capsys.readouterr().err == (
+        f"wanconform: error: {path}:1: create gateway-sender --id=a: --batch-time-interval: "
+        "must be from -2147483648 to 2147483647 (a Java int), got 2147483648\n"
+    )
+
+
 @pytest.mark.parametrize(
     ("attributes", "message"),
     [
@@ -1227,6 +1244,12 @@ def test_parallel_sender_with_order_policy_thread_is_an_error_exit_2(
         ('dispatcher-threads="2000"',
          "dispatcher-threads: at most 1024 (wanconform keeps every dispatcher's state, R29), "
          "got 2000"),
+        # Geode holds each integer setting of a sender in a Java int
+        ('batch-size="2147483648"',
+         "batch-size: must be from -2147483648 to 2147483647 (a Java int), got 2147483648"),
+        ('socket-read-timeout="99999999999999999999"',
+         "socket-read-timeout: must be from -2147483648 to 2147483647 (a Java int), got "
+         "99999999999999999999"),
         ('maximum-queue-memory="-1"',
          "maximum-queue-memory: must be from 0 to 2147483647 megabytes (a Java int), got -1"),
         ('maximum-queue-memory="lots"', "maximum-queue-memory: must be an integer, got 'lots'"),

@@ -521,6 +521,18 @@ def _integer(declaration: SenderDeclaration | ReceiverDeclaration, written: Writ
     return int(written.value)
 
 
+def _sender_integer(declaration: SenderDeclaration, written: Written) -> int:
+    """An integer setting of a sender, which Geode holds in a Java int: a larger one is a
+    NumberFormatException in cache.xml and an invalid option value in gfsh."""
+    value = _integer(declaration, written)
+    if not -INT32_MAX - 1 <= value <= INT32_MAX:
+        raise GeodeImportError(
+            f"{_at(written, declaration)}: {written.name}: must be from {-INT32_MAX - 1} to "
+            f"{INT32_MAX} (a Java int), got {value}"
+        )
+    return value
+
+
 def _boolean(written: Written, label: str) -> bool:
     value = written.value.strip().lower()
     if value not in ("true", "false"):
@@ -540,7 +552,7 @@ def _sender(
     raw: dict[str, Any] = {"id": declaration.id, "site": site}
     for name, spec_field in _SENDER_INTEGERS.items():
         if name in settings:
-            raw[spec_field] = _integer(declaration, settings[name])
+            raw[spec_field] = _sender_integer(declaration, settings[name])
     remote = raw["remote"]
     if remote not in sites:
         remote_id = settings["remote-distributed-system-id"]
@@ -602,7 +614,7 @@ def _dispatcher_threads(declaration: SenderDeclaration) -> int:
     written = declaration.settings.get("dispatcher-threads")
     if written is None:
         return GEODE_DISPATCHER_THREADS
-    threads = _integer(declaration, written)
+    threads = _sender_integer(declaration, written)
     if threads < 1:  # GatewaySenderFactoryImpl.create(): "... dispatcher threads less than 1"
         raise GeodeImportError(
             f"{_at(written, declaration)}: {written.name}: must be >= 1, got {threads}"
@@ -669,7 +681,7 @@ def _ack_timeout(declaration: SenderDeclaration, warnings: list[str]) -> int:
     written = declaration.settings.get("socket-read-timeout")
     if written is None:
         return WAIT_FOREVER_MS
-    timeout = _integer(declaration, written)
+    timeout = _sender_integer(declaration, written)
     if timeout < 0:
         raise GeodeImportError(
             f"{_at(written, declaration)}: {written.name}: must be >= 0 "
