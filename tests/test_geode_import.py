@@ -408,6 +408,30 @@ def test_gfsh_alter_region_changes_the_senders(tmp_path: Path) -> None:
     assert imported.warnings == ()
 
 
+def test_gfsh_alter_region_with_a_bare_gateway_sender_id_removes_every_sender(
+    tmp_path: Path,
+) -> None:
+    # gfsh's specifiedDefaultValue for alter region --gateway-sender-id is "", not "true"
+    script = (
+        "create gateway-sender --id=a --remote-distributed-system-id=2\n"
+        "create gateway-sender --id=true --remote-distributed-system-id=3\n"
+        "create region --name=/r --type=REPLICATE --gateway-sender-id=a,true\n"
+        "alter region --name=r --gateway-sender-id\n"
+    )
+    remote = (3, "3.xml", cache("<gateway-receiver/>"))
+    imported = import_texts(tmp_path, (1, "1.gfsh", script), RECEIVER, remote, allow_partial=True)
+    assert imported.config.senders == ()
+    where = f"{tmp_path / '1.gfsh'}"
+    assert imported.warnings[:2] == (
+        f"{where}:1: create gateway-sender --id=a: no region of site 1 names it in "
+        "gateway-sender-ids, so Geode ships nothing through it; left out (the model would "
+        "ship every write)",
+        f"{where}:2: create gateway-sender --id=true: no region of site 1 names it in "
+        "gateway-sender-ids, so Geode ships nothing through it; left out (the model would "
+        "ship every write)",
+    )
+
+
 # --- item 4: a remote site without a receiver ----------------------------------------------
 
 

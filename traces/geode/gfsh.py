@@ -444,7 +444,8 @@ class _ScriptReader:
         self.site.add_region(declaration, f"create region --name={name}")
 
     def alter_region(self, command: Command) -> None:
-        options = _options(command, None)
+        # gfsh: a bare --gateway-sender-id is "" (specifiedDefaultValue): no senders
+        options = _options(command, None, bare_empty=("gateway-sender-id",))
         name = _region_name(command, options)
         declaration = self.site.regions.get(name)
         if declaration is None:
@@ -546,12 +547,16 @@ def _unquoted(value: str, where: str, name: str) -> str:
 
 
 def _options(
-    command: Command, known: Sequence[str] | None, repeatable: Sequence[str] = ()
+    command: Command,
+    known: Sequence[str] | None,
+    repeatable: Sequence[str] = (),
+    bare_empty: Sequence[str] = (),
 ) -> dict[str, str]:
     """`--name=value`, `--name value` or a bare `--flag` (= "true"), checked against `known`.
 
     `known=None` accepts any option (commands of which only a few options matter, such
-    as `create region`); a repeatable option's values are joined with NUL.
+    as `create region`); a repeatable option's values are joined with NUL; a bare option
+    of `bare_empty` is "" (gfsh's specifiedDefaultValue).
     """
     options: dict[str, str] = {}
     words = command.words
@@ -569,6 +574,8 @@ def _options(
             if following is not None and not following.startswith("--"):
                 value = following
                 index += 1
+            elif name in bare_empty:
+                value = ""
             elif name in _FLAGS or known is None:
                 value = "true"
             else:
