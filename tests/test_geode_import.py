@@ -638,12 +638,13 @@ def test_gfsh_gateway_commands_that_only_show_or_rebalance_are_skipped(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """`list gateways` and friends (the docs' multi-site transcript runs them) change no
-    configuration: the site imports as without them."""
+    configuration: the site imports as without them. So does `start gateway-receiver`,
+    which a `manual-start` receiver's warning names."""
     script = (
         "create gateway-sender --id=a --remote-distributed-system-id=2\n"
         "create region --name=r --type=REPLICATE --gateway-sender-id=a\n"
         "list gateways\nstatus gateway-sender --id=a\nstatus gateway-receiver\n"
-        "load-balance gateway-sender --id=a\n"
+        "load-balance gateway-sender --id=a\nstart gateway-receiver\n"
     )
     sites = ["--site", f"1={write(tmp_path, '1.gfsh', script)}"]
     sites += ["--site", f"2={write(tmp_path, '2.xml', RECEIVER[2])}"]
@@ -654,7 +655,7 @@ def test_gfsh_gateway_commands_that_only_show_or_rebalance_are_skipped(
     write(tmp_path, "1.gfsh", script + "stop gateway-receiver\n")
     assert main(["import", *sites]) == 2
     assert capsys.readouterr().err == (
-        f"wanconform: error: {tmp_path / '1.gfsh'}:7: unknown gfsh command "
+        f"wanconform: error: {tmp_path / '1.gfsh'}:8: unknown gfsh command "
         "'stop gateway-receiver' (did you mean destroy gateway-receiver?)\n"
     )
 

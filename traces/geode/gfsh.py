@@ -24,14 +24,14 @@ Commands that configure gateways are read: `create|alter|destroy gateway-sender`
 `--gateway-sender-id` and `--enable-concurrency-checks`; `create region`'s `--type`,
 read as gfsh's EnumConverter reads it, `--total-num-buckets` and `--template-region`),
 `start locator|server` (their `--J=-Dgemfire.distributed-system-id=N`, the site's dsid)
-and `set variable`; `list gateways`, `status gateway-sender|receiver` and `load-balance
-gateway-sender` change no configuration and are skipped. `start` (with
-`--clean-queues`), `stop`, `pause` and `resume gateway-sender` act on a sender that
-exists: they are kept, in order, as the site's sender commands, which the mapping turns
-into the operations `start_sender`, `stop_sender`, `pause_sender` and `resume_sender`
-(SPEC R37, §16.9); one naming no sender of the site is an error, as gfsh reports it. Any
-other command naming a gateway is an error; the rest (`connect`, `list members`,
-`deploy`, ...) is not configuration and is skipped.
+and `set variable`; `list gateways`, `status gateway-sender|receiver`, `load-balance
+gateway-sender` and `start gateway-receiver` change no configuration and are skipped.
+`start` (with `--clean-queues`), `stop`, `pause` and `resume gateway-sender` act on a
+sender that exists: they are kept, in order, as the site's sender commands, which the
+mapping turns into the operations `start_sender`, `stop_sender`, `pause_sender` and
+`resume_sender` (SPEC R37, §16.9); one naming no sender of the site is an error, as gfsh
+reports it. Any other command naming a gateway is an error; the rest (`connect`, `list
+members`, `deploy`, ...) is not configuration and is skipped.
 """
 
 from __future__ import annotations
@@ -114,8 +114,11 @@ _READ_ONLY_GATEWAY_COMMANDS = (
     "status gateway-sender",
     "status gateway-receiver",
     "load-balance gateway-sender",
+    "start gateway-receiver",
 )
-"""gfsh's gateway commands that show or rebalance connections: not configuration, skipped."""
+"""gfsh's gateway commands that show or rebalance connections, or start a receiver (the
+model's receiver accepts batches from the start; a `manual-start` one warns so): not
+configuration, skipped."""
 
 
 @dataclass(frozen=True, slots=True)
