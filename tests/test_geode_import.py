@@ -796,6 +796,8 @@ def test_cache_xml_errors(tmp_path: Path, body: str, message: str) -> None:
         ("Create Region --name=r", "1.gfsh:1: unknown gfsh command 'Create Region' (gfsh's "
          "commands are lower case: create region)"),
         ("set variable --name=X", "1.gfsh:1: set variable: needs --name and --value"),
+        ("create gateway-sender --id=a --remote-distributed-system-id=${}",
+         "1.gfsh:1: gfsh command: placeholder ${} names no variable"),
         ("create gateway-receiver\nalter region --name=r --gateway-sender-id=a",
          "1.gfsh:2: alter region --name=/r: no such region at this site"),
     ],

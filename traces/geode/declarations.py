@@ -193,6 +193,8 @@ def expand_placeholders(text: str, defines: Mapping[str, str], where: str, name:
 
     def value(match: re.Match[str]) -> str:
         key = match.group(1)
+        if not key.strip():  # no --define can give it a value (KEY must be a name)
+            raise GeodeImportError(f"{where}: {name}: placeholder ${{{key}}} names no variable")
         if key not in defines:
             raise GeodeImportError(
                 f"{where}: {name}: placeholder ${{{key}}} has no value; give it with "
