@@ -705,6 +705,18 @@ def test_a_properties_key_given_twice_has_its_last_value(
     )
 
 
+def test_an_empty_output_path_is_named_by_its_option(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # os.path.abspath("") is the current folder: it was "': is a directory"
+    sites = ["--site", str(GEODE / "ln.gfsh"), "--site", f"2={GEODE / 'ny.gfsh'}"]
+    assert main(["import", *sites, "-o", str(tmp_path / "c.json"), "--trace", ""]) == 2
+    assert (
+        capsys.readouterr().err == "wanconform: error: --trace: an empty path; give a file name\n"
+    )
+    assert os.listdir(tmp_path) == []
+
+
 def test_define_argument() -> None:
     assert parse_define("A.b-1=x=y") == ("A.b-1", "x=y")
     with pytest.raises(GeodeImportError, match="expected KEY=VALUE"):

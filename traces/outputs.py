@@ -291,6 +291,8 @@ def check_outputs(args: argparse.Namespace) -> None:
         value = getattr(args, dest, None)
         if value is None or (value == "-" and dest in stdout):
             continue
+        if not value:  # os.path.abspath("") is the current folder
+            raise WanconformError(f"--{dest.replace('_', '-')}: an empty path; give a file name")
         path = Path(os.path.abspath(value))
         if path in named:
             raise WanconformError(
