@@ -340,12 +340,12 @@ def read_cache_xml(
 def _attribute_ids(root: _Element, namespace: str | None) -> dict[str, _Element]:
     """Every `<region-attributes id>` of the file, the first of each id, at any depth."""
     ids: dict[str, _Element] = {}
-    elements = list(root.children)
+    elements = root.children[::-1]  # a stack, in document order
     while elements:
-        element = elements.pop(0)
+        element = elements.pop()
         if element.namespace == namespace and element.name == "region-attributes":
             ids.setdefault(element.attributes.get("id", ""), element)
-        elements[:0] = element.children
+        elements.extend(reversed(element.children))
     ids.pop("", None)
     return ids
 
