@@ -168,9 +168,10 @@ class SenderLog:
         self._file.close()
 
 
-def check_directory(folder: str | os.PathLike[str]) -> Path:
-    """A store directory that exists and is a writable directory, or StoreError."""
-    return framing.check_directory(folder, "a dead-letter store")
+def check_directory(folder: str | os.PathLike[str], write: bool = True) -> Path:
+    """A store directory that exists and is a writable directory (readable, if not
+    `write`), or StoreError."""
+    return framing.check_directory(folder, "a dead-letter store", write)
 
 
 def open_store(
@@ -188,8 +189,9 @@ def read_store(
     folder: str | os.PathLike[str], notice: Callable[[str], None] = lambda line: None
 ) -> dict[str, list[dict[str, Any]]]:
     """Every sender's records in a store, read only (the inspector): sender file -> records.
-    A torn tail is left as it is (and not read), with a `notice`; damage is a StoreError."""
-    path = check_directory(folder)
+    A torn tail is left as it is (and not read), with a `notice`; damage is a StoreError.
+    A store on a read-only disk, or not the user's to write, is read all the same."""
+    path = check_directory(folder, write=False)
     files = sorted(p for p in path.iterdir() if p.suffix == SUFFIX)
     others = [
         p.name

@@ -118,13 +118,18 @@ def replace_atomically(path: Path, chunks: Iterable[bytes], durable: bool) -> No
         fsync_directory(path.parent)
 
 
-def check_directory(folder: str | os.PathLike[str], kind: str = "a dead-letter store") -> Path:
-    """A store directory that exists and is a writable directory, or StoreError."""
+def check_directory(
+    folder: str | os.PathLike[str], kind: str = "a dead-letter store", write: bool = True
+) -> Path:
+    """A store directory that exists and is a writable directory (readable, if not
+    `write`: the inspector only reads), or StoreError."""
     path = Path(folder)
     if not path.exists():
         raise StoreError(f"{path}: no such directory ({kind} is a directory)")
     if not path.is_dir():
         raise StoreError(f"{path}: not a directory ({kind} is a directory)")
-    if not os.access(path, os.R_OK | os.W_OK | os.X_OK):
-        raise StoreError(f"{path}: cannot read and write it")
+    if not os.access(path, os.R_OK | os.X_OK | (os.W_OK if write else 0)):
+        raise StoreError(
+            f"{path}: cannot read and write it" if write else f"{path}: cannot read it"
+        )
     return path

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -261,6 +262,35 @@ def test_the_inspector_refuses_what_is_not_a_store(
         err = capsys.readouterr().err
         assert err.startswith(f"wanconform: error: {path}: ") and message in err
         assert err.count("\n") == 1
+
+
+def test_the_inspector_reads_a_store_it_may_not_write_and_names_a_folder_it_may_not_read(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = tmp_path / "run" / "t"
+    store.mkdir(parents=True)
+    logs = open_store(store, ["ny"], lambda line: None)
+    logs["ny"].append(record("1:1", "a"))
+    logs["ny"].close()
+    real_access = os.access  # a read-only disk, or another user's store: no W_OK
+    monkeypatch.setattr(
+        os, "access", lambda path, mode: not mode & os.W_OK and real_access(path, mode)
+    )
+    assert main(["dlq", str(store), "--counts"]) == 0
+    assert capsys.readouterr().out == "       1  E\n       1  record in all\n"
+    monkeypatch.undo()
+    real_iterdir = Path.iterdir
+
+    def iterdir(path: Path) -> Any:
+        if path == store:
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_iterdir(path)
+
+    monkeypatch.setattr(Path, "iterdir", iterdir)
+    assert main(["dlq", str(tmp_path / "run")]) == 2
+    assert capsys.readouterr().err == (
+        f"wanconform: error: {store}: cannot read it: Permission denied\n"
+    )
 
 
 def test_frames_start_with_the_magic() -> None:

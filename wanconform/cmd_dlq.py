@@ -21,7 +21,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from impl.dlq_store import SUFFIX, read_store, sender_file
+from impl.dlq_store import SUFFIX, StoreError, read_store, sender_file
 from traces.canonical import canonical_json
 from traces.errors import WanconformError
 from traces.outputs import atomic_file, declare_outputs, write_text_atomically
@@ -84,13 +84,16 @@ def store_folder(directory: str) -> Path:
     """The store to read: `directory` itself, or the one store under it (`--dlq-dir DIR`
     puts each trace's store in DIR/TRACE/); one line naming them when it holds several."""
     path = Path(directory)
-    if not path.is_dir() or any(p.suffix == SUFFIX for p in path.iterdir()):
-        return path  # read_store says what is wrong with it, if anything
-    stores = sorted(
-        p.name
-        for p in path.iterdir()
-        if p.is_dir() and any(q.suffix == SUFFIX for q in p.iterdir())
-    )
+    try:
+        if not path.is_dir() or any(p.suffix == SUFFIX for p in path.iterdir()):
+            return path  # read_store says what is wrong with it, if anything
+        stores = sorted(
+            p.name
+            for p in path.iterdir()
+            if p.is_dir() and any(q.suffix == SUFFIX for q in p.iterdir())
+        )
+    except OSError as exc:  # a folder in it that is not the user's to read
+        raise StoreError(f"{exc.filename}: cannot read it: {exc.strerror}") from None
     if len(stores) == 1:
         return path / stores[0]
     if len(stores) > 1:
