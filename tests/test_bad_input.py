@@ -821,3 +821,11 @@ def test_ctrl_c_names_the_stores_a_run_keeps(
     assert main(["replay", _ELEVEN]) == 130  # a later command of this process: none
     assert capsys.readouterr().err.splitlines()[-1] == "wanconform: interrupted: nothing written"
     assert conformance.running.stores.OPENED == []
+
+
+def test_a_directory_given_as_the_checkpoint_is_named_as_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # it said "is a directory, not checkpoint"
+    assert main(["replay", _ELEVEN, "--from", str(tmp_path)]) == 2
+    assert _one_error(capsys) == f"wanconform: error: {tmp_path}: is a directory, not a checkpoint"

@@ -344,7 +344,7 @@ def read_checkpoint(path: str | os.PathLike[str]) -> dict[str, Any]:
     """A checkpoint file, parsed and checked against the schema (not yet the config)."""
     name = os.fspath(path)
     # a byte order mark at the start is accepted, as in a trace or configuration file
-    text = read_text(name, "checkpoint", CheckpointError).removeprefix(BOM)
+    text = read_text(name, "a checkpoint", CheckpointError).removeprefix(BOM)
     try:
         doc = json.loads(text, parse_float=_integers_only, parse_constant=_integers_only)
     except _NotAnInteger as exc:
