@@ -361,3 +361,20 @@ def test_a_checkpoint_with_a_byte_order_mark_is_read_as_without(
     capsys.readouterr()
     assert main(["replay", trace, "--engine", "both", "--from", str(marked)]) == 0
     assert "11 operations" in capsys.readouterr().out
+
+
+def test_replay_from_a_checkpoint_that_fits_only_the_first_trace_runs_none(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # the first trace was run and its summary printed before the second was refused
+    fits = tmp_path / "t.jsonl"
+    fits.write_text(json.dumps({"config": CONFIG.to_json()}) + "\n")
+    other = tmp_path / "u.jsonl"
+    other.write_text(json.dumps({"config": {"sites": [1, 2, 3], "senders": []}}) + "\n")
+    path = write(tmp_path / "c.json", model.Engine(CONFIG).checkpoint())
+    assert main(["replay", str(fits), str(other), "--from", str(path)]) == 2
+    out, err = capsys.readouterr()
+    assert (out, err) == (
+        "",
+        f"wanconform: error: {path}: config: not the configuration it is restored on\n",
+    )

@@ -443,6 +443,8 @@ def run(args: argparse.Namespace) -> int:
         progress = Progress(f"validating {path}")
         sources.append(open_trace(path, progress.update))
         progress.close()
+        if args.start:  # the checkpoint fits every trace before any is run
+            from_checkpoint(args, sources[-1], args.engine)
     if stores:
         return replay_sources(args, sources, args.engine, lambda s: stores[s.name], impl_spec)
     return replay_sources(args, sources, args.engine, lambda source: impl_factory, impl_spec)
