@@ -32,6 +32,7 @@ from conformance.running.narrative import op_text
 from traces.config import Config
 from traces.observations import Observation
 from traces.ops import Deliver, DeliverAck, Drop, DropAck, Op, SiteDown, SiteUp
+from traces.text import printable
 
 MAX_ROWS = 40
 ROW = 30
@@ -292,7 +293,7 @@ def _mark(x: int, y: int, items: Sequence[_Item]) -> Mark:
     for i, item in enumerate(items[:3]):
         if i:
             parts.append(Part(", "))
-        parts.extend(item.parts)
+        parts.extend(Part(printable(part.text), part.style) for part in item.parts)  # keys
     if len(items) > 3:
         parts.append(Part(f" +{len(items) - 3}"))
     shown, whole = _cut(parts, MARK_CHARS)
@@ -372,7 +373,8 @@ def sequence_diagram(
             lifecycle.wiped(op.site, y)
         if not shown:
             continue
-        label, full = shorten(f"{here.rsplit(':', 1)[-1]}  {op_text(op, config)}", LABEL_CHARS)
+        text = printable(f"{here.rsplit(':', 1)[-1]}  {op_text(op, config)}")  # as narrated
+        label, full = shorten(text, LABEL_CHARS)
         rows.append(Row(y, label, index == focus, full))
         match op:
             case Deliver(sender=s, dispatcher=d) | Drop(sender=s, dispatcher=d) if not skipped:

@@ -315,6 +315,19 @@ def test_a_long_sequence_label_ends_with_an_ellipsis_and_has_a_title() -> None:
     assert len(label.text) == LABEL_CHARS and f"2  {full}".startswith(label.text[:-1])
 
 
+def test_a_key_with_a_bidi_override_is_drawn_escaped_as_the_narrative_shows_it() -> None:
+    # the sequence diagram drew U+202E raw: its label and mark read backwards in a browser
+    config = parse_config({"sites": [1, 2], "senders": [{"id": "ny", "site": 1, "remote": 2}]})
+    op = parse_op({"op": "put", "site": 1, "key": "\u202eevil", "value": {"n": 1}}, config)
+    from model import Engine as ModelEngine
+
+    steps = [("t.jsonl:2", op, ModelEngine(config).apply(op))]
+    svg = render_sequence_svg(sequence_diagram(config, steps, 0))
+    texts = [t.text or "" for t in ET.fromstring(svg).iter(f"{SVG}text")]
+    assert '2  put 1 \\u202eevil {"n":1}' in texts and "write \\u202eevil (1:1)" in texts
+    assert "\u202e" not in svg
+
+
 def test_r29_r31_the_report_names_dispatchers_and_buckets() -> None:
     # Example R31-a (traces/examples): ny parallel, 4 buckets, 2 dispatchers; d0 owns
     # buckets 0 and 2, d1 buckets 1 and 3; "d" is bucket 0, "b" bucket 2, "a" bucket 1.
