@@ -359,3 +359,18 @@ def test_check_refuses_a_store_in_its_output_or_input_before_spark_starts(
             "of its own\n",
         )
         assert not (tmp_path / "res").exists() and not stores.exists()
+
+
+def test_the_inspector_takes_a_sender_that_a_record_names(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # a record of ln in ny's log (an edited store): the listing showed sender ln, and
+    # --sender ln said "holds no log of sender 'ln' (it has records of ln, ny)"
+    moved = record("1:1", "a") | {"sender": "ln"}
+    (tmp_path / "ny.dlq").write_bytes(frame({"add": moved}) + frame({"add": record("1:2", "b")}))
+    assert main(["dlq", str(tmp_path), "--sender", "ln", "--counts"]) == 0
+    assert capsys.readouterr().out == "       1  E\n       1  record in all\n"
+    assert main(["dlq", str(tmp_path), "--sender", "zz"]) == 2
+    assert capsys.readouterr().err == (
+        f"wanconform: error: {tmp_path}: holds no log of sender 'zz' (it has records of ln, ny)\n"
+    )

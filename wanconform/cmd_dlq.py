@@ -124,9 +124,9 @@ def run(args: argparse.Namespace) -> int:
         raise WanconformError(f"{args.output}: is a directory; -o needs a file name")
     folder = store_folder(args.store)
     store = read_store(folder, lambda line: print(f"wanconform: {line}", file=sys.stderr))
-    unknown = [s for s in args.sender if sender_file(s) not in store]
-    if unknown:
-        held = sorted({r["sender"] for records in store.values() for r in records})
+    held = sorted({r["sender"] for records in store.values() for r in records})
+    unknown = [s for s in args.sender if sender_file(s) not in store and s not in held]
+    if unknown:  # a sender with a log and no records is known; so is one a record names
         raise WanconformError(
             f"{folder}: holds no log of sender {unknown[0]!r} (it has records of "
             f"{', '.join(held) if held else 'no sender'})"
