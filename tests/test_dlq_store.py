@@ -374,3 +374,24 @@ def test_the_inspector_takes_a_sender_that_a_record_names(
     assert capsys.readouterr().err == (
         f"wanconform: error: {tmp_path}: holds no log of sender 'zz' (it has records of ln, ny)\n"
     )
+
+
+def test_replay_from_a_checkpoint_refuses_a_store_it_would_not_use(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # the engine restored from the checkpoint kept its dead letters in memory, while
+    # stderr said "dead letters in DIR/t" and `wanconform dlq DIR` found no store there
+    trace = tmp_path / "t.jsonl"
+    trace.write_text(json.dumps({"config": config().to_json()}) + "\n")
+    checkpoint = tmp_path / "c.json"
+    assert main(["replay", str(trace), "--checkpoint", str(checkpoint)]) == 0
+    capsys.readouterr()
+    for flag in ("--dlq-dir", "--queue-dir"):
+        argv = ["replay", str(trace), "--engine", "both", "--from", str(checkpoint)]
+        assert main([*argv, flag, str(tmp_path / "stores")]) == 2
+        assert capsys.readouterr() == (
+            "",
+            f"wanconform: error: {flag}: an engine started from a checkpoint (--from) keeps "
+            f"its dead letters and queues in memory, not in a store; drop {flag} or --from\n",
+        )
+    assert not (tmp_path / "stores").exists()

@@ -422,6 +422,12 @@ def run(args: argparse.Namespace) -> int:
         raise WanconformError("--impl: needs --engine impl or --engine both")
     if args.one_process and args.engine != "both":
         raise WanconformError("--one-process: needs --engine both (one engine runs alone)")
+    if args.start and (args.dlq_dir or args.queue_dir):  # from_checkpoint opens no store
+        flag = "--dlq-dir" if args.dlq_dir else "--queue-dir"
+        raise WanconformError(
+            f"{flag}: an engine started from a checkpoint (--from) keeps its dead letters and "
+            f"queues in memory, not in a store; drop {flag} or --from"
+        )
     stores = durable_stores(
         args.dlq_dir, args.queue_dir, args.traces, args.engine, args.impl, search
     )
