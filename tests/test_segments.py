@@ -323,3 +323,22 @@ def test_a_local_master_leaves_one_core_to_the_fast_pass_until_it_ends(
         for _ in range(3):  # whatever the outcome, no job thread left waiting for a slot
             jobs.slots.release()
         jobs.close()
+
+
+def test_replay_with_a_checkpoint_or_a_store_runs_whole(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # in segments, --checkpoint was never written and --dlq-dir's store never made
+    # (exit 0), while stderr said "dead letters in DIR/TRACE"
+    from impl.dlq_store import read_store
+    from wanconform.cli import main
+
+    trace = str(Path(__file__).parent.parent / "traces/examples/failed_event_dead_lettered.jsonl")
+    argv = ["replay", trace, "--engine", "both", "--segment-ops", "2"]
+    assert main([*argv, "--checkpoint", str(tmp_path / "c.json")]) == 0
+    assert main(["replay", trace, "--checkpoint", str(tmp_path / "whole.json")]) == 0
+    assert (tmp_path / "c.json").read_text() == (tmp_path / "whole.json").read_text()
+    assert main([*argv, "--dlq-dir", str(tmp_path / "dlq")]) == 0
+    stored = read_store(tmp_path / "dlq" / "failed_event_dead_lettered")
+    assert [(r["event_id"], r["key"]) for r in stored["ny.dlq"]] == [("1:2", "b")]
+    assert "fast pass" not in capsys.readouterr().err

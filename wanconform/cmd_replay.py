@@ -191,14 +191,16 @@ def segmented(
     args: argparse.Namespace, source: Source, impl_spec: str | None, properties: bool
 ) -> RunResult | None:
     """The run of a long trace or log in segments (`conformance.spark.segments`), or None when
-    it is run whole: too short, --steps or --report, or an impl that cannot start from a
-    checkpoint."""
+    it is run whole: too short, --steps or --report, --checkpoint (the state after the
+    whole run) or a store (--dlq-dir, --queue-dir: the segments' engines keep none), or
+    an impl that cannot start from a checkpoint."""
     from conformance.spark.segments import can_split, check_in_segments
 
     count = source.op_count
     if (
         args.steps
         or args.report
+        or any(getattr(args, name, None) for name in ("checkpoint", "dlq_dir", "queue_dir"))
         or count is None
         or count < 2 * args.segment_ops
         or (impl_spec != "log" and not can_split(impl_spec))
