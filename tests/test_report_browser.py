@@ -114,3 +114,40 @@ def test_failing_only_checkbox_sits_by_its_label_and_tables_keep_their_height(
     for table in (ops, statuses, outcomes):
         assert abs(table["height"] - table["rows"]) < 4  # as tall as its rows
     assert statuses["height"] < ops["height"] / 2  # 6 rows, not the 31 of the operations
+
+
+WIDTHS = """<script>
+(function () {
+  var side = document.querySelector("table.side");
+  var pre = document.createElement("pre"); pre.id = "widths";
+  pre.textContent = JSON.stringify({
+    page: document.documentElement.scrollWidth, window: document.documentElement.clientWidth,
+    table: side.getBoundingClientRect().right,
+  });
+  document.body.appendChild(pre);
+})();
+</script>
+"""
+
+
+def test_a_long_key_and_value_wrap_and_the_impl_column_stays_in_view(tmp_path: Path) -> None:
+    # a 3,000-character key and value made the page 20,000 px wide: the impl column of
+    # the side-by-side table was off the screen
+    trace = tmp_path / "long.jsonl"
+    key = "<" + "x" * 3000 + ">"
+    config = {"sites": [1, 2], "senders": [{"id": "ny", "site": 1, "remote": 2,
+              "batch_size": 1, "failure_listener": "dlq"}]}  # fmt: skip
+    fail = {"op": "fail", "site": 2, "key": key, "exception": "E", "times": 1}
+    put = {"op": "put", "site": 1, "key": key, "value": {"long": "y" * 3000}}
+    lines = [{"config": config}, fail, put, {"op": "settle"}]
+    trace.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    report = tmp_path / "report.html"
+    bug = "tools.planted_bugs:DeadLetterWithoutValue"
+    assert main(["report", str(trace), "-o", str(report), "--impl", bug]) == 1
+    page = tmp_path / "measured.html"
+    page.write_text(report.read_text("utf-8").replace("</body>", WIDTHS + "</body>"), "utf-8")
+    dom = dump_dom(page.as_uri(), tmp_path / "profile", "--window-size=1280,2400")
+    found = re.search(r'<pre id="widths">(.*?)</pre>', dom, re.S)
+    assert found is not None, "the measuring script did not run"
+    widths = json.loads(found.group(1))
+    assert widths["page"] == widths["window"] and widths["table"] <= widths["window"]
