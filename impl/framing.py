@@ -60,10 +60,12 @@ def scan_frames(
             raise StoreError(f"{path}: byte {offset}: not {what} (damaged or not a store file)")
         end = offset + HEADER + int.from_bytes(data[offset + 4 : offset + 8], "big")
         if end > size:
+            _not_followed(path, data, offset, magic, "length runs past the end of the file")
             break  # torn: a payload cut short
         payload = data[offset + HEADER : end]
         if zlib.crc32(payload) != int.from_bytes(data[offset + 8 : offset + 12], "big"):
             if end == size:
+                _not_followed(path, data, offset, magic, "checksum mismatch")
                 break  # torn: the last frame's bytes did not all reach the disk
             raise StoreError(f"{path}: byte {offset}: damaged frame (checksum mismatch)")
         if each is not None:
@@ -71,6 +73,24 @@ def scan_frames(
         frames.append((offset, payload))
         offset = end
     return frames, offset, size
+
+
+def _not_followed(path: Path, data: bytes, start: int, magic: bytes, why: str) -> None:
+    """A tail that looks torn at `start` is one only if no whole frame (its magic, a
+    length within the file, a checksum that holds) begins after it: a crash mid-append
+    tears the last frame alone. A damaged length in an earlier frame would otherwise
+    pass for a tear, and the writer's recovery cut every frame after it. StoreError."""
+    at = data.find(magic, start + 1)
+    while at >= 0:
+        end = at + HEADER + int.from_bytes(data[at + 4 : at + 8], "big")
+        if at + HEADER <= len(data) and end <= len(data):
+            checksum = int.from_bytes(data[at + 8 : at + 12], "big")
+            if zlib.crc32(data[at + HEADER : end]) == checksum:
+                raise StoreError(
+                    f"{path}: byte {start}: damaged frame ({why}, but a whole frame follows "
+                    f"at byte {at})"
+                )
+        at = data.find(magic, at + 1)
 
 
 def cut_torn_tail(

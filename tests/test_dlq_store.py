@@ -114,6 +114,33 @@ def test_damage_before_the_tail_is_an_error_naming_file_and_offset(
     assert path.read_bytes() == before  # nothing changed on disk
 
 
+@pytest.mark.parametrize(
+    ("length", "why"),
+    [
+        (lambda size: 1 << 20, "length runs past the end of the file"),
+        (lambda size: size - HEADER, "checksum mismatch"),  # as if the whole rest were one
+    ],
+)
+def test_a_damaged_length_followed_by_whole_frames_is_damage_not_a_torn_tail(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], length: Any, why: str
+) -> None:
+    """A crash mid-append tears the last frame alone: a first frame whose length field
+    was damaged, with whole frames after it, is damage (the writer's recovery would
+    otherwise cut every dead letter after it as a torn tail)."""
+    dead_letters(Engine(config(), dlq_dir=str(tmp_path)), "a", "b", "c")
+    path = tmp_path / "ny.dlq"
+    data = path.read_bytes()
+    second = HEADER + int.from_bytes(data[4:8], "big")  # where the second frame begins
+    damaged = data[:4] + length(len(data)).to_bytes(4, "big") + data[8:]
+    path.write_bytes(damaged)
+    message = f"byte 0: damaged frame ({why}, but a whole frame follows at byte {second})"
+    with pytest.raises(StoreError, match=re.escape(f"{path}: {message}")):
+        open_store(tmp_path, ["ny"], print)
+    assert main(["dlq", str(tmp_path)]) == 2
+    assert capsys.readouterr().err == f"wanconform: error: {path}: {message}\n"
+    assert path.read_bytes() == damaged  # nothing cut
+
+
 def test_replay_with_a_store_compares_what_it_reads_back(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
