@@ -54,7 +54,8 @@ bench: $(COMPILED)
 # pass on the compiled impl; then mutmut runs each mutant on the interpreted impl (a
 # mutated source never matches the compiled build) and tools.mutation_report writes
 # the score and the survivors to out/mutation/report.txt. MUTANTS selects mutmut's
-# mutant names: all of impl/ by default, e.g. MUTANTS='impl.applied*' for one module.
+# mutant names: all of impl/ by default (hours: README "Harness strength"), e.g.
+# MUTANTS='impl.applied*' for one module.
 MUTANTS ?= impl.*
 MUTATION_TESTS := tests/test_conformance.py tests/test_impl.py tests/test_impl_branches.py
 
