@@ -516,3 +516,32 @@ def test_a_run_reports_its_progress_in_seconds_of_the_run_and_its_drain(tmp_path
     assert seen and {of for _, of in seen} == {2}
     assert [s for s, _ in seen] == sorted(s for s, _ in seen)  # never back
     assert seen[-1] == (2, 2)  # the sites stop after their run and its drain
+
+
+def test_r21_a_site_started_again_cuts_a_line_its_kill_left_cut_short(tmp_path: Path) -> None:
+    # A SIGKILL can stop a line's `write` at a page boundary: the next line must not
+    # start inside it (CI saw the site fail to start: "Unterminated string")
+    from conformance.live.site import Site, cut_torn_line
+    from traces.config import parse_config
+
+    raw = {"sites": [1], "senders": []}
+    log = tmp_path / "site-1.jsonl"
+    Site(parse_config(raw), 1, {"config": raw}, log)  # writes the header
+    header = log.read_bytes()
+    assert header.endswith(b"\n") and header.count(b"\n") == 1
+    whole = b'{"t":5,"at":5,"op":"put","site":1,"key":"a","observed":[]}\n'
+    log.write_bytes(header + whole + whole[:30])  # the second line's write cut short
+    site = Site(parse_config(raw), 1, {"config": raw}, log)
+    assert log.read_bytes() == header + whole
+    site.log(6, 6, {"op": "tick"}, [])
+    assert log.read_bytes().splitlines()[-1] == b'{"t":6,"at":6,"op":"tick","observed":[]}'
+    # a whole log is left as it is; a last line longer than one read is cut whole
+    cut_torn_line(log)
+    assert log.read_bytes().count(b"\n") == 3
+    long = b'{"t":7,"_":"' + b"x" * 200_000
+    log.write_bytes(header + long)
+    cut_torn_line(log)
+    assert log.read_bytes() == header
+    log.write_bytes(header[:10])  # not even the header: written again
+    Site(parse_config(raw), 1, {"config": raw}, log)
+    assert log.read_bytes() == header

@@ -168,6 +168,32 @@ def newer(version: tuple[int, ...], than: tuple[int, ...]) -> bool:
     return ts > cts or (ts == cts and dsid > cdsid)
 
 
+def cut_torn_line(log: Path) -> None:
+    """A kill mid-write can leave the log's last line cut short (a `write` that crosses a
+    page boundary stops at the page where SIGKILL finds it): cut it before appending, as
+    the stores cut a torn tail, so that the next line does not start inside it. The step
+    it was is then as if the kill had come just before it: a step's line is written
+    before its I/O (a batch sent, an ack), so none of that left the site."""
+    if not log.exists():
+        return
+    with log.open("r+b") as file:
+        end = file.seek(0, os.SEEK_END)
+        if end == 0:
+            return
+        file.seek(end - 1)
+        if file.read(1) == b"\n":
+            return  # whole: the last line ends with its line break
+        while end > 0:
+            start = max(0, end - (1 << 16))
+            file.seek(start)
+            newline = file.read(end - start).rfind(b"\n")
+            if newline >= 0:
+                file.truncate(start + newline + 1)
+                return
+            end = start
+        file.truncate(0)  # not even the header whole: it is written again
+
+
 def conflate_batch(
     config: SenderConfig, members: list[Event]
 ) -> tuple[list[Event], list[tuple[str, str]], set[str]]:
@@ -342,6 +368,7 @@ class Site:
             )  # fmt: skip
         self.stopping = False
         self.log_path = log
+        cut_torn_line(log)
         self.fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         if os.fstat(self.fd).st_size == 0:
             header = {"log": "events", "version": 1, "process": f"site-{site}",
