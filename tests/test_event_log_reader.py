@@ -118,6 +118,11 @@ def test_a_flush_line_s_batch_is_its_sent_batch_on_both_paths() -> None:
             compact({**PUT, "batch_id": 1}),
             "site-1.jsonl:9: batch_id: only a deliver, deliver_ack, drop or drop_ack has one",
         ),
+        (  # SPEC §3: every integer is a signed 64-bit one (was: the merge's error)
+            compact({"t": 5, "op": "deliver", "sender": "ny", "batch_id": 2**63, "observed": []}),
+            "site-1.jsonl:9: batch_id: 9223372036854775808 is outside the signed 64-bit range "
+            "(SPEC §3)",
+        ),
         (
             compact({**PUT, "t": -1}),
             "site-1.jsonl:9: t: must be an integer >= 0, got -1",

@@ -227,6 +227,11 @@ def test_r21_lines_of_one_millisecond_are_ordered_as_the_model_agrees(
             lambda lines: lines.append(deliver(40, 1, [("1:1", "a")]) | {"batch_id": -2}),
             "site-1.jsonl:4: batch_id: must be an integer >= 1, got -2",
         ),
+        (
+            lambda lines: lines.append(deliver(40, 1, [("1:1", "a")]) | {"batch_id": 2**63}),
+            "site-1.jsonl:4: batch_id: 9223372036854775808 is outside the signed 64-bit "
+            "range (SPEC §3)",
+        ),
     ],
 )
 def test_a_bad_line_is_one_line_naming_file_and_line(

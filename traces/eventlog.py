@@ -172,6 +172,8 @@ class _EventReader(_LogReader):
             raise TraceError(
                 f"{here}: batch_id: only a deliver, deliver_ack, drop or drop_ack has one"
             )
+        if batch_id is not None and (problem := int64_error(batch_id)):
+            raise TraceError(f"{here}: batch_id: {problem}")
         if batch_id is not None and (
             not isinstance(batch_id, int) or isinstance(batch_id, bool) or batch_id < 1
         ):
