@@ -412,6 +412,24 @@ def test_missing_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
     check_cli(capsys, [str(path)], f"{path}: no such file")
 
 
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["replay", ""], "an empty path; give the name of a trace file"),
+        (["validate", ""], "an empty path; give the name of a trace file"),
+        (
+            ["live", "--config", "", "--out", "run"],
+            "an empty path; give the name of a configuration or trace file",
+        ),
+    ],
+)
+def test_an_empty_input_path_is_named_as_one(
+    capsys: pytest.CaptureFixture[str], argv: list[str], message: str
+) -> None:
+    # (was "wanconform: error: : no such file", naming nothing)
+    assert run_cli(capsys, argv) == f"wanconform: error: {message}\n"
+
+
 def test_directory(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(TraceError) as info:
         read_trace(tmp_path)

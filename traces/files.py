@@ -14,6 +14,8 @@ from traces.errors import TraceError, WanconformError
 def _cannot_read(
     exc: OSError, name: str, expected: str, error: type[WanconformError]
 ) -> WanconformError:
+    if not name:  # (open("") is "no such file": the message would name nothing)
+        return error(f"an empty path; give the name of {expected}")
     if isinstance(exc, FileNotFoundError):
         return error(f"{name}: no such file")
     if isinstance(exc, IsADirectoryError):
