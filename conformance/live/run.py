@@ -36,6 +36,7 @@ import random
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -222,6 +223,7 @@ class Runner:
     kills: int = 0
     wipes: int = 0
     partitions: int = 0
+    stopped: bool = False  # `_run` has killed the sites (Ctrl-C): a site started now is not
 
     def spawn(self, site: int, mode: str = "") -> int:
         command = [sys.executable, "-m", "conformance.live.site",
@@ -233,6 +235,9 @@ class Runner:
             start_new_session=True,  # Ctrl-C reaches this process only: it stops them
         )  # fmt: skip
         self.processes[site] = process
+        if self.stopped and process.poll() is None:  # started by a thread of `to_thread`
+            os.killpg(process.pid, signal.SIGKILL)  # after `_run` killed the others
+            process.wait()
         assert process.stdout is not None
         line = process.stdout.readline()
         if not line.startswith("PORT "):
@@ -372,10 +377,28 @@ async def _run(
             for sid, p in runner.proxies.items()
         }
     finally:
-        for process in runner.processes.values():
+        stop_sites(runner)
+
+
+def stop_sites(runner: Runner) -> None:
+    """Kill every site still running (the run's end, an error, Ctrl-C). Ctrl-C again (or
+    a second SIGINT) meanwhile is held until they are dead, then raised: it broke off the
+    loop, and a site ran on after the command, its traceback after "interrupted" (as
+    `conformance.spark.glue` holds it while its JVM starts)."""
+    pressed: list[int] = []
+    held = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGINT, lambda sig, _: pressed.append(sig)) if held else None
+    try:
+        runner.stopped = True
+        for process in list(runner.processes.values()):  # (a spawning thread may add one)
             if process.poll() is None:
                 os.killpg(process.pid, signal.SIGKILL)
                 process.wait()
+    finally:
+        if held:
+            signal.signal(signal.SIGINT, previous or signal.default_int_handler)
+    if pressed:
+        raise KeyboardInterrupt
 
 
 def live(
