@@ -285,6 +285,19 @@ def test_a_status_the_model_does_not_give_is_the_log_s_in_text_and_json(
     }
 
 
+def test_an_event_log_given_twice_is_named_as_such(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = write_logs(tmp_path / "run", two_batches())
+    one, two = str(folder / "site-1.jsonl"), str(folder / "site-2.jsonl")
+    assert main(["validate", one, two, one]) == 2
+    # (was: "site-1.jsonl:1: process: 'site-1' is also the process of site-1.jsonl")
+    assert capsys.readouterr() == (
+        "",
+        f"wanconform: error: {one}: given twice (one run's event logs, each once)\n",
+    )
+
+
 def test_a_folder_named_like_a_log_in_the_directory_is_not_read_as_one(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -502,6 +502,11 @@ def event_log_files(paths: list[str]) -> list[str] | None:
     headed = [_has_header(path) for path in paths]
     if not any(headed):
         return None
+    seen: set[str] = set()
+    for path in paths:  # (else: "process: 'site-1' is also the process of" itself)
+        if os.path.realpath(path) in seen:
+            raise TraceError(f"{path}: given twice (one run's event logs, each once)")
+        seen.add(os.path.realpath(path))
     if not all(headed):
         plain = paths[headed.index(False)]
         raise TraceError(
