@@ -166,6 +166,9 @@ TICK = {"op": "tick", "ms": 1}
         (TICK | {"observed": [], "state": {"time": 1}},
          "state: must be the observable state of SPEC §10, an object with exactly the "
          "fields senders, sites, time"),
+        (TICK | {"observed": [], "state": None},  # (was taken as no state; the schema refuses it)
+         "state: must be the observable state of SPEC §10, an object with exactly the "
+         "fields senders, sites, time"),
         (TICK | {"observed": [], "state": {"time": "1", "sites": {}, "senders": {}}},
          "state.time: must be an integer (ms), got a string"),
         (TICK | {"observed": [], "state": {"time": 1, "sites": [], "senders": {}}},

@@ -98,6 +98,7 @@ class _LogReader(Reader):
                 "what the system observed after it (docs/LOG.md)"
             )
         observed = operation.pop("observed")
+        logged_state = "state" in operation  # ("state": null is not a state: the schema's)
         state = operation.pop("state", None)
         op = self.operation(here, operation)
         if type(op) is Tick:
@@ -125,7 +126,7 @@ class _LogReader(Reader):
                     f"{here}: {found[0]}: must be an integer, a string, a boolean or null "
                     f"(SPEC §10), got {json_kind(found[1])}"
                 )
-        if state is not None:
+        if logged_state:
             check_state(here, state)
         return LogEntry(number, op, observed, state)
 
