@@ -10,6 +10,7 @@ the deterministic model's observations: one model, two modes)."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -295,6 +296,20 @@ def test_an_event_log_given_twice_is_named_as_such(
     assert capsys.readouterr() == (
         "",
         f"wanconform: error: {one}: given twice (one run's event logs, each once)\n",
+    )
+
+
+def test_a_log_from_a_pipe_is_refused_by_name(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # read once to find its header, it was empty the second time: "empty event log"
+    pipe = tmp_path / "site-1.jsonl"
+    os.mkfifo(pipe)  # (not opened: nothing blocks)
+    assert main(["validate", str(pipe)]) == 2
+    assert capsys.readouterr() == (
+        "",
+        f"wanconform: error: {pipe}: not a regular file (a pipe?): a log is read more than "
+        "once; give a file\n",
     )
 
 

@@ -519,6 +519,10 @@ def event_log_files(paths: list[str]) -> list[str] | None:
 def _has_header(path: str) -> bool:
     if os.path.isdir(path):
         raise TraceError(f"{path}: a directory: give it alone (one run's event logs)")
+    if os.path.exists(path) and not os.path.isfile(path):  # (its second reading was empty)
+        raise TraceError(
+            f"{path}: not a regular file (a pipe?): a log is read more than once; give a file"
+        )
     reader = _EventReader(path)
     for number, line in enumerate(file_lines(path), start=1):
         decoded = reader.decode(number, line)
