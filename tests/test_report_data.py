@@ -153,6 +153,25 @@ def test_report_of_results_with_null_cells_is_one_line(
     assert not out.exists()
 
 
+@pytest.mark.parametrize("name", ["manifest.json", "examples.json"])
+def test_report_of_results_missing_a_file_check_wrote_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str
+) -> None:
+    # A results directory of a planted bug with one file deleted: without manifest.json
+    # the report named impl:Engine as the failing impl, without examples.json it left out
+    # every example; both silently.
+    rows, examples, _ = check_local(local([str(DATA / "resend.jsonl")]), RESEND)
+    write_results(tmp_path / "res", rows_table(rows), RESEND, "", list(examples.values()))
+    (tmp_path / "res" / name).unlink()
+    out = tmp_path / "r.html"
+    assert main(["report", str(tmp_path / "res"), "-o", str(out)]) == 2
+    assert capsys.readouterr().err == (
+        f"wanconform: error: {tmp_path / 'res' / name}: missing (`wanconform check` writes it "
+        "beside results.parquet); check the traces again with `wanconform check`\n"
+    )
+    assert not out.exists()
+
+
 def test_report_of_a_results_directory_equals_the_report_of_its_traces(tmp_path: Path) -> None:
     """A results directory keeps the rows, the impl and the examples: its report is the
     report of the traces it came from, with nothing run again (a results directory

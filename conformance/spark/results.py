@@ -238,10 +238,10 @@ def read_results(directory: str | os.PathLike[str]) -> Results:
                 f"{path / RESULTS_FILE}: {name}: {table.column(name).null_count} null cell(s), "
                 "where `wanconform check` writes a value in every row"
             )
-    manifest = _read_json(path / MANIFEST, {})
+    manifest = _read_json(path / MANIFEST)
     if not isinstance(manifest, dict) or manifest.get("format", FORMAT) != FORMAT:
         raise TraceError(f"{path / MANIFEST}: not a manifest of format {FORMAT}")
-    raw = _read_json(path / EXAMPLES, {})
+    raw = _read_json(path / EXAMPLES)
     try:
         examples = [Example.from_json(item) for item in raw.get("examples", [])]
         notes = {str(k): str(v) for k, v in raw.get("notes", {}).items()}
@@ -257,11 +257,17 @@ def read_results(directory: str | os.PathLike[str]) -> Results:
     )
 
 
-def _read_json(path: Path, default: Any) -> Any:
+def _read_json(path: Path) -> Any:
+    """A JSON file `wanconform check` writes beside results.parquet: without it the report
+    would name the wrong impl (manifest.json) or leave out every example (examples.json),
+    and say nothing."""
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        return default
+        raise TraceError(
+            f"{path}: missing (`wanconform check` writes it beside {RESULTS_FILE}); "
+            "check the traces again with `wanconform check`"
+        ) from None
     except OSError as exc:
         raise TraceError(f"{path}: cannot read: {exc.strerror}") from None
     try:
