@@ -326,6 +326,17 @@ def test_bad_bounds_are_one_line_and_exit_2(
     assert err.startswith("wanconform: error: " + message) and err.count("\n") == 1
 
 
+@pytest.mark.parametrize("flag", [["--define", "PORT=5000"], ["--allow-partial"]])
+def test_geode_flags_without_site_files_are_one_line(
+    flag: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    # with a CONFIG they were silently ignored (generate and campaign refuse them)
+    code = main(["explore", str(EXAMPLES / "batching_by_size.jsonl"), "--depth", "1", *flag])
+    out, err = capsys.readouterr()
+    assert (code, out) == (2, "")
+    assert err == "wanconform: error: --define and --allow-partial go with --site (Geode files)\n"
+
+
 def test_unreadable_configuration_is_one_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -185,6 +185,8 @@ def run(args: argparse.Namespace) -> int:
             "explore: give either CONFIG or one --site [DSID=]FILE[,FILE...] per site, not "
             + ("both" if args.source is not None else "neither")
         )
+    if (args.define or args.allow_partial) and not args.site:  # as generate says it
+        raise WanconformError("--define and --allow-partial go with --site (Geode files)")
     if args.source:
         config = load_config_or_trace(args.source)
         name = args.source
