@@ -498,7 +498,12 @@ def test_a_local_master_of_no_cores_is_one_line(master: str) -> None:
     assert str(caught.value) == f"--master {master}: a local master needs at least 1 core"
 
 
-@pytest.mark.parametrize("master", ["foo", "Local", "mesos://h:5050", " local", ""])
+@pytest.mark.parametrize(
+    # local[x], local[2 and localhost pass spark-submit's rule; Spark's JVM then printed
+    # "Could not parse Master URL" with 20 lines of stack before the error
+    "master",
+    ["foo", "Local", "mesos://h:5050", " local", "", "local[x]", "local[2", "localhost"],
+)
 def test_a_master_spark_does_not_take_is_one_line_before_its_jvm_starts(master: str) -> None:
     # spark-submit's rule (yarn, or spark..., k8s..., local...): its JVM died with it
     # unsaid, leaving "Java gateway process exited before sending its port number"

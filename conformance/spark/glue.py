@@ -214,6 +214,12 @@ def abandon() -> None:
 
 
 _LOCAL_MASTER = re.compile(r"local(?:\[\s*([0-9]+|\*)\s*\])?")
+# the local masters Spark parses (its SparkMasterRegex): local, local[N], local[N,F],
+# local-cluster[N,C,M]; any other local... is a JVM stack trace before the error
+_SPARK_LOCAL = re.compile(
+    r"local(?:\[(?:[0-9]+|\*)(?:\s*,\s*[0-9]+)?\])?"
+    r"|local-cluster\[\s*[0-9]+\s*,\s*[0-9]+\s*,\s*[0-9]+\s*\]"
+)
 
 
 def with_task_retries(master: str) -> str:
@@ -233,13 +239,21 @@ def session(master: str | None = None, app: str = "wanconform") -> Any:
     local master tries each task twice (`with_task_retries`)."""
     if re.fullmatch(r"local\[\s*0+\s*[],].*", (master or "").strip()):
         raise WanconformError(f"--master {master}: a local master needs at least 1 core")
-    if master is not None and not (master == "yarn" or master.startswith(SPARK_MASTERS)):
-        # spark-submit's own rule, said before its JVM starts and dies with it unsaid
+    tried = with_task_retries(master or DEFAULT_MASTER)
+    if master is not None and not (
+        master == "yarn"
+        or (
+            master.startswith(SPARK_MASTERS)
+            and (not tried.startswith("local") or _SPARK_LOCAL.fullmatch(tried))
+        )
+    ):
+        # spark-submit's own rule (and Spark's for local masters, e.g. local[x]), said
+        # before its JVM starts and dies with it unsaid or prints a stack trace
         raise WanconformError(
             f"--master {master}: Spark takes local, local[N], spark://HOST:PORT, yarn or "
             "k8s://HOST:PORT"
         )
-    master = with_task_retries(master or DEFAULT_MASTER)
+    master = tried
     probe_master(master)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
