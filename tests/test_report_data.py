@@ -172,6 +172,40 @@ def test_report_of_results_missing_a_file_check_wrote_is_one_line(
     assert not out.exists()
 
 
+@pytest.mark.parametrize(
+    ("edit", "problem"),
+    [
+        (lambda d: [1, 2], "no policies"),
+        (lambda d: d | {"policies": 5}, "policies: not a list"),
+        (lambda d: d | {"policies": [1]}, "policies[0]: not an object"),
+        (lambda d: d | {"policies": [{"title": "drop"}]}, "policies[0]: no events_lost"),
+        (lambda d: d | {"colour": []}, "colour: not a comparison wanconform makes"),
+    ],
+)
+def test_report_of_a_campaign_with_an_edited_policies_json_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], edit: Any, problem: str
+) -> None:
+    # each was a traceback (TypeError) while the report was drawn
+    from conformance.spark.policies import SETTINGS, Comparison, PolicyFigures, SettingFigures
+
+    rows, _, _ = check_local(local([str(DATA / "resend.jsonl")]), RESEND)
+    write_results(tmp_path / "camp" / "results", rows_table(rows), RESEND, "", [])
+    settings = {s: [SettingFigures(s, True), SettingFigures(s, False)] for s in SETTINGS}
+    document = Comparison([PolicyFigures("drop")], settings).to_json()
+    policies = tmp_path / "camp" / "policies.json"
+    out = tmp_path / "r.html"
+    policies.write_text(json.dumps(document))
+    assert main(["report", str(tmp_path / "camp"), "-o", str(out)]) == 1  # as written: fine
+    out.unlink()
+    policies.write_text(json.dumps(edit(document)))
+    capsys.readouterr()
+    assert main(["report", str(tmp_path / "camp"), "-o", str(out)]) == 2
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        f"wanconform: error: {policies}: not a policies comparison: {problem}"
+    )
+    assert not out.exists()
+
+
 def test_report_of_a_results_directory_equals_the_report_of_its_traces(tmp_path: Path) -> None:
     """A results directory keeps the rows, the impl and the examples: its report is the
     report of the traces it came from, with nothing run again (a results directory

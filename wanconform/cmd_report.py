@@ -90,6 +90,7 @@ def run(args: argparse.Namespace) -> int:
         if compared.is_file():
             try:
                 document = json.loads(compared.read_text(encoding="utf-8"))
+                _check_comparison(document)
                 policies = document.pop("policies")
             except (OSError, ValueError, AttributeError, KeyError) as exc:
                 raise WanconformError(f"{compared}: not a policies comparison: {exc}") from None
@@ -117,3 +118,42 @@ def run(args: argparse.Namespace) -> int:
         f"{plural(len(report.groups), 'failure signature')}"
     )
     return 1 if report.failing else 0
+
+
+def _check_comparison(document: Any) -> None:
+    """A campaign's policies.json has the shape `Comparison.to_json` writes (each figure
+    of a row of the type of a fresh row's; only those the report does not need, or
+    defaults, may be absent), or ValueError naming the first cell that differs: an
+    edited one was a traceback while the report was drawn."""
+    from conformance.spark.policies import SETTINGS, PolicyFigures, SettingFigures
+
+    def same_shape(where: str, value: Any, like: Any, optional: tuple[str, ...] = ()) -> None:
+        if isinstance(like, dict):
+            if not isinstance(value, dict):
+                raise ValueError(f"{where}: not an object")
+            for key, inner in like.items():
+                if key in value:
+                    same_shape(f"{where}.{key}", value[key], inner)
+                elif key not in optional:
+                    raise ValueError(f"{where}: no {key}")
+        elif type(value) is not type(like):  # bool is no int here, nor int a bool
+            raise ValueError(f"{where}: not {type(like).__name__}")
+
+    optional = {"policies": ("policy", "traces")}  # not shown
+    if not isinstance(document, dict) or "policies" not in document:
+        raise ValueError("no policies")
+    rows = {"policies": PolicyFigures("drop").to_json()} | {
+        setting: SettingFigures(setting, True).to_json() for setting in SETTINGS
+    }
+    for name, figures in document.items():
+        if name not in rows:
+            raise ValueError(f"{name}: not a comparison wanconform makes")
+        if not isinstance(figures, list):
+            raise ValueError(f"{name}: not a list")
+        for index, row in enumerate(figures):
+            same_shape(
+                f"{name}[{index}]",
+                row,
+                rows[name],
+                (*optional.get(name, ()), "keys_differing_after_wipe"),  # a default
+            )
