@@ -388,6 +388,30 @@ def test_check_refuses_a_store_in_its_output_or_input_before_spark_starts(
         assert not (tmp_path / "res").exists() and not stores.exists()
 
 
+def test_check_refuses_a_store_in_another_wanconform_output_before_spark_starts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The stores went into another output (here a trace set; a campaign alike): files
+    # wanconform did not write there, which then blocked replacing it with --force.
+    trace = (
+        Path(__file__).parent.parent / "traces" / "examples" / "failed_event_dead_lettered.jsonl"
+    )
+    for name in ("set", "other"):
+        assert main(["convert", str(trace), "--out", str(tmp_path / name)]) == 0
+    capsys.readouterr()
+    other = Path(os.path.realpath(tmp_path / "other"))
+    for flag in ("--dlq-dir", "--queue-dir"):
+        stores = tmp_path / "other" / "s"
+        argv = ["check", str(tmp_path / "set"), "--out", str(tmp_path / "res"), flag, str(stores)]
+        assert main(argv) == 2
+        assert capsys.readouterr() == (
+            "",
+            f"wanconform: error: {flag}: {stores}: is in {other}, a trace set wanconform "
+            "wrote; give the store a path of its own\n",
+        )
+        assert not (tmp_path / "res").exists() and not stores.exists()
+
+
 def test_the_inspector_takes_a_sender_that_a_record_names(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

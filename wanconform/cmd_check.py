@@ -16,7 +16,7 @@ from conformance.search.examples import SHRINK_BUDGET
 from impl.dlq_store import check_directory
 from traces.engine import DEFAULT_IMPL, load_impl
 from traces.errors import WanconformError
-from traces.outputs import declare_outputs
+from traces.outputs import declare_outputs, output_kind
 from wanconform.options import add_settle_cap, add_shrink_budget
 from wanconform.progress import stage_progress, start_spark
 
@@ -56,7 +56,8 @@ def check_dlq_dir(
     """`--dlq-dir` and `--queue-dir`, checked before Spark starts: a store an earlier run
     left for one of `trace_ids` is refused, as `replay` refuses it (the run would empty
     it: its records would be lost); so is one in the output --out (built aside and moved
-    into place, it would find the stores' DIR there) or in check's input `trace_set`."""
+    into place, it would find the stores' DIR there), in check's input `trace_set`, or in
+    any other output wanconform wrote (files it did not write would block its --force)."""
     for flag, directory in (("--dlq-dir", args.dlq_dir), ("--queue-dir", args.queue_dir)):
         if directory is None:
             continue
@@ -69,6 +70,13 @@ def check_dlq_dir(
                         f"{flag}: {directory}: is in {name} {path}; give the store a path "
                         "of its own"
                     )
+        for folder in (store, *store.parents):  # its stores would be foreign files there
+            kind = output_kind(folder)
+            if kind is not None:
+                raise WanconformError(
+                    f"{flag}: {directory}: is in {folder}, {kind} wanconform wrote; give the "
+                    "store a path of its own"
+                )
         for trace_id in trace_ids:
             refuse_earlier_store(flag, directory, trace_id)
     if args.dlq_dir is not None:
