@@ -11,6 +11,8 @@ import pytest
 from conformance.bench import round_ratios
 from wanconform.cli import main
 
+EXAMPLES = Path(__file__).parent.parent / "traces" / "examples"
+
 
 def test_bench_times_engines_lockstep_and_reading(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["bench", "--ops", "3000", "--keys", "500", "--repeat", "1", "--json"]) == 0
@@ -74,6 +76,20 @@ def test_bench_refuses_what_it_would_ignore(
 ) -> None:
     assert main(["bench", *argv]) == 2
     assert capsys.readouterr() == ("", f"wanconform: error: {message}\n")
+
+
+@pytest.mark.parametrize("runs", ["model,", "model,,fast", ""])
+def test_bench_segments_refuses_an_empty_run_name(
+    capsys: pytest.CaptureFixture[str], runs: str
+) -> None:
+    from conformance.bench import SEGMENT_RUNS
+
+    trace = str(EXAMPLES / "batching_by_size.jsonl")
+    assert main(["bench", "--segments", trace, "--runs", runs]) == 2
+    assert capsys.readouterr() == (
+        "",
+        f"wanconform: error: --runs: an empty name: choose from {', '.join(SEGMENT_RUNS)}\n",
+    )
 
 
 def test_bench_queue_crash_refuses_no_kills(capsys: pytest.CaptureFixture[str]) -> None:

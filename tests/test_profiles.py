@@ -259,3 +259,32 @@ def test_a_profile_the_given_configuration_leaves_idle_is_warned_about(
         "dead-letter failure listener (failure_listener dlq, R24), so its injected failures "
         "are dropped (R18) and no dead letter is written\n"
     )
+
+
+@pytest.mark.parametrize(
+    ("given", "problem"),
+    [
+        ("chaos,", "an empty name in 'chaos,'"),
+        ("steady,,dlq", "an empty name in 'steady,,dlq'"),
+        ("", "give at least one profile"),
+        ("steady,chaoss", None),  # the unknown one, by check_profile
+    ],
+)
+def test_an_empty_or_unknown_profile_in_the_list_is_refused(
+    given: str, problem: str | None
+) -> None:
+    # as explore --ops refuses `put,,tick`: a typo is not dropped without a word
+    from conformance.generation.profiles import PROFILES
+    from traces.errors import WanconformError
+    from wanconform.cmd_generate import profile_list
+
+    with pytest.raises(WanconformError) as caught:
+        profile_list(given)
+    names = ", ".join(PROFILES)
+    expected = (
+        f"--profile: {problem} (one of {names})"
+        if problem
+        else f"--profile: unknown profile 'chaoss' (one of {names})"
+    )
+    assert str(caught.value) == expected
+    assert profile_list(" steady , dlq,steady") == ["steady", "dlq", "steady"]  # in turn

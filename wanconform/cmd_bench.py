@@ -435,9 +435,9 @@ def run_segments(args: argparse.Namespace) -> int:
     segment_ops = SEGMENT_OPS if args.segment_ops is None else args.segment_ops
     if segment_ops < 1:
         raise WanconformError(f"--segment-ops: must be at least 1, got {segment_ops}")
-    runs = [name.strip() for name in args.runs.split(",") if name.strip()]
-    unknown = [name for name in runs if name not in bench.SEGMENT_RUNS]
-    if unknown or not runs:
+    runs = [name.strip() for name in args.runs.split(",")]
+    unknown = [name or "an empty name" for name in runs if name not in bench.SEGMENT_RUNS]
+    if unknown:
         choices = ", ".join(bench.SEGMENT_RUNS)
         raise WanconformError(f"--runs: {', '.join(unknown) or 'nothing'}: choose from {choices}")
     result = bench.segments(args.segments, cores, segment_ops, runs, say)

@@ -19,9 +19,12 @@ MAX_OPS = 10_000_000
 
 
 def profile_list(text: str) -> list[str]:
-    names = [name.strip() for name in text.split(",") if name.strip()]
-    if not names:
-        raise WanconformError("--profile: give at least one profile")
+    """`--profile a,b`: the profiles in the order given; an empty one (`chaos,`, `a,,b`)
+    is refused as `explore --ops` refuses one, not dropped."""
+    names = [name.strip() for name in text.split(",")]
+    if "" in names:
+        shown = "give at least one profile" if names == [""] else f"an empty name in {text!r}"
+        raise WanconformError(f"--profile: {shown} (one of {', '.join(PROFILES)})")
     for name in names:
         check_profile(name)
     return names
