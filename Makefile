@@ -57,7 +57,8 @@ bench: $(COMPILED)
 # mutant names: all of impl/ by default (hours: README "Harness strength"), e.g.
 # MUTANTS='impl.applied*' for one module.
 MUTANTS ?= impl.*
-MUTATION_TESTS := tests/test_conformance.py tests/test_impl.py tests/test_impl_branches.py
+MUTATION_TESTS := tests/test_conformance.py tests/test_impl.py tests/test_impl_branches.py \
+	tests/test_framing.py tests/test_dlq_store.py tests/test_queue_store.py tests/test_checkpoint.py
 
 mutation: $(COMPILED)
 	$(VENV)/bin/pytest -n auto -q -p no:cacheprovider $(MUTATION_TESTS)

@@ -83,7 +83,7 @@ def _not_followed(path: Path, data: bytes, start: int, magic: bytes, why: str) -
     at = data.find(magic, start + 1)
     while at >= 0:
         end = at + HEADER + int.from_bytes(data[at + 4 : at + 8], "big")
-        if at + HEADER <= len(data) and end <= len(data):
+        if end <= len(data):  # (so is its header: end is at least at + HEADER)
             checksum = int.from_bytes(data[at + 8 : at + 12], "big")
             if zlib.crc32(data[at + HEADER : end]) == checksum:
                 raise StoreError(
@@ -138,9 +138,7 @@ def replace_atomically(path: Path, chunks: Iterable[bytes], durable: bool) -> No
         fsync_directory(path.parent)
 
 
-def check_directory(
-    folder: str | os.PathLike[str], kind: str = "a dead-letter store", write: bool = True
-) -> Path:
+def check_directory(folder: str | os.PathLike[str], kind: str, write: bool = True) -> Path:
     """A store directory that exists and is a writable directory (readable, if not
     `write`: the inspector only reads), or StoreError."""
     path = Path(folder)
