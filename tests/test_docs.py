@@ -6,7 +6,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from wanconform.cli import build_parser
+import pytest
+
+from wanconform.cli import build_parser, main
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -97,3 +99,23 @@ def test_every_library_the_code_imports_is_a_declared_dependency() -> None:
                     if not owners & declared:
                         undeclared.setdefault(top, str(path.relative_to(ROOT)))
     assert undeclared == {}
+
+
+def test_the_not_applicable_reason_commands_md_quotes_is_what_replay_prints(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "t.jsonl").write_text(
+        '{"config":{"sites":[1,2],"senders":[{"id":"ny","site":1,"remote":2}]}}\n'
+        '{"op":"put","site":1,"key":"k","value":{"v":1}}\n'
+        '{"op":"put","site":1,"key":"k","value":{"v":2}}\n'
+        '{"op":"tick","ms":1}\n'
+        '{"op":"site_down","site":2}\n'
+        '{"op":"site_up","site":2,"wipe":true}\n'
+        '{"op":"settle"}\n'
+    )
+    assert main(["replay", "t.jsonl", "--check-properties"]) == 0
+    out = capsys.readouterr().out
+    (printed,) = [line.strip() for line in out.splitlines() if line.strip().startswith("P2:")]
+    commands = " ".join((ROOT / "docs/COMMANDS.md").read_text().split())
+    assert f"`{printed}`" in commands
