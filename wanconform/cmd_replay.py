@@ -148,9 +148,9 @@ def register(subparsers: Any) -> None:
         help=(
             "with --engine both, model and impl both in this process, on one core (by "
             "default, on a trace of 20,000 operations or more and with a second CPU, the "
-            "impl runs ahead in a helper process and only digests of its observations and "
-            "states are compared here; any difference is checked again here: the same "
-            "result, sooner)"
+            "impl runs ahead in a helper process and only the text of its observations and "
+            "digests of its states are compared here; any difference is checked again here: "
+            "the same result, sooner)"
         ),
     )
     add_settle_cap(parser)
