@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from conformance.spark.policies import PolicyFigures, SettingFigures
 from wanconform.cli import build_parser, main
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -119,3 +120,17 @@ def test_the_not_applicable_reason_commands_md_quotes_is_what_replay_prints(
     (printed,) = [line.strip() for line in out.splitlines() if line.strip().startswith("P2:")]
     commands = " ".join((ROOT / "docs/COMMANDS.md").read_text().split())
     assert f"`{printed}`" in commands
+
+
+def test_the_fields_commands_md_gives_policies_json_are_the_ones_it_has() -> None:
+    commands = " ".join((ROOT / "docs/COMMANDS.md").read_text().split())
+    described = commands.split("`OUT/policies.json` is `", 1)[1].split("`", 1)[0]
+    listed = {
+        name: [field.strip() for field in fields.split(",")]
+        for name, fields in re.findall(r'"(\w+)": \[[^:\]]*: ([^\]]*)\]', described)
+    }
+    assert listed == {
+        "policies": list(PolicyFigures("drop").to_json()),
+        "conflation": list(SettingFigures("conflation", True).to_json()),
+        "persistence": list(SettingFigures("persistence", True).to_json()),
+    }
