@@ -319,6 +319,13 @@ class ExitsOnDeliver(Engine):  # sys.exit in an engine is its failure, named as 
 class ExitsAtBuild(Engine):  # the site's exit(): named at the user's line, not Python's
     def __init__(self, config):
         exit(4)
+
+
+class StateNotJson(Engine):  # a state JSON cannot hold
+    def observe(self):
+        state = super().observe()
+        state["extra"] = {1}
+        return state
 """
 
 
@@ -403,6 +410,7 @@ def test_a_user_engine_that_fails_to_build_is_one_line_in_shrink_and_explore(
         ("ReturnsNothing", 't.jsonl:{deliver}: divergence at {{"op":"deliver"'),
         ("ReturnsASet", 't.jsonl:{deliver}: divergence at {{"op":"deliver"'),
         ("ExitsOnDeliver", 't.jsonl:{deliver}: divergence at {{"op":"deliver"'),
+        ("StateNotJson", "t.jsonl:2: divergence at "),
     ],
 )
 def test_a_user_engine_that_raises_or_starts_wrong_is_a_divergence(
@@ -437,6 +445,10 @@ def test_a_user_engine_that_raises_or_starts_wrong_is_a_divergence(
             'not JSON serializable)"'
         ),
         "ExitsOnDeliver": 'impl="raised SystemExit: 3 (mine.py:58, in apply)"',
+        "StateNotJson": (
+            'state.extra: model="<absent>" impl="observed what is not JSON (Object of type '
+            'set is not JSON serializable)"'
+        ),
     }[engine]
     assert detail in out
 

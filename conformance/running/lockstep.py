@@ -260,7 +260,18 @@ def malformed(observations: Any) -> str | None:
 def _state_differences(model: Any, impl: Any) -> tuple[tuple[Difference, ...], int]:
     if isinstance(impl, str):  # it raised: no path to compare
         return (Difference("state", "its observable state", impl),), 1
-    return _cut(json_differences(model, impl, "state"))
+    differences, total = _cut(json_differences(model, impl, "state"))
+    return tuple(_shown(d) for d in differences), total
+
+
+def _shown(difference: Difference) -> Difference:
+    """`difference`, its impl side said in words when it is not JSON (a user's engine's
+    observe() returned, say, a set): a divergence is printed and written as JSON."""
+    try:
+        canonical_json(difference.impl)
+    except (TypeError, ValueError) as exc:
+        return Difference(difference.path, difference.model, f"observed what is not JSON ({exc})")
+    return difference
 
 
 class Lockstep:
