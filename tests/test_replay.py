@@ -326,6 +326,16 @@ class StateNotJson(Engine):  # a state JSON cannot hold
         state = super().observe()
         state["extra"] = {1}
         return state
+
+
+class TakesNoOp(Engine):  # the wrong signature: named as the user's, not where it was called
+    def apply(self):
+        return []
+
+
+class KeysTakeNothing(Engine):
+    def observe_keys(self):
+        return {}
 """
 
 
@@ -461,6 +471,17 @@ def test_a_user_engine_that_raises_or_starts_wrong_is_a_divergence(
         ("ObserveFails", 12, "raised RuntimeError: not yet (mine.py:30, in observe)"),
         ("KeysFail", 10, "raised LookupError: no keys (mine.py:42, in observe_keys)"),
         ("ExitsOnDeliver", 9, "raised SystemExit: 3 (mine.py:58, in apply)"),
+        (
+            "TakesNoOp",
+            2,
+            "raised TypeError: TakesNoOp.apply() takes 1 positional argument but 2 were given",
+        ),
+        (
+            "KeysTakeNothing",
+            10,
+            "raised TypeError: KeysTakeNothing.observe_keys() takes 1 positional argument but 2 "
+            "were given",
+        ),
     ],
 )
 def test_a_user_engine_alone_that_raises_or_returns_wrong_is_one_line(
@@ -475,7 +496,8 @@ def test_a_user_engine_alone_that_raises_or_returns_wrong_is_one_line(
     monkeypatch.setattr(sys, "path", list(sys.path))
     (tmp_path / "mine.py").write_text(USER_ENGINES)
     trace = tmp_path / "t.jsonl"
-    example = "site_down_and_back" if engine == "KeysFail" else "batching_by_size"  # a settle
+    keys = engine in ("KeysFail", "KeysTakeNothing")
+    example = "site_down_and_back" if keys else "batching_by_size"  # a settle
     trace.write_text((EXAMPLES / f"{example}.jsonl").read_text())
     argv = ["replay", str(trace), "--engine", "impl", "--check-properties"]
     assert main([*argv, "--impl", f"mine:{engine}"]) == 2

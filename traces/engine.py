@@ -201,6 +201,14 @@ def impl_command(spec: str) -> str:
     return "wanconform" if directory is None else f"PYTHONPATH={shlex.quote(directory)} wanconform"
 
 
+_CALLERS = tuple(
+    os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), package, "")
+    for package in ("conformance", "traces")
+)
+"""The directories of the code that calls an engine (`conformance.running.lockstep`'s
+`applied_or_raised` ...): a frame there is wanconform's, not the user's."""
+
+
 def raised(exc: BaseException) -> str:
     """`raised KeyError: 'x' (engine.py:12, in apply)`: an exception of a user's code,
     with where it was raised (the innermost frame; a SyntaxError's file and line)."""
@@ -212,6 +220,8 @@ def raised(exc: BaseException) -> str:
         for f in traceback.extract_tb(exc.__traceback__)
         if f.filename != __file__ and not f.filename.startswith("<frozen ")
     ]
+    while frames and frames[0].filename.startswith(_CALLERS):  # where wanconform called it
+        del frames[0]
     if not frames:  # raised by the call itself (e.g. the wrong arguments)
         return text
     last = frames[-1]
