@@ -342,3 +342,36 @@ def test_replay_with_a_checkpoint_or_a_store_runs_whole(
     stored = read_store(tmp_path / "dlq" / "failed_event_dead_lettered")
     assert [(r["event_id"], r["key"]) for r in stored["ny.dlq"]] == [("1:2", "b")]
     assert "fast pass" not in capsys.readouterr().err
+
+
+EXITS = """
+from impl import Engine
+
+
+class Exits(Engine):  # sys.exit in a user's engine: its failure, not wanconform's exit
+    def apply(self, op):
+        if op.op == "deliver":
+            raise SystemExit(3)
+        return super().apply(op)
+"""
+
+
+def test_a_user_engine_that_raises_in_the_fast_pass_is_checked_whole(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # was: the engine's raise, a traceback and its exit status (3) out of the fast pass
+    from wanconform.cli import main
+
+    (tmp_path / "exits.py").write_text(EXITS)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    trace = str(Path(__file__).parent.parent / "traces/examples/lost_ack_resend.jsonl")
+    argv = ["replay", trace, "--engine", "both", "--impl", "exits:Exits", "--json"]
+    assert main(argv) == 1
+    whole = capsys.readouterr().out
+    assert main([*argv, "--segment-ops", "2"]) == 1
+    out, err = capsys.readouterr()
+    assert out == whole
+    assert err.splitlines()[-1] == (
+        f"{trace}: fast pass: --impl exits:Exits: at {trace}:5, the engine raised SystemExit: 3 "
+        "(exits.py:8, in apply); running it whole"
+    )

@@ -194,7 +194,7 @@ def segmented(
     it is run whole: too short, --steps or --report, --checkpoint (the state after the
     whole run) or a store (--dlq-dir, --queue-dir: the segments' engines keep none), or
     an impl that cannot start from a checkpoint."""
-    from conformance.spark.segments import can_split, check_in_segments
+    from conformance.spark.segments import EngineFailed, can_split, check_in_segments
 
     count = source.op_count
     if (
@@ -222,17 +222,21 @@ def segmented(
         progress.unit = f"operations in the fast pass, {finished}/{segments} segments checked"
         progress.update(operations)
 
-    with glue.segment_jobs(spark, impl_spec) as runner:
-        result = check_in_segments(
-            source.name,
-            source.config,
-            impl_spec,
-            args.segment_ops,
-            properties,
-            runner,
-            show,
-            say,
-        )
+    try:
+        with glue.segment_jobs(spark, impl_spec) as runner:
+            result = check_in_segments(
+                source.name,
+                source.config,
+                impl_spec,
+                args.segment_ops,
+                properties,
+                runner,
+                show,
+                say,
+            )
+    except EngineFailed as failed:  # the user's engine failed: the whole run reports it (P1)
+        say(f"fast pass: {failed}; running it whole")
+        return None
     progress.close()
     return result
 

@@ -48,7 +48,16 @@ from conformance.running.lockstep import Divergence, ObservationDigest
 from conformance.running.run import RunResult, TraceRun, p1_verdict
 from traces.checkpoint import checkpoint_text
 from traces.config import Config
-from traces.engine import DEFAULT_IMPL, Engine, EngineFactory, load_impl, tune_gc
+from traces.engine import (
+    DEFAULT_IMPL,
+    ENGINE_FAILURES,
+    Engine,
+    EngineFactory,
+    load_impl,
+    raised,
+    tune_gc,
+)
+from traces.errors import WanconformError
 from traces.ops import Op
 from traces.tracefile import Reader, fast_path, numbered_lines, where
 
@@ -311,6 +320,12 @@ class LocalRunner:
         return list(self._results)
 
 
+class EngineFailed(WanconformError):
+    """The fast pass's engine, a user's `--impl`, raised or returned what is not an
+    engine's answer (`conformance.running.run.Alone`), in a step or its checkpoint: a
+    divergence, which `replay` finds by running the trace whole (P1)."""
+
+
 def fast_pass(
     name: str,
     config: Config,
@@ -330,15 +345,24 @@ def fast_pass(
     is_log = impl_spec == "log"
     engine = "model" if is_log else "impl"
     factory = None if is_log else load_impl(impl_spec) if impl_spec else None
-    run = TraceRun(name, config, engine=engine, impl=factory, properties=properties)
+    spec = DEFAULT_IMPL if is_log or not impl_spec else impl_spec
+    run = TraceRun(name, config, engine=engine, impl=factory, impl_spec=spec, properties=properties)
     cuts: list[Cut] = []
     observed = ObservationDigest()
 
     def cut(index: int, line: int, offset: int) -> None:
         nonlocal observed
-        doc = run.engine.checkpoint()  # type: ignore[attr-defined]
-        doc["position"] = {"operations": index, "line": line, "offset": offset}
-        _checkpoint_file(folder, index).write_text(checkpoint_text(doc), encoding="utf-8")
+        try:
+            doc = run.engine.checkpoint()  # type: ignore[attr-defined]
+            doc["position"] = {"operations": index, "line": line, "offset": offset}
+            text = checkpoint_text(doc)
+        except ENGINE_FAILURES as exc:  # a user's engine's checkpoint, or its state, failed
+            if spec == DEFAULT_IMPL:
+                raise
+            raise EngineFailed(
+                f"--impl {spec}: at {where(name, line)}, the engine's checkpoint {raised(exc)}"
+            ) from None
+        _checkpoint_file(folder, index).write_text(text, encoding="utf-8")
         state = (run.checker, run.skipped, run.events, dict(run.coverage.counts))
         (Path(folder) / f"cut-{index}.run").write_bytes(pickle.dumps(state))
         cuts.append(Cut(index, line, offset, observed.hexdigest()))
@@ -354,19 +378,24 @@ def fast_pass(
     )
     index = 0
     last = 1
-    for number, offset, op in ops:
-        if index % every == 0:
-            cut(index, number, offset)
-        observed.add(run.step(where(name, number), op))
-        index += 1
-        last = number
-        if progress is not None and index % 65_536 == 0:
+    try:
+        for number, offset, op in ops:
+            if index % every == 0:
+                cut(index, number, offset)
+            observed.add(run.step(where(name, number), op))
+            index += 1
+            last = number
+            if progress is not None and index % 65_536 == 0:
+                progress(index)
+        end = last + 1 if trace_set else os.path.getsize(path)
+        cut(index, last + 1, end)  # the end: no operation follows
+        if progress is not None:
             progress(index)
-    end = last + 1 if trace_set else os.path.getsize(path)
-    cut(index, last + 1, end)  # the end: no operation follows
-    if progress is not None:
-        progress(index)
-    return run.finish(where(name, last)), tuple(cuts)
+        return run.finish(where(name, last)), tuple(cuts)
+    except WanconformError as exc:
+        if spec == DEFAULT_IMPL:  # not a user's engine: its error is the error
+            raise
+        raise EngineFailed(str(exc)) from None
 
 
 def check_in_segments(
