@@ -409,7 +409,10 @@ def _flatten(value: Any, path: str, out: dict[str, str]) -> None:
         for i, item in enumerate(value):
             _flatten(item, f"{path}[{i}]", out)
     else:
-        out[path] = canonical_json(value)
+        try:
+            out[path] = canonical_json(value)
+        except (TypeError, ValueError) as exc:  # a user's engine's state (P1 says so too)
+            out[path] = f"not JSON ({exc})"
 
 
 def side_by_side(

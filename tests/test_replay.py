@@ -520,6 +520,21 @@ def test_replay_report_writes_the_report_of_the_traces(
     assert html.startswith("<!DOCTYPE html>") and "resend.jsonl" in html
 
 
+def test_replay_report_of_a_user_engine_whose_state_is_not_json(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # was: a traceback from the report's side-by-side view, and no report
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    (tmp_path / "mine.py").write_text(USER_ENGINES)
+    trace = tmp_path / "t.jsonl"
+    trace.write_text((EXAMPLES / "batching_by_size.jsonl").read_text())
+    report = tmp_path / "r.html"
+    argv = ["replay", str(trace), "--engine", "both", "--impl", "mine:StateNotJson"]
+    assert main([*argv, "--report", str(report)]) == 1
+    assert capsys.readouterr().out.splitlines()[-1] == f"report: {report}"
+    assert "not JSON (Object of type set is not JSON serializable)" in report.read_text()
+
+
 def test_keys_with_control_characters_are_shown_escaped_one_line_per_step(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
