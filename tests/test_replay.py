@@ -472,6 +472,12 @@ def test_a_user_engine_that_raises_or_starts_wrong_is_a_divergence(
         ("KeysFail", 10, "raised LookupError: no keys (mine.py:42, in observe_keys)"),
         ("ExitsOnDeliver", 9, "raised SystemExit: 3 (mine.py:58, in apply)"),
         (
+            "StateNotJson",
+            12,
+            "returned a state from observe that is not JSON (Object of type set is not JSON "
+            "serializable)",
+        ),
+        (
             "TakesNoOp",
             2,
             "raised TypeError: TakesNoOp.apply() takes 1 positional argument but 2 were given",

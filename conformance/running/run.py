@@ -429,6 +429,13 @@ class Alone:
             raise self._error(f"returned {shown} from {method}, not a JSON object")
         return state
 
+    def json_state(self, state: dict[str, Any]) -> None:
+        """The final state, which is printed and reported, must be JSON (SPEC §10)."""
+        try:
+            canonical_json(state)
+        except (TypeError, ValueError) as exc:
+            raise self._error(f"returned a state from observe that is not JSON ({exc})") from None
+
 
 class TraceRun:
     """One trace being run: `step` each operation in order, then `finish`.
@@ -635,6 +642,8 @@ class TraceRun:
         if self._final is None:
             known = None if self.lockstep is None else self.lockstep.model_state
             self._final = known if known is not None else self.engine.observe()
+            if isinstance(self.engine, Alone):  # printed (--json), reported: JSON, SPEC §10
+                self.engine.json_state(self._final)
         return self._final
 
     def finish(self, end: str = "end of run") -> RunResult:
