@@ -451,3 +451,22 @@ def test_decode_line_on_chosen_lines() -> None:
     }.items():
         with pytest.raises(ValueError, match="^" + message.replace("\\", "\\\\") + "$"):
             decode(text)
+
+
+@pytest.mark.parametrize("command", ["replay", "shrink", "report"])
+def test_a_trace_from_a_pipe_is_refused_by_name(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str
+) -> None:
+    # validated in a first reading, it was empty in the run's second: "empty trace"
+    import os
+
+    from wanconform.cli import main
+
+    pipe = tmp_path / "t.jsonl"
+    os.mkfifo(pipe)  # (not opened: nothing blocks)
+    out = ["-o", str(tmp_path / "out")] if command != "replay" else []
+    assert main([command, str(pipe), *out]) == 2
+    assert capsys.readouterr().err.endswith(
+        f"{pipe}: not a regular file (a pipe?): a trace is read more than once; give a file\n"
+    )
+    assert not (tmp_path / "out").exists()

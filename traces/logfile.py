@@ -361,7 +361,11 @@ def open_log(
 
 
 def is_log(path: str | os.PathLike[str]) -> bool:
-    """Does this (valid) trace-or-log file's first operation line carry `observed`?"""
+    """Does this (valid) trace-or-log file's first operation line carry `observed`? Not
+    asked of what is not a regular file (a pipe: this reading would take its lines from
+    the one that follows, which refuses it by name)."""
+    if not os.path.isfile(path):
+        return False
     reader = Reader(os.fspath(path))
     for number, line in enumerate(file_lines(os.fspath(path)), start=1):
         decoded = reader.decode(number, line)

@@ -103,8 +103,14 @@ def open_trace(
 ) -> TraceSource:
     """Validate a whole trace file in one streaming pass; raise TraceError at its first problem.
 
-    `progress(operations_so_far)` is called every `PROGRESS_EVERY` operations."""
+    `progress(operations_so_far)` is called every `PROGRESS_EVERY` operations. The run
+    reads the file again (`TraceSource.ops`), so a pipe is refused by name (its second
+    reading would find nothing), as `validate` refuses one."""
     name = os.fspath(path)
+    if os.path.exists(name) and not (os.path.isfile(name) or os.path.isdir(name)):
+        raise TraceError(
+            f"{name}: not a regular file (a pipe?): a trace is read more than once; give a file"
+        )
     reader = Reader(name)
     count = 0
     for _ in reader.operations(file_lines(name)):
