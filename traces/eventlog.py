@@ -41,6 +41,7 @@ import orjson
 
 from traces.config import INT64_MAX, Config, int64_error, json_kind
 from traces.errors import TraceError
+from traces.files import check_rereadable
 from traces.logfile import LogEntry, _LogReader, observation_structs
 from traces.ops import (
     EVENT_LOG_FIELD_KINDS,
@@ -519,10 +520,7 @@ def event_log_files(paths: list[str]) -> list[str] | None:
 def _has_header(path: str) -> bool:
     if os.path.isdir(path):
         raise TraceError(f"{path}: a directory: give it alone (one run's event logs)")
-    if os.path.exists(path) and not os.path.isfile(path):  # (its second reading was empty)
-        raise TraceError(
-            f"{path}: not a regular file (a pipe?): a log is read more than once; give a file"
-        )
+    check_rereadable(path, "a log")
     reader = _EventReader(path)
     for number, line in enumerate(file_lines(path), start=1):
         decoded = reader.decode(number, line)

@@ -67,3 +67,12 @@ def read_text(
         raise error(
             f"{os.fspath(path)}: not UTF-8 text ({exc.reason} at byte {exc.start})"
         ) from None
+
+
+def check_rereadable(name: str, what: str) -> None:
+    """A file read more than once (validated, then run) must be a regular file: a pipe's
+    second reading finds nothing, so one is refused by name. `what`: "a trace", "a log"."""
+    if os.path.exists(name) and not (os.path.isfile(name) or os.path.isdir(name)):
+        raise TraceError(
+            f"{name}: not a regular file (a pipe?): {what} is read more than once; give a file"
+        )

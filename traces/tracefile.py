@@ -38,7 +38,7 @@ import orjson
 from traces.canonical import canonical_json
 from traces.config import INT64_MAX, INT64_MIN, Config, JsonNumber, parse_config
 from traces.errors import ConfigError, TraceError
-from traces.files import read_chunks
+from traces.files import check_rereadable, read_chunks
 from traces.ops import (
     EVENT_LOG_FIELD_KINDS,
     EVENT_LOG_OPS,
@@ -107,10 +107,7 @@ def open_trace(
     reads the file again (`TraceSource.ops`), so a pipe is refused by name (its second
     reading would find nothing), as `validate` refuses one."""
     name = os.fspath(path)
-    if os.path.exists(name) and not (os.path.isfile(name) or os.path.isdir(name)):
-        raise TraceError(
-            f"{name}: not a regular file (a pipe?): a trace is read more than once; give a file"
-        )
+    check_rereadable(name, "a trace")
     reader = Reader(name)
     count = 0
     for _ in reader.operations(file_lines(name)):
