@@ -95,7 +95,6 @@ ROWS_PER_ARROW_BATCH = 10_000
 
 
 PROBE_SECONDS = 3.0  # how long a spark:// master may take to accept a connection
-SPARK_MASTERS = ("spark", "k8s", "local")  # what spark-submit takes, with `yarn`
 JVM_NOISE = (  # what the JVM prints at every start, before wanconform's own first line
     b"WARNING: Using incubator modules",
     b"Setting default log level to",
@@ -234,26 +233,31 @@ def with_task_retries(master: str) -> str:
     return f"local[{match.group(1) or 1},{LOCAL_TASK_ATTEMPTS}]"
 
 
-def session(master: str | None = None, app: str = "wanconform") -> Any:
-    """The Spark session (local on every core by default, or `spark://host:port`); a
-    local master tries each task twice (`with_task_retries`)."""
-    if re.fullmatch(r"local\[\s*0+\s*[],].*", (master or "").strip()):
+def check_master(master: str) -> str:
+    """`master` as the session uses it (`with_task_retries`), or one line for what Spark
+    would refuse only once its JVM had started (dying unsaid, or with a stack trace):
+    spark-submit's rule (yarn, or spark..., k8s..., local...) and Spark's own parse of a
+    local master (local, local[N], local[N,F], local-cluster[N,C,M]; at least 1 core)."""
+    if re.fullmatch(r"local\[\s*0+\s*[],].*", master.strip()):
         raise WanconformError(f"--master {master}: a local master needs at least 1 core")
-    tried = with_task_retries(master or DEFAULT_MASTER)
-    if master is not None and not (
+    tried = with_task_retries(master)
+    known = (
         master == "yarn"
-        or (
-            master.startswith(SPARK_MASTERS)
-            and (not tried.startswith("local") or _SPARK_LOCAL.fullmatch(tried))
-        )
-    ):
-        # spark-submit's own rule (and Spark's for local masters, e.g. local[x]), said
-        # before its JVM starts and dies with it unsaid or prints a stack trace
+        or master.startswith(("spark", "k8s"))
+        or (master.startswith("local") and _SPARK_LOCAL.fullmatch(tried) is not None)
+    )
+    if not known:
         raise WanconformError(
             f"--master {master}: Spark takes local, local[N], spark://HOST:PORT, yarn or "
             "k8s://HOST:PORT"
         )
-    master = tried
+    return tried
+
+
+def session(master: str | None = None, app: str = "wanconform") -> Any:
+    """The Spark session (local on every core by default, or `spark://host:port`); a
+    local master tries each task twice (`with_task_retries`)."""
+    master = check_master(DEFAULT_MASTER if master is None else master)  # "" is refused
     probe_master(master)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
