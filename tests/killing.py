@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import pyarrow.parquet as pq
 import pytest
 
 from conformance.generation.profiles import generate_trace
@@ -180,19 +179,13 @@ def _session(session: int) -> list[str]:
 
 
 def results_files(results: Path) -> dict[str, Any]:
-    """Every file of a results directory: its bytes, but results.parquet as its rows
-    without `seconds` (the time each trace took, which no two runs share)."""
-    files: dict[str, Any] = {}
-    for path in sorted(p for p in results.rglob("*") if p.is_file()):
-        name = str(path.relative_to(results))
-        if name == CONTENTS:  # the files' digests, results.parquet's with its `seconds`
-            continue
-        if name == "results.parquet":
-            table = pq.read_table(path)
-            files[name] = (table.schema, table.drop_columns(["seconds"]).to_pylist())
-        else:
-            files[name] = path.read_bytes()
-    return files
+    """Every file of a results directory, its bytes: but timings.json (the time each
+    trace took, which no two runs share) and the contents list (which lists its digest)."""
+    return {
+        str(path.relative_to(results)): path.read_bytes()
+        for path in sorted(p for p in results.rglob("*") if p.is_file())
+        if path.name not in (CONTENTS, "timings.json")
+    }
 
 
 def assert_allowed_outcome(

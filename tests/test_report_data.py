@@ -139,10 +139,10 @@ def test_report_of_results_with_null_cells_is_one_line(
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from conformance.spark.results import RESULTS_SCHEMA
+    from conformance.spark.results import FILE_SCHEMA
 
     (tmp_path / "res").mkdir()
-    table = pa.Table.from_pylist([{"trace_id": "t0"}], schema=RESULTS_SCHEMA)
+    table = pa.Table.from_pylist([{"trace_id": "t0"}], schema=FILE_SCHEMA)
     pq.write_table(table, tmp_path / "res" / "results.parquet")
     out = tmp_path / "r.html"
     assert main(["report", str(tmp_path / "res"), "-o", str(out)]) == 2
@@ -153,7 +153,7 @@ def test_report_of_results_with_null_cells_is_one_line(
     assert not out.exists()
 
 
-@pytest.mark.parametrize("name", ["manifest.json", "examples.json"])
+@pytest.mark.parametrize("name", ["manifest.json", "examples.json", "timings.json"])
 def test_report_of_results_missing_a_file_check_wrote_is_one_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str
 ) -> None:

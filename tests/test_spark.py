@@ -23,7 +23,13 @@ from conformance.search.examples import failure_groups
 from conformance.spark import glue
 from conformance.spark.check import check_trace
 from conformance.spark.glue import balance
-from conformance.spark.results import RESULTS_SCHEMA, plain_row, read_results
+from conformance.spark.results import (
+    FILE_SCHEMA,
+    plain_row,
+    read_results,
+    rows_table,
+    write_results,
+)
 from impl import Engine
 from tools.planted_bugs import PLANTED_BUGS
 from traces.geode import import_geode_config, parse_site_argument
@@ -41,12 +47,30 @@ def trace_set(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
+def files_under(folder: Path) -> list[Path]:
+    return [path for path in folder.rglob("*") if path.is_file()]
+
+
+def test_a_generated_sets_files_depend_on_its_size_alone() -> None:
+    # ROWS_PER_FILE = 200,000 operations a file at most, and MIN_FILES = 64 files at least
+    assert glue.traces_per_file(15, 300) == 1
+    assert glue.traces_per_file(200, 1000) == 4  # make run's campaign: 50 files
+    assert glue.traces_per_file(10_000, 1000) == 157  # 64 files
+    assert glue.traces_per_file(100_000, 1000) == 200  # 200,000 operations a file
+    assert glue.traces_per_file(3, 10_000_000) == 1
+
+
 def test_generation_is_the_same_on_1_or_3_partitions(
     spark: Any, trace_set: Path, tmp_path: Path
 ) -> None:
     glue.generate(
         spark, tmp_path / "one", traces=15, ops=300, profiles=PROFILES, seed=1, partitions=1
     )
+    # The set itself, file for file and byte for byte (15 traces: a file each).
+    one = {p.relative_to(tmp_path / "one"): p.read_bytes() for p in files_under(tmp_path / "one")}
+    three = {p.relative_to(trace_set): p.read_bytes() for p in files_under(trace_set)}
+    assert len([name for name in one if name.parent.name == "ops"]) == 15
+    assert one == three
     parquet_to_jsonl(tmp_path / "one", tmp_path / "one-jsonl")
     parquet_to_jsonl(trace_set, tmp_path / "three-jsonl")
     files = sorted(p.name for p in (tmp_path / "one-jsonl").glob("*.jsonl"))
@@ -69,7 +93,7 @@ def test_the_check_on_spark_equals_the_plain_check(
     spark: Any, trace_set: Path, tmp_path: Path
 ) -> None:
     rows = glue.check(spark, trace_set, tmp_path / "results")
-    assert pq.read_table(tmp_path / "results" / "results.parquet").schema.equals(RESULTS_SCHEMA)
+    assert pq.read_table(tmp_path / "results" / "results.parquet").schema.equals(FILE_SCHEMA)
     expected = []
     for info in open_trace_set(trace_set).traces:
         ops = (
@@ -79,6 +103,14 @@ def test_the_check_on_spark_equals_the_plain_check(
         expected.append(check_trace(info.trace_id, info.config, ops, None, info.profile, 1))
     assert without_seconds(rows) == without_seconds(expected)
     assert {row["verdicts"]["p1"]["status"] for row in rows} == {"held"}
+    # ... and its file is the plain check's, byte for byte (the seconds: timings.json)
+    write_results(tmp_path / "plain", rows_table(expected), "impl:Engine", str(trace_set))
+    for name in ("results.parquet", "manifest.json", "examples.json"):
+        assert (tmp_path / "plain" / name).read_bytes() == (
+            tmp_path / "results" / name
+        ).read_bytes(), name
+    timings = json.loads((tmp_path / "results" / "timings.json").read_text())
+    assert sorted(timings["seconds"]) == sorted(row["trace_id"] for row in rows)
 
 
 @pytest.mark.parametrize("bug", PLANTED_BUGS, ids=lambda bug: bug.__name__)

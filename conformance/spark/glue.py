@@ -5,9 +5,11 @@ Everything a trace goes through is a plain function tested without Spark:
 `conformance.spark.check.check_batches` checks a sorted Arrow stream of them. Here Spark
 only spreads the work:
 
-- generate: the trace ids are a `range`, split over partitions; each partition makes
-  its traces with `mapInArrow`. A trace depends only on (seed, trace id, profile, ops),
-  never on the partition, so the trace set is the same however it is split.
+- generate: the set's files are a `range`, split over partitions; each partition makes
+  the traces of its files with `mapInArrow` and writes them. A trace depends only on
+  (seed, trace id, profile, ops), never on the partition, and which traces a file holds
+  only on the set's size (`traces_per_file`), so the trace set is the same, byte for
+  byte, however it is split.
 - check: the configurations (as the row `seq = 1` of each trace) and the operations are
   one table, `repartition`ed by trace (each trace placed on a partition by `balance`,
   longest first on the least loaded) and sorted within partitions by (trace id,
@@ -52,7 +54,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from conformance.generation.profiles import generate_rows, generate_trace, trace_ids
+from conformance.generation.profiles import generate_rows, trace_ids
 from conformance.search.examples import MAX_EXAMPLES, SHRINK_BUDGET, explain_groups, failure_groups
 from conformance.spark.check import (
     CHECK_INPUT_SCHEMA,
@@ -72,7 +74,6 @@ from traces.errors import WanconformError
 from traces.ops import Op
 from traces.outputs import building_directory
 from traces.parquet import (
-    CONFIGS_SCHEMA,
     FIRST_OP_SEQ,
     OPS_SCHEMA,
     OpsBatcher,
@@ -490,51 +491,23 @@ def _given(config_text: str | None) -> Config | None:
     return None if config_text is None else parse_config(json.loads(config_text))
 
 
-def _generate_configs(
-    indexes: Iterable[pa.RecordBatch],
-    seed: int,
-    profiles: list[str],
-    ops: int,
-    traces: int,
-    config_text: str | None,
-) -> Iterator[pa.RecordBatch]:
-    ids = trace_ids(profiles, traces)
-    given = _given(config_text)
-    for batch in indexes:
-        rows = []
-        for index in batch.column(0).to_pylist():
-            trace_id, profile = ids[index]
-            config, _ = generate_trace(seed, trace_id, profile, ops, given)
-            rows.append(config_row(trace_id, config, ops, seed, profile))
-        yield configs_batch(rows)
+ROWS_PER_FILE = 200_000  # a generated trace set's ops rows per file, at most (about)
+MIN_FILES = 64  # ... and at least this many files (tasks), when there are traces enough
 
 
-def _generate_ops(
-    indexes: Iterable[pa.RecordBatch],
-    seed: int,
-    profiles: list[str],
-    ops: int,
-    traces: int,
-    config_text: str | None,
-) -> Iterator[pa.RecordBatch]:
-    ids = trace_ids(profiles, traces)
-    given = _given(config_text)
-    batcher = OpsBatcher(ROWS_PER_ARROW_BATCH)
-    for batch in indexes:
-        for index in batch.column(0).to_pylist():
-            trace_id, profile = ids[index]
-            _, rows = generate_rows(seed, trace_id, profile, ops, given)
-            yield from batcher.add_trace(trace_id, rows)
-    last = batcher.flush()
-    if last is not None:
-        yield last
+def traces_per_file(traces: int, ops: int) -> int:
+    """How many traces each file of a generated trace set holds: a function of the set's
+    size alone, never of Spark's partitions, so the set comes out the same, file for
+    file and byte for byte, on any master (a file is a task: MIN_FILES leave room for the
+    cores of a cluster)."""
+    return max(1, min(ROWS_PER_FILE // max(ops, 1), -(-traces // MIN_FILES)))
 
 
 WRITTEN_SCHEMA = pa.schema([pa.field("file", pa.string()), pa.field("rows", pa.int64())])
 
 
-def _write_ops(
-    indexes: Iterable[pa.RecordBatch],
+def _write_files(
+    files: Iterable[pa.RecordBatch],
     seed: int,
     profiles: list[str],
     ops: int,
@@ -542,23 +515,39 @@ def _write_ops(
     folder: str,
     config_text: str | None,
 ) -> Iterator[pa.RecordBatch]:
-    """Write the `ops` rows of the traces of each batch of indexes to a Parquet file of
-    `folder` with pyarrow (named by the batch's first index, written whole: a retried
-    task writes the same file again); one row (file, rows) per file. Python writes the
-    Parquet itself: handing the rows to the JVM to write cost more than making them."""
-    for batch in indexes:
-        numbers = batch.column(0).to_pylist()
-        if not numbers:
-            continue
-        target = Path(folder) / f"part-{numbers[0]:09d}.parquet"
-        partial = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-        rows = 0
-        with pq.ParquetWriter(partial, OPS_SCHEMA) as writer:
-            for written in _generate_ops([batch], seed, profiles, ops, traces, config_text):
-                writer.write_batch(written)
-                rows += written.num_rows
-        os.replace(partial, target)
-        yield pa.RecordBatch.from_pylist([{"file": target.name, "rows": rows}], WRITTEN_SCHEMA)
+    """Write the traces of each file number of `files`: `configs/part-N.parquet` and
+    `ops/part-N.parquet` in `folder` (N: the file's first trace), with pyarrow, each
+    written whole and renamed into place (a retried task writes the same bytes again);
+    one row (file, operations) per file. Python writes the Parquet itself: handing the
+    rows to the JVM to write cost more than making them."""
+    ids = trace_ids(profiles, traces)
+    given = _given(config_text)
+    per_file = traces_per_file(traces, ops)
+    for batch in files:
+        for number in batch.column(0).to_pylist():
+            first = number * per_file
+            name = f"part-{first:09d}.parquet"
+            configs, rows = [], 0
+            ops_file = Path(folder) / "ops" / name
+            partial = ops_file.with_name(f".{name}.{os.getpid()}.tmp")
+            with pq.ParquetWriter(partial, OPS_SCHEMA) as writer:
+                batcher = OpsBatcher(ROWS_PER_ARROW_BATCH)
+                for trace_id, profile in ids[first : first + per_file]:
+                    config, trace_rows = generate_rows(seed, trace_id, profile, ops, given)
+                    configs.append(config_row(trace_id, config, ops, seed, profile))
+                    for written in batcher.add_trace(trace_id, trace_rows):
+                        writer.write_batch(written)
+                        rows += written.num_rows
+                last = batcher.flush()
+                if last is not None:
+                    writer.write_batch(last)
+                    rows += last.num_rows
+            os.replace(partial, ops_file)
+            configs_file = Path(folder) / "configs" / name
+            partial = configs_file.with_name(f".{name}.{os.getpid()}.tmp")
+            pq.write_table(pa.Table.from_batches([configs_batch(configs)]), partial)
+            os.replace(partial, configs_file)
+            yield pa.RecordBatch.from_pylist([{"file": name, "rows": rows}], WRITTEN_SCHEMA)
 
 
 def generate(
@@ -573,32 +562,32 @@ def generate(
     config: Config | None = None,
 ) -> None:
     """Write a trace set of `traces` generated traces of `ops` operations each (on
-    `config` when given: `conformance.generation.profiles`)."""
+    `config` when given: `conformance.generation.profiles`), in files of
+    `traces_per_file` traces: the same files whatever `partitions` (default: four per
+    core) or the master."""
     target = Path(out)
     config_text = None if config is None else canonical_json(config.to_json())
-    parts = partitions or max(1, min(traces, parallelism(spark) * 4))
+    files = -(-traces // traces_per_file(traces, ops))
+    parts = max(1, min(files, partitions or parallelism(spark) * 4))
     with building_directory(target) as staging:
-        indexes = spark.range(0, traces, numPartitions=parts)
+        folder = str(staging.resolve())  # every executor writes here
 
-        def configs_fn(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-            return _generate_configs(batches, seed, profiles, ops, traces, config_text)
-
-        ops_folder = str((staging / "ops").resolve())  # every executor writes here
-
-        def ops_fn(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-            return _write_ops(batches, seed, profiles, ops, traces, ops_folder, config_text)
+        def write_fn(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+            return _write_files(batches, seed, profiles, ops, traces, folder, config_text)
 
         (staging / "ops").mkdir(parents=True)
+        (staging / "configs").mkdir()
         with job(spark, "generate", on_progress):
-            indexes.mapInArrow(configs_fn, _spark_schema(CONFIGS_SCHEMA)).write.parquet(
-                str(staging / "configs")
+            written = (
+                spark.range(0, files, numPartitions=parts)
+                .mapInArrow(write_fn, _spark_schema(WRITTEN_SCHEMA))
+                .collect()
             )
-            written = indexes.mapInArrow(ops_fn, _spark_schema(WRITTEN_SCHEMA)).collect()
         expected = traces * ops
-        if sum(row["rows"] for row in written) != expected:
+        if len(written) != files or sum(row["rows"] for row in written) != expected:
             raise WanconformError(
                 f"{target}: generation wrote {sum(row['rows'] for row in written):,} "
-                f"operations, not {expected:,}"
+                f"operations in {len(written)} files, not {expected:,} in {files}"
             )
         write_marker(staging)
 

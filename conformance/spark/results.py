@@ -15,6 +15,12 @@ A results directory (`wanconform check --out`, a campaign's `results/`):
                       (`conformance.search.examples`), so a report of the directory shows them
     failures/ID.jsonl the failing traces (at most `MAX_EXPORTED_FAILURES`), so every
                       printed reproduce command works from the directory alone
+    timings.json      each trace's check time in seconds
+
+Only timings.json holds what was measured: the rest is the same, byte for byte, for the
+same traces checked again, whatever the partitions (the examples too, unless a
+shrinking budget ran out). A row carries its `seconds` (`RESULTS_SCHEMA`); the file's
+rows do not (`FILE_SCHEMA`).
 """
 
 from __future__ import annotations
@@ -42,8 +48,9 @@ MAX_DIFFERENCES = 10  # differing paths kept in a result row
 MAX_VALUE_CHARS = 200  # each differing value in a result row is cut to this much JSON
 MAX_VIOLATIONS = 3  # violation messages kept per property
 MAX_EXPORTED_FAILURES = 200  # failing traces written to failures/ as JSON Lines
-FORMAT = 1
+FORMAT = 2  # 1: the seconds were a column of results.parquet
 MANIFEST = "manifest.json"
+TIMINGS = "timings.json"
 EXAMPLES = "examples.json"
 FAILURES = "failures"
 
@@ -91,10 +98,12 @@ RESULTS_SCHEMA = pa.schema(
         pa.field("dropped", pa.int64()),
         pa.field("dead_lettered", pa.int64()),
         pa.field("stopped", pa.string()),  # "" or where the run or the impl stopped early
-        pa.field("seconds", pa.float64()),
+        pa.field("seconds", pa.float64()),  # the check's time: written to timings.json
     ]
 )
-"""One row per trace, as `wanconform check` writes it (results.parquet)."""
+"""One row per trace, as the check makes it."""
+FILE_SCHEMA = RESULTS_SCHEMA.remove(RESULTS_SCHEMA.get_field_index("seconds"))
+"""A row as results.parquet holds it: without its seconds (timings.json)."""
 NULLABLE = frozenset(["profile", "seed", "divergence"])
 """The columns a row may leave null (`profile` and `seed` when the traces were not
 generated, `divergence` when P1 held)."""
@@ -196,7 +205,13 @@ def write_results(
     """The whole results directory, atomically (it appears at once or not at all).
     `failures`: (trace id, JSON Lines text) of failing traces to export."""
     with building_directory(out) as staging:
-        pq.write_table(table, staging / RESULTS_FILE)
+        pq.write_table(table.drop_columns(["seconds"]), staging / RESULTS_FILE)
+        seconds = dict(
+            zip(table["trace_id"].to_pylist(), table["seconds"].to_pylist(), strict=True)
+        )
+        (staging / TIMINGS).write_text(
+            canonical_json({"seconds": seconds}) + "\n", encoding="utf-8"
+        )
         manifest = {"format": FORMAT, "impl": impl, "traces": traces}
         (staging / MANIFEST).write_text(canonical_json(manifest) + "\n", encoding="utf-8")
         data = {"examples": [e.to_json() for e in examples], "notes": notes or {}}
@@ -227,12 +242,12 @@ def read_results(directory: str | os.PathLike[str]) -> Results:
         table = pq.read_table(path / RESULTS_FILE)
     except (pa.ArrowException, OSError) as exc:  # any of Arrow's: invalid, not implemented
         raise TraceError(f"{path / RESULTS_FILE}: not readable Parquet: {exc}") from None
-    if not table.schema.equals(RESULTS_SCHEMA, check_metadata=False):
+    if not table.schema.equals(FILE_SCHEMA, check_metadata=False):
         raise TraceError(
             f"{path / RESULTS_FILE}: not the results of this wanconform (its columns differ); "
             "check the traces again with `wanconform check`"
         )
-    for name in RESULTS_SCHEMA.names:
+    for name in FILE_SCHEMA.names:
         if name not in NULLABLE and table.column(name).null_count:
             raise TraceError(
                 f"{path / RESULTS_FILE}: {name}: {table.column(name).null_count} null cell(s), "
@@ -241,6 +256,13 @@ def read_results(directory: str | os.PathLike[str]) -> Results:
     manifest = _read_json(path / MANIFEST)
     if not isinstance(manifest, dict) or manifest.get("format", FORMAT) != FORMAT:
         raise TraceError(f"{path / MANIFEST}: not a manifest of format {FORMAT}")
+    rows = [plain_row(row) for row in table.to_pylist()]
+    timings = _read_json(path / TIMINGS)
+    seconds = timings.get("seconds") if isinstance(timings, dict) else None
+    if not isinstance(seconds, dict) or not all(
+        type(seconds.get(row["trace_id"])) in (int, float) for row in rows
+    ):
+        raise TraceError(f"{path / TIMINGS}: damaged: not a number of seconds for every trace")
     raw = _read_json(path / EXAMPLES)
     try:
         examples = [Example.from_json(item) for item in raw.get("examples", [])]
@@ -249,7 +271,7 @@ def read_results(directory: str | os.PathLike[str]) -> Results:
         raise TraceError(f"{path / EXAMPLES}: damaged: {exc}") from None
     return Results(
         path=path,
-        rows=[plain_row(row) for row in table.to_pylist()],
+        rows=[row | {"seconds": float(seconds[row["trace_id"]])} for row in rows],
         impl=str(manifest.get("impl") or "impl:Engine"),
         traces=str(manifest.get("traces") or ""),
         examples={example.signature: example for example in examples},
