@@ -12,7 +12,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from expected import acked, applied, dispatcher, in_flight, sender_stats, sent, timeout
+from expected import (
+    acked,
+    applied,
+    dispatcher,
+    dlq,
+    in_flight,
+    invalid_delta,
+    sender_stats,
+    sent,
+    timeout,
+)
 
 from conformance.generation.profiles import generate_trace
 from conformance.running.run import run_trace as run_checked
@@ -285,6 +295,151 @@ def test_example_r38_alert_only_past_the_threshold(engine: str, wait: int, alert
     assert r.steps[4] == expected
     assert r.state["senders"]["ny"]["stats"]["events_exceeding_alert_threshold"] == alerts
     assert example("alert_threshold", engine).steps[4] == expected if alerts else True
+
+
+def alert(event: str, queued_ms: int, sender: str = "ny", d: int = 0) -> dict[str, Any]:
+    return {"kind": "alert", "sender": sender, "dispatcher": d, "event": event,
+            "queued_ms": queued_ms}  # fmt: skip
+
+
+PARTITION_B4 = {"regions": {"1": {"type": "partition", "total_num_buckets": 4}}}
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_r38_alerts_for_conflated_members_and_failed_events_not_invalid_deltas(
+    engine: str,
+) -> None:
+    # Batch conflation as Example R33, then one more step: the ack at 16000 removes all
+    # three members (1:2 conflated in batch, never shipped): 1:1 and 1:2 were enqueued at 0
+    # (queued 16000 > 500), 1:3 at 1000 (queued 15000), alerts in batch order.
+    ops = [put("k", 1), put("k", 2), {"op": "tick", "ms": 1000}, put("k", 3),
+           {"op": "tick", "ms": 10000}, {"op": "tick", "ms": 5000},
+           {"op": "deliver", "sender": "ny"}, {"op": "deliver_ack", "sender": "ny"}]  # fmt: skip
+    config = two_sites(batch_size=3, enable_batch_conflation=True, alert_threshold_ms=500)
+    r = run_trace(config, ops, engine)
+    assert r.steps[7] == [acked("ny", 2, ["1:1", "1:2", "1:3"]), alert("1:1", 16000),
+                          alert("1:2", 16000), alert("1:3", 15000)]  # fmt: skip
+    assert r.state["senders"]["ny"]["stats"]["events_exceeding_alert_threshold"] == 3
+
+    # A failed event leaves the queue (alerts, after R18's dlq); an invalid_delta stays
+    # (no alert) and alerts only when its full-value resend is acked. Site 2 is wiped, so
+    # the delta 1:2 (base [1,0,1]) finds no entry; 1:3 fails once. Batch 2 goes at 2000
+    # (both enqueued at 1000); batch 3 [1:2] is acked at 2001: queued 1001.
+    ops = [{"op": "put", "site": 1, "key": "k", "value": {"a": 1}}, {"op": "tick", "ms": 1000},
+           {"op": "deliver", "sender": "ny"}, {"op": "deliver_ack", "sender": "ny"},
+           {"op": "site_down", "site": 2}, {"op": "site_up", "site": 2, "wipe": True},
+           {"op": "delta", "site": 1, "key": "k", "changes": {"a": 2}},
+           {"op": "put", "site": 1, "key": "j", "value": {"x": 1}},
+           {"op": "fail", "site": 2, "key": "j", "exception": "E", "times": 1},
+           {"op": "tick", "ms": 1000}, {"op": "deliver", "sender": "ny"},
+           {"op": "deliver_ack", "sender": "ny"}, {"op": "deliver", "sender": "ny"},
+           {"op": "tick", "ms": 1}, {"op": "deliver_ack", "sender": "ny"}]  # fmt: skip
+    config = two_sites(delta=True, failure_listener="dlq", alert_threshold_ms=500)
+    r = run_trace(config, ops, engine)
+    assert r.steps[3] == [acked("ny", 1, ["1:1"]), alert("1:1", 1000)]
+    assert r.steps[9] == [sent("ny", 2, ["1:2", "1:3"], 7, bytes_delta=7)]
+    assert r.steps[11] == [acked("ny", 2, ["1:3"]), invalid_delta("ny", "1:2"),
+                           dlq("ny", "1:3", "E"), alert("1:3", 1000),
+                           sent("ny", 3, ["1:2"], 7)]  # fmt: skip
+    assert r.steps[14] == [acked("ny", 3, ["1:2"]), alert("1:2", 1001)]
+    assert r.state["senders"]["ny"]["stats"]["events_exceeding_alert_threshold"] == 3
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_r32_r35_the_new_update_is_placed_before_the_conflated_one_frees_memory(
+    engine: str,
+) -> None:
+    # L = 14. 1:1 (7) and 1:2 (7) fill it; 1:3 is placed first: 14 + 7 > 14 -> on disk;
+    # then 1:2 leaves (memory 7); 1:4 (7) fits: memory 14. 1:3 never faults back in.
+    ops = [put("k", 1), put("k", 2), put("k", 3), put("j", 3)]
+    config = two_sites(batch_size=10, enable_batch_conflation=True, maximum_queue_memory_bytes=14)
+    r = run_trace(config, ops, engine)
+    assert r.steps[2][1:] == [conflated("1:2", "1:3", "queue")]
+    lane = r.state["senders"]["ny"]["dispatchers"][0]
+    assert (lane["queue"], lane["on_disk"], lane["memory_bytes"]) == (
+        ["1:1", "1:3", "1:4"], ["1:3"], 14)  # fmt: skip
+    stats = r.state["senders"]["ny"]["stats"]
+    assert (stats["entries_overflowed"], stats["bytes_overflowed"]) == (1, 7)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_r32_a_conflated_event_leaves_the_parallel_resend_list(engine: str) -> None:
+    # B = 4, "a" -> bucket 1. Batch 1 [1:1, 1:2] is dropped and times out at 10000:
+    # resend [1:1, 1:2]. 1:3 (update [3,10000,1]) conflates 1:2, which is no longer in
+    # flight: it leaves queue and resend. Batch 2 at 15000 = resend [1:1] + bucket 1's
+    # oldest event not in the batch, 1:3; only 1:1 is a possible duplicate.
+    ops = [put("a", 1), put("a", 2), {"op": "drop", "sender": "ny"}, {"op": "tick", "ms": 10000},
+           put("a", 3), {"op": "tick", "ms": 5000}]  # fmt: skip
+    config = {**two_sites(batch_size=2, parallel=True, enable_batch_conflation=True),
+              **PARTITION_B4}  # fmt: skip
+    r = run_trace(config, ops, engine)
+    assert r.steps[4][1:] == [conflated("1:2", "1:3", "queue")]
+    assert r.steps[5] == [sent("ny", 2, ["1:1", "1:3"], 14, events_resent=1)]
+    lane = r.state["senders"]["ny"]["dispatchers"][0]
+    assert (lane["queue"], lane["resend"], lane["cursor"]) == (["1:1", "1:3"], [], 2)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_r34_a_delta_that_loses_its_base_in_the_batch_ships_full(engine: str) -> None:
+    # R33 path: 1:2 (delta, base [1,0,1]) is in flight when 1:3 (delta {"a":3}, base
+    # [2,1,1] = 1:2's tag) is appended, so R32 spares it; after the timeout batch 2
+    # [1:1, 1:2, 1:3] conflates 1:2 by 1:3 and 1:3 goes full: 7 + 7 bytes full, 0 delta.
+    ops: list[dict[str, Any]] = [
+           {"op": "put", "site": 1, "key": "k", "value": {"a": 1}},
+           {"op": "delta", "site": 1, "key": "k", "changes": {"a": 2}},
+           {"op": "tick", "ms": 1000},
+           {"op": "delta", "site": 1, "key": "k", "changes": {"a": 3}},
+           {"op": "tick", "ms": 10000}, {"op": "tick", "ms": 5000},
+           {"op": "deliver", "sender": "ny"}]  # fmt: skip
+    r = run_trace(two_sites(batch_size=10, delta=True, enable_batch_conflation=True), ops, engine)
+    assert r.steps[2] == [sent("ny", 1, ["1:1", "1:2"], 7, bytes_delta=7)]
+    assert r.steps[5] == [conflated("1:2", "1:3", "batch"),
+                          sent("ny", 2, ["1:1", "1:3"], 14, events_resent=1)]  # fmt: skip
+    assert r.steps[6] == [applied(2, "ny", "1:1", "k", "ok"), applied(2, "ny", "1:3", "k", "ok")]
+    assert r.state["senders"]["ny"]["stats"]["conflation_full_values"] == 1
+    assert r.state["sites"]["2"]["entries"]["k"] == {"value": {"a": 3}, "version": [3, 1000, 1]}
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_r36_parallel_persistent_restart_resets_cursor_and_forgets_the_batch_order(
+    engine: str,
+) -> None:
+    # B = 4, N = 1: a, e -> bucket 1, b -> 2, d -> 0. Batch 1 from cursor 0 is
+    # [1:1, 1:3, 1:2] (cursor 2); 1:4 queued. restart: resend [] and cursor 0, so batch 2
+    # rotates from bucket 0: [1:4, 1:1, 1:3] (1:1, 1:3 possible duplicates), cursor 3.
+    ops = [put("a", 1), put("e", 1), put("b", 1), put("d", 1),
+           {"op": "restart_sender", "sender": "ny"}, {"op": "deliver", "sender": "ny"},
+           {"op": "deliver_ack", "sender": "ny"}, {"op": "settle"}]  # fmt: skip
+    config = {**two_sites(batch_size=3, parallel=True, enable_persistence=True), **PARTITION_B4}
+    r = run_trace(config, ops, engine)
+    assert r.steps[2][1:] == [sent("ny", 1, ["1:1", "1:3", "1:2"], 21)]
+    assert r.steps[4] == [lifecycle("restart", kept=4),
+                          sent("ny", 2, ["1:4", "1:1", "1:3"], 21, events_resent=2)]  # fmt: skip
+    # settle: 1:2 (head enqueued at 0) goes at 1000 from cursor 3: 3, 0 empty, 1 -> 1:2
+    assert r.steps[7][0] == sent("ny", 3, ["1:2"], 7, events_resent=1)
+    assert r.state["senders"]["ny"]["dispatchers"][0]["cursor"] == 2
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_r37_a_paused_sender_still_times_out_and_resume_waits_for_the_retry(
+    engine: str,
+) -> None:
+    # batch 1 [1:1] at 0; paused: 1:2 queued, the batch times out at 10000
+    # (next_retry_at 15000) and nothing flushes; settle while paused does nothing (R39);
+    # resume does not reset next_retry_at, so settle ticks to 15000 before batch 2.
+    ops = [put("a", 1), {"op": "pause_sender", "sender": "ny"}, put("b", 1),
+           {"op": "tick", "ms": 10000}, {"op": "settle"},
+           {"op": "resume_sender", "sender": "ny"}, {"op": "settle"}]  # fmt: skip
+    r = run_trace(two_sites(batch_size=1), ops, engine)
+    assert r.steps[3] == [timeout("ny", 1, ["1:1"])]
+    assert r.steps[4] == []
+    assert r.steps[5] == [lifecycle("resume")]
+    assert r.steps[6] == [
+        sent("ny", 2, ["1:1"], 7, events_resent=1), applied(2, "ny", "1:1", "a", "ok"),
+        acked("ny", 2, ["1:1"]), sent("ny", 3, ["1:2"], 7), applied(2, "ny", "1:2", "b", "ok"),
+        acked("ny", 3, ["1:2"]),
+    ]  # fmt: skip
+    assert r.state["time"] == 15000
 
 
 # -- properties against planted bugs ---------------------------------------------------
