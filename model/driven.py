@@ -26,7 +26,11 @@ from model.state import State
 from model.step import EFFECTS, enabled
 from traces.config import Config
 from traces.observations import Observation
-from traces.ops import Flush, Op, Settle, Tick, Timeout
+from traces.ops import Deliver, DeliverAck, Drop, DropAck, Flush, Op, Settle, Tick, Timeout
+
+NETWORK_OPS = (Deliver, DeliverAck, Drop, DropAck)
+"""The operations that take a message from the network (an event log's line names its
+batch: `batch_id`)."""
 
 DueKey = tuple[str, str, int]
 """("flush" or "timeout", sender id, dispatcher index)."""
@@ -56,6 +60,13 @@ def driven_step(config: Config, state: State, op: Op) -> tuple[State, list[Obser
     return EFFECTS[kind](config, state, op)
 
 
+def message_batch(state: State, op: Deliver | DeliverAck | Drop | DropAck) -> int | None:
+    """The batch id of the message a network operation takes in `state` (None: none)."""
+    dispatcher = state.senders[op.sender].dispatchers[op.dispatcher]
+    message = dispatcher.batch_message if type(op) in (Deliver, Drop) else dispatcher.ack_message
+    return None if message is None else message.batch_id
+
+
 class DrivenEngine(Engine):
     """The driven model behind the engine surface, keeping when each flush and timeout
     fell due: `due[key]` is the moment it has been allowed since (or, when it is not yet,
@@ -68,6 +79,11 @@ class DrivenEngine(Engine):
         # (op, state before, state after, observations) of a step already taken from
         # this state (an event log's search for an order, `conformance.running.events`)
         self.prepared: tuple[Op, State, State, list[Observation]] | None = None
+        # the batch id the next operation's line names, when it takes a message from the
+        # network (`batch_id`, docs/LOG.md): it is enabled only when the model's message
+        # is that batch's (R20 takes a timed-out batch out of the network, and a new
+        # flush's batch replaces a delivered one: a stale batch is not there); None: any
+        self.message: int | None = None
         self._lanes = [
             (sender, index)
             for sender in config.senders
@@ -79,9 +95,16 @@ class DrivenEngine(Engine):
         prepared = self.prepared
         if prepared is not None and prepared[0] is op and prepared[1] is self.state:
             self.state, observations = prepared[2], list(prepared[3])
+        elif (
+            self.message is not None
+            and isinstance(op, NETWORK_OPS)
+            and message_batch(self.state, op) != self.message
+        ):
+            observations = [{"kind": "skipped", "op": op.op}]
         else:
             self.state, observations = driven_step(self.config, self.state, op)
         self.prepared = None
+        self.message = None
         now = self.state.time
         self.late = []
         kind = type(op)

@@ -435,3 +435,36 @@ def test_an_event_log_of_one_instant_still_counts_its_ticks_in_text_and_json(
     assert main(["validate", str(folder), "--json"]) == 0
     document = json.loads(capsys.readouterr().out)
     assert (document["operations"], document["ticks"]) == (2, 0)
+
+
+def test_r20_a_delivery_of_a_timed_out_batch_is_a_divergence_even_with_its_events(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Batch 1 [1:1, 1:2] sent at 30 is dropped; R20 times it out at 30 + 10,000 = 10,030
+    # (takes it out of the network), next_retry_at = 10,030 + 5,000 (retry_interval_ms's
+    # default) = 15,030: batch 2 re-sends the same events. A delivery logged as batch 1's
+    # (a stale message) after that is not in the model's network: the model skips it,
+    # though batch 2 holds the same events (before: the model delivered batch 2, P1 held).
+    timeout = {
+        "kind": "timeout", "sender": "ny", "dispatcher": 0, "batch_id": 1,
+        "events": ["1:1", "1:2"],
+    }  # fmt: skip
+    resent = flush(15030, 2, ["1:1", "1:2"])
+    resent["observed"][0]["events_resent"] = 2
+    site1 = [
+        put(10, "a", 1, 1), put(30, "b", 2, 2), flush(30, 1, ["1:1", "1:2"]),
+        {"t": 10030, "op": "timeout", "sender": "ny", "observed": [timeout]}, resent,
+    ]  # fmt: skip
+    network = [{"t": 31, "op": "drop", "sender": "ny", "batch_id": 1, "observed": []}]
+    events = [("1:1", "a"), ("1:2", "b")]
+    for batch_id, verdict in ((2, 0), (1, 1)):
+        site2 = [deliver(15040, batch_id, events)]
+        logs = {"site-1": site1, "site-2": site2, "network": network}
+        folder = write_logs(tmp_path / f"deliver-{batch_id}", logs)
+        assert main(["validate", str(folder)]) == verdict
+        out = capsys.readouterr().out
+        if verdict:
+            assert f"P1: FAILED: model and the log diverge at {folder}/site-2.jsonl:2" in out
+            assert 'observations[0].kind: model="skipped" log="applied"' in out
+        else:
+            assert "P1: held" in out

@@ -336,8 +336,10 @@ def _in_process_order(block: list[list[EventLine]]) -> list[EventLine]:
     return [line for lines in block for line in lines]
 
 
-def _merge(streams: list[Iterator[EventLine]], arrange: Arrange) -> Iterator[tuple[str, LogEntry]]:
-    """(where, entry): the processes' lines in one order (see the module's docstring),
+def _merge(
+    streams: list[Iterator[EventLine]], arrange: Arrange
+) -> Iterator[tuple[str, LogEntry, int]]:
+    """(where, entry, batch id): the processes' lines in one order (see the module's docstring),
     each instant's after the tick that brings the clock to it (yielded before they
     are arranged, which may look at the state the tick made; where: the first line at
     that time); memory: one instant's lines and the last batch each dispatcher sent
@@ -386,7 +388,7 @@ def _merge(streams: list[Iterator[EventLine]], arrange: Arrange) -> Iterator[tup
             block.append(lines)
         if t > clock:
             where_first = next(lines[0] for lines in block if lines).where
-            yield where_first, LogEntry(0, Tick(t - clock), [], None)
+            yield where_first, LogEntry(0, Tick(t - clock), [], None), 0
             clock = t
         if sequences == 1:  # one process's lines: their own order is the only one
             for line in single:
@@ -394,7 +396,7 @@ def _merge(streams: list[Iterator[EventLine]], arrange: Arrange) -> Iterator[tup
                     if not ready(line):
                         raise TraceError(_unexplained(line, [h for h in heads if h is not None]))
                     take(line)
-                yield line.where, line.entry
+                yield line.where, line.entry, line.batch_id
             continue
         order = arrange(block)
         cursors = [0] * len(block)
@@ -404,7 +406,7 @@ def _merge(streams: list[Iterator[EventLine]], arrange: Arrange) -> Iterator[tup
                 break
             cursors[process[id(line)]] += 1
             take(line)
-            yield line.where, line.entry
+            yield line.where, line.entry, line.batch_id
         left = sum(len(lines) - at for lines, at in zip(block, cursors, strict=True))
         rank = {id(line): number for number, line in enumerate(order)} if left else {}
         for _ in range(left):
@@ -421,7 +423,7 @@ def _merge(streams: list[Iterator[EventLine]], arrange: Arrange) -> Iterator[tup
             line = block[chosen][cursors[chosen]]
             cursors[chosen] += 1
             take(line)
-            yield line.where, line.entry
+            yield line.where, line.entry, line.batch_id
 
 
 def _unexplained(blocked: EventLine, others: list[EventLine]) -> str:
@@ -464,18 +466,19 @@ class EventLogSource:
         self.op_count: int | None = None  # the run's operations, ticks included, once read
         self.ticks = 0  # the ticks the merge adds, one before each instant past the clock
 
-    def steps(self, arrange: Arrange = _in_process_order) -> Iterator[tuple[str, LogEntry]]:
-        """(where, entry) of every operation of the run: the merged lines, each after the
-        tick that brings the clock to its `t` (a tick is where its line is), each line
-        validated as it is read; TraceError at the first problem, which may be found
-        after the last line (`op_count` is set then)."""
+    def steps(self, arrange: Arrange = _in_process_order) -> Iterator[tuple[str, LogEntry, int]]:
+        """(where, entry, batch id) of every operation of the run: the merged lines, each
+        after the tick that brings the clock to its `t` (a tick is where its line is), each
+        line validated as it is read (the batch id: `EventLine.batch_id`, 0 for a tick);
+        TraceError at the first problem, which may be found after the last line
+        (`op_count` is set then)."""
         readers = [_EventReader(path) for path in self.files]
         count = lines = 0
         try:
-            for here, entry in _merge([reader.lines() for reader in readers], arrange):
+            for here, entry, batch in _merge([reader.lines() for reader in readers], arrange):
                 count += 1
                 lines += entry.line != 0  # not a tick
-                yield here, entry
+                yield here, entry, batch
         except TraceError:
             # lines with `at` and lines without, merged, can look like a batch received
             # before it was sent: the mix is the error to report

@@ -19,7 +19,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from conformance.running.lockstep import same_observations
-from model.driven import DrivenEngine, driven_step
+from model.driven import NETWORK_OPS, DrivenEngine, driven_step, message_batch
 from model.sender import flush_due, timeout_due
 from model.state import State
 from model.step import initial_state, step
@@ -154,19 +154,15 @@ class EventRun:
         return best + [line for lines in sequences for line in lines if id(line) not in taken]
 
     def ops(self) -> Iterator[tuple[int | str, Op]]:
-        for where, entry in self.source.steps(self.arrange):
+        for where, entry, batch in self.source.steps(self.arrange):
             self._entry = entry
             prepared = self._prepared.pop(id(entry), None)
-            if prepared is not None and self.model is not None:
-                self.model.prepared = (entry.op, *prepared)
+            if self.model is not None:
+                if prepared is not None:
+                    self.model.prepared = (entry.op, *prepared)
+                # a network line's batch must be the model's message (docs/LOG.md)
+                self.model.message = batch if isinstance(entry.op, NETWORK_OPS) else None
             yield where, entry.op
-
-
-def _message(state: State, op: Deliver | DeliverAck | Drop | DropAck) -> int | None:
-    """The batch id of the message a network operation takes in `state` (None: none)."""
-    dispatcher = state.senders[op.sender].dispatchers[op.dispatcher]
-    message = dispatcher.batch_message if type(op) in (Deliver, Drop) else dispatcher.ack_message
-    return None if message is None else message.batch_id
 
 
 def _same_batch(state: State, line: EventLine) -> bool:
@@ -175,7 +171,7 @@ def _same_batch(state: State, line: EventLine) -> bool:
     op = line.entry.op
     if not isinstance(op, (Deliver, DeliverAck, Drop, DropAck)):
         return True
-    return _message(state, op) == line.batch_id
+    return message_batch(state, op) == line.batch_id
 
 
 def process_of(config: Config, op: Op) -> str:
@@ -225,7 +221,7 @@ def event_log_of(
         made: list[Observation] = []
         batch_id = None
         if isinstance(op, (Deliver, DeliverAck, Drop, DropAck)):
-            batch_id = _message(driven, op)
+            batch_id = message_batch(driven, op)
             assert batch_id is not None
         driven, observed = driven_step(config, driven, op)
         made += observed
