@@ -418,8 +418,9 @@ def test_at_on_some_files_only_is_the_error_even_where_it_breaks_the_merge(
     captured = capsys.readouterr()
     assert captured.out == ""
     assert captured.err == (
-        f"wanconform: error: {folder}/site-1.jsonl: at: its lines have one, those of "
-        f"{folder}/site-2.jsonl do not (give every process's lines `at`, or none)\n"
+        f"wanconform: error: {folder}/site-1.jsonl:2: at: this file's lines have one, those "
+        f"of {folder}/site-2.jsonl:2 and on do not (give every process's lines `at`, or "
+        "none)\n"
     )
 
 
@@ -468,3 +469,21 @@ def test_r20_a_delivery_of_a_timed_out_batch_is_a_divergence_even_with_its_event
             assert 'observations[0].kind: model="skipped" log="applied"' in out
         else:
             assert "P1: held" in out
+
+
+def test_at_on_one_line_of_a_file_only_is_that_file_s_error_at_its_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # site-1's first step has `at`, its second not; site-2 has none. The error is site-1's
+    # own, at its line 3 (before: the mix of files, naming no line, as if site-1's lines
+    # all had one).
+    site1 = two_batches()["site-1"]
+    site1 = [{**site1[0], "at": 10_000_001}, *site1[1:]]
+    logs = {"site-1": site1, "site-2": two_batches()["site-2"]}
+    folder = write_logs(tmp_path / "run", logs)
+    assert main(["validate", str(folder)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == (
+        f"wanconform: error: {folder}/site-1.jsonl:3: at: missing: the file's first line has one\n"
+    )

@@ -91,6 +91,7 @@ class _EventReader(_LogReader):
         self.last_t = 0
         self.last_at = -1
         self.has_at: bool | None = None  # whether the file's lines carry `at`
+        self.first_step = ""  # where its first step line is (which decided `has_at`)
 
     def lines(self) -> Iterator[EventLine]:
         numbered = enumerate(file_lines(self.name), start=1)
@@ -218,8 +219,9 @@ class _EventReader(_LogReader):
         network = type(op) in NETWORK_OPS
         if network is (batch_id is UNSET):
             return None
+        here = where(self.name, number)
         if self.has_at is None:
-            self.has_at = at is not UNSET
+            self.has_at, self.first_step = at is not UNSET, here
         self.last_t = t
         if at is not UNSET:
             self.last_at = at
@@ -227,7 +229,6 @@ class _EventReader(_LogReader):
         if type(op) is Flush:
             sent = [o["batch_id"] for o in observed if o["kind"] == "sent"]
             batch_id = sent[0] if sent else 0
-        here = where(self.name, number)
         entry = LogEntry(number, op, observed, None)
         return EventLine(here, t, -1 if at is UNSET else at, entry, batch_id or 0)
 
@@ -235,7 +236,7 @@ class _EventReader(_LogReader):
         """A line's `at`: on every line of the file or on none, an integer that never
         runs back (on the same clock as `t`, finer); -1 when the file has none."""
         if self.has_at is None:
-            self.has_at = at is not None
+            self.has_at, self.first_step = at is not None, here
         if (at is not None) != self.has_at:
             raise TraceError(
                 f"{here}: at: "
@@ -394,7 +395,7 @@ def _merge(
             for line in single:
                 if type(line.entry.op) in CAUSAL_OPS:
                     if not ready(line):
-                        raise TraceError(_unexplained(line, [h for h in heads if h is not None]))
+                        raise _Unexplained(_unexplained(line, [h for h in heads if h is not None]))
                     take(line)
                 yield line.where, line.entry, line.batch_id
             continue
@@ -419,11 +420,15 @@ def _merge(
             if chosen is None:
                 pending = [block[i][cursors[i]] for _, i in sorted(nexts, key=lambda n: n[1])]
                 later = [line for line in heads if line is not None]
-                raise TraceError(_unexplained(pending[0], pending[1:] + later))
+                raise _Unexplained(_unexplained(pending[0], pending[1:] + later))
             line = block[chosen][cursors[chosen]]
             cursors[chosen] += 1
             take(line)
             yield line.where, line.entry, line.batch_id
+
+
+class _Unexplained(TraceError):
+    """A log no merge can explain (`_merge`)."""
 
 
 def _unexplained(blocked: EventLine, others: list[EventLine]) -> str:
@@ -447,11 +452,11 @@ def _unexplained(blocked: EventLine, others: list[EventLine]) -> str:
 
 def _one_clock(readers: list[_EventReader]) -> None:
     """TraceError if some of the files read so far have `at` and others do not."""
-    finer = {bool(r.has_at): r.name for r in readers if r.has_at is not None}
+    finer = {bool(r.has_at): r.first_step for r in readers if r.has_at is not None}
     if len(finer) > 1:
         raise TraceError(
-            f"{finer[True]}: at: its lines have one, those of {finer[False]} do not (give "
-            "every process's lines `at`, or none)"
+            f"{finer[True]}: at: this file's lines have one, those of {finer[False]} and on "
+            "do not (give every process's lines `at`, or none)"
         )
 
 
@@ -479,9 +484,10 @@ class EventLogSource:
                 count += 1
                 lines += entry.line != 0  # not a tick
                 yield here, entry, batch
-        except TraceError:
+        except _Unexplained:
             # lines with `at` and lines without, merged, can look like a batch received
-            # before it was sent: the mix is the error to report
+            # before it was sent: the mix is the error to report (a file whose own lines
+            # mix them is its own line's error)
             _one_clock(readers)
             raise
         _one_clock(readers)
