@@ -487,3 +487,33 @@ def test_at_on_one_line_of_a_file_only_is_that_file_s_error_at_its_line(
     assert captured.err == (
         f"wanconform: error: {folder}/site-1.jsonl:3: at: missing: the file's first line has one\n"
     )
+
+
+def test_an_ack_before_its_delivery_in_one_file_names_no_line_of_that_file_as_another_s(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # site-1's own file, given alone: its ack of batch 1 (line 6, t=60) has no delivery
+    # before it, and no other process has lines; its own next line (7, t=150) is not
+    # "the next line of any other process" (before: it was named as one).
+    site1 = two_batches()["site-1"]
+    folder = write_logs(tmp_path / "run", {"site-1": site1})
+    assert main(["validate", str(folder)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == (
+        f"wanconform: error: {folder}/site-1.jsonl:6: t=60: deliver_ack of batch 1 of ny "
+        "dispatcher 0, but no line before it received that batch (a batch is received "
+        "after it is sent, its ack after it is received): no other process logs anything "
+        "after it\n"
+    )
+    # Two processes at one instant: site-2 delivers at 60 too, but batch 2 (never sent);
+    # the other process's line is site-2's, not site-1's own next one.
+    site2 = [deliver(60, 2, [("1:3", "c")])]
+    folder = write_logs(tmp_path / "two", {"site-1": site1, "site-2": site2})
+    assert main(["validate", str(folder)]) == 2
+    assert capsys.readouterr().err == (
+        f"wanconform: error: {folder}/site-1.jsonl:6: t=60: deliver_ack of batch 1 of ny "
+        "dispatcher 0, but no line before it received that batch (a batch is received "
+        "after it is sent, its ack after it is received): the next line of any other "
+        f"process is {folder}/site-2.jsonl:2 at t=60\n"
+    )

@@ -376,11 +376,12 @@ def _merge(
         block: list[list[EventLine]] = []
         sequences = 0  # how many processes have lines at it
         single: list[EventLine] = []  # the lines of the last of them
+        single_index = -1  # (its process)
         for index, head in enumerate(heads):
             lines: list[EventLine] = []
             if head is not None and head.t == t and head.at == at:
                 sequences += 1
-                single = lines
+                single, single_index = lines, index
                 stream = streams[index]
                 while head is not None and head.t == t and head.at == at:
                     lines.append(head)
@@ -395,7 +396,7 @@ def _merge(
             for line in single:
                 if type(line.entry.op) in CAUSAL_OPS:
                     if not ready(line):
-                        raise _Unexplained(_unexplained(line, [h for h in heads if h is not None]))
+                        raise _Unexplained(_unexplained(line, _others(heads, single_index)))
                     take(line)
                 yield line.where, line.entry, line.batch_id
             continue
@@ -419,12 +420,17 @@ def _merge(
             chosen = next((i for _, i in sorted(nexts) if ready(block[i][cursors[i]])), None)
             if chosen is None:
                 pending = [block[i][cursors[i]] for _, i in sorted(nexts, key=lambda n: n[1])]
-                later = [line for line in heads if line is not None]
+                later = _others(heads, min(i for _, i in nexts))
                 raise _Unexplained(_unexplained(pending[0], pending[1:] + later))
             line = block[chosen][cursors[chosen]]
             cursors[chosen] += 1
             take(line)
             yield line.where, line.entry, line.batch_id
+
+
+def _others(heads: list[EventLine | None], process: int) -> list[EventLine]:
+    """The next line of every process but `process` (the one whose line is blocked)."""
+    return [line for index, line in enumerate(heads) if line is not None and index != process]
 
 
 class _Unexplained(TraceError):
