@@ -783,6 +783,28 @@ def test_a_checkpoint_position_of_true_is_refused(
     )
 
 
+def test_a_checkpoint_with_a_key_twice_or_bad_json_is_one_line_with_its_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # a key given twice was accepted (the last kept); bad JSON was Python's text,
+    # "not JSON: Expecting value: line 3 column 7 (char 45)", with no file:line
+    ck = tmp_path / "ck.json"
+    assert main(["replay", _ELEVEN, "--checkpoint", str(ck)]) == 0
+    capsys.readouterr()
+    twice = tmp_path / "twice.json"
+    twice.write_text(ck.read_text().replace('{"config"', '{"version":99,"config"', 1))
+    assert main(["replay", _ELEVEN, "--from", str(twice)]) == 2
+    assert _one_error(capsys) == (
+        f"wanconform: error: {twice}: not valid JSON: field 'version' appears twice in one object"
+    )
+    broken = tmp_path / "broken.json"
+    broken.write_text('{"format": "wanconform-checkpoint",\n "version": 2,\n "x": }\n')
+    assert main(["replay", _ELEVEN, "--from", str(broken)]) == 2
+    assert _one_error(capsys) == (
+        f"wanconform: error: {broken}:3: not valid JSON: Expecting value at column 7"
+    )
+
+
 def test_an_output_inside_an_input_directory_is_refused(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -31,7 +31,7 @@ from traces.canonical import canonical_json, size
 from traces.config import Config, SenderConfig
 from traces.errors import TraceError
 from traces.files import read_text
-from traces.tracefile import BOM, surrogate_problem
+from traces.tracefile import BOM, json_problem, no_duplicate_keys, surrogate_problem
 
 FORMAT = "wanconform-checkpoint"
 VERSION = 2
@@ -346,11 +346,18 @@ def read_checkpoint(path: str | os.PathLike[str]) -> dict[str, Any]:
     # a byte order mark at the start is accepted, as in a trace or configuration file
     text = read_text(name, "a checkpoint", CheckpointError).removeprefix(BOM)
     try:
-        doc = json.loads(text, parse_float=_integers_only, parse_constant=_integers_only)
+        doc = json.loads(
+            text,
+            object_pairs_hook=no_duplicate_keys,
+            parse_float=_integers_only,
+            parse_constant=_integers_only,
+        )
     except _NotAnInteger as exc:
         raise CheckpointError(f"{name}: not a checkpoint: {exc}") from None
-    except ValueError as exc:
-        raise CheckpointError(f"{name}: not JSON: {exc}") from None
+    except json.JSONDecodeError as exc:
+        raise CheckpointError(f"{name}:{exc.lineno}: {json_problem(exc)}") from None
+    except ValueError as exc:  # a key twice
+        raise CheckpointError(f"{name}: not valid JSON: {exc}") from None
     except RecursionError:
         raise CheckpointError(f"{name}: not a checkpoint: nested too deeply") from None
     problem = surrogate_problem(text, doc)

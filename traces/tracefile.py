@@ -174,7 +174,9 @@ def numbered_lines(path: str, offset: int, first: int) -> Iterator[tuple[int, in
 # --- the precise validator -------------------------------------------------------------
 
 
-def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+def no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object's pairs as a dict; a key given twice is a ValueError (`json.loads`'s
+    `object_pairs_hook`: Python's `json` would keep the last silently)."""
     out: dict[str, Any] = {}
     for key, value in pairs:
         if key in out:
@@ -252,7 +254,7 @@ def decode_exactly(text: str) -> Any:
     try:
         value = json.loads(
             text,
-            object_pairs_hook=_no_duplicate_keys,
+            object_pairs_hook=no_duplicate_keys,
             parse_constant=_reject_constant,
             parse_int=_parse_int,
             parse_float=_number,
@@ -263,6 +265,19 @@ def decode_exactly(text: str) -> Any:
     if problem:
         raise ValueError(problem)
     return value
+
+
+def json_problem(exc: json.JSONDecodeError) -> str:
+    """What Python's `json` found wrong, placed in its line: "not valid JSON: MSG at
+    column N" (or "at the end of the line"); the caller names the file and the line
+    (`exc.lineno`, 1 for a single line)."""
+    if exc.msg.startswith("Unexpected UTF-8 BOM"):
+        return "not valid JSON: a byte order mark (U+FEFF) is allowed only at the start of the file"
+    end = exc.doc.find("\n", exc.pos)
+    at_end = not exc.doc[exc.pos : None if end < 0 else end].strip(JSON_SPACE)
+    place = "the end of the line" if at_end else f"column {exc.colno}"
+    at = "" if exc.msg.endswith(" at") else " at"  # "... string starting at"
+    return f"not valid JSON: {exc.msg}{at} {place}"
 
 
 def surrogate_problem(text: str, value: Any) -> str:
@@ -356,15 +371,7 @@ class Reader:
         try:
             raw = decode_line(text)
         except json.JSONDecodeError as exc:
-            if exc.msg.startswith("Unexpected UTF-8 BOM"):
-                raise TraceError(
-                    f"{here}: not valid JSON: a byte order mark (U+FEFF) is allowed only at "
-                    "the start of the file"
-                ) from None
-            at_end = not text[exc.pos :].strip(JSON_SPACE)
-            place = "the end of the line" if at_end else f"column {exc.pos + 1}"
-            at = "" if exc.msg.endswith(" at") else " at"  # "... string starting at"
-            raise TraceError(f"{here}: not valid JSON: {exc.msg}{at} {place}") from None
+            raise TraceError(f"{here}: {json_problem(exc)}") from None
         except ValueError as exc:
             raise TraceError(f"{here}: not valid JSON: {exc}") from None
         return here, raw
