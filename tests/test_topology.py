@@ -368,6 +368,18 @@ def test_cli_table_for_a_supported_ring(capsys: pytest.CaptureFixture[str]) -> N
         ("", "empty file"),
         ('{"config": {"sites": [1]}}\n{"op": "bogus"}\n', "bad.json:2:"),
         ('{"sites": [1], "sites": [2]}', "appears twice"),
+        (  # was read as a trace: "bad.json:1: ... Expecting property name ... end of the line"
+            '{"sites": [1, 2],\n "senders": []\n}\nxx\n',
+            "bad.json:4: not valid JSON: Extra data at column 1",
+        ),
+        (  # the replay's message and line; was "bad.json:2: ... Unterminated string"
+            '{"config": {"sites": [1]}}\n{"op": "put", "site": 1, "key": "a\fb", "value": {}}\n',
+            "bad.json:2: not valid JSON: Invalid control character at column 35",
+        ),
+        (  # a lone CR ends no line of a trace (SPEC §12, docs/COMMANDS.md): was accepted
+            '{"config": {"sites": [1]}}\r{"op": "settle"}\r',
+            "bad.json:1: not valid JSON: Extra data at column 28",
+        ),
         (
             '{"sites": [true]}',
             "bad.json: sites[0]: must be an integer from 1 to 255 (R1), got true",
@@ -386,6 +398,23 @@ def test_cli_bad_input_is_one_line_and_exit_2(
     assert err.count("\n") == 1 and err.startswith("wanconform: error: ")
     assert message in err
     assert sorted(os.listdir(tmp_path)) == ["bad.json"]  # no SVG, no temporary file
+
+
+def test_a_trace_with_a_line_separator_in_a_key_is_read_as_replay_reads_it(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # U+2028 unescaped in a string is valid JSON and breaks no JSON Lines line; replay
+    # accepted the trace, topology and explore split its line there ("Unterminated string")
+    path = tmp_path / "t.jsonl"
+    path.write_text(
+        '{"config": {"sites": [1, 2], "senders": [{"id": "ny", "site": 1, "remote": 2}]}}\n'
+        '{"op": "put", "site": 1, "key": "a\u2028b", "value": {}}\n',
+        encoding="utf-8",
+    )
+    assert run_cli(capsys, "replay", str(path))[0] == 0
+    code, out, err = run_cli(capsys, "topology", str(path), "--json")
+    assert (code, err) == (0, "")
+    assert json.loads(out)["supported"] is True
 
 
 def test_cli_missing_file(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

@@ -34,7 +34,7 @@ from traces.files import read_text
 from traces.geode import WAIT_FOREVER_MS
 from traces.outputs import declare_outputs, write_text_atomically
 from traces.text import plural, printable
-from traces.tracefile import BOM, decode_line, parse_trace_lines
+from traces.tracefile import BOM, JSON_SPACE, decode_line, json_problem, parse_trace_lines
 from wanconform.cmd_import import add_site_options, load_geode_sites
 
 EXIT_SUPPORTED = 0
@@ -88,9 +88,12 @@ def load_config_or_trace(path: str, site_flag: bool = True) -> Config:
     try:
         document = decode_line(text)
     except json.JSONDecodeError as exc:
-        if exc.msg == "Extra data":  # several JSON values: JSON Lines, so a trace
-            return parse_trace_lines(text.splitlines(), path).config
-        raise TraceError(f"{path}:{exc.lineno}: not valid JSON: {exc.msg}") from None
+        # a first value on one line, then more: JSON Lines, so a trace, split into lines
+        # as the trace reader does (at "\n" alone: U+2028 or a form feed in a string is
+        # no line break, and a lone "\r" none either)
+        if exc.msg == "Extra data" and "\n" not in text[: exc.pos].strip(JSON_SPACE):
+            return parse_trace_lines(text.split("\n"), path).config
+        raise TraceError(f"{path}:{exc.lineno}: {json_problem(exc)}") from None
     except ValueError as exc:
         raise TraceError(f"{path}: not valid JSON: {exc}") from None
     if isinstance(document, dict) and set(document) == {"config"}:
