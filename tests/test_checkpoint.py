@@ -273,6 +273,18 @@ def test_replay_from_a_bad_checkpoint_is_exit_2(
     assert err == f"wanconform: error: {expected}\n"
 
 
+def test_replay_from_a_trace_given_as_the_checkpoint_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    trace = tmp_path / "t.jsonl"
+    trace.write_text(json.dumps({"config": CONFIG.to_json()}) + "\n" + '{"op": "settle"}\n')
+    assert main(["replay", str(trace), "--from", str(trace)]) == 2
+    assert capsys.readouterr().err == (
+        f"wanconform: error: {trace}: a trace, not a checkpoint (`replay TRACE --checkpoint "
+        "FILE` writes one: the state after the trace)\n"
+    )
+
+
 def test_replay_checkpoint_then_from_it_goes_on_where_it_stopped(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -355,6 +355,12 @@ def read_checkpoint(path: str | os.PathLike[str]) -> dict[str, Any]:
     except _NotAnInteger as exc:
         raise CheckpointError(f"{name}: not a checkpoint: {exc}") from None
     except json.JSONDecodeError as exc:
+        first = text.split("\n", 1)[0]
+        if exc.msg == "Extra data" and first.lstrip().startswith('{"config"'):
+            raise CheckpointError(
+                f"{name}: a trace, not a checkpoint (`replay TRACE --checkpoint FILE` writes "
+                "one: the state after the trace)"
+            ) from None
         raise CheckpointError(f"{name}:{exc.lineno}: {json_problem(exc)}") from None
     except ValueError as exc:  # a key twice
         raise CheckpointError(f"{name}: not valid JSON: {exc}") from None
