@@ -323,6 +323,24 @@ def test_outputs_get_the_usual_modes_under_the_umask(tmp_path: Path) -> None:
     assert (tmp_path / "made" / "run").stat().st_mode & 0o777 == 0o750
 
 
+def test_a_failed_output_directory_takes_the_parent_folders_it_made_with_it(
+    tmp_path: Path,
+) -> None:
+    # tmp/a/b/out: a and b are made for it; the body fails: both go, tmp stays. With
+    # a/keep written meanwhile by someone else, a stays (b goes).
+    for kept in (False, True):
+        with pytest.raises(KeyboardInterrupt), building_directory(tmp_path / "a" / "b" / "out"):
+            if kept:
+                (tmp_path / "a" / "keep").write_text("x")
+            raise KeyboardInterrupt
+        assert sorted(p.name for p in tmp_path.rglob("*")) == (["a", "keep"] if kept else [])
+    # a parent that existed before is never removed, even when empty
+    (tmp_path / "c").mkdir()
+    with pytest.raises(KeyboardInterrupt), building_directory(tmp_path / "c" / "out"):
+        raise KeyboardInterrupt
+    assert (tmp_path / "c").is_dir() and not any((tmp_path / "c").iterdir())
+
+
 def test_ctrl_c_is_one_line_exit_130_and_nothing_written(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

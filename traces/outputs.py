@@ -34,7 +34,7 @@ import re
 import shutil
 import tempfile
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from traces.errors import WanconformError
@@ -412,23 +412,33 @@ def write_text_atomically(path: str | os.PathLike[str], text: str) -> None:
 @contextmanager
 def building_directory(path: str | os.PathLike[str]) -> Iterator[Path]:
     """An empty directory next to `path` to build the output in; moved into place when
-    the body completes (`publish_directory`), removed on any failure or interruption."""
+    the body completes (`publish_directory`), removed on any failure or interruption,
+    with the missing parent folders it made for it."""
     target = Path(os.path.abspath(path))
+    made = [folder for folder in target.parents if not folder.exists()]  # deepest first
     try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise _fail(path, exc.strerror or str(exc)) from None
-    _remove_leftovers(target.parent, target.name)
-    try:
-        staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=_prefix(target), suffix=".tmp"))
-    except OSError as exc:
-        raise _fail(path, exc.strerror or str(exc)) from None
-    try:
-        _usual_mode(staging, 0o777)
-        yield staging
-        publish_directory(staging, target)
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise _fail(path, exc.strerror or str(exc)) from None
+        _remove_leftovers(target.parent, target.name)
+        try:
+            staging = Path(
+                tempfile.mkdtemp(dir=target.parent, prefix=_prefix(target), suffix=".tmp")
+            )
+        except OSError as exc:
+            raise _fail(path, exc.strerror or str(exc)) from None
+        try:
+            _usual_mode(staging, 0o777)
+            yield staging
+            publish_directory(staging, target)
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
     except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
+        for folder in made:  # the missing parents it made, as they were: absent
+            with suppress(OSError):  # no longer empty: something else wrote there
+                folder.rmdir()
         raise
 
 
