@@ -378,6 +378,45 @@ def test_a_user_engine_that_fails_to_import_or_build_is_one_line(
 
 
 @pytest.mark.parametrize(
+    ("name", "file", "imported"),
+    [
+        ("model", "model.py", "{root}/model/__init__.py"),  # wanconform's own
+        ("traces", "traces", "{root}/traces/__init__.py"),  # a package: traces/mine.py
+        ("json", "json.py", "{json}"),  # the standard library's
+    ],
+)
+def test_a_user_engine_named_as_a_module_python_imports_elsewhere_is_refused(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    name: str,
+    file: str,
+    imported: str,
+) -> None:
+    """A user's model.py with an Engine, beside the trace: `--impl model:Engine` loaded
+    wanconform's model and found it agreeing with itself (exit 0); now exit 2, one line
+    naming the user's file and the module Python imports instead."""
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    monkeypatch.chdir(tmp_path)  # the user's directory (the repository's root holds model/)
+    if file == "traces":
+        (tmp_path / "traces").mkdir()
+        (tmp_path / "traces" / "mine.py").write_text(USER_ENGINES)
+        spec = "traces.mine:RaisesOnDeliver"
+    else:
+        (tmp_path / file).write_text(USER_ENGINES.replace("RaisesOnDeliver", "Engine", 1))
+        spec = f"{name}:Engine"
+    trace = tmp_path / "t.jsonl"
+    trace.write_text((EXAMPLES / "batching_by_size.jsonl").read_text())
+    assert main(["replay", str(trace), "--engine", "both", "--impl", spec]) == 2
+    where = imported.format(root=EXAMPLES.parent.parent, json=json.__file__)
+    assert capsys.readouterr() == (
+        "",
+        f"wanconform: error: --impl {spec}: {tmp_path / file} cannot be imported as {name}: "
+        f"Python imports {name} from {where}; rename yours (e.g. my_{name})\n",
+    )
+
+
+@pytest.mark.parametrize(
     ("command", "before"),
     [
         (["shrink", "{trace}", "-o", "{dir}/min.jsonl"], "{trace}: "),

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import gc
 import importlib
+import importlib.util
 import os
 import shlex
 import sys
@@ -187,6 +188,45 @@ def _holds(directory: str, module_name: str) -> bool:
     return os.path.isfile(relative + ".py") or os.path.isdir(relative)
 
 
+def _refuse_shadowed(module_name: str, spec: str, search: Iterable[str]) -> None:
+    """A user's module (or package) in a searched directory whose top-level name Python
+    already imports from elsewhere (wanconform's own `model`, `traces`, `impl`, the
+    standard library's `json` ...) can never be the one loaded: refused, naming both,
+    rather than an engine of the same name checked in its place (a `model.py` with an
+    `Engine` in the current directory was wanconform's model agreeing with itself)."""
+    top = module_name.split(".")[0]
+    directory = next((d for d in map(os.path.abspath, search) if _holds(d, top)), None)
+    if directory is None:
+        return
+    try:
+        found = importlib.util.find_spec(top)
+    except (ImportError, ValueError):  # a broken module of that name: its import will say
+        return
+    if found is None:
+        return
+    if found.origin is not None and os.path.isfile(found.origin):
+        location = found.origin
+        root = os.path.dirname(location)
+        if found.submodule_search_locations is not None:  # a package: its __init__.py
+            root = os.path.dirname(root)
+    elif found.submodule_search_locations:  # a namespace package
+        location = next(iter(found.submodule_search_locations))
+        root = os.path.dirname(location)
+    else:  # built into Python (sys, builtins ...)
+        location, root = "Python itself (built in)", None
+    if root is not None and (
+        os.path.realpath(root) == os.path.realpath(directory) or os.path.abspath(root) in _SEARCHED
+    ):  # the directory's own, or one an earlier search of this process imported
+        return
+    yours = os.path.join(
+        directory, top + ("" if os.path.isdir(os.path.join(directory, top)) else ".py")
+    )
+    raise WanconformError(
+        f"--impl {spec}: {yours} cannot be imported as {top}: Python imports {top} from "
+        f"{location}; rename yours (e.g. my_{top})"
+    )
+
+
 def impl_directory(spec: str) -> str | None:
     """The directory the impl `spec`'s module was found in, when not from the current
     directory (`load_impl`'s search), else None."""
@@ -257,6 +297,7 @@ def load_impl(spec: str | None, search: Iterable[str] = ()) -> EngineFactory:
             f"--impl {stem}:{class_name}, run from the directory that holds {stem}.py "
             "(or with it on PYTHONPATH)"
         )
+    _refuse_shadowed(module_name, spec, [os.getcwd(), *search])
     module = _import(module_name, spec, [os.getcwd(), *search])
     # Where a command run from here needs PYTHONPATH to find it: a directory a search put
     # on Python's path, when the module came from there (this load's import, or an earlier
