@@ -377,6 +377,33 @@ def test_a_user_engine_that_fails_to_import_or_build_is_one_line(
     assert capsys.readouterr() == ("", f"wanconform: error: {expected}\n")
 
 
+def test_what_a_user_engine_prints_goes_to_stderr_not_into_json(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A user's engine that prints while it debugs (at import, build and every apply): with
+    `--json` its prints were lines of stdout among the JSON; now stdout is the one JSON
+    line of the trace and the prints are on stderr, in order."""
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    module = f"printer_{tmp_path.name}"
+    (tmp_path / f"{module}.py").write_text(
+        'print("imported")\n'
+        "from impl import Engine\n"
+        "class Printer(Engine):\n"
+        "    def __init__(self, config):\n"
+        '        print("built")\n'
+        "        super().__init__(config)\n"
+        "    def apply(self, op):\n"
+        '        print("apply", op.op)\n'
+        "        return super().apply(op)\n"
+    )
+    trace = write(tmp_path, ONE_WAY, '{"op":"put","site":1,"key":"k","value":{"v":1}}')
+    argv = ["replay", trace, "--engine", "both", "--one-process", "--json"]
+    assert main([*argv, "--impl", f"{module}:Printer"]) == 0
+    out, err = capsys.readouterr()
+    assert [json.loads(line)["p1"]["status"] for line in out.splitlines()] == ["held"]
+    assert err.splitlines() == ["imported", "built", "apply put"]
+
+
 @pytest.mark.parametrize(
     ("name", "file", "imported"),
     [

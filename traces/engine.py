@@ -298,7 +298,7 @@ def load_impl(spec: str | None, search: Iterable[str] = ()) -> EngineFactory:
             "(or with it on PYTHONPATH)"
         )
     _refuse_shadowed(module_name, spec, [os.getcwd(), *search])
-    module = _import(module_name, spec, [os.getcwd(), *search])
+    module = _to_stderr(_import)(module_name, spec, [os.getcwd(), *search])
     # Where a command run from here needs PYTHONPATH to find it: a directory a search put
     # on Python's path, when the module came from there (this load's import, or an earlier
     # one's) and the current directory does not hold it.
@@ -315,5 +315,39 @@ def load_impl(spec: str | None, search: Iterable[str] = ()) -> EngineFactory:
         raise WanconformError(
             f"--impl {spec}: {class_name} is not an engine (a class with apply(op) and observe())"
         )
-    factory: EngineFactory = engine
+    factory: EngineFactory = _quiet(engine)
     return factory
+
+
+def _to_stderr(method: Callable[..., Any]) -> Callable[..., Any]:
+    """`method` with what it prints (sys.stdout) going to stderr."""
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        saved = sys.stdout
+        sys.stdout = sys.stderr
+        try:
+            return method(*args, **kwargs)
+        finally:
+            sys.stdout = saved
+
+    return call
+
+
+def _quiet(engine: type) -> type:
+    """A user's engine class whose prints (a debugging `print` in apply ...) go to stderr:
+    stdout is wanconform's (`--json` a line per trace, `shrink`'s result). A subclass of
+    the same module and name, so that the reproduce commands name the user's class."""
+    namespace: dict[str, Any] = {
+        "__module__": engine.__module__,
+        "__qualname__": engine.__qualname__,
+    }
+    for name in ("__init__", "apply", "observe", "observe_keys"):
+        method = getattr(engine, name, None)
+        if callable(method):
+
+            def through(self: Any, *args: Any, _name: str = name, **kwargs: Any) -> Any:
+                return _to_stderr(getattr(super(quiet, self), _name))(*args, **kwargs)
+
+            namespace[name] = through
+    quiet = type(engine.__name__, (engine,), namespace)
+    return quiet
