@@ -64,6 +64,15 @@ def deliver(t: int, batch_id: int, events: list[tuple[str, str]]) -> dict[str, A
     return {"t": t, "op": "deliver", "sender": "ny", "batch_id": batch_id, "observed": applied}
 
 
+def timeout_line(t: int, batch_id: int, events: list[str]) -> dict[str, Any]:
+    """R20: batch `batch_id` of ny's dispatcher 0 timed out."""
+    timeout = {
+        "kind": "timeout", "sender": "ny", "dispatcher": 0, "batch_id": batch_id,
+        "events": events,
+    }  # fmt: skip
+    return {"t": t, "op": "timeout", "sender": "ny", "observed": [timeout]}
+
+
 def ack(t: int, batch_id: int, removed: list[str]) -> dict[str, Any]:
     acked = {"kind": "acked", "sender": "ny", "dispatcher": 0, "batch_id": batch_id}
     return {
@@ -177,13 +186,9 @@ def test_a_timeout_is_accepted_from_the_moment_r20_allows_it(
 ) -> None:
     # Batch 1 sent at 30 (due then: full); its ack never comes: R20 lets it time out at
     # 30 + 10,000 (ack_timeout_ms's default) = 10,030. At 10,000 it may not.
-    timeout = {
-        "kind": "timeout", "sender": "ny", "dispatcher": 0, "batch_id": 1,
-        "events": ["1:1", "1:2"],
-    }  # fmt: skip
     lines = [put(10, "a", 1, 1), put(30, "b", 2, 2), flush(30, 1, ["1:1", "1:2"])]
-    early = [*lines, {"t": 10000, "op": "timeout", "sender": "ny", "observed": [timeout]}]
-    late = [*lines, {"t": 10033, "op": "timeout", "sender": "ny", "observed": [timeout]}]
+    early = [*lines, timeout_line(10000, 1, ["1:1", "1:2"])]
+    late = [*lines, timeout_line(10033, 1, ["1:1", "1:2"])]
     assert main(["validate", str(write_logs(tmp_path / "early", {"site-1": early}))]) == 1
     assert 'observations[0].kind: model="skipped" log="timeout"' in capsys.readouterr().out
     assert main(["validate", str(write_logs(tmp_path / "late", {"site-1": late}))]) == 0
@@ -446,15 +451,11 @@ def test_r20_a_delivery_of_a_timed_out_batch_is_a_divergence_even_with_its_event
     # default) = 15,030: batch 2 re-sends the same events. A delivery logged as batch 1's
     # (a stale message) after that is not in the model's network: the model skips it,
     # though batch 2 holds the same events (before: the model delivered batch 2, P1 held).
-    timeout = {
-        "kind": "timeout", "sender": "ny", "dispatcher": 0, "batch_id": 1,
-        "events": ["1:1", "1:2"],
-    }  # fmt: skip
     resent = flush(15030, 2, ["1:1", "1:2"])
     resent["observed"][0]["events_resent"] = 2
     site1 = [
         put(10, "a", 1, 1), put(30, "b", 2, 2), flush(30, 1, ["1:1", "1:2"]),
-        {"t": 10030, "op": "timeout", "sender": "ny", "observed": [timeout]}, resent,
+        timeout_line(10030, 1, ["1:1", "1:2"]), resent,
     ]  # fmt: skip
     network = [{"t": 31, "op": "drop", "sender": "ny", "batch_id": 1, "observed": []}]
     events = [("1:1", "a"), ("1:2", "b")]
