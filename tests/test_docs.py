@@ -134,3 +134,20 @@ def test_the_fields_commands_md_gives_policies_json_are_the_ones_it_has() -> Non
         "conflation": list(SettingFigures("conflation", True).to_json()),
         "persistence": list(SettingFigures("persistence", True).to_json()),
     }
+
+
+def test_explore_help_names_the_properties_explore_md_says_are_checked() -> None:
+    help_text = " ".join(subcommand("explore").format_help().split())  # type: ignore[attr-defined]
+    pages = {
+        page: " ".join((ROOT / page).read_text().split())
+        for page in ("docs/EXPLORE.md", "README.md")
+    }
+    on_edges = re.search(r"(P3, P4[^.;]*?) are checked on every transition", help_text)
+    assert on_edges is not None
+    at_settle = re.search(r"every transition, (P2[^.;]*?) after settle", help_text)
+    assert at_settle is not None
+    for page, text in pages.items():
+        assert f"{on_edges.group(1)} are checked on every transition" in text.replace("**", ""), (
+            page
+        )
+    assert f"{at_settle.group(1)} after settle" in pages["README.md"]

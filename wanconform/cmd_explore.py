@@ -40,11 +40,12 @@ def register(subparsers: Any) -> None:
             "CONFIG: client writes over --keys keys and --values values, every network and "
             "fault operation of SPEC §3, and ticks to every due time of R15/R20 and by 1 ms "
             "(docs/EXPLORE.md). States are deduplicated by a digest of the model's full "
-            "state. P3, P4, P6, P7 are checked on every transition, P2 and P5 by settle from "
-            "every explored state; with --engine both the impl is stepped on every edge "
-            "too (P1). Prints distinct states, transitions, depth reached and a coverage "
-            "table (shallowest depth of every observation kind, receiver status and "
-            "sender outcome); states/s on stderr."
+            "state. P3, P4, P6-P9 and P11 are checked on every transition, P2, P5 and P12 "
+            "after settle from every explored state (P10 compares two runs: not here); with "
+            "--engine both the impl is stepped on every edge too (P1). Prints distinct "
+            "states, transitions, depth reached and a coverage table (shallowest depth of "
+            "every observation kind, receiver status and sender outcome); states/s on "
+            "stderr."
         ),
         epilog=(
             "Exit status: 0 every behaviour up to the bound is clean, 1 a violation or "
