@@ -154,7 +154,11 @@ def register(subparsers: Any) -> None:
         ),
     )
     add_settle_cap(parser)
-    add_segment_arguments(parser, "trace")
+    add_segment_arguments(
+        parser,
+        "trace",
+        unless="run whole with --steps, --report, --checkpoint, --from, --dlq-dir or --queue-dir",
+    )
     declare_outputs(parser, files=["report", "checkpoint"], inputs=["traces", "start"])
     parser.set_defaults(func=run)
 
