@@ -151,3 +151,25 @@ def test_explore_help_names_the_properties_explore_md_says_are_checked() -> None
             page
         )
     assert f"{at_settle.group(1)} after settle" in pages["README.md"]
+
+
+def test_every_option_a_page_gives_a_command_is_in_its_help() -> None:
+    commands = [a for a in build_parser()._actions if a.dest == "command"]
+    helps = {
+        name: set(re.findall(r"(?<![\w-])(--[a-z][a-z-]*[a-z]|-o)\b", parser.format_help()))
+        for name, parser in commands[0].choices.items()
+    }
+    unknown = []
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    for page in pages:
+        text = page.read_text()
+        for match in re.finditer(r"wanconform (\w+)((?:[^`\n]|\\\n)*)", text):
+            name, rest = match.groups()
+            if name not in helps or "unrecognized arguments" in rest:
+                continue
+            rest = re.split(r"&&|\| wanconform|;", rest)[0]  # the next command's are its own
+            given = set(re.findall(r"(?<![\w-])(--[a-z][a-z-]*[a-z]|-o)\b", rest))
+            for option in sorted(given - helps[name] - {"--help", "--version"}):
+                line = text[: match.start()].count("\n") + 1
+                unknown.append(f"{page.name}:{line}: wanconform {name} {option}")
+    assert unknown == []
