@@ -69,6 +69,8 @@ def test_bench_queue_crash_kills_a_real_writer_and_loses_nothing(
          "bench: --spark and --explore each measure something else; give one"),
         (["--ops", "100", "--traces", "3"], "bench: --traces goes with --spark"),
         (["--explore", "1", "--runs", "model"], "bench: --runs goes with --segments"),
+        # --keys 10000 is no longer taken for "not given" (explore's 2 keys)
+        (["--explore", "1", "--keys", "10000"], "--keys: with --explore, 1 to 9, got 10000"),
     ],
 )  # fmt: skip
 def test_bench_refuses_what_it_would_ignore(

@@ -30,7 +30,9 @@ def register(subparsers: Any) -> None:
         ),
     )
     parser.add_argument("--ops", type=int, default=100_000, help="operations (default 100000)")
-    parser.add_argument("--keys", type=int, default=10_000, help="distinct keys (default 10000)")
+    parser.add_argument(
+        "--keys", type=int, default=None, help="distinct keys (default 10000; with --explore 2)"
+    )
     parser.add_argument("--seed", type=int, default=0, help="workload seed (default 0)")
     parser.add_argument(
         "--repeat",
@@ -192,6 +194,8 @@ def run(args: argparse.Namespace) -> int:
         return run_explore(args)
     if args.segments is not None:
         return run_segments(args)
+    if args.keys is None:
+        args.keys = 10_000
     for flag in ("ops", "keys", "repeat"):
         if getattr(args, flag) < 1:
             raise WanconformError(f"--{flag}: must be at least 1, got {getattr(args, flag)}")
@@ -394,7 +398,7 @@ def run_explore(args: argparse.Namespace) -> int:
         raise WanconformError(f"--explore: must be at least 1, got {args.explore}")
     from conformance import bench
 
-    keys = 2 if args.keys == 10_000 else args.keys  # --keys' default is the workload's
+    keys = 2 if args.keys is None else args.keys
     if not 1 <= keys <= 9:
         raise WanconformError(f"--keys: with --explore, 1 to 9, got {keys}")
     result = bench.explore_rate(args.explore, keys, say)

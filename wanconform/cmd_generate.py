@@ -136,7 +136,8 @@ def register(subparsers: Any) -> None:
             "Generate TRACES traces of OPS operations each into a Parquet trace set (SPEC "
             "§12, see `wanconform convert`). Each trace is a pure function of (seed, trace "
             "id, profile, ops, and the configuration when --config or --site gives one): "
-            "the same set, byte for byte, whatever Spark's partitions."
+            "the same set, byte for byte, whatever Spark's partitions. Exit 2 on bad input "
+            "(nothing written)."
         ),
     )
     add_generation_arguments(parser, traces=100, ops=1000)

@@ -6,14 +6,15 @@ From the initial state (SPEC §2) every operation of a finite alphabet (`alphabe
 tried on every state; an operation that is not enabled (§3) is no edge. States are
 deduplicated by a 128-bit digest of the model's FULL state (`frozen_state`, `digest`:
 everything a checkpoint holds, docs/CHECKPOINT.md), so each distinct state is expanded
-once, from its first (shortest) path. On every edge P3, P4, P6 and P7 are checked by the property
-checker of `conformance.properties.checker`, cloned from the parent's (`PropertyChecker.clone`);
-P2 and P5 by `settle` from every explored state (the `settle` edge itself when settle is
-in the alphabet, else a settle tried beside the search). With `impl`, the impl replays
-each edge's path from its initial state and its observations and observable state are
-compared with the model's (P1). The first violation stops the search (`collect_all`:
-every one is kept) and its path is a shortest counterexample: BFS finds it at the
-smallest depth. With `symmetry`, values (and keys, when no putall is tried) are
+once, from its first (shortest) path. On every edge P3, P4, P6-P9 and P11 are checked by
+the property checker of `conformance.properties.checker`, cloned from the parent's
+(`PropertyChecker.clone`); P2, P5 and P12 by `settle` from every explored state (the
+`settle` edge itself when settle is in the alphabet, else a settle tried beside the
+search). With `impl`, the impl replays each edge's path from its initial state and its
+observations and observable state are compared with the model's (P1). The first
+violation stops the search (`collect_all`: every one is kept) and its path is a shortest
+counterexample: BFS finds it at the smallest depth. With `symmetry`, values (and keys,
+when no putall is tried) are
 interchangeable and states are canonicalised by a relabelling (`canonical_relabel`).
 `Expander` expands one state; `explore` runs the levels here, and
 `conformance.spark.explore_spark` on Spark.
