@@ -14,10 +14,9 @@ search). With `impl`, the impl replays each edge's path from its initial state a
 observations and observable state are compared with the model's (P1). The first
 violation stops the search (`collect_all`: every one is kept) and its path is a shortest
 counterexample: BFS finds it at the smallest depth. With `symmetry`, values (and keys,
-when no putall is tried) are
-interchangeable and states are canonicalised by a relabelling (`canonical_relabel`).
-`Expander` expands one state; `explore` runs the levels here, and
-`conformance.spark.explore_spark` on Spark.
+when no putall is tried) are interchangeable and states are canonicalised by a
+relabelling (`canonical_relabel`). `Expander` expands one state; `explore` runs the
+levels here, and `conformance.spark.explore_spark` on Spark.
 
 docs/EXPLORE.md gives the readings: the tick abstraction, what makes two states the
 same, how properties are checked along the search, and the symmetry reduction.
