@@ -225,6 +225,45 @@ def test_a_gap_in_seq(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
     )  # fmt: skip
 
 
+def with_null(table: pa.Table, column: str, row: int) -> pa.Table:
+    """`table` with one cell of `column` null, as another tool may write it (nullable)."""
+    index = table.schema.get_field_index(column)
+    cells = table.column(index).to_pylist()
+    cells[row] = None
+    field = table.schema.field(index).with_nullable(True)
+    return table.cast(table.schema.set(index, field)).set_column(
+        index, field, pa.array(cells, field.type)
+    )
+
+
+@pytest.mark.parametrize(
+    ("column", "message"),
+    [
+        ("trace_id", "{ops}: trace_id: missing (null) in a row of seq 5"),
+        ("seq", "chaos-1: seq: missing (null) in a row of {ops}"),
+        ("json", "chaos-1:5: json: missing (null)"),
+    ],
+)
+def test_a_null_cell_in_ops(
+    column: str, message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A file written with nullable columns passes the schema check; a null seq, trace id
+    # or json made `check` fail inside Spark's job with a traceback (exit 1).
+    trace_set = good_set(tmp_path)
+    table = pq.read_table(trace_set / "ops").sort_by("seq")
+    rewrite(trace_set / "ops", with_null(table, column, 3))
+    expect_error(tmp_path, trace_set, message.format(ops=trace_set / "ops"), capsys)
+    # What Spark streams to a check: the rows sorted by (trace id, seq), nulls first.
+    configs = pq.read_table(trace_set / "configs").to_pylist()[0]
+    rows = [{"trace_id": "chaos-1", "seq": 1, "kind": "config", "json": configs["config"]}]
+    rows += [row | {"kind": "op"} for row in with_null(table, column, 3).to_pylist()]
+    rows.sort(key=lambda r: (r["trace_id"] is not None, r["trace_id"] or "", r["seq"] or 0))
+    batch = pa.RecordBatch.from_pylist(rows, schema=CHECK_INPUT_SCHEMA)
+    with pytest.raises(WanconformError) as caught:
+        results_table(check_batches([batch]))
+    assert str(caught.value).startswith(message.format(ops="ops"))
+
+
 @pytest.mark.parametrize(
     ("trace_id", "problem"),
     [

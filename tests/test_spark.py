@@ -171,6 +171,46 @@ def test_a_bad_operation_stops_the_check_and_writes_nothing(
     assert not (tmp_path / "results").exists()
 
 
+@pytest.mark.parametrize("column", ["trace_id", "seq", "json"])
+def test_a_null_cell_in_ops_is_one_line_and_writes_nothing(
+    column: str, trace_set: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Columns written nullable (as another tool may) pass the schema check: a null seq or
+    # trace id broke the order check inside Spark's job, a null json the parser, each a
+    # Python traceback through Spark's (exit 1).
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "wanconform-traces.json").write_bytes(
+        (trace_set / "wanconform-traces.json").read_bytes()
+    )
+    (bad / "configs").mkdir()
+    for part in (trace_set / "configs").glob("*.parquet"):
+        (bad / "configs" / part.name).write_bytes(part.read_bytes())
+    ops = pq.read_table(trace_set / "ops").sort_by(
+        [("trace_id", "ascending"), ("seq", "ascending")]
+    )
+    row = ops.slice(7, 1).to_pylist()[0]
+    index = ops.schema.get_field_index(column)
+    cells = ops.column(index).to_pylist()
+    cells[7] = None
+    field = ops.schema.field(index).with_nullable(True)
+    ops = ops.cast(ops.schema.set(index, field)).set_column(
+        index, field, pa.array(cells, field.type)
+    )
+    (bad / "ops").mkdir()
+    pq.write_table(ops, bad / "ops" / "part-0.parquet")
+    assert main(["check", str(bad), "--out", str(tmp_path / "results")]) == 2
+    err = capsys.readouterr().err
+    expected = {
+        "trace_id": f"ops: trace_id: missing (null) in a row of seq {row['seq']}",
+        "seq": f"{row['trace_id']}: seq: missing (null) in a row of ops",
+        "json": f"{row['trace_id']}:{row['seq']}: json: missing (null)",
+    }[column]
+    assert err.startswith(f"wanconform: error: {expected}")
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert not (tmp_path / "results").exists()
+
+
 def test_check_of_a_directory_that_is_not_a_trace_set(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -157,8 +157,10 @@ def parse_config_cell(trace_id: str, text: str) -> Config:
         raise TraceError(f"{where(trace_id, 1)}: {path}") from None
 
 
-def parse_op_cell(trace_id: str, seq: int, text: str, config: Config) -> Op:
+def parse_op_cell(trace_id: str, seq: int, text: str | None, config: Config) -> Op:
     """The operation of one `ops` row; errors name trace id, sequence number and field."""
+    if text is None:  # a null cell: a file written by another tool with a nullable column
+        raise TraceError(f"{where(trace_id, seq)}: json: missing (null)")
     try:
         raw = decode_line(text)
     except ValueError as exc:
@@ -175,8 +177,8 @@ def op_parser(trace_id: str, config: Config) -> Callable[[int, str], Op]:
     (`fast_path`); any other goes to `parse_op_cell`, which accepts it or names the field."""
     fast = fast_path(config)
 
-    def parse(seq: int, text: str) -> Op:
-        op = fast(text.encode())
+    def parse(seq: int, text: str | None) -> Op:
+        op = None if text is None else fast(text.encode())
         return op if op is not None else parse_op_cell(trace_id, seq, text, config)
 
     return parse
@@ -345,6 +347,16 @@ MAX_ID_BYTES = 200
 suffix wanconform adds (`.min.jsonl`, a temporary name's)."""
 
 
+def null_key_problem(trace_id: str | None, seq: int | None, table: str = "ops") -> str:
+    """What is wrong with a row of `table` whose trace id or seq is null (a file written
+    by another tool with a nullable column: the schema check cannot see it)."""
+    if trace_id is None:
+        return f"{table}: trace_id: missing (null) in a row" + (
+            "" if seq is None else f" of seq {seq}"
+        )
+    return f"{trace_id}: seq: missing (null) in a row of {table}"
+
+
 def file_name_problem(trace_id: str) -> str:
     """Why `trace_id` cannot name a file in a folder (it names `ID.jsonl` and `ID/`), or
     "": not a path (no `/` or `\\`), not `.` or `..`, no control character, not too long."""
@@ -421,6 +433,18 @@ def trace_set_jsonl(trace_set: TraceSet) -> Iterator[tuple[str, list[str]]]:
     rows = _to_table(
         trace_set.ops_dataset(), trace_set.path / "ops", columns=["trace_id", "seq", "json"]
     )
+    for name in ("trace_id", "seq"):  # null keys: named before the order is checked
+        if rows.column(name).null_count:
+            import pyarrow.compute as pc
+
+            first = pc.index(pc.is_null(rows.column(name)), True).as_py()
+            raise TraceError(
+                null_key_problem(
+                    rows.column("trace_id")[first].as_py(),
+                    rows.column("seq")[first].as_py(),
+                    f"{trace_set.path / 'ops'}",
+                )
+            )
     table = rows.sort_by([("trace_id", "ascending"), ("seq", "ascending")])
     pending = list(reversed(trace_set.traces))  # configurations not yet yielded
     known = {t.trace_id: t for t in trace_set.traces}
@@ -455,7 +479,7 @@ def trace_set_jsonl(trace_set: TraceSet) -> Iterator[tuple[str, list[str]]]:
             if seq != previous + 1:
                 raise TraceError(f"{where(trace_id, seq)}: seq: {seq_problem(previous + 1)}")
             previous = seq
-            op = parse_op_cell(trace_id, seq, text or "", current.config)
+            op = parse_op_cell(trace_id, seq, text, current.config)
             ops.append(op_line(op))
     if current is not None:
         yield finish(current, ops)

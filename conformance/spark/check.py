@@ -28,7 +28,14 @@ from traces.config import Config
 from traces.engine import DEFAULT_IMPL, EngineFactory, load_impl, tune_gc
 from traces.errors import TraceError, WanconformError
 from traces.ops import Op
-from traces.parquet import FIRST_OP_SEQ, TraceInfo, op_parser, parse_config_cell, seq_problem
+from traces.parquet import (
+    FIRST_OP_SEQ,
+    TraceInfo,
+    null_key_problem,
+    op_parser,
+    parse_config_cell,
+    seq_problem,
+)
 from traces.tracefile import where
 
 ROW_SCHEMA = RESULTS_SCHEMA.append(pa.field("error", pa.string()))
@@ -216,6 +223,17 @@ def check_batches(
             failed, current = trace_id, None
             continue
         for trace_id, seq, kind, text, profile, seed, operations in zip(*columns, strict=True):
+            if trace_id is None or seq is None:  # a null key: Spark sorts them first
+                bad = trace_id or ""  # an error row's trace id; "" sorts first
+                if bad != failed:
+                    if current is not None and current.trace_id != bad:  # that one is whole
+                        batch_out = _finish(current)
+                        if batch_out is not None:
+                            yield batch_out
+                    current = None
+                    yield _error_batch(bad, null_key_problem(trace_id, seq))
+                    failed = bad
+                continue
             key = (trace_id, seq)
             # The order the glue must deliver (sortWithinPartitions); equal keys are input.
             assert previous is None or key >= previous, f"rows out of order: {key} < {previous}"
