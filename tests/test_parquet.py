@@ -142,6 +142,27 @@ def test_a_directory_that_is_not_a_trace_set(
     )
 
 
+def test_a_directory_of_jsonl_traces_is_not_a_trace_set(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # `check DIR` of convert's JSON Lines output (or any folder of .jsonl traces) said
+    # only "no valid wanconform-traces.json", not that the traces need converting.
+    parquet_to_jsonl(good_set(tmp_path), tmp_path / "jsonl")
+    assert main(["check", str(tmp_path / "jsonl"), "--out", str(tmp_path / "results")]) == 2
+    captured = capsys.readouterr()
+    assert captured.err == (
+        f"wanconform: error: {tmp_path / 'jsonl'}: a directory of JSON Lines traces, not a "
+        f"trace set; make one with `wanconform convert {tmp_path / 'jsonl'}/*.jsonl --out SET`\n"
+    )
+    assert not (tmp_path / "results").exists()
+    (tmp_path / "plain").mkdir()
+    (tmp_path / "plain" / "t.jsonl").write_bytes(
+        (tmp_path / "jsonl" / "chaos-1.jsonl").read_bytes()
+    )
+    with pytest.raises(TraceError, match="a directory of JSON Lines traces, not a trace set"):
+        open_trace_set(tmp_path / "plain")
+
+
 def test_a_missing_column(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     trace_set = good_set(tmp_path)
     rewrite(trace_set / "ops", pq.read_table(trace_set / "ops").drop_columns(["seq"]))

@@ -297,6 +297,11 @@ def _increasing(column: pa.ChunkedArray) -> bool:
     return bool(pc.all(pc.less(values[:-1], values[1:])).as_py())
 
 
+def _holds_jsonl(root: Path) -> bool:
+    """`root` is a directory of JSON Lines traces (`convert`'s, or any)."""
+    return (root / JSONL_MARKER).is_file() or any(p.is_file() for p in root.glob("*.jsonl"))
+
+
 def open_trace_set(path: str | os.PathLike[str]) -> TraceSet:
     """Validate a trace set's layout, schemas and configurations (not yet its operations:
     those are validated as they stream through a check or a conversion)."""
@@ -308,6 +313,11 @@ def open_trace_set(path: str | os.PathLike[str]) -> TraceSet:
         content = json.loads(marker.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         content = None
+    if content != MARKER_CONTENT and content is None and _holds_jsonl(root):
+        raise TraceError(
+            f"{root}: a directory of JSON Lines traces, not a trace set; make one with "
+            f"`wanconform convert {root}/*.jsonl --out SET`"
+        )
     if content != MARKER_CONTENT:
         raise TraceError(
             f"{root}: not a wanconform trace set (no valid {MARKER}; make one with "
