@@ -172,6 +172,23 @@ def test_report_of_results_missing_a_file_check_wrote_is_one_line(
     assert not out.exists()
 
 
+@pytest.mark.parametrize("value", ["-1.5", "NaN", "Infinity", '"0.1"', "null", "true"])
+def test_report_of_results_with_a_damaged_time_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], value: str
+) -> None:
+    # timings.json edited by hand: a negative, NaN or infinite time was taken as measured
+    rows, examples, _ = check_local(local([str(DATA / "resend.jsonl")]), RESEND)
+    write_results(tmp_path / "res", rows_table(rows), RESEND, "", list(examples.values()))
+    timings = tmp_path / "res" / "timings.json"
+    timings.write_text('{"seconds": {' + json.dumps(rows[0]["trace_id"]) + f": {value}}}}}")
+    out = tmp_path / "r.html"
+    assert main(["report", str(tmp_path / "res"), "-o", str(out)]) == 2
+    assert capsys.readouterr().err == (
+        f"wanconform: error: {timings}: damaged: not a number of seconds for every trace\n"
+    )
+    assert not out.exists()
+
+
 @pytest.mark.parametrize(
     ("edit", "problem"),
     [

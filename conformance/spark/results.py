@@ -26,6 +26,7 @@ rows do not (`FILE_SCHEMA`).
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -260,7 +261,7 @@ def read_results(directory: str | os.PathLike[str]) -> Results:
     timings = _read_json(path / TIMINGS)
     seconds = timings.get("seconds") if isinstance(timings, dict) else None
     if not isinstance(seconds, dict) or not all(
-        type(seconds.get(row["trace_id"])) in (int, float) for row in rows
+        _a_time(seconds.get(row["trace_id"])) for row in rows
     ):
         raise TraceError(f"{path / TIMINGS}: damaged: not a number of seconds for every trace")
     raw = _read_json(path / EXAMPLES)
@@ -277,6 +278,12 @@ def read_results(directory: str | os.PathLike[str]) -> Results:
         examples={example.signature: example for example in examples},
         notes=notes,
     )
+
+
+def _a_time(value: Any) -> bool:
+    """A time `check` measured: a number of seconds, finite and not negative (JSON as
+    Python reads it also takes NaN and Infinity)."""
+    return type(value) in (int, float) and math.isfinite(value) and value >= 0
 
 
 def _read_json(path: Path) -> Any:
