@@ -172,6 +172,19 @@ def test_a_missing_column(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     )  # fmt: skip
 
 
+@pytest.mark.parametrize("table", ["configs", "ops"])
+def test_a_folder_without_files(
+    table: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Its files deleted: the message was "column 'trace_id' missing" (an empty schema).
+    trace_set = good_set(tmp_path)
+    for part in (trace_set / table).iterdir():
+        part.unlink()
+    expect_error(
+        tmp_path, trace_set, f"{trace_set / table}: no Parquet files (SPEC §12 trace set)", capsys
+    )
+
+
 def test_a_mistyped_column(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     trace_set = good_set(tmp_path)
     table = pq.read_table(trace_set / "configs")

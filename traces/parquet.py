@@ -210,6 +210,8 @@ def _dataset(path: Path, schema: pa.Schema, table: str) -> ds.Dataset:
         dataset = ds.dataset(folder, format="parquet")
     except (pa.ArrowException, OSError) as exc:  # any of Arrow's: invalid, not implemented
         raise _unreadable(folder, exc) from None
+    if not dataset.files:  # its schema would be empty: "column 'trace_id' missing" misled
+        raise TraceError(f"{folder}: no Parquet files (SPEC §12 trace set)")
     _check_schema(dataset.schema, schema, f"{folder}")
     return dataset
 
