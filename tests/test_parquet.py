@@ -323,6 +323,14 @@ def test_a_trace_id_that_cannot_name_a_file(
     expect_error(tmp_path, trace_set, f'{trace_set}/configs: trace_id "{shown}": {problem}', capsys)
 
 
+def test_convert_of_one_trace_says_one_trace(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    good_set(tmp_path)  # also writes chaos-1.jsonl
+    assert main(["convert", str(tmp_path / "chaos-1.jsonl"), "--out", str(tmp_path / "s")]) == 0
+    assert capsys.readouterr().out == f"{tmp_path / 's'}: trace set of 1 trace, 20 operations\n"
+
+
 def test_convert_does_not_replace_a_foreign_directory(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -41,5 +41,6 @@ def run(args: argparse.Namespace) -> int:
                 f"{source}: a directory among trace files (convert one trace set at a time)"
             )
     operations = jsonl_to_parquet(sources, args.out)
-    print(f"{args.out}: trace set of {len(sources):,} traces, {operations:,} operations")
+    counts = f"{plural(len(sources), 'trace')}, {plural(operations, 'operation')}"
+    print(f"{args.out}: trace set of {counts}")
     return 0
