@@ -1409,6 +1409,51 @@ def test_R21_timestamp_floor_after_wipe(run_each: Any) -> None:
     }
 
 
+def test_R21_floor_counts_the_tags_the_site_issued_not_the_ones_it_received(
+    run_each: Any,
+) -> None:
+    # R21: the floor is 1 + the largest timestamp of a tag the wiped site *issued* (R9);
+    # tags it only received from another site do not raise it, but a local write bumped
+    # past a received tag (R9: ts = c.timestamp + 1) is issued by the site and does.
+    ops = [
+        put(2, "k", {"v": 1}),  # 0: 2:1 [1,0,2]; batch 1
+        put(2, "k", {"v": 2}),  # 1: 2:2 [2,1,2]
+        put(2, "k", {"v": 3}),  # 2: 2:3 [3,2,2]
+        deliver("ldn"),  # 3
+        deliver_ack("ldn"),  # 4: batch 2 [2:2]
+        deliver("ldn"),  # 5
+        deliver_ack("ldn"),  # 6: batch 3 [2:3]
+        deliver("ldn"),  # 7: k@1 = [3,2,2]
+        deliver_ack("ldn"),  # 8
+        put(1, "j", {"v": 0}),  # 9: 1:1 [1,0,1], the only tag site 1 issued
+        site_down(1),  # 10
+        site_up(1, wipe=True),  # 11: floor = 1 + 0 = 1 (the received ts 2 does not count)
+    ]
+    first = run_each(INTO_1, ops)
+    assert first.state["sites"]["1"]["timestamp_floor"] == 1
+    assert first.state["sites"]["1"]["entries"] == {}
+    ops += [
+        put(2, "k", {"v": 4}),  # 12: 2:4 [4,3,2]; batch 4
+        deliver("ldn"),  # 13: k@1 (wiped: no entry) = [4,3,2]
+        deliver_ack("ldn"),  # 14
+        put(1, "k", {"v": 5}),  # 15: 1:2, now 0 <= 3: ts 4 -> [5,4,1] (>= floor 1)
+        site_down(1),  # 16
+        site_up(1, wipe=True),  # 17: floor = 1 + 4 = 5
+        put(1, "k", {"v": 6}),  # 18: 1:3, no entry: max(now 0, floor 5) = 5 -> [1,5,1]
+    ]
+    r = run_each(INTO_1, ops)
+    assert [r.steps[i][0]["version"] for i in (9, 15, 18)] == [[1, 0, 1], [5, 4, 1], [1, 5, 1]]
+    assert r.state["sites"]["1"] == {
+        "up": True,
+        "seq": 3,
+        "timestamp_floor": 5,
+        "entries": {"k": entry({"v": 6}, [1, 5, 1])},
+        "stats": site_stats(applied=4),  # counters survive the wipes
+    }
+    assert r.state["sites"]["2"]["timestamp_floor"] == 0
+    assert r.state["sites"]["2"]["entries"] == {"k": entry({"v": 4}, [4, 3, 2])}
+
+
 def test_R21_wipe_resets_next_retry_at(run: Any) -> None:
     r = run(
         one_way(batch_size=1, retry_interval_ms=700),
