@@ -1017,6 +1017,35 @@ def test_R16_conflict_different_dsid_breaks_ties_by_dsid(run: Any) -> None:
     assert r.state["sites"]["2"]["stats"] == site_stats(conflicts=1)
 
 
+def test_R16_conflict_same_dsid_timestamp_decides_before_entry_version(run_each: Any) -> None:
+    # R16.3, same dsid: apply iff (t.timestamp, t.entry_version) > (c.timestamp,
+    # c.entry_version). A wiped origin restarts entry versions at 1 but, by R21's floor,
+    # issues a later timestamp: [1,3,1] beats [3,2,1] ((3,1) > (2,3)), although 1 < 3.
+    r = run_each(
+        one_way(batch_size=1),
+        [
+            put(1, "k", {"n": 1}),  # 0: 1:1 [1,0,1]; batch 1
+            put(1, "k", {"n": 2}),  # 1: 1:2, 0 <= 0 -> [2,1,1]
+            put(1, "k", {"n": 3}),  # 2: 1:3, 0 <= 1 -> [3,2,1]
+            SETTLE,  # 3: batches 1..3 applied: k@2 = {"n":3} [3,2,1]
+            site_down(1),  # 4
+            site_up(1, wipe=True),  # 5: floor = 1 + 2 = 3
+            put(1, "k", {"n": 4}),  # 6: 1:4 create, max(now 0, floor 3) -> [1,3,1]; batch 4
+            deliver("ny"),  # 7: (3,1) > (2,3) -> ok
+            deliver_ack("ny"),  # 8
+        ],
+    )
+    assert r.steps[6] == [
+        enqueued(1, "1:4", "k", "create", [1, 3, 1], {"n": 4}, ["ny"]),
+        sent("ny", 4, ["1:4"], 7),
+    ]
+    assert r.steps[7] == [applied(2, "ny", "1:4", "k", "ok")]
+    assert r.steps[8] == [acked("ny", 4, ["1:4"])]
+    for site in ("1", "2"):
+        assert r.state["sites"][site]["entries"] == {"k": entry({"n": 4}, [1, 3, 1])}
+    assert r.state["sites"]["2"]["stats"] == site_stats(applied=4)
+
+
 def test_R16_conflict_same_dsid_older_tag_arriving_late_loses(run_each: Any) -> None:
     # R16.3 compares (timestamp, entry_version) for one dsid. v1.1's R9 gives one site's
     # writes to a key strictly increasing timestamps (and R21's floor keeps that across a
