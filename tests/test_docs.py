@@ -155,9 +155,11 @@ def test_explore_help_names_the_properties_explore_md_says_are_checked() -> None
 
 def test_every_option_a_page_gives_a_command_is_in_its_help() -> None:
     commands = [a for a in build_parser()._actions if a.dest == "command"]
+    choices = commands[0].choices
+    assert isinstance(choices, dict)
     helps = {
         name: set(re.findall(r"(?<![\w-])(--[a-z][a-z-]*[a-z]|-o)\b", parser.format_help()))
-        for name, parser in commands[0].choices.items()
+        for name, parser in choices.items()
     }
     unknown = []
     pages = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]

@@ -67,10 +67,12 @@ def test_generation_is_the_same_on_1_or_3_partitions(
         spark, tmp_path / "one", traces=15, ops=300, profiles=PROFILES, seed=1, partitions=1
     )
     # The set itself, file for file and byte for byte (15 traces: a file each).
-    one = {p.relative_to(tmp_path / "one"): p.read_bytes() for p in files_under(tmp_path / "one")}
-    three = {p.relative_to(trace_set): p.read_bytes() for p in files_under(trace_set)}
-    assert len([name for name in one if name.parent.name == "ops"]) == 15
-    assert one == three
+    set_one = {
+        p.relative_to(tmp_path / "one"): p.read_bytes() for p in files_under(tmp_path / "one")
+    }
+    set_three = {p.relative_to(trace_set): p.read_bytes() for p in files_under(trace_set)}
+    assert len([name for name in set_one if name.parent.name == "ops"]) == 15
+    assert set_one == set_three
     parquet_to_jsonl(tmp_path / "one", tmp_path / "one-jsonl")
     parquet_to_jsonl(trace_set, tmp_path / "three-jsonl")
     files = sorted(p.name for p in (tmp_path / "one-jsonl").glob("*.jsonl"))
