@@ -26,11 +26,18 @@ from model.state import State
 from model.step import EFFECTS, enabled
 from traces.config import Config
 from traces.observations import Observation
-from traces.ops import Deliver, DeliverAck, Drop, DropAck, Flush, Op, Settle, Tick, Timeout
-
-NETWORK_OPS = (Deliver, DeliverAck, Drop, DropAck)
-"""The operations that take a message from the network (an event log's line names its
-batch: `batch_id`)."""
+from traces.ops import (
+    NETWORK_OPS,
+    Deliver,
+    DeliverAck,
+    Drop,
+    DropAck,
+    Flush,
+    Op,
+    Settle,
+    Tick,
+    Timeout,
+)
 
 DueKey = tuple[str, str, int]
 """("flush" or "timeout", sender id, dispatcher index)."""
@@ -96,15 +103,17 @@ class DrivenEngine(Engine):
         if prepared is not None and prepared[0] is op and prepared[1] is self.state:
             self.state, observations = prepared[2], list(prepared[3])
         elif (
-            self.message is not None
-            and isinstance(op, NETWORK_OPS)
-            and message_batch(self.state, op) != self.message
+            (message := self.message) is not None
+            and type(op) in NETWORK_OPS
+            and message_batch(self.state, op) != message  # type: ignore[arg-type]
         ):
             observations = [{"kind": "skipped", "op": op.op}]
         else:
             self.state, observations = driven_step(self.config, self.state, op)
-        self.prepared = None
-        self.message = None
+        if prepared is not None:
+            self.prepared = None
+        if self.message is not None:
+            self.message = None
         now = self.state.time
         self.late = []
         kind = type(op)

@@ -45,6 +45,7 @@ from traces.files import check_rereadable
 from traces.logfile import LogEntry, _LogReader, observation_structs
 from traces.ops import (
     EVENT_LOG_FIELD_KINDS,
+    NETWORK_OPS,
     Deliver,
     DeliverAck,
     Drop,
@@ -61,8 +62,6 @@ FORM = "events"
 VERSION = 1
 HEADER_FIELDS = ("config", "log", "process", "version")
 
-NETWORK_OPS = (Deliver, DeliverAck, Drop, DropAck)
-"""The operations that take a message from the network: each names its batch."""
 CAUSAL_OPS = frozenset([*NETWORK_OPS, Flush])
 """The operations the merge orders by causality (`_merge`: ready, take)."""
 Lane = tuple[str, int]

@@ -247,6 +247,9 @@ OP_TYPES: dict[str, type[Op]] = {
     )
 }
 OP_NAMES: tuple[str, ...] = tuple(OP_TYPES)
+NETWORK_OPS = frozenset([Deliver, DeliverAck, Drop, DropAck])
+"""The operations that take a message from the network (§3): in an event log each names
+its batch (`batch_id`). `type(op) in NETWORK_OPS`."""
 
 
 OMITTED_AT_ZERO = frozenset({"thread", "dispatcher", "clean_queues"})

@@ -19,7 +19,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from conformance.running.lockstep import same_observations
-from model.driven import NETWORK_OPS, DrivenEngine, driven_step, message_batch
+from model.driven import DrivenEngine, driven_step, message_batch
 from model.sender import flush_due, timeout_due
 from model.state import State
 from model.step import initial_state, step
@@ -28,6 +28,7 @@ from traces.eventlog import FORM, VERSION, EventLine, EventLogSource
 from traces.logfile import LogEntry, LoggedEngine
 from traces.observations import Observation
 from traces.ops import (
+    NETWORK_OPS,
     Deliver,
     DeliverAck,
     Drop,
@@ -160,8 +161,8 @@ class EventRun:
             if self.model is not None:
                 if prepared is not None:
                     self.model.prepared = (entry.op, *prepared)
-                # a network line's batch must be the model's message (docs/LOG.md)
-                self.model.message = batch if isinstance(entry.op, NETWORK_OPS) else None
+                if type(entry.op) in NETWORK_OPS:  # its batch must be the model's message
+                    self.model.message = batch  # (docs/LOG.md); `apply` clears it
             yield where, entry.op
 
 
