@@ -477,6 +477,24 @@ def test_a_configuration_without_senders_runs_its_clients_and_validates_clean(
     }  # fmt: skip
 
 
+@pytest.mark.parametrize("kinds", ["partition", "kill,partition"])
+def test_a_partition_without_a_sender_to_cut_off_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], kinds: str
+) -> None:
+    # (was: the nemesis's first partition chose from no proxies: IndexError, a traceback,
+    # exit 1, after the sites had run for a while)
+    (tmp_path / "config.json").write_text(json.dumps({"sites": [1], "senders": []}))
+    out = tmp_path / "run"
+    command = ["live", "--config", str(tmp_path / "config.json"), "--out", str(out),
+               "--duration", "5", "--nemesis", kinds]  # fmt: skip
+    assert main(command) == 2
+    assert capsys.readouterr().err == (
+        "wanconform: error: --nemesis: partition cuts a sender off from its remote, and the "
+        "configuration has no sender; leave partition out\n"
+    )
+    assert not out.exists()
+
+
 def test_a_geode_file_as_config_points_at_import_not_at_a_flag_live_lacks(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -429,6 +429,11 @@ def live(
     twice = [kind for index, kind in enumerate(nemesis) if kind in nemesis[:index]]
     if twice:
         raise WanconformError(f"--nemesis: {twice[0]!r} given twice")
+    if "partition" in nemesis and not config.senders:
+        raise WanconformError(
+            "--nemesis: partition cuts a sender off from its remote, and the configuration "
+            "has no sender; leave partition out"
+        )
     slowest = min((s.ack_timeout_ms for s in config.senders), default=None)
     if slowest is not None and 4 * faults.delay_ms >= slowest:
         raise WanconformError(
