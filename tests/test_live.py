@@ -495,6 +495,25 @@ def test_a_partition_without_a_sender_to_cut_off_is_refused(
     assert not out.exists()
 
 
+def test_a_drain_longer_than_an_hour_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # (was: "live: 2 sites running for 1 s (+ 9e+15 s to drain)", then the sites slept on
+    # until Ctrl-C: the drain is the senders' ack_timeout_ms + retry_interval_ms + 1 s)
+    config = with_senders(TWO_WAY, ack_timeout_ms=1000)
+    config["senders"][1]["retry_interval_ms"] = 9 * 10**18  # ln's
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    out = tmp_path / "run"
+    command = ["live", "--config", str(tmp_path / "config.json"), "--out", str(out)]
+    assert main(command) == 2
+    assert capsys.readouterr().err == (
+        "wanconform: error: live: sender ln's ack_timeout_ms + retry_interval_ms is "
+        "9,000,000,000,000,001,000 ms, and the sites dispatch that long (+ 1 s) after the "
+        "load to drain: at most 3,600 s in all; lower them for a live run\n"
+    )
+    assert not out.exists()
+
+
 def test_a_geode_file_as_config_points_at_import_not_at_a_flag_live_lacks(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

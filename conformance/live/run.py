@@ -53,6 +53,9 @@ from traces.text import plural
 START_DELAY_MS = 1000
 """From the plan to the first client write: every site has read it by then."""
 NEMESES = ("kill", "wipe", "partition")
+MAX_DRAIN_S = 3600
+"""The longest drain a run may have (as --duration's longest load): a sender's
+ack_timeout_ms and retry_interval_ms may be any 64-bit count, and a run is bounded."""
 FENCE_S = 5.0
 """The longest the nemesis waits for senders to log what they were told (a sender that
 does not answer by then is stuck, and the run would say so)."""
@@ -341,9 +344,7 @@ async def _run(
             runner.ports[sender.id] = server.sockets[0].getsockname()[1]
         start = time.time_ns() // 1_000_000 + START_DELAY_MS
         end = start + int(duration_s * 1000)
-        grace = (
-            max((s.ack_timeout_ms + s.retry_interval_ms for s in config.senders), default=0) + 1000
-        )
+        grace = drain_ms(config)
         for site in config.sites:
             runner.go(site, start, end, grace)
         drain = f"+ {grace / 1000:g} s to drain"
@@ -378,6 +379,12 @@ async def _run(
         }
     finally:
         stop_sites(runner)
+
+
+def drain_ms(config: Config) -> int:
+    """How long the sites keep dispatching after the load: every sender's ack timeout and
+    retry interval, and 1 s."""
+    return max((s.ack_timeout_ms + s.retry_interval_ms for s in config.senders), default=0) + 1000
 
 
 def stop_sites(runner: Runner) -> None:
@@ -433,6 +440,14 @@ def live(
         raise WanconformError(
             "--nemesis: partition cuts a sender off from its remote, and the configuration "
             "has no sender; leave partition out"
+        )
+    if drain_ms(config) > MAX_DRAIN_S * 1000:
+        sender = max(config.senders, key=lambda s: s.ack_timeout_ms + s.retry_interval_ms)
+        raise WanconformError(
+            f"live: sender {sender.id}'s ack_timeout_ms + retry_interval_ms is "
+            f"{sender.ack_timeout_ms + sender.retry_interval_ms:,} ms, and the sites dispatch "
+            f"that long (+ 1 s) after the load to drain: at most {MAX_DRAIN_S:,} s in all; "
+            "lower them for a live run"
         )
     slowest = min((s.ack_timeout_ms for s in config.senders), default=None)
     if slowest is not None and 4 * faults.delay_ms >= slowest:
