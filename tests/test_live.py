@@ -477,6 +477,81 @@ def test_a_configuration_without_senders_runs_its_clients_and_validates_clean(
     }  # fmt: skip
 
 
+CHAIN = {"sites": [1, 2, 3], "senders": [RING["senders"][0], RING["senders"][1]]}  # 1 -> 2 -> 3
+
+
+@pytest.mark.parametrize(
+    ("bug", "config", "options", "needs"),
+    [
+        ("ack_before_apply", {"sites": [1, 2], "senders": []}, [],
+         "a sender, and the configuration has none"),
+        ("wrong_flush", with_senders(TWO_WAY, batch_size=1), [],
+         "a sender with batch_size 2 or more"),
+        ("forward_to_origin", CHAIN, [], "a site that receives an event and has a sender to"),
+        ("resend_without_possible_duplicate", TWO_WAY, ["--duplicate", "0.5", "--delay", "10"],
+         "a timeout to resend after: give --drop, --reset or --nemesis"),
+        ("cursor_reset", TWO_WAY, [], "a parallel sender with more buckets than dispatcher"),
+        ("cursor_reset", with_senders(PARALLEL, dispatcher_threads=7, order_policy="key"), [],
+         "a parallel sender with more buckets than dispatcher"),
+        ("dead_letter_after_ack", dead_lettering(TWO_WAY), [],
+         '--fail, and a sender with failure_listener "dlq" whose remote'),
+        ("dead_letter_after_ack", TWO_WAY, ["--fail", "0.5"],
+         '--fail, and a sender with failure_listener "dlq" whose remote'),
+        ("dead_letter_after_ack", {**dead_lettering(TWO_WAY),
+                                   "receivers": [{"site": 2, "retry_attempts": 3}]},
+         ["--fail", "0.5"], '--fail, and a sender with failure_listener "dlq" whose remote'),
+        ("conflate_in_flight", PARALLEL, [], "a sender with enable_batch_conflation (R32)"),
+        ("apply_duplicate_batch", TWO_WAY, ["--drop", "0.5"],
+         "a batch passed twice: give --duplicate"),
+    ],
+)  # fmt: skip
+def test_a_bug_the_run_cannot_show_is_refused(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    bug: str,
+    config: dict[str, object],
+    options: list[str],
+    needs: str,
+) -> None:
+    # (was: the run went ahead, validate found nothing: "P1: held", as if the bug were
+    # not there)
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    out = tmp_path / "run"
+    command = ["live", "--config", str(tmp_path / "config.json"), "--out", str(out),
+               "--bug", bug, *options]  # fmt: skip
+    assert main(command) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(
+        f"wanconform: error: --bug {bug}: cannot show in this run, and validate would find "
+        f"nothing: it needs {needs}"
+    )
+    assert err.count("\n") == 1
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("senders", "back"),
+    [
+        ([(1, 2), (2, 1)], True),  # both ways: 2 would send 1's event back to 1
+        ([(1, 2), (2, 3), (3, 1)], True),  # a ring: 3 would send 1's event back to 1
+        ([(1, 2), (2, 3)], False),  # a chain: every forward is one R22 makes
+        ([(1, 2), (1, 3), (2, 3)], True),  # 2 would send 1's event to 3, which has it
+        ([(1, 2), (1, 3), (2, 4), (3, 4)], False),  # the diamond: 4 receives it twice
+        ([(1, 2)], False),
+    ],
+)
+def test_forward_to_origin_shows_where_a_site_has_a_sender_r22_skips(
+    senders: list[tuple[int, int]], back: bool
+) -> None:
+    from conformance.live.run import forwards_back
+    from traces.config import parse_config
+
+    sites = sorted({site for pair in senders for site in pair})
+    config = {"sites": sites, "senders": [{"id": f"s{a}{b}", "site": a, "remote": b}
+                                          for a, b in senders]}  # fmt: skip
+    assert forwards_back(parse_config(config)) is back
+
+
 @pytest.mark.parametrize("kinds", ["partition", "kill,partition"])
 def test_a_partition_without_a_sender_to_cut_off_is_refused(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], kinds: str

@@ -387,6 +387,66 @@ def drain_ms(config: Config) -> int:
     return max((s.ack_timeout_ms + s.retry_interval_ms for s in config.senders), default=0) + 1000
 
 
+def forwards_back(config: Config) -> bool:
+    """Whether some site receives an event and has a sender to a site that has it (its
+    origin or one of its recipients, which R22 skips): what `forward_to_origin` changes.
+    Followed from every origin along the senders, the recipients as R22 grows them."""
+    remotes = {site: {s.remote for s in config.senders if s.site == site} for site in config.sites}
+    for origin in config.sites:
+        start = frozenset({origin, *remotes[origin]})
+        todo = [(site, start) for site in remotes[origin]]
+        seen = set(todo)
+        while todo:
+            site, received = todo.pop()
+            for remote in remotes[site]:
+                if remote in received:
+                    return True
+                state = (remote, received | remotes[site])
+                if state not in seen:
+                    seen.add(state)
+                    todo.append(state)
+    return False
+
+
+def unrevealed(
+    bug: str, config: Config, load: dict[str, Any], faults: Faults, nemesis: list[str]
+) -> str | None:
+    """What the run lacks for `bug` to change a line of its logs (so that validate could
+    find it), or None."""
+    senders = config.senders
+    if not senders:
+        return "a sender, and the configuration has none"
+    if bug == "wrong_flush" and all(s.batch_size < 2 for s in senders):
+        return "a sender with batch_size 2 or more (a flush of two or more events takes one fewer)"
+    if bug == "forward_to_origin" and not forwards_back(config):
+        return (
+            "a site that receives an event and has a sender to a site that already has it "
+            "(R22 skips that one): two sites both ways, or a ring"
+        )
+    if bug == "resend_without_possible_duplicate" and not (faults.drop or faults.reset or nemesis):
+        return "a timeout to resend after: give --drop, --reset or --nemesis"
+    if bug == "cursor_reset" and not any(
+        s.parallel and config.buckets(s.site) > s.dispatcher_threads for s in senders
+    ):
+        return "a parallel sender with more buckets than dispatcher_threads (R31's cursor)"
+    if bug == "dead_letter_after_ack" and not (
+        load.get("fail")
+        and any(
+            s.failure_listener == "dlq" and config.receiver(s.remote).retry_attempts in (0, 1, 2)
+            for s in senders
+        )
+    ):
+        return (
+            '--fail, and a sender with failure_listener "dlq" whose remote\'s receiver has '
+            "retry_attempts 0, 1 or 2 (an injected failure lasts 1-3 attempts, R16.2)"
+        )
+    if bug == "conflate_in_flight" and not any(s.enable_batch_conflation for s in senders):
+        return "a sender with enable_batch_conflation (R32)"
+    if bug == "apply_duplicate_batch" and not faults.duplicate:
+        return "a batch passed twice: give --duplicate"
+    return None
+
+
 def stop_sites(runner: Runner) -> None:
     """Kill every site still running (the run's end, an error, Ctrl-C). Ctrl-C again (or
     a second SIGINT) meanwhile is held until they are dead, then raised: it broke off the
@@ -436,6 +496,12 @@ def live(
     twice = [kind for index, kind in enumerate(nemesis) if kind in nemesis[:index]]
     if twice:
         raise WanconformError(f"--nemesis: {twice[0]!r} given twice")
+    lacking = None if bug is None else unrevealed(bug, config, load, faults, nemesis)
+    if lacking is not None:
+        raise WanconformError(
+            f"--bug {bug}: cannot show in this run, and validate would find nothing: it "
+            f"needs {lacking}"
+        )
     if "partition" in nemesis and not config.senders:
         raise WanconformError(
             "--nemesis: partition cuts a sender off from its remote, and the configuration "
