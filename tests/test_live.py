@@ -552,6 +552,29 @@ def test_forward_to_origin_shows_where_a_site_has_a_sender_r22_skips(
     assert forwards_back(parse_config(config)) is back
 
 
+def test_the_summary_counts_the_frames_partitions_dropped(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # (was: printed only with --drop: a run with --nemesis partition said "3 partitions"
+    # and nothing of the frames lost, which live.json's "dropped" counts)
+    import conformance.live.run
+
+    record = {"lines": {"nemesis.jsonl": 0, "site-1.jsonl": 40, "site-2.jsonl": 38},
+              "dropped": {"ln": {"batch": 2, "ack": 1}, "ny": {"batch": 1, "ack": 0}},
+              "duplicated": {"ln": 0, "ny": 0}, "resets": {"ln": 0, "ny": 0},
+              "nemesis": ["partition"], "kills": 0, "wipes": 0, "partitions": 3}  # fmt: skip
+    monkeypatch.setattr(conformance.live.run, "live", lambda *args: record)
+    (tmp_path / "config.json").write_text(json.dumps(TWO_WAY))
+    out = tmp_path / "run"
+    command = ["live", "--config", str(tmp_path / "config.json"), "--out", str(out),
+               "--nemesis", "partition"]  # fmt: skip
+    assert main(command) == 0
+    assert capsys.readouterr().out.splitlines()[3:5] == [
+        "the proxies dropped 4 messages",
+        "the nemesis killed 0 sites (0 of them wiped), 3 partitions",
+    ]
+
+
 @pytest.mark.parametrize("kinds", ["partition", "kill,partition"])
 def test_a_partition_without_a_sender_to_cut_off_is_refused(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], kinds: str

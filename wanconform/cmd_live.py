@@ -127,7 +127,7 @@ def run(args: argparse.Namespace) -> int:
     for name, count in record["lines"].items():
         print(f"{os.path.join(args.out, name)}: {plural(count, 'step')}")
     dropped = sum(sum(kinds.values()) for kinds in record["dropped"].values())
-    if args.drop:
+    if args.drop or dropped:  # (a partition drops every frame while it lasts)
         print(f"the proxies dropped {plural(dropped, 'message')}")
     if args.duplicate:
         twice = plural(sum(record["duplicated"].values()), "batch", "batches")
