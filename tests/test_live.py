@@ -575,6 +575,20 @@ def test_the_summary_counts_the_frames_partitions_dropped(
     ]
 
 
+def test_a_run_directory_missing_a_log_it_wrote_is_named(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # (was: validate DIR without site-2.jsonl said "deliver of batch 1 of ny dispatcher 0,
+    # but no line before it sent that batch", exit 2, naming neither the file nor why)
+    out = live(tmp_path, TWO_WAY, "--duration", "1")
+    (out / "site-2.jsonl").unlink()
+    assert main(["validate", str(out)]) == 2
+    assert capsys.readouterr().err == (
+        f"wanconform: error: {out}/site-2.jsonl: missing: the run wrote it "
+        f"({CONTENTS} lists it); validate a run's event logs whole\n"
+    )
+
+
 @pytest.mark.parametrize("kinds", ["partition", "kill,partition"])
 def test_a_partition_without_a_sender_to_cut_off_is_refused(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], kinds: str

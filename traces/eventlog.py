@@ -513,6 +513,7 @@ def event_log_files(paths: list[str]) -> list[str] | None:
         files = sorted(str(p) for p in Path(paths[0]).glob("*.jsonl") if p.is_file())
         if not files:
             raise TraceError(f"{paths[0]}: no *.jsonl file in this directory (docs/LOG.md)")
+        _check_whole(Path(paths[0]))
         return files
     headed = [_has_header(path) for path in paths]
     if not any(headed):
@@ -529,6 +530,26 @@ def event_log_files(paths: list[str]) -> list[str] | None:
             "logs together, and other logs on their own"
         )
     return sorted(paths)
+
+
+def _check_whole(folder: Path) -> None:
+    """A directory wanconform wrote (`live`) lists its files (`CONTENTS`): a log it lists
+    that is gone would be a process whose steps the others' lines point at, reported as
+    a divergence or a merge failure far from the cause."""
+    from traces.outputs import CONTENTS
+
+    try:
+        listed = orjson.loads((folder / CONTENTS).read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return
+    if not isinstance(listed, dict):
+        return
+    for name in sorted(listed):
+        if "/" not in name and name.endswith(".jsonl") and not (folder / name).is_file():
+            raise TraceError(
+                f"{folder / name}: missing: the run wrote it ({CONTENTS} lists it); "
+                "validate a run's event logs whole"
+            )
 
 
 def _has_header(path: str) -> bool:
