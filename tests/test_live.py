@@ -589,6 +589,22 @@ def test_a_run_directory_missing_a_log_it_wrote_is_named(
     )
 
 
+@pytest.mark.parametrize("seed", [str(2**63), str(-(2**63) - 1), "9" * 40])
+def test_a_seed_beyond_64_bits_is_refused_as_generate_refuses_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], seed: str
+) -> None:
+    # (was: any integer ran, recorded in live.json, where generate refuses it)
+    (tmp_path / "config.json").write_text(json.dumps(TWO_WAY))
+    out = tmp_path / "run"
+    command = ["live", "--config", str(tmp_path / "config.json"), "--out", str(out),
+               "--seed", seed]  # fmt: skip
+    assert main(command) == 2
+    assert capsys.readouterr().err == (
+        f"wanconform: error: --seed: must be a 64-bit integer, got {seed}\n"
+    )
+    assert not out.exists()
+
+
 @pytest.mark.parametrize("kinds", ["partition", "kill,partition"])
 def test_a_partition_without_a_sender_to_cut_off_is_refused(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], kinds: str

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from traces.errors import WanconformError
 from traces.outputs import declare_outputs
 from traces.text import plural
 from wanconform.options import non_negative_int, positive_int
@@ -112,6 +113,8 @@ def run(args: argparse.Namespace) -> int:
     from conformance.live.run import Faults, live
     from wanconform.cmd_topology import load_config_or_trace
 
+    if not -(2**63) <= args.seed < 2**63:  # as generate's (live.json records it)
+        raise WanconformError(f"--seed: must be a 64-bit integer, got {args.seed}")
     config = load_config_or_trace(args.config, site_flag=False)
     load = {"rate": args.rate, "keys": args.keys, "fail": args.fail, "lifecycle": args.lifecycle}
     from wanconform.progress import Progress
