@@ -477,7 +477,13 @@ def test_a_configuration_without_senders_runs_its_clients_and_validates_clean(
     }  # fmt: skip
 
 
-CHAIN = {"sites": [1, 2, 3], "senders": [RING["senders"][0], RING["senders"][1]]}  # 1 -> 2 -> 3
+CHAIN = {  # 1 -> 2 -> 3
+    "sites": [1, 2, 3],
+    "senders": [
+        {"id": "a", "site": 1, "remote": 2, **SENDER},
+        {"id": "b", "site": 2, "remote": 3, **SENDER},
+    ],
+}
 
 
 @pytest.mark.parametrize(
