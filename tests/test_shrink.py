@@ -310,3 +310,57 @@ def test_the_reproduce_command_finds_an_engine_found_next_to_the_trace(
         cwd=tmp_path, capture_output=True, text=True, check=False, env=env,
     )  # fmt: skip
     assert run.returncode == 1 and "P1: FAILED: model and impl" in run.stdout, run.stderr
+
+
+def test_the_reproduce_command_of_a_property_failure_checks_the_properties(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # p8_batch_conflation_reorders.jsonl fails P8 on both engines (16 operations -> 13).
+    # `replay --engine both` checks P1 only and passed the minimal trace (exit 0): the
+    # printed command must add --check-properties, and then fail on P8 (exit 1).
+    trace = (
+        Path(__file__).parent.parent / "traces" / "examples" / "p8_batch_conflation_reorders.jsonl"
+    )
+    out = tmp_path / "min.jsonl"
+    assert main(["shrink", str(trace), "-o", str(out)]) == 0
+    [command] = [
+        line.strip().removeprefix("reproduce: ")
+        for line in capsys.readouterr().out.splitlines()
+        if line.strip().startswith("reproduce: ")
+    ]
+    assert (
+        command
+        == f"wanconform replay --engine both --impl impl:Engine --check-properties --steps {out}"
+    )
+    assert len(read_trace(out).ops) == 13
+    assert main(command.split()[1:]) == 1
+    assert "P8: FAILED (1 violation)" in capsys.readouterr().out
+    # a divergence (P1) is shown without it, as before
+    resend = tmp_path / "resend.jsonl"
+    assert main(["shrink", str(DATA / "resend.jsonl"), "-o", str(resend), "--impl", RESEND]) == 0
+    assert f"reproduce: wanconform replay --engine both --impl {RESEND} --steps {resend}\n" in (
+        capsys.readouterr().out
+    )
+
+
+def test_the_machines_reproduce_command_of_a_property_failure_checks_the_properties(
+    tmp_path: Path,
+) -> None:
+    # The Hypothesis machine's message for a property's failure named `replay --engine
+    # both` without --check-properties, which passes the trace it wrote.
+    from conformance.search.machine import ConformanceFailure, machine_with_impl
+    from traces.config import parse_config
+
+    machine_class = machine_with_impl(ResendWithoutPossibleDuplicate, tmp_path)
+    machine = machine_class.__new__(machine_class)  # no Hypothesis run: only its message
+    machine.config = parse_config(
+        {"sites": [1, 2], "senders": [{"id": "ny", "site": 1, "remote": 2}]}
+    )
+    machine.ops = [Put(1, "k", {"v": 1})]
+    for properties, option in ((True, "--check-properties "), (False, "")):
+        with pytest.raises(ConformanceFailure) as raised:
+            machine.fail_with(["P8: a violation"], properties=properties)
+        last = str(raised.value).splitlines()[-1]
+        assert last.startswith(
+            f"reproduce with: wanconform replay --engine both --impl {RESEND} {option}--steps "
+        )

@@ -19,8 +19,8 @@ import time
 from typing import Any
 
 from conformance.running.run import TraceRun
-from conformance.search.shrink import pytest_text, shrink
-from traces.engine import DEFAULT_IMPL, built, impl_command, load_impl
+from conformance.search.shrink import pytest_text, replay_command, shrink
+from traces.engine import DEFAULT_IMPL, built, load_impl
 from traces.errors import WanconformError
 from traces.logfile import is_log, open_log
 from traces.outputs import declare_outputs, write_text_atomically
@@ -114,8 +114,7 @@ def run(args: argparse.Namespace) -> int:
             "shortest failing trace found by then (--shrink-budget gives it more, 0 no limit)"
         )
     impl = args.impl or DEFAULT_IMPL
-    command = impl_command(impl)
-    print(f"  reproduce: {command} replay --engine both --impl {impl} --steps {args.output}")
+    print(f"  reproduce: {replay_command(impl, result.failure, args.output)}")
     named = "impl" if impl == DEFAULT_IMPL else f"impl ({impl})"
     print("  " + result.failure.describe(named).replace("\n", "\n  "))
     return 0

@@ -19,7 +19,7 @@ from typing import Any
 
 from conformance.running.narrative import describe
 from conformance.running.run import Failure, Step, p1_signature, run_trace
-from conformance.search.shrink import NothingToShrink, pytest_text, shrink
+from conformance.search.shrink import NothingToShrink, pytest_text, replay_command, shrink
 from traces.config import Config
 from traces.engine import impl_command, load_impl
 from traces.observations import Observation
@@ -91,13 +91,13 @@ class Example:
         return cls(**values)
 
 
-def reproduce(source: str, impl: str, minimal_name: str) -> str:
+def reproduce(source: str, impl: str, minimal_name: str, failure: Failure) -> str:
     """The commands that shrink the trace and replay the minimal one, with the impl."""
     stem = Path(source).stem
     command = impl_command(impl)
     return (
         f"{command} shrink {source} -o {minimal_name} --impl {impl} --pytest test_{stem}.py\n"
-        f"{command} replay --engine both --impl {impl} --steps {minimal_name}"
+        + replay_command(impl, failure, minimal_name)
     )
 
 
@@ -186,7 +186,7 @@ def explain(
         side_note=side_note,
         event=event if life else "",
         event_life=life,
-        command=reproduce(source or trace, impl_spec, name),
+        command=reproduce(source or trace, impl_spec, name, shrunk.failure),
         pytest=pytest_text(text, impl_spec, shrunk.failure, name),
     )
     return example, ""

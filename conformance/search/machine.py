@@ -168,7 +168,7 @@ class WanConformance(RuleBasedStateMachine):
                 for d in differences
             ]
             problems += [f"{v.property}: {v.message}" for v in self.run.last_violations]
-            self.fail_with(problems)
+            self.fail_with(problems, properties=bool(self.run.last_violations))
 
     @classmethod
     def impl_spec(cls) -> str:
@@ -178,9 +178,10 @@ class WanConformance(RuleBasedStateMachine):
             return f"{factory.__module__}:{factory.__qualname__}"
         return DEFAULT_IMPL
 
-    def fail_with(self, problems: list[str]) -> None:
+    def fail_with(self, problems: list[str], properties: bool) -> None:
         """Write the run as a trace file and fail, naming the operation by its line in
-        that file (line 1 is the configuration)."""
+        that file (line 1 is the configuration). `properties`: a property (P2-P12) failed,
+        which only `replay --check-properties` shows."""
         assert self.config is not None
         self.failed = True
         directory = type(self).counterexample_dir
@@ -193,7 +194,8 @@ class WanConformance(RuleBasedStateMachine):
             f"{where(str(path), len(self.ops) + 1)} {canonical_json(op_to_json(self.ops[-1]))}:\n  "
             + "\n  ".join(problems[:20])
             + f"\nreproduce with: wanconform replay --engine both --impl {self.impl_spec()} "
-            f"--steps {path}"
+            + ("--check-properties " if properties else "")
+            + f"--steps {path}"
         )
 
     # -- the operations of SPEC §3 -----------------------------------------------------
@@ -413,7 +415,7 @@ class WanConformance(RuleBasedStateMachine):
         self.apply(Settle())
         failure = self.run.finish().failure  # P7 on the final state
         if failure is not None:
-            self.fail_with([failure.describe()])
+            self.fail_with([failure.describe()], properties=failure.signature.property != "P1")
 
 
 def machine_with_impl(factory: EngineFactory, counterexample_dir: Path) -> type[WanConformance]:

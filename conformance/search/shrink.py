@@ -43,7 +43,7 @@ from typing import Any
 
 from conformance.running.run import Failure, Signature, Step, TraceRun
 from traces.config import Config, parse_config
-from traces.engine import EngineFactory, impl_directory
+from traces.engine import EngineFactory, impl_command, impl_directory
 from traces.errors import ConfigError, WanconformError
 from traces.ops import (
     Deliver,
@@ -432,6 +432,17 @@ def _stages(shrinker: _Shrinker, result: Shrunk, written: dict[str, str], say: P
     assert final is not None, "shrinking lost the failure"
     result.kept, result.failure, result.tests = kept, final[1], shrinker.tests
     result.config = shrinker.config
+
+
+def replay_command(impl_spec: str, failure: Failure, minimal_name: str) -> str:
+    """The `replay` command that shows `failure` on the minimal trace: P1 with the impl
+    beside the model, a property (P2-P12) with `--check-properties` too (without it,
+    replay checks P1 only and passes a trace whose failure is a property)."""
+    properties = " --check-properties" if failure.signature.property != "P1" else ""
+    return (
+        f"{impl_command(impl_spec)} replay --engine both --impl {impl_spec}{properties} "
+        f"--steps {minimal_name}"
+    )
 
 
 def pytest_text(trace: str, impl_spec: str, failure: Failure, name: str) -> str:
