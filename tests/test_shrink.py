@@ -238,14 +238,15 @@ def test_shrinking_within_a_budget_keeps_the_shortest_failing_trace_found(
     assert result.kept == list(range(result.first_failure.index + 1))
     # the failing operation by its ordinal, and by its line when the command names them
     assert said[0] == "failure: P1 observations: sent.events_resent at operation 8 of 10"
-    assert said[-1].startswith("the budget of 0 s ran out: kept the shortest failing trace found")
+    # its own figure, not "0 s" (which --shrink-budget reads as no limit)
+    assert said[-1].startswith("the budget of 1e-09 s ran out: kept the shortest failing trace")
     again = find_failure(trace.config, result.ops(list(trace.ops)), ResendWithoutPossibleDuplicate)
     assert again is not None and again.signature == result.failure.signature
     # the command says it is not minimal; without a budget (0) it is (4 operations)
     out = tmp_path / "min.jsonl"
     command = ["shrink", str(DATA / "resend.jsonl"), "-o", str(out), "--impl", RESEND]
     assert main([*command, "--shrink-budget", "0.000001"]) == 0
-    assert "  not minimal: the budget of 0 s ran out" in capsys.readouterr().out
+    assert "  not minimal: the budget of 1e-06 s ran out" in capsys.readouterr().out
     assert len(read_trace(out).ops) == len(result.kept)
     assert main([*command, "--shrink-budget", "0", "--force"]) == 0
     assert len(read_trace(out).ops) == 4
@@ -364,3 +365,11 @@ def test_the_machines_reproduce_command_of_a_property_failure_checks_the_propert
         assert last.startswith(
             f"reproduce with: wanconform replay --engine both --impl {RESEND} {option}--steps "
         )
+
+
+def test_a_budget_is_shown_as_given() -> None:
+    from conformance.search.shrink import budget_text
+
+    assert [budget_text(s) for s in (120.0, 1.0, 1_234.4, 0.5, 0.001, 1e-06)] == [
+        "120 s", "1 s", "1,234 s", "0.5 s", "0.001 s", "1e-06 s"
+    ]  # fmt: skip

@@ -19,7 +19,7 @@ import time
 from typing import Any
 
 from conformance.running.run import TraceRun
-from conformance.search.shrink import pytest_text, replay_command, shrink
+from conformance.search.shrink import budget_text, pytest_text, replay_command, shrink
 from traces.engine import DEFAULT_IMPL, built, load_impl
 from traces.errors import WanconformError
 from traces.logfile import is_log, open_log
@@ -110,7 +110,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"  kept lines {kept} of {source.name}")
     if result.out_of_budget:
         print(
-            f"  not minimal: the budget of {args.shrink_budget:,.0f} s ran out; this is the "
+            f"  not minimal: the budget of {budget_text(args.shrink_budget)} ran out; this is the "
             "shortest failing trace found by then (--shrink-budget gives it more, 0 no limit)"
         )
     impl = args.impl or DEFAULT_IMPL

@@ -19,7 +19,13 @@ from typing import Any
 
 from conformance.running.narrative import describe
 from conformance.running.run import Failure, Step, p1_signature, run_trace
-from conformance.search.shrink import NothingToShrink, pytest_text, replay_command, shrink
+from conformance.search.shrink import (
+    NothingToShrink,
+    budget_text,
+    pytest_text,
+    replay_command,
+    shrink,
+)
 from traces.config import Config
 from traces.engine import impl_command, load_impl
 from traces.observations import Observation
@@ -134,7 +140,7 @@ def explain(
         note = f"the trace's first failure is {shrunk.failure.signature}"
     if shrunk.out_of_budget:
         note = (note + "; " if note else "") + (
-            f"shrinking stopped at its budget of {budget or 0:,.0f} s: the shortest failing "
+            f"shrinking stopped at its budget of {budget_text(budget or 0)}: the shortest failing "
             f"trace found by then, {plural(len(shrunk.kept), 'operation')} of "
             f"{len(ops):,} (--shrink-budget gives it more)"
         )
@@ -305,7 +311,7 @@ def explain_groups(
         say(f"failure group {signature}: {plural(len(members), 'trace')} (first {first})")
     if groups:
         shown = min(len(groups), MAX_EXAMPLES)
-        limit = "no limit" if budget is None else f"at most {budget:,.0f} s each"
+        limit = "no limit" if budget is None else f"at most {budget_text(budget)} each"
         say(f"shrinking the example of {plural(shown, 'group')} ({limit}; --shrink-budget)")
     for signature, members in groups[:MAX_EXAMPLES]:
         trace_id = members[0]["trace_id"]

@@ -69,6 +69,12 @@ CACHE_BELOW = 20_000  # candidates shorter than this are remembered (ddmin retri
 _EVENT = re.compile(r"\b(\d+):(\d+)\b")
 
 
+def budget_text(seconds: float) -> str:
+    """A budget in messages: whole seconds, or its first digits below one second (a
+    budget of 0.001 s is not "0 s", which `--shrink-budget` reads as no limit)."""
+    return f"{seconds:,.0f} s" if seconds >= 1 else f"{seconds:.2g} s"
+
+
 class _OutOfBudget(Exception):
     """The shrinking budget ran out (caught in `shrink`)."""
 
@@ -399,7 +405,8 @@ def shrink(
         result.kept, result.failure, result.config = shrinker.best
         result.tests, result.out_of_budget = shrinker.tests, True
         say(
-            f"the budget of {budget:,.0f} s ran out: kept the shortest failing trace found, "
+            f"the budget of {budget_text(budget or 0)} ran out: kept the shortest failing "
+            "trace found, "
             f"{plural(len(result.kept), 'operation')} ({plural(shrinker.tests, 'trace')} run)"
         )
     return result
