@@ -107,6 +107,27 @@ def test_depth_one_is_every_enabled_operation_of_the_initial_state() -> None:
     assert result.levels == [1, 11] and result.transitions == 13
 
 
+def test_writes_and_deliveries_to_depth_three_are_counted_by_hand(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # ONE_WAY, 1 key, 1 value, only put, deliver, deliver_ack. Depth 1: put 1 (A: [1,0,1],
+    # batch 1 [1:1] sent, batch_size 1) and put 2 (B: [1,0,2], no sender at 2); deliver
+    # and its ack need a message (2 not enabled). Depth 2, from A: put 1 (A1: [2,1,1], R9
+    # ts 0 -> 1, queued behind the batch in flight), put 2 (A2), deliver (A3: site 2 holds
+    # [1,0,1], the ack in the network); from B: put 1 (= A2), put 2 (B2: [2,1,2]): 4 new.
+    # Depth 3: A1 -> put 1, put 2, deliver (3 new); A2 -> put 1 (= A1 + put 2), put 2,
+    # deliver (conflict: [1,0,1] loses to [1,0,2], R16.3) (2 new); A3 -> put 1 (= A1 +
+    # deliver), put 2, deliver_ack (2 new); B2 -> put 1 (= A2 + put 2), put 2 (1 new).
+    result = explore(one_way(), Bounds(3, 1, 1, ("put", "deliver", "deliver_ack")))
+    assert result.levels == [1, 2, 4, 8] and result.states == 15
+    assert result.transitions == 2 + 5 + 11 and result.skipped == 2 + 3 + 5
+    assert result.coverage["status.conflict"] == 1 and result.coverage["kind.acked"] == 1
+    # one state is "1 state" in the rate line (stderr), not "1 states"
+    config = ROOT / "traces" / "examples" / "batching_by_size.jsonl"
+    assert main(["explore", str(config), "--depth", "1", "--max-states", "1"]) == 3
+    assert capsys.readouterr().err.startswith("explore: 1 state, 0 transitions in ")
+
+
 def _checkpoint_text(state: State) -> str:
     return canonical_json(to_state_doc(state))
 

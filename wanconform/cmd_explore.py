@@ -23,6 +23,7 @@ from typing import Any
 from traces.engine import impl_command
 from traces.errors import WanconformError
 from traces.outputs import declare_outputs
+from traces.text import plural
 
 EXIT_CLEAN, EXIT_FOUND, EXIT_CAPPED = 0, 1, 3
 COUNTEREXAMPLE = "counterexample"  # DIR/counterexample.jsonl (with --all: -1, -2, ...)
@@ -220,7 +221,8 @@ def run(args: argparse.Namespace) -> int:
 
     print("\n".join(summary_lines(name, config, bounds, result, impl_spec if impl else None)))
     print(
-        f"explore: {result.states:,} states, {result.transitions:,} transitions in "
+        f"explore: {plural(result.states, 'state')}, "
+        f"{plural(result.transitions, 'transition')} in "
         f"{result.seconds:.1f} s: {result.states_per_s:,.0f} states/s",
         file=sys.stderr,
     )
