@@ -119,8 +119,8 @@ def conformance_tests(engine: Any = "impl:Engine", steps: int = 50) -> type[unit
                 write_text_atomically(minimal, trace_text(shrunk.config, shrunk.ops(ops)))
                 raise ConformanceFailure(
                     f"{failure}\nshrunk to {plural(len(shrunk.kept), 'operation')} "
-                    f"({shrunk.failure.signature}): reproduce with: wanconform replay "
-                    f"--engine both --impl {machine.impl_spec()} --steps {minimal}"
+                    f"({shrunk.failure.signature}): reproduce with: "
+                    f"{machine.replay_command()} --steps {minimal}"
                 ) from None
 
     name = engine if isinstance(engine, str) else f"{engine.__module__}:{engine.__qualname__}"

@@ -108,3 +108,32 @@ def test_examples_and_steps_below_one_are_a_usage_error(tmp_path: Path) -> None:
         run = pytest_in(tmp_path, option, value)
         assert run.returncode == 4, run.stdout + run.stderr  # pytest's usage error
         assert f"ERROR: {option}: must be a positive integer, got {value}" in run.stderr
+
+
+def test_a_bug_in_a_test_file_under_tests_is_reproduced_from_the_project(tmp_path: Path) -> None:
+    """The engine class defined in the test file itself, in `tests/` (pytest puts that
+    directory on Python's path; a `wanconform` started from the project does not): the
+    printed command says PYTHONPATH=tests, and works as printed."""
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_inline.py").write_text(
+        BUGGY_ENGINE + "\n\nfrom conformance.pytest_plugin import conformance_tests\n\n"
+        "TestInline = conformance_tests(Engine)\n"
+    )
+    run = pytest_in(tmp_path, "--wanconform-examples", "200", "--hypothesis-seed", "1")
+    assert run.returncode == 1, run.stdout + run.stderr
+    commands = list(
+        dict.fromkeys(
+            re.findall(
+                r"reproduce with: (PYTHONPATH=tests wanconform replay --engine both --impl "
+                r"test_inline:Engine --steps \S+\.jsonl)",
+                run.stdout,
+            )
+        )
+    )
+    assert len(commands) == 2, run.stdout
+    for command in commands:
+        replay = subprocess.run(
+            ["sh", "-c", command.replace("wanconform", f"{sys.executable} -m wanconform", 1)],
+            cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False,
+        )  # fmt: skip
+        assert replay.returncode == 1 and "P1: FAILED" in replay.stdout, replay.stderr

@@ -26,6 +26,7 @@ import importlib
 import importlib.util
 import os
 import shlex
+import subprocess
 import sys
 import traceback
 from collections.abc import Callable, Iterable, Iterator
@@ -239,6 +240,33 @@ def impl_command(spec: str) -> str:
     command runs (so a printed reproduce command works on its own output anywhere)."""
     directory = _FOUND_IN.get(spec)
     return "wanconform" if directory is None else f"PYTHONPATH={shlex.quote(directory)} wanconform"
+
+
+def class_command(engine: type) -> str:
+    """The start of a command line, run from the current directory, that loads `engine` as
+    `--impl module:Class`: `wanconform`, after `PYTHONPATH=DIR ` when a Python started here
+    would not import its module from the file it came from (a class in a test file that
+    pytest imported from `tests/`, whose directory only pytest put on Python's path)."""
+    name = engine.__module__
+    module = sys.modules.get(name)
+    path = getattr(module, "__file__", None)
+    root = None if module is None else _module_root(module, name)
+    if path is None or root is None or _holds(os.getcwd(), name):
+        return "wanconform"
+    probe = (
+        "import importlib.util, sys\n"
+        "try:\n    spec = importlib.util.find_spec(sys.argv[1])\n"
+        "except (ImportError, ValueError):\n    spec = None\n"
+        "print(spec.origin if spec is not None and spec.origin else '')"
+    )
+    found = subprocess.run(
+        [sys.executable, "-c", probe, name], capture_output=True, text=True, check=False
+    ).stdout.strip()
+    if found and os.path.realpath(found) == os.path.realpath(path):
+        return "wanconform"
+    relative = os.path.relpath(root)
+    shown = root if relative.startswith(os.pardir) else relative
+    return f"PYTHONPATH={shlex.quote(shown)} wanconform"
 
 
 _CALLERS = tuple(

@@ -46,7 +46,7 @@ from conformance.search.strategies import (
 )
 from traces.canonical import canonical_json
 from traces.config import Config, SenderConfig
-from traces.engine import DEFAULT_IMPL, EngineFactory, load_impl, make_engine
+from traces.engine import DEFAULT_IMPL, EngineFactory, class_command, load_impl, make_engine
 from traces.ops import (
     Deliver,
     DeliverAck,
@@ -178,6 +178,16 @@ class WanConformance(RuleBasedStateMachine):
             return f"{factory.__module__}:{factory.__qualname__}"
         return DEFAULT_IMPL
 
+    @classmethod
+    def replay_command(cls) -> str:
+        """`wanconform replay --engine both --impl SPEC` as run from the current directory
+        (after `PYTHONPATH=DIR ` where Python would not find the impl's module there)."""
+        spec, factory = cls.impl_spec(), cls.impl_factory
+        start = "wanconform"
+        if spec != DEFAULT_IMPL and isinstance(factory, type):
+            start = class_command(factory)
+        return f"{start} replay --engine both --impl {spec}"
+
     def fail_with(self, problems: list[str], properties: bool) -> None:
         """Write the run as a trace file and fail, naming the operation by its line in
         that file (line 1 is the configuration). `properties`: a property (P2-P12) failed,
@@ -193,7 +203,7 @@ class WanConformance(RuleBasedStateMachine):
         raise ConformanceFailure(
             f"{where(str(path), len(self.ops) + 1)} {canonical_json(op_to_json(self.ops[-1]))}:\n  "
             + "\n  ".join(problems[:20])
-            + f"\nreproduce with: wanconform replay --engine both --impl {self.impl_spec()} "
+            + f"\nreproduce with: {self.replay_command()} "
             + ("--check-properties " if properties else "")
             + f"--steps {path}"
         )
