@@ -76,6 +76,14 @@ def pytest_configure(config: pytest.Config) -> None:
             raise pytest.UsageError(
                 f"--wanconform-{name}: must be a positive integer, got {OPTIONS[name]}"
             )
+    if OPTIONS["impl"] is not None:  # a wrong engine: one usage error, not a failure per class
+        from traces.engine import load_impl
+        from traces.errors import WanconformError
+
+        try:
+            load_impl(OPTIONS["impl"], [str(Path.cwd())])
+        except WanconformError as exc:
+            raise pytest.UsageError(str(exc).replace("--impl ", "--wanconform-impl ", 1)) from None
 
 
 def conformance_tests(engine: Any = "impl:Engine", steps: int = 50) -> type[unittest.TestCase]:

@@ -137,3 +137,18 @@ def test_a_bug_in_a_test_file_under_tests_is_reproduced_from_the_project(tmp_pat
             cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False,
         )  # fmt: skip
         assert replay.returncode == 1 and "P1: FAILED" in replay.stdout, replay.stderr
+
+
+def test_a_wrong_wanconform_impl_is_one_usage_error(tmp_path: Path) -> None:
+    """Not one failure (with wanconform's traceback) per conformance_tests class."""
+    (tmp_path / "mine.py").write_text(BUGGY_ENGINE)
+    (tmp_path / "test_mine.py").write_text(TESTS + 'TestOther = conformance_tests("impl:Engine")\n')
+    for value, error in (
+        ("mine", "expected module:Class, e.g. impl:Engine"),
+        ("mine:Nope", "module mine has no Nope"),
+        ("nosuch:Engine", "no module named nosuch on Python's path nor in"),
+    ):
+        run = pytest_in(tmp_path, "--wanconform-impl", value)
+        assert run.returncode == 4, run.stdout + run.stderr  # pytest's usage error
+        assert f"ERROR: --wanconform-impl {value}: {error}" in run.stderr
+        assert "Traceback" not in run.stdout + run.stderr and "failed" not in run.stdout
