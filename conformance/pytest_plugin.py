@@ -23,7 +23,9 @@ any pytest in an environment where wanconform is installed); its options:
   --wanconform-counterexamples DIR  where counterexamples are written
 
 The Hypothesis profile in force (`settings.load_profile`, `--hypothesis-profile`) gives
-everything else (the example database, a seed), except that the machine runs without a
+everything else (the example database, a seed: `--hypothesis-seed`, and the `ci` profile
+Hypothesis loads where the environment variable CI is set, run without the database; see
+README.md, "Check your own gateway"), except that the machine runs without a
 deadline (engines take their time) and that a counterexample is shrunk by wanconform's
 own shrinker (`wanconform shrink`: seconds, where Hypothesis's shrinking of a whole
 machine run takes minutes), within 30 s: the test's message then names both the run

@@ -4,6 +4,7 @@ reproduces it, and the project's impl passing."""
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -30,10 +31,12 @@ TestMine = conformance_tests("mine:Engine")
 """
 
 
-def pytest_in(project: Path, *options: str) -> subprocess.CompletedProcess[str]:
+def pytest_in(
+    project: Path, *options: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *options],
-        cwd=project, capture_output=True, text=True, timeout=600, check=False,
+        cwd=project, capture_output=True, text=True, timeout=600, check=False, env=env,
     )  # fmt: skip
 
 
@@ -152,3 +155,38 @@ def test_a_wrong_wanconform_impl_is_one_usage_error(tmp_path: Path) -> None:
         assert run.returncode == 4, run.stdout + run.stderr  # pytest's usage error
         assert f"ERROR: --wanconform-impl {value}: {error}" in run.stderr
         assert "Traceback" not in run.stdout + run.stderr and "failed" not in run.stdout
+
+
+PROFILE = """from hypothesis import settings
+from hypothesis.database import DirectoryBasedExampleDatabase
+
+settings.register_profile(
+    "wan", derandomize=False, database=DirectoryBasedExampleDatabase(".hypothesis/examples")
+)
+"""
+
+
+def test_the_example_database_as_the_readme_says(tmp_path: Path) -> None:
+    """Under CI (Hypothesis's own `ci` profile) and with --hypothesis-seed nothing is
+    saved; the README's profile saves the counterexample, and the next run (another
+    random search) reports that same one first."""
+    (tmp_path / "mine.py").write_text(BUGGY_ENGINE)
+    (tmp_path / "test_mine.py").write_text(TESTS)
+    (tmp_path / "conftest.py").write_text(PROFILE)
+    examples = tmp_path / ".hypothesis" / "examples"
+    no_ci = {k: v for k, v in os.environ.items() if k != "CI"}
+
+    def found(run: subprocess.CompletedProcess[str]) -> str:
+        assert run.returncode == 1, run.stdout + run.stderr
+        names = set(re.findall(r"counterexample-[0-9a-f]{12}\.jsonl", run.stdout))
+        assert len(names) == 1, run.stdout
+        name: str = names.pop()
+        return name
+
+    found(pytest_in(tmp_path, "--wanconform-examples", "200", env={**no_ci, "CI": "1"}))
+    found(pytest_in(tmp_path, "--wanconform-examples", "200", "--hypothesis-seed", "3", env=no_ci))
+    assert not examples.exists() or not any(p.is_file() for p in examples.rglob("*"))
+    chosen = ("--wanconform-examples", "200", "--hypothesis-profile", "wan")
+    first = found(pytest_in(tmp_path, *chosen, env={**no_ci, "CI": "1"}))
+    assert any(p.is_file() for p in examples.rglob("*"))
+    assert found(pytest_in(tmp_path, *chosen, env={**no_ci, "CI": "1"})) == first
