@@ -50,6 +50,38 @@ def test_round_trip_across_a_reopen(tmp_path: Path) -> None:
     again.close()
 
 
+def test_append_one_is_append_of_one_record_byte_for_byte(tmp_path: Path) -> None:
+    # the engine appends one event at a time (`append_one`): the same frames, slots, live
+    # bytes (so compactions at the same steps) as `append([record])`, after every step;
+    # a non-dict is refused before anything is written
+    one, many = tmp_path / "one", tmp_path / "many"
+    log, other = open_log(one, compact_above=0), open_log(many, compact_above=0)
+
+    def same() -> None:
+        log.flush()
+        other.flush()
+        assert (one / "ny.0.queue").read_bytes() == (many / "ny.0.queue").read_bytes()
+
+    for n in (1, 2, 3):
+        assert log.append_one(event(n)) == other.append([event(n)])[0] == n
+        same()
+    for slots in ([2], [1]):  # 1 of 3 dead: kept; then 2 of 3: compacted
+        log.remove(slots)
+        other.remove(slots)
+        same()
+    assert (one / "ny.0.queue").read_bytes().endswith(b'{"next":4}')  # compacted
+    size = (one / "ny.0.queue").stat().st_size
+    with pytest.raises(TypeError, match="a queue record is a dict, got list"):
+        log.append_one(["not", "a", "dict"])  # type: ignore[arg-type]
+    assert (one / "ny.0.queue").stat().st_size == size
+    assert log.append_one(event(4)) == other.append([event(4)])[0] == 4
+    same()
+    assert len(log) == len(other) == 2
+    log.close()
+    other.close()
+    assert open_log(one).read_back() == [(3, event(3)), (4, event(4))]
+
+
 def test_file_names_escape_the_sender_and_name_the_dispatcher(tmp_path: Path) -> None:
     logs = open_queue_store(tmp_path, [("ny/1", 0), ("ny/1", 1), ("ln", 0)], print, "none")
     assert queue_file("ny/1", 1) == "ny%2F1.1.queue"
