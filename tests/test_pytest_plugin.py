@@ -49,6 +49,9 @@ def test_the_plugin_finds_a_users_bug_and_passes_the_impl(tmp_path: Path) -> Non
     )  # fmt: skip
     assert run.returncode == 1, run.stdout + run.stderr
     assert "1 failed" in run.stdout
+    # the message alone: not the plugin's source as a traceback, nor a chained exception
+    assert "def test_conformance_machine" not in run.stdout, run.stdout
+    assert "During handling" not in run.stdout, run.stdout
     # distinct commands: under CI (the CI variable set) pytest's short summary repeats the
     # whole message
     commands = list(
