@@ -1749,7 +1749,8 @@ def test_manual_start_warns_that_early_events_are_not_queued(tmp_path: Path) -> 
         ('disk-synchronous="true" enable-persistence="true"', False),  # Geode's default
         ('disk-synchronous="false"', False),  # no persistence: overflow only, counted (R35)
         ('disk-synchronous="false" enable-persistence="true"', True),
-        ('group-transaction-events="true"', False),  # no transactions in the model (§16.10)
+        # no transactions in the model (§16.10); Geode allows it with one dispatcher thread
+        ('group-transaction-events="true" dispatcher-threads="1"', False),
         ('enforce-threads-connect-same-receiver="true" socket-buffer-size="1024"', False),
     ],
 )
@@ -2052,3 +2053,85 @@ def test_gfsh_template_region_that_does_not_exist_is_an_error(tmp_path: Path) ->
         RECEIVER,
     )
     assert text.startswith(f"{tmp_path / '1.gfsh'}:2: create region --name=/orders: ")
+
+
+# --- group-transaction-events: what Geode refuses -----------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("attributes", "message"),
+    [
+        # GatewaySenderFactoryImpl.create(): a serial sender with dispatcher threads > 1,
+        # Geode's default 5 included
+        ('group-transaction-events="true"',
+         "group-transaction-events=true: a serial sender with dispatcher-threads 5 (Geode's "
+         "default) cannot group transaction events: set dispatcher-threads to 1 (Geode: "
+         "'SerialGatewaySender a cannot be created with group transaction events set to "
+         "true when dispatcher threads is greater than 1')"),
+        ('group-transaction-events="true" dispatcher-threads="2" order-policy="key"',
+         "group-transaction-events=true: a serial sender with dispatcher-threads 2 cannot "
+         "group transaction events"),
+        # ... and any sender with batch conflation
+        ('group-transaction-events="true" dispatcher-threads="1" enable-batch-conflation="true"',
+         "group-transaction-events=true: not with enable-batch-conflation true (Geode: "
+         "'GatewaySender a cannot be created with both group transaction events set to true "
+         "and batch conflation enabled')"),
+    ],
+)  # fmt: skip
+def test_group_transaction_events_that_geode_refuses_is_an_error(
+    tmp_path: Path, attributes: str, message: str
+) -> None:
+    expect_error(
+        tmp_path,
+        f"1.xml:3: <gateway-sender id='a'>: {message}",
+        sender_xml(f'id="a" remote-distributed-system-id="2" {attributes}'),
+        RECEIVER,
+    )
+
+
+def test_group_transaction_events_geode_accepts_imports_silently(tmp_path: Path) -> None:
+    # A parallel sender (any dispatcher threads) and a serial one with one thread.
+    imported = import_texts(
+        tmp_path,
+        (
+            1,
+            "1.xml",
+            cache(
+                '<gateway-receiver/><gateway-sender id="p" remote-distributed-system-id="2" '
+                'parallel="true" '
+                'group-transaction-events="true"/>\n'
+                '<region name="r" refid="PARTITION"><region-attributes gateway-sender-ids="p"/>'
+                "</region>"
+            ),
+        ),
+        (
+            2,
+            "2.xml",
+            cache(
+                '<gateway-receiver/><gateway-sender id="s" remote-distributed-system-id="1" '
+                'dispatcher-threads="1" group-transaction-events="true"/>\n'
+                '<region name="r" refid="PARTITION"><region-attributes gateway-sender-ids="s"/>'
+                "</region>"
+            ),
+        ),
+    )
+    assert imported.warnings == ()
+    assert [(s.id, s.parallel, s.dispatcher_threads) for s in imported.config.senders] == [
+        ("p", True, GEODE_THREADS),
+        ("s", False, 1),
+    ]
+
+
+def test_docs_alter_group_transaction_events_on_a_default_serial_sender_is_an_error() -> None:
+    # Geode's docs example alter (line 11) on a serial sender with 5 dispatcher threads.
+    path = REAL / "docs-group-transaction-events.gfsh"
+    with pytest.raises(GeodeImportError) as caught:
+        import_geode_config([sample("1=docs-group-transaction-events.gfsh", REAL),
+                             sample("2=ny-cache.xml")])  # fmt: skip
+    assert str(caught.value) == (
+        f"{path}:11: alter gateway-sender --id=sender1: --group-transaction-events=true: a "
+        "serial sender with dispatcher-threads 5 (Geode's default) cannot group transaction "
+        "events: set dispatcher-threads to 1 (Geode: 'SerialGatewaySender sender1 cannot be "
+        "created with group transaction events set to true when dispatcher threads is "
+        "greater than 1')"
+    )

@@ -38,7 +38,9 @@ sender in `gateway-sender-ids` but is not partitioned
 (`DistributedRegion.validateAsynchronousEventDispatcher()`: any region without a PARTITION
 type, including one that declares no type, is a DistributedRegion there). Both are
 checked for every sender of a site, also one that R6 leaves out below, because Geode
-would not create the sender or the region at all.
+would not create the sender or the region at all. So is `group-transaction-events`
+where `GatewaySenderFactoryImpl.create()` refuses it: with batch conflation, or on a
+serial sender with more than one dispatcher thread (Geode's default 5 included).
 
 `socket-read-timeout` is how long Geode's sender waits for an ack (R20's
 `ack_timeout_ms`). Geode's default and the value 0 mean "wait forever"; SPEC §2 has no
@@ -582,6 +584,7 @@ def _sender(
     raw["parallel"] = parallel
     raw["dispatcher_threads"] = _dispatcher_threads(declaration)
     raw["order_policy"] = _order_policy(declaration, parallel)
+    _check_grouped_transactions(declaration, flags, raw["dispatcher_threads"])
     megabytes = _java_int(declaration, "maximum-queue-memory", "megabytes")
     if megabytes is not None:  # unset: Geode's 100 MB, SPEC R27's default too
         raw["maximum_queue_memory_bytes"] = megabytes * MEGABYTE
@@ -620,6 +623,35 @@ def _dispatcher_threads(declaration: SenderDeclaration) -> int:
             f"{_at(written, declaration)}: {written.name}: must be >= 1, got {threads}"
         )
     return threads
+
+
+def _check_grouped_transactions(
+    declaration: SenderDeclaration, flags: Mapping[str, bool], threads: int
+) -> None:
+    """`group-transaction-events="true"` is refused by Geode's
+    `GatewaySenderFactoryImpl.create()` with batch conflation, and on a serial sender
+    with more than one dispatcher thread, Geode's default 5 included (gfsh's create and
+    alter refuse both too); the model has no transactions, but Geode would not create
+    the sender."""
+    if not flags.get("group-transaction-events"):
+        return
+    written = declaration.settings["group-transaction-events"]
+    if flags.get("enable-batch-conflation"):
+        raise GeodeImportError(
+            f"{_at(written, declaration)}: {written.name}={written.value}: not with "
+            "enable-batch-conflation true (Geode: 'GatewaySender "
+            f"{declaration.id} cannot be created with both group transaction events set "
+            "to true and batch conflation enabled')"
+        )
+    if not flags.get("parallel") and threads > 1:
+        unset = "" if "dispatcher-threads" in declaration.settings else " (Geode's default)"
+        raise GeodeImportError(
+            f"{_at(written, declaration)}: {written.name}={written.value}: a serial "
+            f"sender with dispatcher-threads {threads}{unset} cannot group transaction "
+            "events: set dispatcher-threads to 1 (Geode: 'SerialGatewaySender "
+            f"{declaration.id} cannot be created with group transaction events set to "
+            "true when dispatcher threads is greater than 1')"
+        )
 
 
 def _order_policy(declaration: SenderDeclaration, parallel: bool) -> str:
