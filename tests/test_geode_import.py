@@ -2135,3 +2135,47 @@ def test_docs_alter_group_transaction_events_on_a_default_serial_sender_is_an_er
         "created with group transaction events set to true when dispatcher threads is "
         "greater than 1')"
     )
+
+
+# --- alter gateway-sender --gateway-event-filter ------------------------------------------
+
+
+def test_docs_alter_gateway_event_filter_clear_removes_the_filters() -> None:
+    # Geode's AlterGatewaySenderCommand: the value CLEAR (any case) empties the event
+    # filter list, so no event filter is left to warn about (transport filters never warn).
+    imported = import_geode_config(
+        [sample("2=docs-event-filter-clear.gfsh", REAL), sample("1=ln-cache.xml")]
+    )
+    assert [w for w in imported.warnings if "remoteA" in w and "filter" in w] == []
+    sender = next(s for s in imported.config.senders if s.id == "remoteA")
+    assert (sender.site, sender.remote, sender.parallel) == (2, 1, True)
+
+
+@pytest.mark.parametrize("value", ["clear", "Clear"])
+def test_alter_gateway_event_filter_replaces_cache_xml_filters_and_names_the_alter(
+    tmp_path: Path, value: str
+) -> None:
+    site = cache(
+        '<gateway-sender id="a" remote-distributed-system-id="2">\n'
+        "<gateway-event-filter><class-name>com.x.A</class-name></gateway-event-filter>\n"
+        "</gateway-sender>\n" + region("a")
+    )
+    script = (
+        "alter gateway-sender --id=a --gateway-event-filter=com.x.B\n"
+        f"alter gateway-sender --id=a --gateway-event-filter={value}\n"
+    )
+    arguments = [
+        SiteArgument(
+            "1=...", 1, (write(tmp_path, "1.xml", site), write(tmp_path, "1.gfsh", script))
+        ),
+        SiteArgument("2=2.xml", 2, (write(tmp_path, "2.xml", cache("<gateway-receiver/>")),)),
+    ]
+    assert import_geode_config(arguments).warnings == ()
+    # without the CLEAR line, the alter's filter replaces the cache.xml one, named by the alter
+    write(tmp_path, "1.gfsh", script.splitlines()[0] + "\n")
+    assert import_geode_config(arguments).warnings == (
+        f"{tmp_path / '1.gfsh'}:1: alter gateway-sender --id=a: --gateway-event-filter "
+        "com.x.B: Geode lets this class drop or change events before they are queued; the "
+        "model ships every event unchanged (event and substitution filters are not modelled, "
+        "SPEC §16.10)",
+    )

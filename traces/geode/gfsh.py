@@ -299,7 +299,14 @@ class _ScriptReader:
                 f"gateway-sender at this site{self._known_senders()}"
             )
         if "gateway-event-filter" in options:
-            declaration.filters = []  # gfsh replaces the filter list
+            # gfsh replaces the filter list; the value CLEAR (any case) empties it
+            # (AlterGatewaySenderCommand: "Use 'CLEAR' to remove all existing filters.")
+            # (the event filters only, from cache.xml or gfsh; transport filters stay)
+            declaration.filters = [
+                f for f in declaration.filters if f.name.strip("<>-") != "gateway-event-filter"
+            ]
+            if options["gateway-event-filter"].strip().upper() == "CLEAR":
+                options = {k: v for k, v in options.items() if k != "gateway-event-filter"}
         label = f"alter gateway-sender --id={sender_id}"
         self._sender_options(declaration, options, command.where, label)
 
@@ -365,7 +372,7 @@ class _ScriptReader:
                 declaration.failure_listener = written
             elif name in ("gateway-event-filter", "gateway-transport-filter"):
                 declaration.filters.extend(
-                    Written(f"--{name}", class_name.strip(), where)
+                    Written(f"--{name}", class_name.strip(), where, label)
                     for class_name in value.split(",")
                     if class_name.strip()
                 )

@@ -595,7 +595,7 @@ def _sender(
         kind = written.name.strip("<>-")
         if kind in _CHANGING_FILTERS:
             warnings.append(
-                f"{written.where}: {label}: {written.name} {written.value}: Geode lets "
+                f"{_at(written, declaration)}: {written.name} {written.value}: Geode lets "
                 "this class drop or change events before they are queued; the model "
                 "ships every event unchanged (event and substitution filters are not "
                 "modelled, SPEC §16.10)"
