@@ -15,6 +15,8 @@ from dataclasses import dataclass
 
 import jinja2
 
+from reports.escape import finalize
+
 BAR_PX = 300  # the longest bar of a section
 LABEL_PX = 200  # room for the bar labels
 LABEL_CHARS = 30  # longer labels end with "…" (the full text in the bar's <title>)
@@ -87,7 +89,9 @@ fill="#4a7bb7"><title>{{ s.title ~ ': ' if s.title }}{{ b.label }}: {{ b.value }
 {% endfor %}{% endfor %}</svg>
 """
 
-_ENVIRONMENT = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined)
+_ENVIRONMENT = jinja2.Environment(
+    autoescape=True, undefined=jinja2.StrictUndefined, finalize=finalize
+)
 
 
 def render_chart_svg(chart: Chart) -> str:

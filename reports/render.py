@@ -19,6 +19,7 @@ from markupsafe import Markup
 from conformance.search.examples import Example
 from conformance.spark.policies import KEYS_NOTE
 from reports.chart_svg import Chart, render_chart_svg
+from reports.escape import finalize, visible_data
 from reports.report_data import ExploreView, Report, build_report
 from traces.outputs import write_text_atomically
 from traces.text import plural
@@ -28,6 +29,7 @@ _ENVIRONMENT = jinja2.Environment(
     autoescape=True,
     undefined=jinja2.StrictUndefined,
     keep_trailing_newline=True,
+    finalize=finalize,  # a U+202E in a trace id shows as \u202e
 )
 _ENVIRONMENT.filters["plural"] = plural  # {{ n | plural("trace") }}: "1 trace", "2 traces"
 _ENVIRONMENT.globals["keys_note"] = KEYS_NOTE  # what "keys that differ" counts
@@ -38,10 +40,12 @@ def _chart(chart: Chart | None) -> Markup | str:
 
 
 def render_report(report: Report) -> str:
-    data: dict[str, Any] = {
-        "rows": list(report.rows),
-        "signatures": [group.signature for group in report.groups],
-    }
+    data: dict[str, Any] = visible_data(  # drawn as text by the page's script
+        {
+            "rows": list(report.rows),
+            "signatures": [group.signature for group in report.groups],
+        }
+    )
     template = _ENVIRONMENT.get_template("report.html.j2")
     svg = {  # our own SVG, rendered with autoescaping by its module
         "topologies": [Markup(t.svg) for t in report.topologies],

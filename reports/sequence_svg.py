@@ -29,6 +29,7 @@ from markupsafe import Markup
 
 from conformance.running.narrative import lane as lane_name
 from conformance.running.narrative import op_text
+from reports.escape import finalize
 from traces.config import Config
 from traces.observations import Observation
 from traces.ops import Deliver, DeliverAck, Drop, DropAck, Op, SiteDown, SiteUp
@@ -471,7 +472,9 @@ L{{ m.x + 5 }},{{ m.y + 4 }} L{{ m.x - 5 }},{{ m.y + 4 }} z" fill="#b60"/>\
 </svg>
 """
 
-_ENVIRONMENT = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined)
+_ENVIRONMENT = jinja2.Environment(
+    autoescape=True, undefined=jinja2.StrictUndefined, finalize=finalize
+)
 
 
 def render_sequence_svg(diagram: SequenceDiagram, ident: str = "") -> str:

@@ -33,6 +33,7 @@ from itertools import pairwise
 import jinja2
 
 from conformance.properties.topology import Path, SenderEdge, TopologyAnalysis
+from reports.escape import finalize
 from traces.text import plural, printable
 
 MARGIN = 30
@@ -457,6 +458,7 @@ _ENVIRONMENT = jinja2.Environment(
     autoescape=True,
     undefined=jinja2.StrictUndefined,
     keep_trailing_newline=True,
+    finalize=finalize,
 )
 
 

@@ -651,3 +651,34 @@ def test_a_propertys_example_is_not_hidden_by_the_impls_divergence() -> None:
         example.impl == MODEL_AS_IMPL and ": P8: sender ny: event 1:2 (key 'k')" in example.failure
     )
     assert f"--impl {MODEL_AS_IMPL}" in example.command
+
+
+def test_a_bidi_override_in_a_trace_name_sender_and_key_is_shown_escaped(
+    tmp_path: Path,
+) -> None:
+    # a U+202E in the trace's file name, its sender id and its key was written raw into
+    # the page: the example's heading, the life of its event and the reproduce commands
+    # read backwards in a browser
+    rlo = "\u202e"
+    sender = f"ny<b>{rlo}"
+    config = {"sites": [1, 2], "senders": [{"id": sender, "site": 1, "remote": 2,
+              "batch_size": 1, "ack_timeout_ms": 2000, "retry_interval_ms": 500}]}  # fmt: skip
+    lines = [
+        {"config": config},
+        {"op": "put", "site": 1, "key": f"<script>k{rlo}&", "value": {"n": f"{rlo}v"}},
+        {"op": "deliver", "sender": sender},
+        {"op": "drop_ack", "sender": sender},
+        {"op": "tick", "ms": 2000},
+        {"op": "tick", "ms": 500},
+    ]
+    trace = tmp_path / f"t{rlo}x.jsonl"
+    trace.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    report = tmp_path / "r.html"
+    assert main(["report", str(trace), "-o", str(report), "--impl", RESEND]) == 1
+    page = report.read_text(encoding="utf-8")
+    assert not re.search("[\u200e\u200f\u061c\u202a-\u202e\u2066-\u2069]", page)
+    assert f"<h4>Example: {tmp_path}/t\\u202ex.jsonl, shrunk from 5 to " in page
+    assert "t\\u202ex.min.jsonl:3 ny&lt;b&gt;\\u202e timed out on batch 1 [1:1]" in page
+    assert "&lt;script&gt;k\\u202e&amp;" in page and "<script>k" not in page
+    data = json.loads(page.split('id="report-data">', 1)[1].split("</script>", 1)[0])
+    assert data["rows"][0]["trace"] == f"{tmp_path}/t\\u202ex.jsonl"

@@ -15,3 +15,14 @@ def printable(text: str) -> str:
     if text.isprintable():
         return text
     return "".join(c if c.isprintable() else c.encode("unicode_escape").decode() for c in text)
+
+
+def visible(text: str) -> str:
+    """`text` as `printable` has it but for its line breaks and tabs, kept: for a page
+    that shows the user's text in blocks of lines (the HTML report), where a bidirectional
+    override would turn the rest of its line around and a control character vanish."""
+    if text.isprintable():
+        return text
+    return "\n".join(
+        "\t".join(printable(part) for part in line.split("\t")) for line in text.split("\n")
+    )
