@@ -328,7 +328,7 @@ def build_report(
             )
         names = tuple(m["trace_id"] for m in members[:MAX_GROUP_TRACES])
         if len(members) > MAX_GROUP_TRACES:
-            caps.append(_shown(MAX_GROUP_TRACES, len(members), f"traces of {signature}"))
+            caps.append(_shown(MAX_GROUP_TRACES, len(members), "trace") + f" of {signature}")
         variants = tuple(group_variants(signature, members))
         first = _first_failure(members[0], signature)
         groups.append(Group(signature, len(members), names, view, note, variants, first))

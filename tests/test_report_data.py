@@ -277,6 +277,16 @@ def test_report_of_10000_traces_stays_under_5_mb_and_says_what_it_cut(tmp_path: 
     assert "showing 50 of 70 failure signatures" in report["caps"]
 
 
+def test_the_cap_on_a_groups_traces_names_its_signature_as_written(tmp_path: Path) -> None:
+    # 99 traces of one signature read "showing 50 of 99 traces of P1 ...events_resents":
+    # the plural's "s" went on the end of the signature
+    [row], _, _ = check_local(local([str(DATA / "dead_letter.jsonl")]))
+    signature = "P1 observations: sent.events_resent"
+    rows = [copy.deepcopy(row) | {"trace_id": f"t-{n}", "failures": [signature]} for n in range(51)]
+    report = report_json(write_report(rows, {}, {}, tmp_path / "r.html", "impl:Engine"))
+    assert report["caps"] == [f"showing 50 of 51 traces of {signature}"]
+
+
 # -- issue 20: reasons, charts, sequence labels --------------------------------------------
 
 CHARTED = [
