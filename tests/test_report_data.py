@@ -4,9 +4,11 @@ explained example, from trace files with a planted bug; times masked."""
 from __future__ import annotations
 
 import copy
+import html
 import json
 import os
 import re
+import shlex
 import shutil
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -692,3 +694,27 @@ def test_a_bidi_override_in_a_trace_name_sender_and_key_is_shown_escaped(
     assert "&lt;script&gt;k\\u202e&amp;" in page and "<script>k" not in page
     data = json.loads(page.split('id="report-data">', 1)[1].split("</script>", 1)[0])
     assert data["rows"][0]["trace"] == f"{tmp_path}/t\\u202ex.jsonl"
+
+
+def test_the_reproduce_commands_of_a_trace_named_with_a_space_and_quotes_run_as_shown(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # "wanconform shrink my traces/it's & more.jsonl -o it's & more.min.jsonl ..." was
+    # shown unquoted: pasted into a shell it ran "more.jsonl" in the background
+    folder = tmp_path / "my traces"
+    folder.mkdir()
+    trace = folder / "it's & more.jsonl"
+    shutil.copy(DATA / "resend.jsonl", trace)
+    report = tmp_path / "r.html"
+    assert main(["report", str(trace), "-o", str(report), "--impl", RESEND]) == 1
+    page = report.read_text(encoding="utf-8")
+    block = page.split("<h4>Reproduce</h4>\n<pre>", 1)[1].split("</pre>", 1)[0]
+    shrink, replay = [shlex.split(html.unescape(line)) for line in block.splitlines()]
+    minimal = "it's & more.min.jsonl"
+    assert shrink == ["wanconform", "shrink", str(trace), "-o", minimal, "--impl", RESEND,
+                      "--pytest", "test_it's & more.py"]  # fmt: skip
+    assert replay == ["wanconform", "replay", "--engine", "both", "--impl", RESEND,
+                      "--steps", minimal]  # fmt: skip
+    monkeypatch.chdir(tmp_path)
+    assert main(shrink[1:]) == 0 and (tmp_path / minimal).exists()
+    assert main(replay[1:]) == 1  # the minimal trace shows the failure

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -101,8 +102,9 @@ def reproduce(source: str, impl: str, minimal_name: str, failure: Failure) -> st
     """The commands that shrink the trace and replay the minimal one, with the impl."""
     stem = Path(source).stem
     command = impl_command(impl)
+    quoted = " ".join(map(shlex.quote, (source, "-o", minimal_name, "--impl", impl)))
     return (
-        f"{command} shrink {source} -o {minimal_name} --impl {impl} --pytest test_{stem}.py\n"
+        f"{command} shrink {quoted} --pytest {shlex.quote(f'test_{stem}.py')}\n"
         + replay_command(impl, failure, minimal_name)
     )
 

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import math
 import re
+import shlex
 import textwrap
 import time
 from collections.abc import Callable, Sequence
@@ -447,8 +448,8 @@ def replay_command(impl_spec: str, failure: Failure, minimal_name: str) -> str:
     replay checks P1 only and passes a trace whose failure is a property)."""
     properties = " --check-properties" if failure.signature.property != "P1" else ""
     return (
-        f"{impl_command(impl_spec)} replay --engine both --impl {impl_spec}{properties} "
-        f"--steps {minimal_name}"
+        f"{impl_command(impl_spec)} replay --engine both --impl {shlex.quote(impl_spec)}"
+        f"{properties} --steps {shlex.quote(minimal_name)}"
     )
 
 

@@ -8,6 +8,7 @@ them (`conformance.search.examples.failure_groups`).
 
 from __future__ import annotations
 
+import shlex
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -122,7 +123,8 @@ def replay_command(failures: str, trace_id: str, impl: str, properties: bool = F
     properties checked, for a property's failure)."""
     checked = " --check-properties" if properties else ""
     command = impl_command(impl)
-    return f"{command} replay --engine both{checked} --impl {impl} {failures}/{trace_id}.jsonl"
+    trace = shlex.quote(f"{failures}/{trace_id}.jsonl")
+    return f"{command} replay --engine both{checked} --impl {shlex.quote(impl)} {trace}"
 
 
 def render(summary: CampaignSummary, failures: str = "", impl: str = DEFAULT_IMPL) -> str:
