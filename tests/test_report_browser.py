@@ -151,3 +151,30 @@ def test_a_long_key_and_value_wrap_and_the_impl_column_stays_in_view(tmp_path: P
     assert found is not None, "the measuring script did not run"
     widths = json.loads(found.group(1))
     assert widths["page"] == widths["window"] and widths["table"] <= widths["window"]
+
+
+PAGE_WIDTH = """<script>
+(function () {
+  var pre = document.createElement("pre"); pre.id = "page-width";
+  var root = document.documentElement;
+  pre.textContent = JSON.stringify({ page: root.scrollWidth, window: root.clientWidth });
+  document.body.appendChild(pre);
+})();
+</script>
+"""
+
+
+def test_a_report_on_a_phone_is_no_wider_than_the_screen(tmp_path: Path) -> None:
+    # at 400 px the table of Geode's statistics, the trace table and the --impl in the
+    # summary and the verdicts' sentence made the page 736 px wide
+    report = tmp_path / "report.html"
+    trace = str(EXAMPLES / "lost_ack_resend.jsonl")
+    assert main(["report", trace, "-o", str(report), "--impl", RESEND]) == 1
+    page = tmp_path / "measured.html"
+    page.write_text(report.read_text("utf-8").replace("</body>", PAGE_WIDTH + "</body>"), "utf-8")
+    dom = dump_dom(page.as_uri(), tmp_path / "profile", "--window-size=400,2400")
+    found = re.search(r'<pre id="page-width">(.*?)</pre>', dom, re.S)
+    assert found is not None, "the measuring script did not run"
+    widths = json.loads(found.group(1))
+    assert widths["window"] < 600  # a narrow window (headless Chromium may widen it a little)
+    assert widths["page"] == widths["window"]
