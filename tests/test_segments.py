@@ -375,3 +375,61 @@ def test_a_user_engine_that_raises_in_the_fast_pass_is_checked_whole(
         f"{trace}: fast pass: --impl exits:Exits: at {trace}:5, the engine raised SystemExit: 3 "
         "(exits.py:8, in apply); running it whole"
     )
+
+
+UNLIMITED = '''
+from impl import Engine
+from traces.config import DEFAULT_QUEUE_MEMORY
+
+
+class OnlyWithoutLimits(Engine):
+    """The impl, except on a configuration whose queues have Geode's default memory (the
+    run of P10's twin): there every tick makes one observation too many."""
+
+    def apply(self, op):
+        observations = super().apply(op)
+        if op.op == "tick" and all(
+            s.maximum_queue_memory_bytes >= DEFAULT_QUEUE_MEMORY for s in self._config.senders
+        ):
+            observations = observations + [{"kind": "skipped", "op": "tick"}]
+        return observations
+'''
+
+
+@pytest.fixture(scope="module")
+def limited(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A trace whose senders limit their queue memory (400 and 40 bytes): P10 applies."""
+    path = tmp_path_factory.mktemp("limited") / "lifecycle.jsonl"
+    config, ops = generate_trace(1, "lim", "lifecycle", 600)
+    write_trace(path, config, list(ops))
+    return path
+
+
+def test_p10_in_segments_is_the_sequential_runs_twin_of_the_model(
+    limited: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # was: the fast pass's P10 twin was a second impl (the engine it runs), where the
+    # sequential `--engine both` run's twin is a second model: an impl that errs only
+    # without memory limits made P10 "violated" in segments, "held" whole
+    (tmp_path / "only_without_limits.py").write_text(UNLIMITED)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    spec = "only_without_limits:OnlyWithoutLimits"
+    expected = sequential(limited, spec)
+    assert expected.divergence is None
+    assert [v.status for v in expected.verdicts if v.property == "P10"] == ["held"]
+    same(segmented(limited, spec, 200), expected)
+
+
+def test_a_planted_bug_on_a_trace_with_queue_memory_limits_is_found_in_segments(
+    limited: Path,
+) -> None:
+    # was: PicklingError out of the fast pass's first cut ("Can't pickle <class
+    # 'tools.planted_bugs.LateBatchTime'>: it's not the same object as ..."): the
+    # checker it saves held P10's twin, an engine of the user's class
+    expected = sequential(limited, BUG)
+    assert expected.divergence is not None
+    for every in (100, 300):
+        result = segmented(limited, BUG, every)
+        assert result.divergence is not None
+        assert result.divergence.where == expected.divergence.where
+        same(result, expected)

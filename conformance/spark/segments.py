@@ -44,6 +44,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
+from conformance.properties.checker import PropertyChecker
 from conformance.running.lockstep import Divergence, ObservationDigest
 from conformance.running.run import RunResult, TraceRun, p1_verdict
 from traces.checkpoint import checkpoint_text
@@ -341,12 +342,26 @@ def fast_pass(
     every `every` operations; its result and the cuts (the last is the trace's end).
     `trace_set`: the Parquet trace set holding trace `name` (else `name` is a file).
     `on_cut` hears the cuts so far each time one is written (its files complete)."""
+    import model
+
     path = os.path.abspath(trace_set or name)
     is_log = impl_spec == "log"
     engine = "model" if is_log else "impl"
     factory = None if is_log else load_impl(impl_spec) if impl_spec else None
     spec = DEFAULT_IMPL if is_log or not impl_spec else impl_spec
-    run = TraceRun(name, config, engine=engine, impl=factory, impl_spec=spec, properties=properties)
+    # P10's twin is a second model, as in the sequential `--engine both` run (and `validate`)
+    # whose verdicts this run's are; a second impl would judge P10 by the impl's run
+    # without limits. It travels with each cut (pickled), which a model can do.
+    checker = PropertyChecker(config, overflow=model.Engine) if properties else None
+    run = TraceRun(
+        name,
+        config,
+        engine=engine,
+        impl=factory,
+        impl_spec=spec,
+        properties=properties,
+        checker=checker,
+    )
     cuts: list[Cut] = []
     observed = ObservationDigest()
 
