@@ -433,3 +433,36 @@ def test_a_planted_bug_on_a_trace_with_queue_memory_limits_is_found_in_segments(
         assert result.divergence is not None
         assert result.divergence.where == expected.divergence.where
         same(result, expected)
+
+
+def test_check_of_a_long_trace_whose_user_engine_raises_in_the_fast_pass_gives_its_row(
+    trace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # was: `check SET --impl exits:Exits --segment-ops 400` failed whole, exit 2
+    # ("wanconform: error: --impl exits:Exits: at chaos:4, the engine raised SystemExit: 3
+    # ..."): the fast pass's failure became an error row; sequentially (--segment-ops
+    # 1000000) it is the trace's P1 divergence, exit 1
+    from conformance.spark.check import check_trace, segmented_batch
+    from traces.parquet import jsonl_to_parquet, open_trace_set
+
+    (tmp_path / "exits.py").write_text(EXITS)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    spec = "exits:Exits"
+    jsonl_to_parquet([trace], tmp_path / "set")
+    [info] = open_trace_set(tmp_path / "set").traces
+    said: list[str] = []
+    batch = segmented_batch(str(tmp_path / "set"), info, spec, 400, LocalRunner(), said.append)
+    source = open_trace(trace)
+    expected = check_trace(
+        "chaos", source.config, source.ops(), load_impl(spec), info.profile, info.seed, spec
+    )
+    [row] = batch.to_pylist()
+    [expected] = type(batch).from_pylist([expected | {"error": None}], batch.schema).to_pylist()
+    assert row.pop("seconds") >= 0 and expected.pop("seconds") >= 0
+    assert row == expected
+    assert row["error"] is None
+    assert row["failures"]  # P1: the engine raised
+    assert said == [
+        "chaos: fast pass: --impl exits:Exits: at chaos:4, the engine raised SystemExit: 3 "
+        "(exits.py:8, in apply); checking it whole"
+    ]
