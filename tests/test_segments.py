@@ -466,3 +466,24 @@ def test_check_of_a_long_trace_whose_user_engine_raises_in_the_fast_pass_gives_i
         "chaos: fast pass: --impl exits:Exits: at chaos:4, the engine raised SystemExit: 3 "
         "(exits.py:8, in apply); checking it whole"
     ]
+
+
+def test_an_impl_whose_checkpoint_the_model_cannot_restore_is_found_as_sequentially(
+    tmp_path: Path,
+) -> None:
+    # was: `replay --engine both --impl tools.planted_bugs:RouteByKeyAndTime --segment-ops 4`
+    # on a parallel trace: a traceback out of the Spark job (CheckpointError: cut-12.json:
+    # ... event 2:1 of key 'k58' belongs on dispatcher 1 (R29), not this one), no output;
+    # whole, the P1 divergence at operation 7. A segment whose start checkpoint cannot be
+    # restored is now a failed segment: the check goes on sequentially.
+    path = tmp_path / "parallel.jsonl"
+    config, ops = generate_trace(5, "f5", "parallel", 1500)
+    write_trace(path, config, list(ops))
+    spec = "tools.planted_bugs:RouteByKeyAndTime"
+    expected = sequential(path, spec)
+    assert expected.divergence is not None and expected.divergence.index == 6
+    for every in (4, 6, 7):
+        result = segmented(path, spec, every)
+        assert result.divergence is not None
+        assert result.divergence.where == expected.divergence.where
+        same(result, expected)

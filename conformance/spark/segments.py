@@ -47,7 +47,7 @@ from typing import Any, Protocol
 from conformance.properties.checker import PropertyChecker
 from conformance.running.lockstep import Divergence, ObservationDigest
 from conformance.running.run import RunResult, TraceRun, p1_verdict
-from traces.checkpoint import checkpoint_text
+from traces.checkpoint import CheckpointError, checkpoint_text
 from traces.config import Config
 from traces.engine import (
     DEFAULT_IMPL,
@@ -241,19 +241,28 @@ def run_segment(plan: Plan, index: int, texts: tuple[str, str] | None = None) ->
     tune_gc()  # in a Spark task's Python worker
     start, end = plan.cuts[index], plan.cuts[index + 1]
     model_factory, impl_factory = _engines(plan, start, None if texts is None else texts[0])
-    run = TraceRun(
-        plan.name,
-        plan.config,
-        engine="both",
-        impl=impl_factory,
-        impl_spec=against(plan.impl_spec),
-        properties=False,
-        replay=lambda: (op for _, op in _ops_from(plan, start, end.index)),
-        model=model_factory,
-        offset=start.index,
-        stop_at_failure=True,
-        coverage=False,  # the fast pass counted it
-    )
+    try:  # builds the engines from the start checkpoint
+        run = TraceRun(
+            plan.name,
+            plan.config,
+            engine="both",
+            impl=impl_factory,
+            impl_spec=against(plan.impl_spec),
+            properties=False,
+            replay=lambda: (op for _, op in _ops_from(plan, start, end.index)),
+            model=model_factory,
+            offset=start.index,
+            stop_at_failure=True,
+            coverage=False,  # the fast pass counted it
+        )
+    except CheckpointError as exc:  # the impl's state there is not one the model can hold
+        return SegmentResult(
+            index,
+            None,
+            False,
+            f"the checkpoint it starts from, the impl's state after {start.index:,} "
+            f"operations, cannot be restored ({str(exc).split(': ', 1)[-1]})",
+        )
     observed = ObservationDigest()
     for name, op in _ops_from(plan, start, end.index):
         observed.add(run.step(name, op))
