@@ -24,7 +24,7 @@ from conformance.spark.segments import LocalRunner, check_in_segments
 from traces.canonical import canonical_json
 from traces.engine import load_impl
 from traces.tracefile import open_trace, where, write_trace
-from wanconform.cmd_replay import as_json
+from wanconform.cmd_replay import as_json, summary
 
 BUG = "tools.planted_bugs:LateBatchTime"
 
@@ -52,6 +52,7 @@ def segmented(path: Path, impl: str | None, every: int) -> RunResult:
 
 def same(a: RunResult, b: RunResult) -> None:
     assert canonical_json(as_json(a, None, "impl")) == canonical_json(as_json(b, None, "impl"))
+    assert summary(a) == summary(b)  # the text replay prints
 
 
 @pytest.fixture(scope="module")
@@ -487,3 +488,17 @@ def test_an_impl_whose_checkpoint_the_model_cannot_restore_is_found_as_sequentia
         assert result.divergence is not None
         assert result.divergence.where == expected.divergence.where
         same(result, expected)
+
+
+def test_a_divergence_after_the_first_segment_prints_the_summary_of_the_whole_run(
+    trace: Path,
+) -> None:
+    # was: the sequential run from the failing segment's cut printed itself as a --from
+    # run: "1,500 operations (the first N from the checkpoint; ... replayed ...)" and
+    # "in Geode's statistics (...), over the ... operations replayed (not the checkpoint's)"
+    expected = sequential(trace, BUG)
+    assert expected.divergence is not None
+    every = expected.divergence.index // 2 + 1  # the divergence is in the second segment
+    result = segmented(trace, BUG, every)
+    assert summary(result) == summary(expected)
+    assert "from the checkpoint" not in summary(result)

@@ -495,4 +495,6 @@ def _sequential_from(plan: Plan, index: int, properties: bool, seconds: float) -
     for name, op in _ops_from(plan, start, plan.operations):
         run.step(name, op)
         last = int(name.rsplit(":", 1)[1])
-    return run.finish(where(plan.name, last))
+    # the run of the whole trace (the cut's counts are in it), not one started from a
+    # checkpoint (`--from`, whose summary counts only the operations replayed)
+    return replace(run.finish(where(plan.name, last)), offset=0)
