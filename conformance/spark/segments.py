@@ -60,6 +60,7 @@ from traces.engine import (
 )
 from traces.errors import WanconformError
 from traces.ops import Op
+from traces.text import plural
 from traces.tracefile import Reader, fast_path, numbered_lines, where
 
 SEGMENT_OPS = 1_000_000
@@ -454,7 +455,10 @@ def check_in_segments(
             name, config, impl_spec, every, folder, properties, ticked, trace_set, ready
         )
         plan = replace(base, cuts=cuts, operations=fast.operations)
-        say(f"fast pass done: {len(cuts) - 1} segments of up to {every:,} operations")
+        say(
+            f"fast pass done: {plural(len(cuts) - 1, 'segment')} of up to "
+            f"{plural(every, 'operation')}"
+        )
         results = sorted(runner.results(lambda: ticked(fast.operations)), key=lambda r: r.index)
         first = next((r for r in results if r.divergence is not None or not r.end_matches), None)
         other = against(impl_spec)
