@@ -724,3 +724,19 @@ def test_checkpoint_of_a_user_engine_alone_without_one_is_refused_before_the_run
         f"wanconform: error: --checkpoint: {module}:Wrapped cannot write a checkpoint\n",
     )
     assert not out.exists()
+
+
+def test_the_summary_shows_a_bidi_override_in_a_name_escaped(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # a sender id and a key holding U+202E: printed raw, each turned the rest of its line
+    # around in a terminal; the summary shows it as \u202e (the key already was)
+    config = {"sites": [1, 2], "senders": [{"id": "ny\u202ex", "site": 1, "remote": 2}]}
+    put = {"op": "put", "site": 1, "key": "k\u202eab", "value": {"a": 1}}
+    trace = tmp_path / "t.jsonl"
+    trace.write_text(json.dumps({"config": config}) + "\n" + json.dumps(put) + "\n")
+    assert main(["replay", str(trace)]) == 0
+    out = capsys.readouterr().out
+    assert "\u202e" not in out
+    assert "  sender ny\\u202ex (1->2): queue 1, in flight none, 0 dead letters" in out
+    assert '    k\\u202eab: site 1 {"a":1} [1,0,1], site 2 absent' in out

@@ -360,8 +360,9 @@ def summary(result: RunResult, other: str = "impl") -> str:
         lines.append("  all sites hold identical entries")
     else:
         lines.append("  sites differ:")
-        lines.extend(f"    {printable(line)}" for line in differing)  # keys as written
-    return "\n".join(lines)
+        lines.extend(f"    {line}" for line in differing)
+    # names as written (a file, a sender id, a key): a U+202E would turn its line around
+    return "\n".join(map(printable, lines))
 
 
 def subject(other: str) -> str:
