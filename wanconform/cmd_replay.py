@@ -298,7 +298,7 @@ def sender_line(config: SenderConfig, sender: dict[str, Any]) -> str:
     queued = sum(len(lane["queue"]) for lane in lanes)
     nonzero = " ".join(f"{k}={v}" for k, v in sender["stats"].items() if v)
     return (
-        f"sender {config.id} ({config.site}->{config.remote}{kind}): "
+        f"sender {printable(config.id)} ({config.site}->{config.remote}{kind}): "
         f"queue {queued}, in flight {in_flight}, "
         f"{plural(len(sender['dlq']), 'dead letter')}; {nonzero or 'no traffic'}"
     )
@@ -320,7 +320,8 @@ def summary(result: RunResult, other: str = "impl") -> str:
             f"{result.skipped:,} of them skipped)"
         )
     lines = [
-        f"{result.name}: {plural(result.operations, 'operation')} {ran}, time {state['time']} ms"
+        f"{printable(result.name)}: {plural(result.operations, 'operation')} {ran}, "
+        f"time {state['time']} ms"
     ]
     for site_id, site in sorted(state["sites"].items(), key=lambda item: int(item[0])):
         stats = " ".join(f"{k}={v}" for k, v in site["stats"].items())
@@ -360,9 +361,8 @@ def summary(result: RunResult, other: str = "impl") -> str:
         lines.append("  all sites hold identical entries")
     else:
         lines.append("  sites differ:")
-        lines.extend(f"    {line}" for line in differing)
-    # names as written (a file, a sender id, a key): a U+202E would turn its line around
-    return "\n".join(map(printable, lines))
+        lines.extend(f"    {printable(line)}" for line in differing)  # keys as written
+    return "\n".join(lines)
 
 
 def subject(other: str) -> str:
