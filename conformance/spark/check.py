@@ -19,7 +19,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from conformance.running.run import RunResult, TraceRun, run_trace
+from conformance.running.run import TraceRun, run_trace
 from conformance.running.stores import StoreEngines, store_engine_class
 from conformance.search.examples import SHRINK_BUDGET, Example, explain_groups
 from conformance.spark.results import RESULTS_SCHEMA, result_row
@@ -68,9 +68,11 @@ def check_trace(
     profile: str | None = None,
     seed: int | None = None,
     impl_spec: str = DEFAULT_IMPL,
+    replay: Callable[[], Iterable[Op]] | None = None,
 ) -> dict[str, Any]:
-    """Check one trace from a stream of (line, op); its result row."""
-    run = TraceRun(trace_id, config, impl=impl_factory, impl_spec=impl_spec)
+    """Check one trace from a stream of (line, op); its result row. `replay`: its
+    operations read again from the start (else the lockstep keeps them in memory)."""
+    run = TraceRun(trace_id, config, impl=impl_factory, impl_spec=impl_spec, replay=replay)
     last = 1
     for last, op in ops:
         run.step(where(trace_id, last), op)
@@ -154,53 +156,52 @@ def segmented_batch(
     "Segments"), the same row `check_batches` makes of it sequentially, or its error."""
     trace_id = info.trace_id
     try:
-        result = check_in_segments(
-            trace_id,
-            info.config,
-            impl_spec,
-            every,
-            True,
-            runner,
-            say=(lambda line: say(f"{trace_id}: {line}")) if say else (lambda line: None),
-            trace_set=trace_set,
-        )
-    except EngineFailed as failed:  # the user's engine failed: the whole run reports it (P1)
-        if say:
-            say(f"{trace_id}: fast pass: {failed}; checking it whole")
         try:
-            result = _whole(trace_set, info, impl_spec)
-        except WanconformError as exc:
-            return _error_batch(trace_id, str(exc))
+            result = check_in_segments(
+                trace_id,
+                info.config,
+                impl_spec,
+                every,
+                True,
+                runner,
+                say=(lambda line: say(f"{trace_id}: {line}")) if say else (lambda line: None),
+                trace_set=trace_set,
+            )
+            row = result_row(result, trace_id, info.profile, info.seed)
+        except EngineFailed as failed:  # the user's engine failed: the whole run says it (P1)
+            if say:
+                say(f"{trace_id}: fast pass: {failed}; checking it whole")
+            row = _whole(trace_set, info, impl_spec)
     except WanconformError as exc:
         return _error_batch(trace_id, str(exc))
-    if result.operations != info.operations:
+    if row["operations"] != info.operations:
         return _error_batch(
             trace_id,
             f"{where(trace_id, 1)}: operations: configs says {info.operations}, "
-            f"ops has {result.operations} rows",
+            f"ops has {row['operations']} rows",
         )
-    return _row_batch(result_row(result, trace_id, info.profile, info.seed))
+    return _row_batch(row)
 
 
-def _whole(trace_set: str, info: TraceInfo, impl_spec: str) -> RunResult:
-    """One trace of a trace set checked sequentially, as `check_batches` checks it (the
-    lockstep re-reads it from the files, as `glue`'s replay does)."""
+def _whole(trace_set: str, info: TraceInfo, impl_spec: str) -> dict[str, Any]:
+    """The result row of one trace of a trace set checked sequentially (`check_trace`),
+    its operations read from the files (again by the lockstep, as `glue`'s replay does)."""
     trace_id, config = info.trace_id, info.config
     start = Cut(0, FIRST_OP_SEQ, 0)
 
     def ops() -> Iterator[tuple[int, int, Op]]:
         return set_ops(trace_set, trace_id, config, start)
 
-    run = TraceRun(
+    return check_trace(
         trace_id,
         config,
-        impl=load_impl(impl_spec),
-        impl_spec=impl_spec,
+        ((seq, op) for seq, _, op in ops()),
+        load_impl(impl_spec),
+        info.profile,
+        info.seed,
+        impl_spec,
         replay=lambda: (op for _, _, op in ops()),
     )
-    for seq, _, op in ops():
-        run.step(where(trace_id, seq), op)
-    return run.finish(where(trace_id, run.operations + 1))  # the last line
 
 
 class _Current:
