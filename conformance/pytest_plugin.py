@@ -132,7 +132,7 @@ def conformance_tests(engine: Any = "impl:Engine", steps: int = 50) -> type[unit
                 message = (
                     f"{failure}\nshrunk to {plural(len(shrunk.kept), 'operation')} "
                     f"({shrunk.failure.signature}): reproduce with: "
-                    f"{machine.replay_command(properties)} --steps {minimal}"
+                    f"{machine.replay_command(properties, minimal)}"
                 )
             if message:  # the message alone: a traceback would show this method's source
                 pytest.fail(message, pytrace=False)

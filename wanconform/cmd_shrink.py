@@ -114,7 +114,8 @@ def run(args: argparse.Namespace) -> int:
             "shortest failing trace found by then (--shrink-budget gives it more, 0 no limit)"
         )
     impl = args.impl or DEFAULT_IMPL
-    print(f"  reproduce: {replay_command(impl, result.failure, args.output)}")
+    properties = result.failure.signature.property != "P1"
+    print(f"  reproduce: {replay_command(impl, properties, args.output)}")
     named = "impl" if impl == DEFAULT_IMPL else f"impl ({impl})"
     print("  " + result.failure.describe(named).replace("\n", "\n  "))
     return 0

@@ -105,7 +105,7 @@ def reproduce(source: str, impl: str, minimal_name: str, failure: Failure) -> st
     quoted = " ".join(map(shlex.quote, (source, "-o", minimal_name, "--impl", impl)))
     return (
         f"{command} shrink {quoted} --pytest {shlex.quote(f'test_{stem}.py')}\n"
-        + replay_command(impl, failure, minimal_name)
+        + replay_command(impl, failure.signature.property != "P1", minimal_name)
     )
 
 

@@ -36,6 +36,7 @@ from hypothesis.stateful import (
 
 from conformance.running.coverage import Coverage
 from conformance.running.run import TraceRun
+from conformance.search.shrink import replay_command
 from conformance.search.strategies import (
     EXCEPTIONS,
     KEYS,
@@ -179,16 +180,14 @@ class WanConformance(RuleBasedStateMachine):
         return DEFAULT_IMPL
 
     @classmethod
-    def replay_command(cls, properties: bool) -> str:
-        """`wanconform replay --engine both --impl SPEC` as run from the current directory
-        (after `PYTHONPATH=DIR ` where Python would not find the impl's module there);
-        `properties`: a property (P2-P12) failed, which only `--check-properties` shows."""
+    def replay_command(cls, properties: bool, trace: Path) -> str:
+        """`shrink.replay_command` of `trace`, as run from the current directory (after
+        `PYTHONPATH=DIR ` where Python would not find the impl's module there)."""
         spec, factory = cls.impl_spec(), cls.impl_factory
         start = "wanconform"
         if spec != DEFAULT_IMPL and isinstance(factory, type):
             start = class_command(factory)
-        checked = " --check-properties" if properties else ""
-        return f"{start} replay --engine both --impl {spec}{checked}"
+        return replay_command(spec, properties, str(trace), start)
 
     def fail_with(self, problems: list[str], properties: bool) -> None:
         """Write the run as a trace file and fail, naming the operation by its line in
@@ -205,7 +204,7 @@ class WanConformance(RuleBasedStateMachine):
         raise ConformanceFailure(
             f"{where(str(path), len(self.ops) + 1)} {canonical_json(op_to_json(self.ops[-1]))}:\n  "
             + "\n  ".join(problems[:20])
-            + f"\nreproduce with: {self.replay_command(properties)} --steps {path}"
+            + f"\nreproduce with: {self.replay_command(properties, path)}"
         )
 
     # -- the operations of SPEC §3 -----------------------------------------------------

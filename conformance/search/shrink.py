@@ -442,14 +442,15 @@ def _stages(shrinker: _Shrinker, result: Shrunk, written: dict[str, str], say: P
     result.config = shrinker.config
 
 
-def replay_command(impl_spec: str, failure: Failure, minimal_name: str) -> str:
-    """The `replay` command that shows `failure` on the minimal trace: P1 with the impl
-    beside the model, a property (P2-P12) with `--check-properties` too (without it,
-    replay checks P1 only and passes a trace whose failure is a property)."""
-    properties = " --check-properties" if failure.signature.property != "P1" else ""
+def replay_command(impl_spec: str, properties: bool, trace: str, start: str = "") -> str:
+    """The `replay` command that shows a failure on `trace`: P1 with the impl beside the
+    model, a property (`properties`: P2-P12) with `--check-properties` too (without it,
+    replay checks P1 only and passes a trace whose failure is a property). `start`: what
+    runs wanconform from here (default `impl_command`'s)."""
+    checked = " --check-properties" if properties else ""
     return (
-        f"{impl_command(impl_spec)} replay --engine both --impl {shlex.quote(impl_spec)}"
-        f"{properties} --steps {shlex.quote(minimal_name)}"
+        f"{start or impl_command(impl_spec)} replay --engine both --impl "
+        f"{shlex.quote(impl_spec)}{checked} --steps {shlex.quote(trace)}"
     )
 
 
