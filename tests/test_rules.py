@@ -1270,6 +1270,24 @@ def test_R20_timeout_marks_possible_duplicates_and_waits_retry_interval(run: Any
     )
 
 
+def test_R20_one_ticks_timeouts_go_in_sorted_sender_id_order(run_each: Any) -> None:
+    # Reading (README, DESIGN.md): §3 orders only the flushes; a tick's timeouts too go
+    # sender by sender in sorted id order, whatever the configuration's order. Site 1's
+    # write 1:1 ships at once on both senders (batch_size 1); both batches are lost; at
+    # 100 both time out: "a" (1 -> 3) before "b" (1 -> 2); the resends wait for 150.
+    config = {
+        "sites": [1, 2, 3],
+        "senders": [
+            {"id": "b", "site": 1, "remote": 2, "batch_size": 1, "ack_timeout_ms": 100,
+             "retry_interval_ms": 50},
+            {"id": "a", "site": 1, "remote": 3, "batch_size": 1, "ack_timeout_ms": 100,
+             "retry_interval_ms": 50},
+        ],
+    }  # fmt: skip
+    r = run_each(config, [put(1, "k", {"v": 1}), drop("b"), drop("a"), tick(100)])
+    assert r.steps[3] == [timeout("a", 1, ["1:1"]), timeout("b", 1, ["1:1"])]
+
+
 def test_R20_timeout_state_between_timeout_and_resend(run: Any) -> None:
     r = run(
         one_way(batch_size=1, ack_timeout_ms=100, retry_interval_ms=50),
