@@ -430,6 +430,16 @@ def test_cli_needs_exactly_one_source(capsys: pytest.CaptureFixture[str]) -> Non
     assert code == 2 and "both" in err
 
 
+@pytest.mark.parametrize("flags", [["--define", "PORT=5000"], ["--allow-partial"]])
+def test_cli_refuses_geode_only_flags_with_a_configuration(
+    capsys: pytest.CaptureFixture[str], flags: list[str]
+) -> None:
+    # they shape the import of --site files; a configuration has no ${KEY} to fill
+    code, out, err = run_cli(capsys, "topology", str(EXAMPLES / "mesh-3.json"), *flags)
+    assert (code, out) == (2, "")
+    assert err == "wanconform: error: --define and --allow-partial go with --site (Geode files)\n"
+
+
 def test_cli_topology_of_imported_geode_files(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run_cli(
         capsys,

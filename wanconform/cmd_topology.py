@@ -191,6 +191,8 @@ def run(args: argparse.Namespace) -> int:
             "topology: give either CONFIG_OR_TRACE or one --site [DSID=]FILE[,FILE...] per "
             "site, not " + ("both" if args.source is not None else "neither")
         )
+    if (args.define or args.allow_partial) and not args.site:  # as generate says it
+        raise WanconformError("--define and --allow-partial go with --site (Geode files)")
     names: Mapping[str, str] = {}
     if args.source:
         config = load_config_or_trace(args.source)
