@@ -170,12 +170,27 @@ def test_two_outputs_of_one_path_are_refused_before_any_work(
     assert main(["replay", TRACE, "--report", report, "--checkpoint", report]) == 2
     assert "given for two outputs (--report and --checkpoint)" in one_error(capsys)
     assert list(tmp_path.iterdir()) == []
-    # "-" is standard output for import's -o only: --trace - is a file named "-"
+    # "-" is standard output for import's -o only: any other output refuses it, before
+    # any work, and leaves a file named "-" alone; ./- names that file
     monkeypatch.chdir(tmp_path)
     (tmp_path / "-").write_text("my notes\n")
-    assert main(["import", *sites, "--trace", "-"]) == 2
-    assert one_error(capsys).startswith("wanconform: error: -: exists; give --force")
+    for argv, flag in (
+        (["import", *sites, "--trace", "-"], "--trace"),
+        (["report", TRACE, "-o", "-"], "--output"),
+        (["shrink", TRACE, "-o", "-"], "--output"),
+        (["replay", TRACE, "--report", "-"], "--report"),
+        (["topology", TRACE, "--svg", "-"], "--svg"),
+        (["check", TRACE, "--out", "-"], "--out"),
+    ):
+        assert main(argv) == 2
+        assert one_error(capsys) == (
+            f"wanconform: error: {flag} -: this output cannot go to standard output; give a "
+            "path (./- for a file named -)"
+        )
+    assert [p.name for p in tmp_path.iterdir()] == ["-"]
     assert (tmp_path / "-").read_text() == "my notes\n"
+    assert main(["import", *sites, "--trace", "./-"]) == 2
+    assert one_error(capsys).startswith("wanconform: error: ./-: exists; give --force")
 
 
 def test_an_output_that_is_not_a_regular_file_is_refused(

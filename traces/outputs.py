@@ -264,9 +264,10 @@ def declare_outputs(
 ) -> None:
     """Name the arguments (their `dest`) that are output files or directories, so that
     `check_outputs` checks them before the command runs; directories get `--force`.
-    `stdout`: the files for which "-" means standard output (for any other, "-" is a
-    file of that name). `inputs`: the arguments that name input paths (one or a list),
-    which no output may be or hold (replacing it would destroy the input)."""
+    `stdout`: the files for which "-" means standard output (for any other output, "-"
+    is refused: `./-` names a file of that name). `inputs`: the arguments that name input
+    paths (one or a list), which no output may be or hold (replacing it would destroy the
+    input)."""
     parser.set_defaults(
         output_files=tuple(files),
         output_directories=tuple(directories),
@@ -293,6 +294,11 @@ def check_outputs(args: argparse.Namespace) -> None:
             continue
         if not value:  # os.path.abspath("") is the current folder
             raise WanconformError(f"--{dest.replace('_', '-')}: an empty path; give a file name")
+        if value == "-":  # standard output elsewhere (import -o -): never a file named "-"
+            raise WanconformError(
+                f"--{dest.replace('_', '-')} -: this output cannot go to standard output; "
+                "give a path (./- for a file named -)"
+            )
         path = Path(os.path.abspath(value))
         if path in named:
             raise WanconformError(
