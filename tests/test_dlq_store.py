@@ -212,6 +212,49 @@ def test_the_inspector_lists_filters_counts_exports_and_writes_redeliveries(
     assert ops.read_text() == '{"events":["1:2"],"op":"redeliver","sender":"ny"}\n'
 
 
+def test_the_inspector_exports_cells_a_spreadsheet_would_run_exactly_as_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # the CSV is data, not a spreadsheet (docs/COMMANDS.md): no cell is changed or prefixed
+    store = tmp_path / "store"
+    store.mkdir()
+    dead_letters(Engine(config(), dlq_dir=str(store)), "=1+1", "@A1")
+    assert main(["dlq", str(store), "--format", "csv", "-o", str(tmp_path / "r.csv")]) == 0
+    assert (tmp_path / "r.csv").read_text() == (
+        "sender,event_id,key,op,exception,version,value,recipients\n"
+        'ny,1:1,=1+1,create,E,"[1,0,1]","{""v"":""SECRET-=1+1""}","[1,2]"\n'
+        'ny,1:2,@A1,create,E,"[1,0,1]","{""v"":""SECRET-@A1""}","[1,2]"\n'
+    )
+
+
+def test_the_inspector_says_which_filter_selects_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = tmp_path / "store"
+    store.mkdir()
+    dead_letters(Engine(config(), dlq_dir=str(store)), "a", "b")
+    assert main(["dlq", str(store), "--key", "zz"]) == 0
+    out, err = capsys.readouterr()
+    assert out.splitlines()[-1] == "0 records"
+    assert err == f"wanconform: no dead letter with key 'zz' in {store}\n"
+    # each value no record has, in turn; one found is not named
+    assert main(["dlq", str(store), "--key", "a", "--key", "a\nc", "--event", "9:9"]) == 0
+    assert capsys.readouterr().err == (
+        f"wanconform: no dead letter with key 'a\\nc' in {store}\n"
+        f"wanconform: no dead letter with event '9:9' in {store}\n"
+    )
+    # each value is held, by different records: together they select none
+    ops = tmp_path / "ops.jsonl"
+    assert main(["dlq", str(store), "--key", "a", "--event", "1:2", "--redeliver", "-o",
+                 str(ops)]) == 0  # fmt: skip
+    assert capsys.readouterr() == (
+        f"{ops}: 0 redeliver operations for 0 records\n",
+        f"wanconform: no dead letter in {store} matches all the filters\n",
+    )
+    assert main(["dlq", str(store), "--key", "a", "--exception", "E"]) == 0
+    assert capsys.readouterr().err == ""
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [

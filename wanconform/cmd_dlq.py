@@ -40,7 +40,8 @@ def register(subparsers: Any) -> None:
             "filtered; count them by exception; export them; or write the redeliver "
             "operations (R26) that would send them again. The store is never changed."
         ),
-        epilog="Exit status: 0 done, 2 bad input (a missing, unreadable or damaged store).",
+        epilog="Exit status: 0 done (also when the filters select no record: stderr says "
+        "so), 2 bad input (a missing, unreadable or damaged store).",
     )
     parser.add_argument(
         "store",
@@ -140,6 +141,7 @@ def run(args: argparse.Namespace) -> int:
         and (not args.exception or record["exception"] in args.exception)
         and (not args.event or record["event_id"] in args.event)
     ]
+    _say_what_matched_nothing(args, folder, store, records)
     if args.redeliver:
         by_sender: dict[str, list[str]] = {}
         for record in records:
@@ -181,6 +183,33 @@ def run(args: argparse.Namespace) -> int:
         print("  ".join(f"{row[c]:<{widths[c]}}" for c in shown).rstrip())
     print(plural(len(rows), "record"))
     return 0
+
+
+def _say_what_matched_nothing(
+    args: argparse.Namespace,
+    folder: Path,
+    store: dict[str, list[dict[str, Any]]],
+    records: list[dict[str, Any]],
+) -> None:
+    """One line on stderr for each `--key`, `--event` or `--exception` that no record of
+    the store has (a typo selects nothing, and would go unnoticed), or, when they all have
+    one, for filters that together select none. Selecting nothing is no error (exit 0)."""
+    every = [record for held in store.values() for record in held]
+    missing = [
+        f"{name} {value!r}"
+        for name, field, values in (
+            ("key", "key", args.key),
+            ("event", "event_id", args.event),
+            ("exception", "exception", args.exception),
+        )
+        for value in values
+        if not any(record[field] == value for record in every)
+    ]
+    for what in missing:
+        print(f"wanconform: no dead letter with {what} in {folder}", file=sys.stderr)
+    filtered = args.sender or args.key or args.event or args.exception
+    if filtered and not records and not missing:
+        print(f"wanconform: no dead letter in {folder} matches all the filters", file=sys.stderr)
 
 
 def _write_parquet(rows: list[dict[str, str]], target: Path) -> None:
