@@ -255,6 +255,24 @@ def test_the_inspector_says_which_filter_selects_nothing(
     assert capsys.readouterr().err == ""
 
 
+def test_the_inspector_notices_are_one_line_whatever_the_store_is_called(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = tmp_path / "run\n1"
+    store.mkdir()
+    dead_letters(Engine(config(), dlq_dir=str(store)), "a")
+    with (store / "ny.dlq").open("ab") as log:
+        log.write(b"torn")  # a crash mid-write
+    size = (store / "ny.dlq").stat().st_size
+    assert main(["dlq", str(store), "--key", "zz"]) == 0
+    assert capsys.readouterr().err == (
+        f"wanconform: {tmp_path}/run\\n1/ny.dlq: a torn tail of 4 bytes at byte {size - 4} (a "
+        "crash mid-write) was not read; the store was not changed (the next run that opens it "
+        "cuts it)\n"
+        f"wanconform: no dead letter with key 'zz' in {tmp_path}/run\\n1\n"
+    )
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [

@@ -124,7 +124,7 @@ def run(args: argparse.Namespace) -> int:
     if args.output and os.path.isdir(args.output):
         raise WanconformError(f"{args.output}: is a directory; -o needs a file name")
     folder = store_folder(args.store)
-    store = read_store(folder, lambda line: print(f"wanconform: {line}", file=sys.stderr))
+    store = read_store(folder, _say)
     held = sorted({r["sender"] for records in store.values() for r in records})
     unknown = [s for s in args.sender if sender_file(s) not in store and s not in held]
     if unknown:  # a sender with a log and no records is known; so is one a record names
@@ -206,10 +206,15 @@ def _say_what_matched_nothing(
         if not any(record[field] == value for record in every)
     ]
     for what in missing:
-        print(f"wanconform: no dead letter with {what} in {folder}", file=sys.stderr)
+        _say(f"no dead letter with {what} in {folder}")
     filtered = args.sender or args.key or args.event or args.exception
     if filtered and not records and not missing:
-        print(f"wanconform: no dead letter in {folder} matches all the filters", file=sys.stderr)
+        _say(f"no dead letter in {folder} matches all the filters")
+
+
+def _say(line: str) -> None:
+    """A notice on stderr, one line whatever the store's name holds."""
+    print(f"wanconform: {printable(line)}", file=sys.stderr)
 
 
 def _write_parquet(rows: list[dict[str, str]], target: Path) -> None:
