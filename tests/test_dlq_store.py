@@ -273,6 +273,24 @@ def test_the_inspector_notices_are_one_line_whatever_the_store_is_called(
     )
 
 
+def test_the_inspector_names_an_output_that_is_not_utf_8_escaped(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # a file name's byte 0xfc (surrogate-escaped) printed raw to a UTF-8 stdout was a
+    # traceback after the file was written
+    store = tmp_path / "store"
+    store.mkdir()
+    dead_letters(Engine(config(), dlq_dir=str(store)), "a")
+    export, ops = tmp_path / os.fsdecode(b"\xfc.csv"), tmp_path / os.fsdecode(b"\xfc.jsonl")
+    assert main(["dlq", str(store), "--format", "csv", "-o", str(export)]) == 0
+    assert main(["dlq", str(store), "--redeliver", "-o", str(ops)]) == 0
+    assert capsys.readouterr().out == (
+        f"{tmp_path}/\\udcfc.csv: 1 record\n"
+        f"{tmp_path}/\\udcfc.jsonl: 1 redeliver operation for 1 record\n"
+    )
+    assert ops.read_text() == '{"events":["1:1"],"op":"redeliver","sender":"ny"}\n'
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [

@@ -718,3 +718,15 @@ def test_the_reproduce_commands_of_a_trace_named_with_a_space_and_quotes_run_as_
     monkeypatch.chdir(tmp_path)
     assert main(shrink[1:]) == 0 and (tmp_path / minimal).exists()
     assert main(replay[1:]) == 1  # the minimal trace shows the failure
+
+
+def test_the_summary_names_a_report_whose_name_is_not_utf_8_escaped(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # byte 0xfc of a file name (surrogate-escaped) printed raw to a UTF-8 stdout was a
+    # traceback after the report was written
+    report = tmp_path / os.fsdecode(b"\xfc.html")
+    assert main(["report", str(DATA / "resend.jsonl"), "-o", str(report)]) == 0
+    assert capsys.readouterr().out == (
+        f"{tmp_path}/\\udcfc.html: 1 trace, 0 failing, 0 failure signatures\n"
+    )

@@ -152,7 +152,7 @@ def run(args: argparse.Namespace) -> int:
         ]
         write_text_atomically(args.output, "".join(line + "\n" for line in ops))
         print(
-            f"{args.output}: {plural(len(ops), 'redeliver operation')} for "
+            f"{printable(args.output)}: {plural(len(ops), 'redeliver operation')} for "
             f"{plural(len(records), 'record')}"
         )
         return 0
@@ -168,7 +168,7 @@ def run(args: argparse.Namespace) -> int:
     elif args.format == "parquet":
         _write_parquet(rows, Path(args.output))
     if args.format != "text":
-        print(f"{args.output}: {plural(len(rows), 'record')}")
+        print(f"{printable(args.output)}: {plural(len(rows), 'record')}")
         return 0
     if args.counts:
         for exception, count in sorted(Counter(r["exception"] for r in rows).items()):

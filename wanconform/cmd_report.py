@@ -21,7 +21,7 @@ from typing import Any
 from traces.engine import DEFAULT_IMPL, load_impl
 from traces.errors import WanconformError
 from traces.outputs import declare_outputs
-from traces.text import plural
+from traces.text import plural, printable
 from traces.tracefile import open_trace
 
 
@@ -114,7 +114,7 @@ def run(args: argparse.Namespace) -> int:
         rows, examples, notes, args.output, impl_spec, progress, policies, settings=settings
     )
     print(
-        f"{args.output}: {plural(report.traces, 'trace')}, {report.failing:,} failing, "
+        f"{printable(args.output)}: {plural(report.traces, 'trace')}, {report.failing:,} failing, "
         f"{plural(len(report.groups), 'failure signature')}"
     )
     return 1 if report.failing else 0
