@@ -719,3 +719,66 @@ def test_r21_a_site_started_again_cuts_a_line_its_kill_left_cut_short(tmp_path: 
     log.write_bytes(header[:10])  # not even the header: written again
     Site(parse_config(raw), 1, {"config": raw}, log)
     assert log.read_bytes() == header
+
+
+def sites_of(folder: Path) -> list[int]:
+    """The live site processes whose RUN.json lies under `folder` (Linux's /proc; an
+    ended process, a zombie not yet reaped, has no command line)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            words = (proc / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"conformance.live.site" in words and any(str(folder).encode() in w for w in words):
+            found.append(int(proc.name))
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc/self/cmdline").exists(), reason="reads /proc")
+def test_the_sites_stop_when_live_is_killed_not_at_their_planned_end(tmp_path: Path) -> None:
+    # The sites have sessions of their own (Ctrl-C reaches `live` only): SIGKILLed, `live`
+    # cannot stop them, and they ran on as orphans until their end (was: 60 s + drain)
+    import signal
+    import time
+
+    (tmp_path / "config.json").write_text(json.dumps(TWO_WAY))
+    command = [sys.executable, "-m", "wanconform", "live", "--config",
+               str(tmp_path / "config.json"), "--out", str(tmp_path / "run"), "--seed", "7",
+               "--duration", "60", "--rate", "20"]  # fmt: skip
+    parent = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        logs: list[Path] = []
+        while time.monotonic() < deadline:  # both sites up and writing (they have the plan)
+            logs = sorted(tmp_path.glob(".run.*/site-*.jsonl"))
+            if len(logs) == 2 and all(len(p.read_bytes().splitlines()) > 3 for p in logs):
+                break
+            time.sleep(0.1)
+        assert len(logs) == 2 and len(sites_of(tmp_path)) == 2
+    finally:
+        parent.send_signal(signal.SIGKILL)
+        parent.wait()
+    deadline = time.monotonic() + 30
+    while sites_of(tmp_path) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert sites_of(tmp_path) == []
+    for log in logs:  # stopped between two steps: every line whole
+        text = log.read_bytes()
+        assert text.endswith(b"\n")
+        assert all(json.loads(line) for line in text.splitlines())
+
+
+def test_a_site_whose_plan_never_comes_stops_quietly(tmp_path: Path) -> None:
+    # `live` killed before it sent a site its plan: EOF on stdin (was: a JSONDecodeError
+    # traceback and exit 1)
+    raw = {"sites": [1], "senders": []}
+    (tmp_path / "run.json").write_text(json.dumps({"config": raw, "seed": 1}))
+    site = subprocess.Popen(
+        [sys.executable, "-m", "conformance.live.site", str(tmp_path / "run.json"), "1"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert site.stdout is not None and site.stdout.readline().startswith("PORT ")
+    out, err = site.communicate(input="", timeout=60)  # stdin closed: no plan
+    assert (site.returncode, out, err) == (0, "", "")
+    assert len((tmp_path / "site-1.jsonl").read_text().splitlines()) == 1  # its header only

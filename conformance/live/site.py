@@ -7,7 +7,8 @@ and the planted bug if any. The process opens its event log (`site-SITE.jsonl` b
 RUN.json), binds its receiver to 127.0.0.1 on a free port and prints `PORT n`; it then
 reads one JSON line on stdin, the proxy ports of its senders, the end of the load and the
 grace time (epoch ms), runs the client load until the end, keeps dispatching until the
-end of the grace time and exits. Every step it takes is appended to its event log at
+end of the grace time and exits; EOF on stdin instead (`wanconform live` is gone, killed)
+stops it at once, between two steps. Every step it takes is appended to its event log at
 once, in one write, with `t` and `at` read from the machine's realtime clock
 (`time.time_ns()`), which every site process shares.
 
@@ -1181,17 +1182,40 @@ async def serve(run: dict[str, Any], folder: Path, site: int, mode: str) -> None
     server = await asyncio.start_server(node.receive, "127.0.0.1", 0)
     port = server.sockets[0].getsockname()[1]
     print(f"PORT {port}", flush=True)
-    plan = json.loads(await asyncio.to_thread(sys.stdin.readline))
-    end, grace = plan["end"], plan["grace"]
-    await asyncio.sleep(max(0.0, (plan["start"] - time.time_ns() / 1e6) / 1000))
-    rng = random.Random(f"{run['seed']}:{site}:{plan.get('life', 0)}")
-    tasks = [
-        asyncio.create_task(node.dispatch(dispatcher, plan["proxies"][sid]))
-        for sid, dispatchers in node.senders.items()
-        for dispatcher in dispatchers
-    ]
-    await node.load(rng, end, run)
-    await asyncio.sleep(max(0.0, (end + grace - time.time_ns() / 1e6) / 1000))
+    line = await asyncio.to_thread(sys.stdin.readline)
+    tasks: list[asyncio.Task[None]] = []
+
+    async def work(plan: dict[str, Any]) -> None:
+        end, grace = plan["end"], plan["grace"]
+        await asyncio.sleep(max(0.0, (plan["start"] - time.time_ns() / 1e6) / 1000))
+        rng = random.Random(f"{run['seed']}:{site}:{plan.get('life', 0)}")
+        tasks.extend(
+            asyncio.create_task(node.dispatch(dispatcher, plan["proxies"][sid]))
+            for sid, dispatchers in node.senders.items()
+            for dispatcher in dispatchers
+        )
+        await node.load(rng, end, run)
+        await asyncio.sleep(max(0.0, (end + grace - time.time_ns() / 1e6) / 1000))
+
+    if line:  # else (EOF before the plan) `wanconform live` is gone: stop at once
+        working = asyncio.create_task(work(json.loads(line)))
+        # The plan is the only line: EOF on stdin next means `wanconform live` is gone
+        # (killed: the sites have sessions of their own, so nothing else stops them).
+        orphaned = asyncio.Event()
+        loop = asyncio.get_running_loop()
+
+        def parent_gone() -> None:
+            if not os.read(sys.stdin.fileno(), 4096):
+                loop.remove_reader(sys.stdin.fileno())
+                orphaned.set()
+
+        loop.add_reader(sys.stdin.fileno(), parent_gone)
+        watching = asyncio.create_task(orphaned.wait())
+        await asyncio.wait({working, watching}, return_when=asyncio.FIRST_COMPLETED)
+        watching.cancel()
+        working.cancel()  # (done, or cut between two steps: the site has one thread)
+        with contextlib.suppress(asyncio.CancelledError):
+            await working  # (its error, if it failed, ends the site with it)
     node.stopping = True
     for task in tasks:
         task.cancel()
