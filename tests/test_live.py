@@ -782,3 +782,37 @@ def test_a_site_whose_plan_never_comes_stops_quietly(tmp_path: Path) -> None:
     out, err = site.communicate(input="", timeout=60)  # stdin closed: no plan
     assert (site.returncode, out, err) == (0, "", "")
     assert len((tmp_path / "site-1.jsonl").read_text().splitlines()) == 1  # its header only
+
+
+@pytest.mark.parametrize(("late_ms", "made"), [(0.0, 1018), (0.7, 1017), (3.0, 1017)])
+def test_the_load_paces_against_the_clock_so_late_sleeps_do_not_lower_the_rate(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, late_ms: float, made: int
+) -> None:
+    # --rate 1000 gave some 600 writes a second: each write slept its interval after the
+    # last one was made, so every sleep's overshoot and every write's own time added up.
+    # On a simulated clock whose every sleep comes `late_ms` late, the load makes as many
+    # writes in its second as when sleeps are exact (the last one, due just before the end,
+    # comes after it and is not made) (was: 592 with 0.7 ms, 254 with 3 ms).
+    import asyncio
+    import random
+    import types
+
+    import conformance.live.site as site_module
+    from conformance.live.site import Site
+    from traces.config import parse_config
+
+    now = [1_000_000_000_000_000_000]  # ns
+
+    async def sleep(seconds: float) -> None:
+        now[0] += int(seconds * 1e9 + (late_ms * 1e6 if seconds else 0))  # (a turn: none)
+
+    monkeypatch.setattr(site_module, "time", types.SimpleNamespace(time_ns=lambda: now[0]))
+    monkeypatch.setattr(asyncio, "sleep", sleep)
+    raw = {"sites": [1], "senders": []}
+    site = Site(parse_config(raw), 1, {"config": raw}, tmp_path / "site-1.jsonl")
+    end = now[0] // 1_000_000 + 1000  # one second of load
+    run = {"rate": 1000.0, "keys": 20}
+    asyncio.run(site.load(random.Random("7:1:0"), end, run))
+    writes = steps(tmp_path, "site-1")
+    assert len(writes) == made
+    assert all(w["t"] < end for w in writes)

@@ -81,7 +81,8 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument(
         "--rate", type=positive_float, default=50.0,
-        help="client writes per second per site (default 50)",
+        help="client steps per second per site, on average (exponential intervals paced "
+        "against the clock; a ceiling when a site cannot keep up); default 50",
     )  # fmt: skip
     parser.add_argument(
         "--keys", type=positive_int, default=20, help="keys the load writes (default 20)"

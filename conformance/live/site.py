@@ -1137,17 +1137,22 @@ class Site:
     # -- the client load ----------------------------------------------------------------
 
     async def load(self, rng: random.Random, end: int, run: dict[str, Any]) -> None:
-        """Client writes at exponential intervals (`rate` a second) over `keys` keys
+        """Client writes at exponential intervals (`rate` a second on average, paced
+        against the clock: a ceiling when the site's one thread cannot keep up) over `keys` keys
         (on a live key 20% destroys, 30% deltas, else puts); with probability `lifecycle`
         an operator's step instead, with probability `fail` a failure injected at this
         site (R16.2: 1-3 attempts at a key fail)."""
+        # Paced against the clock: each write is due an exponential interval after the
+        # previous one was due (not after it was made), so a late write (a busy loop, a
+        # sleep's overshoot) is caught up on, not carried into every later one.
+        due = time.time_ns() / 1e6  # ms
         while True:
-            wait = rng.expovariate(run["rate"])
-            left = (end - time.time_ns() / 1e6) / 1000  # s until the load ends
-            if wait >= left:  # the next write would come after the end: none does
-                await asyncio.sleep(max(0.0, left))
+            due += rng.expovariate(run["rate"]) * 1000
+            now = time.time_ns() / 1e6
+            if due >= end:  # the next write would come after the end: none does
+                await asyncio.sleep(max(0.0, (end - now) / 1000))
                 return
-            await asyncio.sleep(wait)
+            await asyncio.sleep(max(0.0, (due - now) / 1000))  # (behind: 0, a turn for others)
             t, at = self.clock.read()
             if t >= end:
                 return
