@@ -816,3 +816,22 @@ def test_the_load_paces_against_the_clock_so_late_sleeps_do_not_lower_the_rate(
     writes = steps(tmp_path, "site-1")
     assert len(writes) == made
     assert all(w["t"] < end for w in writes)
+
+
+def test_an_ack_timeout_too_short_for_a_real_network_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # (was: ack_timeout_ms 1 or 20 ran, and validate said "P1: FAILED" at a delivery that
+    # came after its sender had timed the batch out, a disagreement no bug caused)
+    config = with_senders(TWO_WAY, ack_timeout_ms=1000)
+    config["senders"][1]["ack_timeout_ms"] = 1  # ln's
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    out = tmp_path / "run"
+    command = ["live", "--config", str(tmp_path / "config.json"), "--out", str(out)]
+    assert main(command) == 2
+    assert capsys.readouterr().err == (
+        "wanconform: error: live: sender ln's ack_timeout_ms is 1: at least 500 for a live "
+        "run (a batch takes real time to cross and be applied; one applied after its sender "
+        "timed it out would be a disagreement the system did not cause)\n"
+    )
+    assert not out.exists()

@@ -56,6 +56,11 @@ NEMESES = ("kill", "wipe", "partition")
 MAX_DRAIN_S = 3600
 """The longest drain a run may have (as --duration's longest load): a sender's
 ack_timeout_ms and retry_interval_ms may be any 64-bit count, and a run is bounded."""
+MIN_ACK_TIMEOUT_MS = 500
+"""The shortest ack_timeout_ms a live run takes: a batch takes real time to cross the
+proxy and be applied (tens of ms on a busy machine), and one delivered after its sender
+timed it out is a disagreement the system did not cause (R20 took it out of the
+network)."""
 FENCE_S = 5.0
 """The longest the nemesis waits for senders to log what they were told (a sender that
 does not answer by then is stuck, and the run would say so)."""
@@ -514,6 +519,14 @@ def live(
             f"{sender.ack_timeout_ms + sender.retry_interval_ms:,} ms, and the sites dispatch "
             f"that long (+ 1 s) after the load to drain: at most {MAX_DRAIN_S:,} s in all; "
             "lower them for a live run"
+        )
+    hasty = min(config.senders, key=lambda s: s.ack_timeout_ms, default=None)
+    if hasty is not None and hasty.ack_timeout_ms < MIN_ACK_TIMEOUT_MS:
+        raise WanconformError(
+            f"live: sender {hasty.id}'s ack_timeout_ms is {hasty.ack_timeout_ms}: at least "
+            f"{MIN_ACK_TIMEOUT_MS} for a live run (a batch takes real time to cross and be "
+            "applied; one applied after its sender timed it out would be a disagreement the "
+            "system did not cause)"
         )
     slowest = min((s.ack_timeout_ms for s in config.senders), default=None)
     if slowest is not None and 4 * faults.delay_ms >= slowest:
