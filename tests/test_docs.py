@@ -175,3 +175,28 @@ def test_every_option_a_page_gives_a_command_is_in_its_help() -> None:
                 line = text[: match.start()].count("\n") + 1
                 unknown.append(f"{page.name}:{line}: wanconform {name} {option}")
     assert unknown == []
+
+
+def words_of_help(name: str, columns: int, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    monkeypatch.setenv("COLUMNS", str(columns))
+    text = subcommand(name).format_help()  # type: ignore[attr-defined]
+    return re.sub(r"-\n\s+", "-", text).split()  # argparse may break a line after a hyphen
+
+
+def test_no_help_text_breaks_a_word_across_lines(monkeypatch: pytest.MonkeyPatch) -> None:
+    # argparse cuts a word longer than the column (explore's list of operations, once
+    # one word "put,delta,...": "pu" / "t,delta,..." on a terminal of 80 columns)
+    commands = [a for a in build_parser()._actions if a.dest == "command"]
+    choices = commands[0].choices
+    assert isinstance(choices, dict)
+    for name in choices:
+        assert words_of_help(name, 80, monkeypatch) == words_of_help(name, 10_000, monkeypatch), (
+            name
+        )
+    explore = " ".join(words_of_help("explore", 80, monkeypatch))
+    assert "(default all: put, delta, destroy, putall, tick, deliver," in explore
+
+
+def test_generate_s_seed_is_the_traces_not_a_campaign_s() -> None:
+    text = " ".join(subcommand("generate").format_help().split())  # type: ignore[attr-defined]
+    assert "--seed SEED the traces' seed (default 0)" in text

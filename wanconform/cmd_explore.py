@@ -78,7 +78,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--ops",
         metavar="LIST",
-        help="the operations tried, comma-separated (default all: " + ",".join(OP_NAMES) + ")",
+        help="the operations tried, comma-separated (default all: " + ", ".join(OP_NAMES) + ")",
     )
     parser.add_argument(
         "--engine",

@@ -42,7 +42,7 @@ def add_generation_arguments(parser: argparse.ArgumentParser, traces: int, ops: 
         default="chaos",
         help=f"profile, or several separated by commas, used in turn (default chaos). {profiles}",
     )
-    parser.add_argument("--seed", type=int, default=0, help="campaign seed (default 0)")
+    parser.add_argument("--seed", type=int, default=0, help="the traces' seed (default 0)")
     parser.add_argument(
         "--config",
         metavar="FILE",
