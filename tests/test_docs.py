@@ -200,3 +200,42 @@ def test_no_help_text_breaks_a_word_across_lines(monkeypatch: pytest.MonkeyPatch
 def test_generate_s_seed_is_the_traces_not_a_campaign_s() -> None:
     text = " ".join(subcommand("generate").format_help().split())  # type: ignore[attr-defined]
     assert "--seed SEED the traces' seed (default 0)" in text
+
+
+def heading_anchors(page: Path) -> set[str]:
+    """The anchors GitHub gives a page's headings: lower case, punctuation dropped,
+    spaces as hyphens, a repeated one numbered (-1, -2, ...)."""
+    anchors: set[str] = set()
+    fenced = False
+    for line in page.read_text().splitlines():
+        fenced ^= line.startswith("```")
+        heading = re.match(r"#{1,6}\s+(.*)", line)
+        if heading and not fenced:
+            slug = re.sub(r"[^\w\- ]", "", heading.group(1).strip().lower()).replace(" ", "-")
+            anchor, n = slug, 0
+            while anchor in anchors:
+                n += 1
+                anchor = f"{slug}-{n}"
+            anchors.add(anchor)
+    return anchors
+
+
+def test_every_link_between_pages_names_a_file_and_heading_that_exist() -> None:
+    assert "readings-of-the-spec-in-full" in heading_anchors(ROOT / "docs/DESIGN.md")
+    assert "crash-campaign-wanconform-bench---dlq-crash-n" in heading_anchors(
+        ROOT / "docs/DLQ_STORE.md"
+    )
+    broken = []
+    for page in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        text = page.read_text()
+        for match in re.finditer(r"\]\(([^)\s]+)\)", text):
+            path, _, anchor = match.group(1).partition("#")
+            if path.startswith(("http:", "https:", "mailto:")):
+                continue
+            target = page.parent / path if path else page
+            line = text[: match.start()].count("\n") + 1
+            if not target.exists():
+                broken.append(f"{page.name}:{line}: {match.group(1)}: no such file")
+            elif anchor and target.suffix == ".md" and anchor not in heading_anchors(target):
+                broken.append(f"{page.name}:{line}: {match.group(1)}: no such heading")
+    assert broken == []
