@@ -239,3 +239,13 @@ def test_every_link_between_pages_names_a_file_and_heading_that_exist() -> None:
             elif anchor and target.suffix == ".md" and anchor not in heading_anchors(target):
                 broken.append(f"{page.name}:{line}: {match.group(1)}: no such heading")
     assert broken == []
+
+
+def test_the_examples_page_names_every_example() -> None:
+    examples = ROOT / "traces/examples"
+    page = (examples / "README.md").read_text()
+    files = [p for p in examples.rglob("*.json*") if p.name != "README.md"]
+    assert len([p for p in files if p.parent.name == "topologies"]) == 8
+    unnamed = [str(p.relative_to(examples)) for p in files if f"`{p.name}`" not in page]
+    assert unnamed == []
+    assert "`topologies/`" in page
