@@ -249,3 +249,12 @@ def test_the_examples_page_names_every_example() -> None:
     unnamed = [str(p.relative_to(examples)) for p in files if f"`{p.name}`" not in page]
     assert unnamed == []
     assert "`topologies/`" in page
+
+
+def test_commands_md_has_a_heading_for_every_command() -> None:
+    headings = re.findall(r"^## (.*)$", (ROOT / "docs/COMMANDS.md").read_text(), re.MULTILINE)
+    named = {name for heading in headings for name in re.findall(r"[a-z]+", heading)}
+    commands = next(a for a in build_parser()._actions if a.dest == "command").choices
+    assert isinstance(commands, dict)
+    assert sorted(set(commands) - named) == []
+    assert "validate, live, dlq, bench" in headings
