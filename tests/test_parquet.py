@@ -172,6 +172,33 @@ def test_a_missing_column(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     )  # fmt: skip
 
 
+def test_an_unknown_column(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # Another tool's extra column was dropped silently; a missing one is refused, so is this.
+    trace_set = good_set(tmp_path)
+    table = pq.read_table(trace_set / "configs")
+    rewrite(trace_set / "configs", table.append_column("note", pa.array(["x"])))
+    expect_error(
+        tmp_path, trace_set,
+        f"{trace_set / 'configs'}: column 'note' unknown (SPEC §12 trace set)", capsys,
+    )  # fmt: skip
+
+
+def test_an_unknown_column_in_a_later_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    trace_set = good_set(tmp_path)
+    table = pq.read_table(trace_set / "ops")
+    rewrite(trace_set / "ops", table.slice(0, 5))
+    later = table.slice(5)
+    later = later.append_column("extra", pa.array([1] * len(later), type=pa.int64()))
+    pq.write_table(later, trace_set / "ops" / "part-1.parquet")
+    expect_error(
+        tmp_path, trace_set,
+        f"{trace_set / 'ops' / 'part-1.parquet'}: column 'extra' unknown (SPEC §12 trace set)",
+        capsys,
+    )  # fmt: skip
+
+
 @pytest.mark.parametrize("table", ["configs", "ops"])
 def test_a_folder_without_files(
     table: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]

@@ -198,6 +198,9 @@ def _check_schema(actual: pa.Schema, expected: pa.Schema, table: str) -> None:
         )
         if not same:
             raise TraceError(f"{table}: column {field.name!r} must be {field.type}, got {got}")
+    for name in actual.names:  # another tool's extra column: refused, not silently dropped
+        if expected.get_field_index(name) < 0:
+            raise TraceError(f"{table}: column {name!r} unknown (SPEC §12 trace set)")
 
 
 def _dataset(path: Path, schema: pa.Schema, table: str) -> ds.Dataset:
