@@ -199,6 +199,21 @@ def test_an_unknown_column_in_a_later_file(
     )  # fmt: skip
 
 
+def test_a_trace_set_without_traces(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # Its tables emptied: check printed a summary of 0 traces (exit 0), convert wrote an
+    # empty folder of JSON Lines traces.
+    trace_set = good_set(tmp_path)
+    for table in ("configs", "ops"):
+        rewrite(trace_set / table, pq.read_table(trace_set / table).slice(0, 0))
+    message = f"{trace_set}: holds no traces (its configs/ has no rows)"
+    expect_error(tmp_path, trace_set, message, capsys)
+    assert main(["check", str(trace_set), "--out", str(tmp_path / "results")]) == 2
+    captured = capsys.readouterr()
+    assert captured.err == f"wanconform: error: {message}\n"
+    assert captured.out == ""
+    assert not (tmp_path / "results").exists()
+
+
 @pytest.mark.parametrize("table", ["configs", "ops"])
 def test_a_folder_without_files(
     table: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]

@@ -354,6 +354,8 @@ def open_trace_set(path: str | os.PathLike[str]) -> TraceSet:
             row["operations"],
             parse_config_cell(trace_id, row["config"]),
         )
+    if not infos:  # check printed a summary of nothing, convert wrote an empty folder
+        raise TraceError(f"{root}: holds no traces (its configs/ has no rows)")
     return TraceSet(root, tuple(infos.values()))
 
 
