@@ -379,6 +379,32 @@ def test_ctrl_c_is_one_line_exit_130_and_nothing_written(
     assert os.listdir(tmp_path) == []  # neither the set nor its staging directory
 
 
+def test_sigterm_is_taken_as_ctrl_c_exit_143_and_nothing_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # (was: SIGTERM killed the command at once, its staging directory left beside --out)
+    import traces.parquet
+
+    opened: list[str] = []
+
+    def terminated_on_the_third(path: Any, *args: Any) -> Any:
+        opened.append(str(path))
+        if len(opened) == 3:  # two traces are in the staging directory by now
+            os.kill(os.getpid(), signal.SIGTERM)
+        return open_trace(path, *args)
+
+    monkeypatch.setattr(traces.parquet, "open_trace", terminated_on_the_third)
+    monkeypatch.setattr(glue, "abandon", lambda: None)
+    handler = signal.getsignal(signal.SIGTERM)
+    assert main(["convert", *map(str, EXAMPLES[:5]), "--out", str(tmp_path / "set")]) == 143
+    captured = capsys.readouterr()
+    assert captured.err == "wanconform: terminated: nothing written\n"
+    assert captured.out == ""
+    assert os.listdir(tmp_path) == []  # neither the set nor its staging directory
+    assert len(opened) == 3
+    assert signal.getsignal(signal.SIGTERM) is handler  # main put the caller's back
+
+
 def test_an_error_after_ctrl_c_during_spark_is_the_interrupt(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -436,6 +462,29 @@ def test_ctrl_c_in_the_middle_of_a_spark_check(tmp_path: Path) -> None:
     assert sorted(os.listdir(tmp_path)) == ["marks", "set", "slow.py"]
 
 
+def test_sigterm_in_the_middle_of_a_spark_check(tmp_path: Path) -> None:
+    """SIGTERM to the command's process alone (`kill PID`) while a Spark worker checks a
+    trace: as Ctrl-C, but exit 143: one line, no results directory nor its staging
+    directory, no JVM or Python worker left. (It was killed outright, its staging directory
+    and JVM left behind.)"""
+    traces = [str(p) for p in EXAMPLES[:6]]
+    assert main(["convert", *traces, "--out", str(tmp_path / "set")]) == 0
+    (tmp_path / "slow.py").write_text(SLOW_ENGINE)
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    env = {**os.environ, "MARKS": str(marks)}
+    command = [*WANCONFORM, "check", "set", "--out", "res", "--impl", "slow:Engine"]
+    command += ["--master", "local[1]"]
+
+    def staged_and_a_worker_started(process: subprocess.Popen[str]) -> bool:
+        assert process.poll() is None, process.communicate()
+        staging = [p for p in os.listdir(tmp_path) if p.startswith(".")]
+        return bool(staging) and any(marks.iterdir())
+
+    interrupted(command, tmp_path, staged_and_a_worker_started, env, signal.SIGTERM)
+    assert sorted(os.listdir(tmp_path)) == ["marks", "set", "slow.py"]
+
+
 def test_ctrl_c_while_the_jvm_starts_leaves_no_jvm(tmp_path: Path) -> None:
     """Issue 31 item 2: Ctrl-C 2 s after `campaign` starts (here: while PySpark launches
     its JVM, which ignores SIGINT) is one line, exit 130, nothing written, and no JVM left
@@ -451,10 +500,12 @@ def interrupted(
     cwd: Path,
     ready: Callable[[subprocess.Popen[str]], bool],
     env: dict[str, str] | None = None,
+    sent: signal.Signals = signal.SIGINT,
 ) -> None:
     """Run `command` in a session of its own, send SIGINT to its process group (as a
     terminal's Ctrl-C) once `ready(process)`, and check the outcome: one line, exit 130,
-    nothing on stdout, and no process of the session left a second later."""
+    nothing on stdout, and no process of the session left a second later. With `sent`
+    SIGTERM, that to the command's process alone (`kill PID`), and exit 143."""
     process = subprocess.Popen(
         command,
         cwd=cwd,
@@ -469,12 +520,16 @@ def interrupted(
         while not ready(process):
             assert time.monotonic() < deadline, "not ready to interrupt in 300 s"
             time.sleep(0.1)
-        os.killpg(process.pid, signal.SIGINT)
+        if sent == signal.SIGINT:
+            os.killpg(process.pid, signal.SIGINT)
+        else:
+            os.kill(process.pid, sent)
         out, err = process.communicate(timeout=120)
     finally:
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGKILL)
-    assert (process.returncode, err, out) == (130, "wanconform: interrupted: nothing written\n", "")
+    word, code = ("interrupted", 130) if sent == signal.SIGINT else ("terminated", 143)
+    assert (process.returncode, err, out) == (code, f"wanconform: {word}: nothing written\n", "")
     time.sleep(1)
     assert living_processes_of_session(process.pid) == []
 

@@ -3,7 +3,8 @@
 `main(argv) -> int` is the only entry point. Every `WanconformError` (bad trace, bad
 config, bad file) becomes one line on stderr and exit status 2, with nothing written to
 stdout; argparse's own usage errors also exit 2. Every output a command declares is
-checked before its work starts (`traces.outputs`). Ctrl-C is one line and exit 130.
+checked before its work starts (`traces.outputs`). Ctrl-C is one line and exit 130;
+SIGTERM (`kill PID`) is taken as Ctrl-C, and exits 143.
 
 Each subcommand lives in its own module `wanconform/cmd_*.py` exposing
 `register(subparsers) -> None`; the parser it adds sets `func(args) -> int`.
@@ -13,7 +14,9 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import signal
 import sys
+import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -89,7 +92,33 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+_TERMINATED: list[int] = []
+"""The SIGTERM this command received (`_on_terminate`), if any."""
+
+
+def _on_terminate(signum: int, frame: Any) -> None:
+    """SIGTERM is taken as Ctrl-C, through the handler Ctrl-C has now (Spark's, the one
+    holding it while the JVM starts, Python's), so that the command stops as it does on
+    Ctrl-C: nothing written, no staging directory or JVM left; `interrupted` says so."""
+    _TERMINATED.append(signum)
+    handler = signal.getsignal(signal.SIGINT)
+    if not callable(handler):  # SIGINT ignored (a background job's): SIGTERM still stops
+        raise KeyboardInterrupt
+    handler(signal.SIGINT, frame)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    _TERMINATED.clear()
+    held = threading.current_thread() is threading.main_thread()  # where handlers can be
+    previous = signal.signal(signal.SIGTERM, _on_terminate) if held else None
+    try:
+        return _main(argv)
+    finally:
+        if held:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     stores = sys.modules.get("conformance.running.stores")
     if stores is not None:
         stores.OPENED.clear()  # this command's, not an earlier one's in this process
@@ -126,7 +155,7 @@ def interrupted() -> int:
     """Ctrl-C: every output is written whole or not at all (`traces.outputs`), so an
     interrupted command wrote nothing, but to the durable stores it was given (`--dlq-dir`,
     `--queue-dir`), which keep what the run put in them; Spark's JVM is stopped with it.
-    Exit 130."""
+    Exit 130; after SIGTERM, "terminated" and exit 143 (128 + 15, as a shell reports it)."""
     glue = sys.modules.get("conformance.spark.glue")
     if glue is not None:
         glue.abandon()
@@ -138,5 +167,6 @@ def interrupted() -> int:
         if opened
         else ""
     )
-    print(f"wanconform: interrupted: nothing written{kept}", file=sys.stderr, flush=True)
-    return 130
+    what, code = ("terminated", 143) if _TERMINATED else ("interrupted", 130)
+    print(f"wanconform: {what}: nothing written{kept}", file=sys.stderr, flush=True)
+    return code
