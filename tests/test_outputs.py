@@ -405,6 +405,34 @@ def test_sigterm_is_taken_as_ctrl_c_exit_143_and_nothing_written(
     assert signal.getsignal(signal.SIGTERM) is handler  # main put the caller's back
 
 
+CHDIR_ENGINE = """
+import os
+import impl
+
+class Engine(impl.Engine):
+    def __init__(self, *args, **kwargs):
+        os.chdir(os.path.join(os.path.dirname(__file__), "elsewhere"))
+        super().__init__(*args, **kwargs)
+"""
+
+
+def test_an_engine_that_changes_directory_does_not_move_the_outputs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # (was: --report out.html was written to elsewhere/out.html, where the engine went)
+    (tmp_path / "chdir_engine.py").write_text(CHDIR_ENGINE)
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    command = ["replay", TRACE, "--engine", "impl", "--impl", "chdir_engine:Engine"]
+    assert main([*command, "--report", "out.html", "--checkpoint", "state.json"]) == 0
+    assert os.getcwd() == str(tmp_path / "elsewhere")  # the engine did move
+    assert sorted(os.listdir(tmp_path / "elsewhere")) == []
+    assert (tmp_path / "out.html").read_text().startswith("<!DOCTYPE html>")
+    assert (tmp_path / "state.json").is_file()
+    assert f"report: {tmp_path / 'out.html'}" in capsys.readouterr().out
+
+
 def test_an_error_after_ctrl_c_during_spark_is_the_interrupt(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

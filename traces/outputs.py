@@ -285,7 +285,9 @@ def declare_outputs(
 
 def check_outputs(args: argparse.Namespace) -> None:
     """Check every declared output of a parsed command line (skips absent ones and "-"
-    where it means standard output); two outputs of one path are refused."""
+    where it means standard output); two outputs of one path are refused. Each output is
+    then made absolute in `args`, before any user's code (`--impl`) is imported or run: an
+    engine that changes the current directory cannot move them."""
     stdout = getattr(args, "output_stdout", ())
     named: dict[Path, str] = {}
     for dest in (*getattr(args, "output_files", ()), *getattr(args, "output_directories", ())):
@@ -331,6 +333,8 @@ def check_outputs(args: argparse.Namespace) -> None:
         value = getattr(args, dest, None)
         if value is not None:
             check_output_directory(value, getattr(args, "force", False))
+    for path, dest in named.items():
+        setattr(args, dest, str(path))
 
 
 # -- writing -------------------------------------------------------------------------------
