@@ -356,49 +356,39 @@ def test_a_failed_output_directory_takes_the_parent_folders_it_made_with_it(
     assert (tmp_path / "c").is_dir() and not any((tmp_path / "c").iterdir())
 
 
-def test_ctrl_c_is_one_line_exit_130_and_nothing_written(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize(
+    ("signum", "code", "line"),
+    [
+        (signal.SIGINT, 130, "wanconform: interrupted: nothing written\n"),  # Ctrl-C
+        # (was: SIGTERM killed the command at once, its staging directory left beside --out)
+        (signal.SIGTERM, 143, "wanconform: terminated: nothing written\n"),
+    ],
+)
+def test_ctrl_c_or_sigterm_is_one_line_its_exit_status_and_nothing_written(
+    signum: int,
+    code: int,
+    line: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     import traces.parquet
 
     opened: list[str] = []
 
-    def interrupted_on_the_third(path: Any, *args: Any) -> Any:
+    def signalled_on_the_third(path: Any, *args: Any) -> Any:
         opened.append(str(path))
         if len(opened) == 3:  # two traces are in the staging directory by now
-            raise KeyboardInterrupt
+            os.kill(os.getpid(), signum)
         return open_trace(path, *args)
 
-    monkeypatch.setattr(traces.parquet, "open_trace", interrupted_on_the_third)
+    monkeypatch.setattr(traces.parquet, "open_trace", signalled_on_the_third)
     # Not this test process's JVM (the `spark` fixture's, when an earlier test started it).
     monkeypatch.setattr(glue, "abandon", lambda: None)
-    assert main(["convert", *map(str, EXAMPLES[:5]), "--out", str(tmp_path / "set")]) == 130
-    captured = capsys.readouterr()
-    assert captured.err == "wanconform: interrupted: nothing written\n"
-    assert captured.out == ""
-    assert os.listdir(tmp_path) == []  # neither the set nor its staging directory
-
-
-def test_sigterm_is_taken_as_ctrl_c_exit_143_and_nothing_written(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    # (was: SIGTERM killed the command at once, its staging directory left beside --out)
-    import traces.parquet
-
-    opened: list[str] = []
-
-    def terminated_on_the_third(path: Any, *args: Any) -> Any:
-        opened.append(str(path))
-        if len(opened) == 3:  # two traces are in the staging directory by now
-            os.kill(os.getpid(), signal.SIGTERM)
-        return open_trace(path, *args)
-
-    monkeypatch.setattr(traces.parquet, "open_trace", terminated_on_the_third)
-    monkeypatch.setattr(glue, "abandon", lambda: None)
     handler = signal.getsignal(signal.SIGTERM)
-    assert main(["convert", *map(str, EXAMPLES[:5]), "--out", str(tmp_path / "set")]) == 143
+    assert main(["convert", *map(str, EXAMPLES[:5]), "--out", str(tmp_path / "set")]) == code
     captured = capsys.readouterr()
-    assert captured.err == "wanconform: terminated: nothing written\n"
+    assert captured.err == line
     assert captured.out == ""
     assert os.listdir(tmp_path) == []  # neither the set nor its staging directory
     assert len(opened) == 3
