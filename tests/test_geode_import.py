@@ -1664,11 +1664,79 @@ def test_cli_import_bad_site_argument(capsys: pytest.CaptureFixture[str]) -> Non
 
 
 @pytest.mark.parametrize(
+    ("form", "value", "expected"),
+    [
+        ("xml", " true ", True),  # xsd:boolean collapses blanks
+        ("xml", "0", False),
+        ("gfsh", "TRUE", True),  # gfsh: equalsIgnoreCase (1.15), Boolean.parseBoolean (2)
+        ("gfsh", "No", False),  # Spring Shell's BooleanConverter (1.15); false in Geode 2 too
+        ("xml", "TRUE", "must be true or false, got 'TRUE'"),  # not in xsd:boolean: refused
+        ("xml", "1",
+         "must be true or false, got '1' (Geode's schema lets it through, but CacheXmlParser "
+         "reads every value other than true as false (Boolean.parseBoolean); write true)"),
+        ("gfsh", "1",
+         "must be true or false, got '1' (Geode 1.15's gfsh reads it as true, Geode 2's "
+         "(Boolean.parseBoolean) as false; write true)"),
+        ("gfsh", "yes", "must be true or false, got 'yes' (Geode 1.15's gfsh reads it"),
+    ],
+)  # fmt: skip
+def test_booleans_are_read_as_geode_reads_them(
+    tmp_path: Path, form: str, value: str, expected: bool | str
+) -> None:
+    if form == "xml":
+        site = sender_xml(f'id="a" remote-distributed-system-id="2" parallel="{value}"')
+        where, name = "1.xml:3: <gateway-sender id='a'>: parallel", "parallel"
+    else:
+        site = (
+            1,
+            "1.gfsh",
+            f"create gateway-sender --id=a --remote-distributed-system-id=2 --parallel={value}\n"
+            "create region --name=r --type=PARTITION --gateway-sender-id=a\n",
+        )
+        where, name = "1.gfsh:1: create gateway-sender --id=a: --parallel", "--parallel"
+    if isinstance(expected, str):
+        expect_error(tmp_path, f"{where}: {expected}", site, RECEIVER)
+        return
+    if form == "xml":  # a parallel sender needs a partitioned region (R27)
+        partitioned = site[2].replace('<region name="r">', '<region name="r" refid="PARTITION">')
+        site = (1, "1.xml", partitioned)
+    imported = import_texts(tmp_path, site, RECEIVER)
+    sender = imported.config.sender("a")
+    assert sender is not None and sender.parallel is expected, name
+
+
+@pytest.mark.parametrize(
+    ("script", "message"),
+    [
+        ("create region --name=r --type=REPLICATE --if-not-exists=0",
+         "1.gfsh:3: create region --name=/r: region '/r' already exists at "),
+        ("destroy gateway-sender --id=gone --if-exists=no",
+         "1.gfsh:3: destroy gateway-sender --id=gone: no such gateway-sender at this site"),
+        ("destroy region --name=gone --if-exists=false",
+         "1.gfsh:3: destroy region --name=/gone: no such region at this site"),
+        ("destroy region --name=gone --if-exists=1",
+         "1.gfsh:3: destroy region --name=/gone: --if-exists: must be true or false, got '1'"),
+    ],
+)  # fmt: skip
+def test_gfsh_if_exists_flags_read_false_as_false(
+    tmp_path: Path, script: str, message: str
+) -> None:
+    # before: any value but "false" (0, no, ...) set these flags, "--if-exists=false" too
+    text = (
+        "create gateway-sender --id=a --remote-distributed-system-id=2\n"
+        "create region --name=r --type=REPLICATE --gateway-sender-id=a\n"
+        f"{script}\n"
+    )
+    expect_error(tmp_path, message, (1, "1.gfsh", text), RECEIVER)
+
+
+@pytest.mark.parametrize(
     ("attribute", "fields"),
     [
         ("enable-batch-conflation=true", {"enable_batch_conflation": True}),
         ("enable-batch-conflation=false", {"enable_batch_conflation": False}),
-        ("enable-persistence=TRUE", {"enable_persistence": True}),  # Geode: Boolean.valueOf
+        ("enable-persistence=true", {"enable_persistence": True}),
+        ("enable-persistence=0", {"enable_persistence": False}),  # xsd:boolean's 0, gfsh's too
         ("enable-persistence=false", {"enable_persistence": False}),
         ("maximum-queue-memory=100", {"maximum_queue_memory_bytes": 104_857_600}),  # 100 MB
         ("maximum-queue-memory=0", {"maximum_queue_memory_bytes": 0}),

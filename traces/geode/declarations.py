@@ -69,6 +69,32 @@ class ReceiverDeclaration:
     settings: dict[str, Written] = field(default_factory=dict)
 
 
+def geode_boolean(value: str, gfsh: bool) -> bool:
+    """A boolean as Geode reads it; ValueError (the reason) where Geode refuses it or reads
+    it against what it says.
+
+    cache.xml: the schema (`xsd:boolean`) lets `true`, `false`, `1` and `0` through, the
+    DTDs `true` and `false`, and `CacheXmlParser` reads them with `Boolean.parseBoolean`,
+    so `1` is false there: refused. gfsh: Geode 1.15 (Spring Shell's `BooleanConverter`)
+    takes `true`/`1`/`yes` and `false`/`0`/`no` in any case, Geode 2's parser reads only
+    `true` as true, so `1` and `yes` are refused.
+    """
+    text = value.strip().lower() if gfsh else value.strip()
+    if text == "true":
+        return True
+    if text in ("false", "0") or (gfsh and text == "no"):
+        return False
+    if text == "1" or (gfsh and text == "yes"):
+        meaning = (
+            "Geode 1.15's gfsh reads it as true, Geode 2's (Boolean.parseBoolean) as false"
+            if gfsh
+            else "Geode's schema lets it through, but CacheXmlParser reads every value "
+            "other than true as false (Boolean.parseBoolean)"
+        )
+        raise ValueError(f"must be true or false, got {value!r} ({meaning}; write true)")
+    raise ValueError(f"must be true or false, got {value!r}")
+
+
 REGION_SHORTCUTS = (
     "PARTITION",
     "PARTITION_REDUNDANT",

@@ -52,6 +52,7 @@ from traces.geode.declarations import (
     SiteDeclarations,
     Written,
     expand_placeholders,
+    geode_boolean,
     is_partition_shortcut,
 )
 
@@ -315,7 +316,9 @@ class _ScriptReader:
         sender_id = _value(options, "id")
         if sender_id is None:
             raise GeodeImportError(f"{command.where}: {command.name}: option --id is missing")
-        if self.site.senders.pop(sender_id, None) is None and "if-exists" not in options:
+        label = f"destroy gateway-sender --id={sender_id}"
+        exists = self.site.senders.pop(sender_id, None) is not None
+        if not exists and not _flag(command, label, options, "if-exists"):
             raise GeodeImportError(
                 f"{command.where}: destroy gateway-sender --id={sender_id}: no such "
                 f"gateway-sender at this site{self._known_senders()} (add --if-exists "
@@ -338,12 +341,7 @@ class _ScriptReader:
                 f"{command.where}: {text}: no such gateway-sender at this site"
                 f"{self._known_senders()}; gfsh reports it not available"
             )
-        clean = options.get("clean-queues", "false")
-        if clean.strip().lower() not in ("true", "false"):
-            raise GeodeImportError(
-                f"{command.where}: {text}: --clean-queues: must be true or false, got {clean!r}"
-            )
-        clean_queues = clean.strip().lower() == "true"
+        clean_queues = _flag(command, text, options, "clean-queues")
         if clean_queues:
             text += " --clean-queues"
         self.site.commands.append(
@@ -388,15 +386,15 @@ class _ScriptReader:
             for name, value in options.items()
             if name in RECEIVER_ATTRIBUTES
         }
-        if self.site.receiver is not None and (
-            "if-not-exists" in options or "skip-if-exists" in options
+        if self.site.receiver is not None and _flag(
+            command, command.name, options, "if-not-exists", "skip-if-exists"
         ):
             return
         self.site.set_receiver(ReceiverDeclaration(command.where, command.name, settings))
 
     def destroy_receiver(self, command: Command) -> None:
         options = _options(command, (*_DEPLOYMENT, "if-exists"))
-        if self.site.receiver is None and "if-exists" not in options:
+        if self.site.receiver is None and not _flag(command, command.name, options, "if-exists"):
             raise GeodeImportError(
                 f"{command.where}: destroy gateway-receiver: this site has no "
                 "gateway-receiver (add --if-exists to allow that)"
@@ -408,7 +406,10 @@ class _ScriptReader:
     def create_region(self, command: Command) -> None:
         options = _options(command, None)
         name = _region_name(command, options)
-        if name in self.site.regions and _flag(options, "if-not-exists", "skip-if-exists"):
+        label = f"create region --name={name}"
+        if name in self.site.regions and _flag(
+            command, label, options, "if-not-exists", "skip-if-exists"
+        ):
             return  # gfsh: "Region ... already exists", skipped without an error
         declaration = RegionDeclaration(name, command.where)
         template = options.get("template-region")
@@ -471,7 +472,7 @@ class _ScriptReader:
         options = _options(command, None)
         name = _region_name(command, options)
         if name not in self.site.regions:
-            if _flag(options, "if-exists"):
+            if _flag(command, f"destroy region --name={name}", options, "if-exists"):
                 return
             raise GeodeImportError(
                 f"{command.where}: destroy region --name={name}: no such region at this site "
@@ -532,9 +533,15 @@ def _slash(name: str) -> str:
     return "/" + name.strip().lstrip("/")
 
 
-def _flag(options: Mapping[str, str], *names: str) -> bool:
-    """Whether one of the flags `names` is set (bare, or with any value but false)."""
-    return any(options.get(name, "false").strip().lower() != "false" for name in names)
+def _flag(command: Command, label: str, options: Mapping[str, str], *names: str) -> bool:
+    """Whether one of the flags `names` is set (bare, or true as gfsh reads booleans)."""
+    for name in names:
+        try:
+            if geode_boolean(options.get(name, "false"), gfsh=True):
+                return True
+        except ValueError as exc:
+            raise GeodeImportError(f"{command.where}: {label}: --{name}: {exc}") from None
+    return False
 
 
 def _region_name(command: Command, options: Mapping[str, str]) -> str:

@@ -119,6 +119,7 @@ from traces.geode.declarations import (
     SenderDeclaration,
     SiteDeclarations,
     Written,
+    geode_boolean,
 )
 from traces.ops import Op, PauseSender, ResumeSender, StartSender, StopSender
 from traces.text import plural
@@ -536,13 +537,10 @@ def _sender_integer(declaration: SenderDeclaration, written: Written) -> int:
 
 
 def _boolean(written: Written, label: str) -> bool:
-    value = written.value.strip().lower()
-    if value not in ("true", "false"):
-        raise GeodeImportError(
-            f"{written.where}: {label}: {written.name}: must be true or false, "
-            f"got {written.value!r}"
-        )
-    return value == "true"
+    try:
+        return geode_boolean(written.value, gfsh=written.name.startswith("--"))
+    except ValueError as exc:
+        raise GeodeImportError(f"{written.where}: {label}: {written.name}: {exc}") from None
 
 
 def _sender(
