@@ -1705,6 +1705,30 @@ def test_booleans_are_read_as_geode_reads_them(
     assert sender is not None and sender.parallel is expected, name
 
 
+def test_cache_xml_gateway_sender_ids_keep_blanks_as_geode_does(tmp_path: Path) -> None:
+    # CacheXmlParser splits "a, b" with StringTokenizer(","): ids 'a' and ' b'; ' b' names
+    # no sender, so b ships nothing and is left out. gfsh trims: "a, b" names a and b.
+    two = '<gateway-sender id="a" remote-distributed-system-id="2"/>\n'
+    two += '<gateway-sender id="b" remote-distributed-system-id="3"/>\n'
+    xml = (1, "1.xml", cache(two + region("a, b")))
+    third = (3, "3.xml", cache("<gateway-receiver/>"))
+    imported = import_texts(tmp_path, xml, RECEIVER, third, allow_partial=True)
+    assert [s.id for s in imported.config.senders] == ["a"]
+    assert imported.warnings[0].endswith(
+        "1.xml:5: region '/r': gateway-sender-ids names ' b', which site 1 does not have; "
+        "Geode ships nothing through it; ignored (Geode does not trim the blanks around 'b' "
+        "in cache.xml; write the ids without them)"
+    )
+    script = (
+        "create gateway-sender --id=a --remote-distributed-system-id=2\n"
+        "create gateway-sender --id=b --remote-distributed-system-id=3\n"
+        'create region --name=r --type=REPLICATE --gateway-sender-id="a, b"\n'
+    )
+    imported = import_texts(tmp_path, (1, "1.gfsh", script), RECEIVER, third)
+    assert [s.id for s in imported.config.senders] == ["a", "b"]
+    assert imported.warnings == ()
+
+
 @pytest.mark.parametrize(
     ("script", "message"),
     [

@@ -144,10 +144,15 @@ class RegionDeclaration:
     total_num_buckets: Written | None = None
 
     def senders(self) -> tuple[str, ...]:
-        """The ids of `gateway-sender-ids` (comma separated, blanks dropped)."""
+        """The ids of `gateway-sender-ids`, comma separated, as Geode splits them: gfsh
+        trims each id, cache.xml keeps blanks (`CacheXmlParser`'s `StringTokenizer`: "a, b"
+        names `a` and ` b`); both drop empty ones."""
         if self.sender_ids is None:
             return ()
-        return tuple(s.strip() for s in self.sender_ids.value.split(",") if s.strip())
+        ids = self.sender_ids.value.split(",")
+        if self.sender_ids.name.startswith("--"):
+            ids = [s.strip() for s in ids]
+        return tuple(s for s in ids if s)
 
 
 @dataclass(slots=True)

@@ -382,10 +382,16 @@ def _attached_senders(
             if sender_id not in declared.senders:
                 written = region.sender_ids
                 assert written is not None  # ids come from it
+                blanks = (
+                    f" (Geode does not trim the blanks around {sender_id.strip()!r} in "
+                    "cache.xml; write the ids without them)"
+                    if sender_id.strip() in declared.senders
+                    else ""
+                )
                 warnings.append(
                     f"{written.where}: region {region.name!r}: {written.name} names "
                     f"{sender_id!r}, which site {site} does not have; Geode ships nothing "
-                    "through it; ignored"
+                    f"through it; ignored{blanks}"
                 )
         attached.update(ids)
         if ids:
