@@ -652,11 +652,11 @@ def test_gfsh_gateway_commands_that_only_show_or_rebalance_are_skipped(
     out, err = capsys.readouterr()
     assert json.loads(out)["senders"][0]["id"] == "a"
     assert err == ""
-    write(tmp_path, "1.gfsh", script + "stop gateway-receiver\n")
+    write(tmp_path, "1.gfsh", script + "stop gateway-recever\n")
     assert main(["import", *sites]) == 2
     assert capsys.readouterr().err == (
         f"wanconform: error: {tmp_path / '1.gfsh'}:8: unknown gfsh command "
-        "'stop gateway-receiver' (did you mean destroy gateway-receiver?)\n"
+        "'stop gateway-recever' (did you mean stop gateway-receiver?)\n"
     )
 
 
@@ -1703,6 +1703,28 @@ def test_booleans_are_read_as_geode_reads_them(
     imported = import_texts(tmp_path, site, RECEIVER)
     sender = imported.config.sender("a")
     assert sender is not None and sender.parallel is expected, name
+
+
+def test_gfsh_stop_gateway_receiver_is_skipped_with_a_warning(tmp_path: Path) -> None:
+    # a real gfsh command (StopGatewayReceiverCommand); before: "unknown gfsh command"
+    two = "create gateway-receiver\nstop gateway-receiver --member=ny-1\n"
+    imported = import_texts(tmp_path, sender_xml('id="a" remote-distributed-system-id="2"'),
+                            (2, "2.gfsh", two))  # fmt: skip
+    assert [s.id for s in imported.config.senders] == ["a"]
+    assert len(imported.warnings) == 1
+    assert imported.warnings[0].endswith(
+        "2.gfsh:2: stop gateway-receiver: Geode's receiver then refuses connections until "
+        "'start gateway-receiver', and the senders of other sites retry their batches; the "
+        "model has no operation that stops a receiver (R37 acts on senders): it keeps "
+        "accepting batches; ignored"
+    )
+    expect_error(
+        tmp_path,
+        "2.gfsh:1: stop gateway-receiver: this site has no gateway-receiver (gfsh reports "
+        "it not available)",
+        sender_xml('id="a" remote-distributed-system-id="2"'),
+        (2, "2.gfsh", "stop gateway-receiver\ncreate gateway-receiver\n"),
+    )
 
 
 def test_cache_xml_gateway_sender_ids_keep_blanks_as_geode_does(tmp_path: Path) -> None:

@@ -25,7 +25,8 @@ Commands that configure gateways are read: `create|alter|destroy gateway-sender`
 read as gfsh's EnumConverter reads it, `--total-num-buckets` and `--template-region`),
 `start locator|server` (their `--J=-Dgemfire.distributed-system-id=N`, the site's dsid)
 and `set variable`; `list gateways`, `status gateway-sender|receiver`, `load-balance
-gateway-sender` and `start gateway-receiver` change no configuration and are skipped.
+gateway-sender` and `start gateway-receiver` change no configuration and are skipped;
+`stop gateway-receiver` is skipped with a warning (the model's receiver cannot stop).
 `start` (with `--clean-queues`), `stop`, `pause` and `resume gateway-sender` act on a
 sender that exists: they are kept, in order, as the site's sender commands, which the
 mapping turns into the operations `start_sender`, `stop_sender`, `pause_sender` and
@@ -239,6 +240,7 @@ class _ScriptReader:
             "stop gateway-sender": self.sender_command,
             "pause gateway-sender": self.sender_command,
             "resume gateway-sender": self.sender_command,
+            "stop gateway-receiver": self.stop_receiver,
             "connect": self.connect,
         }
 
@@ -391,6 +393,22 @@ class _ScriptReader:
         ):
             return
         self.site.set_receiver(ReceiverDeclaration(command.where, command.name, settings))
+
+    def stop_receiver(self, command: Command) -> None:
+        """`stop gateway-receiver` (gfsh's StopGatewayReceiverCommand): the model has no
+        operation that stops a receiver (R37 acts on senders), so a warning says so."""
+        _options(command, _DEPLOYMENT)
+        if self.site.receiver is None:
+            raise GeodeImportError(
+                f"{command.where}: stop gateway-receiver: this site has no gateway-receiver "
+                "(gfsh reports it not available)"
+            )
+        self.site.warnings.append(
+            f"{command.where}: stop gateway-receiver: Geode's receiver then refuses "
+            "connections until 'start gateway-receiver', and the senders of other sites "
+            "retry their batches; the model has no operation that stops a receiver (R37 "
+            "acts on senders): it keeps accepting batches; ignored"
+        )
 
     def destroy_receiver(self, command: Command) -> None:
         options = _options(command, (*_DEPLOYMENT, "if-exists"))
