@@ -291,9 +291,20 @@ def test_docs_transcript_reads_prompted_commands_and_skips_output() -> None:
     )
     assert imported.config.receiver(1) == ReceiverConfig(site=1)
     transcript = str(REAL / "docs-transcript.gfsh")
+    dtd = str(REAL / "gemfire7-dtd-cache.xml")
+    dropped = (
+        "Geode's receiver fails these events (region not found) and the sender drops them "
+        "after logging it; the model applies them to the remote site's one region (R1)"
+    )
     assert [w for w in imported.warnings if transcript in w] == [
         f"{transcript}:7: an option line with no '\\' ending the line before it: gfsh would "
-        "run it as a command of its own and fail; read as part of the command at line 6"
+        "run it as a command of its own and fail; read as part of the command at line 6",
+        # the two files are of different examples: neither has the other's region
+        f"{transcript}:12: region '/customers' ships through create gateway-sender "
+        f"--id=sender2, but site 2 ({dtd}) creates no region '/customers' (its regions: "
+        f"/orders); {dropped}",
+        f"{dtd}:10: region '/orders' ships through <gateway-sender id='ln'>, but site 1 "
+        f"({transcript}) creates no region '/orders' (its regions: /customers); {dropped}",
     ]
 
 
@@ -1705,6 +1716,28 @@ def test_booleans_are_read_as_geode_reads_them(
     assert sender is not None and sender.parallel is expected, name
 
 
+def test_a_region_the_remote_site_lacks_warns_that_geode_drops_its_events(
+    tmp_path: Path,
+) -> None:
+    # GatewayReceiverCommand: "Region /r was not found during batch create request"; the
+    # sender logs the BatchException and removes the batch as acknowledged.
+    other = (2, "2.gfsh", "create gateway-receiver\ncreate region --name=s --type=REPLICATE\n")
+    imported = import_texts(tmp_path, sender_xml('id="a" remote-distributed-system-id="2"'), other)
+    assert imported.warnings == (
+        f"{tmp_path / '1.xml'}:4: region '/r' ships through <gateway-sender id='a'>, but "
+        f"site 2 ({tmp_path / '2.gfsh'}) creates no region '/r' (its regions: /s); Geode's "
+        "receiver fails these events (region not found) and the sender drops them after "
+        "logging it; the model applies them to the remote site's one region (R1)",
+    )
+    # a remote site that creates region /r, or no region at all, gives no warning
+    for text in ("create region --name=r --type=REPLICATE\n", ""):
+        site = (2, "2.gfsh", "create gateway-receiver\n" + text)
+        imported = import_texts(
+            tmp_path, sender_xml('id="a" remote-distributed-system-id="2"'), site
+        )
+        assert imported.warnings == ()
+
+
 def test_gfsh_stop_gateway_receiver_is_skipped_with_a_warning(tmp_path: Path) -> None:
     # a real gfsh command (StopGatewayReceiverCommand); before: "unknown gfsh command"
     two = "create gateway-receiver\nstop gateway-receiver --member=ny-1\n"
@@ -2260,7 +2293,7 @@ def test_docs_alter_gateway_event_filter_clear_removes_the_filters() -> None:
     imported = import_geode_config(
         [sample("2=docs-event-filter-clear.gfsh", REAL), sample("1=ln-cache.xml")]
     )
-    assert [w for w in imported.warnings if "remoteA" in w and "filter" in w] == []
+    assert [w for w in imported.warnings if "remoteA" in w and "Geode lets this class" in w] == []
     sender = next(s for s in imported.config.senders if s.id == "remoteA")
     assert (sender.site, sender.remote, sender.parallel) == (2, 1, True)
 

@@ -271,6 +271,7 @@ def map_sites(sites: Mapping[int, SiteDeclarations], allow_partial: bool = False
     senders = connectable
     for sender in senders:
         warnings.extend(sender.warnings)
+        warnings.extend(_missing_remote_regions(sender, sites))
     if not senders:
         partial("no gateway-sender to import: events never leave their site")
     regions = {}
@@ -297,6 +298,28 @@ def map_sites(sites: Mapping[int, SiteDeclarations], allow_partial: bool = False
         sender_names=names,
         operations=_operations(sites, senders),
     )
+
+
+def _missing_remote_regions(sender: _Sender, sites: Mapping[int, SiteDeclarations]) -> list[str]:
+    """A warning for each region shipping through `sender` that its remote site's files
+    do not create (when they create any): Geode's receiver fails those events ("Region
+    ... was not found during batch create request", `GatewayReceiverCommand`), and the
+    sender logs the batch exception and removes the batch as acknowledged
+    (`GatewaySenderEventRemoteDispatcher`)."""
+    remote = sender.raw["remote"]
+    remote_regions = sites[remote].regions
+    if not remote_regions:
+        return []  # which regions the remote site has is not known
+    declaration = sender.declaration
+    return [
+        f"{region.where}: region {region.name!r} ships through {declaration.label}, but "
+        f"site {remote} ({_files(sites[remote])}) creates no region {region.name!r} (its "
+        f"regions: {', '.join(sorted(remote_regions))}); Geode's receiver fails these "
+        "events (region not found) and the sender drops them after logging it; the model "
+        "applies them to the remote site's one region (R1)"
+        for region in sites[sender.site].regions.values()
+        if declaration.id in region.senders() and region.name not in remote_regions
+    ]
 
 
 def _operations(sites: Mapping[int, SiteDeclarations], senders: list[_Sender]) -> tuple[Op, ...]:
