@@ -266,9 +266,14 @@ def test_dsid_on_the_command_line_must_agree_with_the_script() -> None:
     )
 
 
-def test_one_script_configuring_two_clusters_is_refused() -> None:
+def test_one_script_configuring_two_clusters_is_refused(tmp_path: Path) -> None:
+    # the senders its regions name exist before it (gfsh's create region checks them)
+    senders = write(tmp_path, "senders.gfsh", "".join(
+        f"create gateway-sender --id={i} --remote-distributed-system-id=2\n" for i in ("ln", "ny")
+    ))  # fmt: skip
+    first = parse_site_argument(f"1={senders},{REAL / 'start-wan.gfsh'}")
     with pytest.raises(GeodeImportError, match=r"start-wan\.gfsh:6: connect --locator="):
-        import_geode_config([sample("1=start-wan.gfsh", REAL), sample("start-ln.gfsh", REAL)])
+        import_geode_config([first, sample("start-ln.gfsh", REAL)])
 
 
 def test_a_file_ending_inside_a_continued_command_never_runs_it(tmp_path: Path) -> None:
@@ -1736,6 +1741,34 @@ def test_a_region_the_remote_site_lacks_warns_that_geode_drops_its_events(
             tmp_path, sender_xml('id="a" remote-distributed-system-id="2"'), site
         )
         assert imported.warnings == ()
+
+
+@pytest.mark.parametrize(
+    ("before", "message"),
+    [
+        ("", "(senders so far: none); gfsh refuses the command: 'There are no GatewaySenders "
+             "defined currently in the system.'"),
+        ("create gateway-sender --id=b --remote-distributed-system-id=2\n",
+         "(senders so far: b); gfsh refuses the command: 'Specify valid gateway-sender-id. "
+         "Unknown Gateway Sender(s): \"a\".'"),
+    ],
+)  # fmt: skip
+def test_gfsh_create_region_needs_its_senders_to_exist(
+    tmp_path: Path, before: str, message: str
+) -> None:
+    # before: accepted silently when the sender was created after the region
+    script = (
+        f"{before}create region --name=r --type=REPLICATE --gateway-sender-id=a,b\n"
+        "create gateway-sender --id=a --remote-distributed-system-id=2\n"
+    )
+    line = 2 if before else 1
+    expect_error(
+        tmp_path,
+        f"1.gfsh:{line}: create region --name=/r: --gateway-sender-id names no sender of "
+        f"this site so far {message}",
+        (1, "1.gfsh", script),
+        RECEIVER,
+    )
 
 
 def test_gfsh_stop_gateway_receiver_is_skipped_with_a_warning(tmp_path: Path) -> None:

@@ -470,6 +470,20 @@ class _ScriptReader:
                     f"region is not one"
                 )
         self._region_options(declaration, options, command.where)
+        if "gateway-sender-id" in options:  # gfsh's CreateRegionCommand checks them
+            unknown = [i for i in declaration.senders() if i not in self.site.senders]
+            if unknown:
+                refusal = (
+                    f"Specify valid gateway-sender-id. Unknown Gateway Sender(s): "
+                    f'"{", ".join(unknown)}".'
+                    if self.site.senders
+                    else "There are no GatewaySenders defined currently in the system."
+                )
+                raise GeodeImportError(
+                    f"{command.where}: create region --name={name}: --gateway-sender-id "
+                    f"names no sender of this site so far{self._known_senders()}; gfsh "
+                    f"refuses the command: '{refusal}'"
+                )
         self.site.add_region(declaration, f"create region --name={name}")
 
     def alter_region(self, command: Command) -> None:
