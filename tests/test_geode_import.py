@@ -1771,6 +1771,20 @@ def test_gfsh_create_region_needs_its_senders_to_exist(
     )
 
 
+def test_a_backslash_followed_by_a_blank_does_not_continue_the_line(tmp_path: Path) -> None:
+    # Gfsh.executeScript continues only when the line ends with '\\'; gfsh then fails on
+    # the '\\' word, as the import does, now saying why
+    script = "create gateway-sender --id=a \\ \n  --remote-distributed-system-id=2\n"
+    expect_error(
+        tmp_path,
+        "1.gfsh:1: create gateway-sender: unexpected argument '\\\\' (a '\\' continues a "
+        "command only as the last character of its line (gfsh's executeScript): is a blank "
+        "after it?)",
+        (1, "1.gfsh", script),
+        RECEIVER,
+    )
+
+
 def test_gfsh_stop_gateway_receiver_is_skipped_with_a_warning(tmp_path: Path) -> None:
     # a real gfsh command (StopGatewayReceiverCommand); before: "unknown gfsh command"
     two = "create gateway-receiver\nstop gateway-receiver --member=ny-1\n"

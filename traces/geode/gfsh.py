@@ -613,9 +613,14 @@ def _options(
     while index < len(words):
         word = words[index]
         if not word.startswith("--") or word == "--":
+            hint = (
+                "a '\\' continues a command only as the last character of its line (gfsh's "
+                "executeScript): is a blank after it?"
+                if word == "\\"
+                else "options are --name=value or --name value"
+            )
             raise GeodeImportError(
-                f"{command.where}: {command.name}: unexpected argument {word!r} "
-                "(options are --name=value or --name value)"
+                f"{command.where}: {command.name}: unexpected argument {word!r} ({hint})"
             )
         name, equals, value = word[2:].partition("=")
         if not equals:
