@@ -1785,6 +1785,22 @@ def test_a_backslash_followed_by_a_blank_does_not_continue_the_line(tmp_path: Pa
     )
 
 
+def test_an_unknown_region_attribute_is_refused_as_geode_s_schema_does(tmp_path: Path) -> None:
+    # before: gateway-sender-id (no s) was ignored silently, and the region shipped nothing
+    site = (1, "1.xml", cache(
+        '<gateway-sender id="a" remote-distributed-system-id="2"/>\n'
+        '<region name="r"><region-attributes gateway-sender-id="a"/></region>'
+    ))  # fmt: skip
+    expect_error(
+        tmp_path,
+        "1.xml:4: <region name='/r'>: unknown attribute gateway-sender-id='a'; "
+        "<region-attributes> has no such attribute in Geode's cache.xml schema (did you "
+        "mean gateway-sender-ids?)",
+        site,
+        RECEIVER,
+    )
+
+
 def test_gfsh_stop_gateway_receiver_is_skipped_with_a_warning(tmp_path: Path) -> None:
     # a real gfsh command (StopGatewayReceiverCommand); before: "unknown gfsh command"
     two = "create gateway-receiver\nstop gateway-receiver --member=ny-1\n"

@@ -93,6 +93,18 @@ RECEIVER_ATTRIBUTES = (
 )
 """The attributes of `<gateway-receiver>`."""
 
+REGION_ATTRIBUTES = (
+    "async-event-queue-ids", "cloning-enabled", "concurrency-checks-enabled",
+    "concurrency-level", "data-policy", "disk-store-name", "disk-synchronous", "early-ack",
+    "enable-async-conflation", "enable-gateway", "enable-subscription-conflation",
+    "gateway-sender-ids", "hub-id", "id", "ignore-jta", "index-update-type",
+    "initial-capacity", "is-lock-grantor", "load-factor", "mirror-type",
+    "multicast-enabled", "off-heap", "persist-backup", "pool-name", "publisher", "refid",
+    "scope", "statistics-enabled",
+)  # fmt: skip
+"""The attributes of `<region-attributes>` in Geode's cache-1.0.xsd and the GemFire 7.0/8.0
+DTDs (`off-heap` is the schema's only addition); Geode's validating parser refuses others."""
+
 PARTITION_DATA_POLICIES = ("partition", "persistent-partition")
 """The `data-policy` values of a partitioned region in Geode's cache.xml schema."""
 DATA_POLICIES = ("empty", "normal", "preloaded", "replicate", "persistent-replicate",
@@ -454,6 +466,8 @@ class _CacheReader:
                     self.define_attributes(source)
         partition_attributes: _Element | None = None
         for source, source_label in chain:
+            if source.name == "region-attributes":
+                self._known_region_attributes(source, source_label)
             if source.name != "region-attributes":  # the RegionShortcut a refid names
                 shortcut = source.attributes["refid"]
                 declaration.type = Written("refid", shortcut, self.where(source))
@@ -516,6 +530,17 @@ class _CacheReader:
                 f"{written.name} is {written.value!r} ({written.where}); Geode: 'Data policy "
                 f"{written.value} is not allowed for a partitioned region'"
             )
+
+    def _known_region_attributes(self, element: _Element, label: str) -> None:
+        for name in sorted(element.attributes):
+            if name not in REGION_ATTRIBUTES:
+                close = difflib.get_close_matches(name, REGION_ATTRIBUTES, n=1)
+                hint = f" (did you mean {close[0]}?)" if close else ""
+                raise GeodeImportError(
+                    f"{self.where(element)}: {label}: unknown attribute "
+                    f"{name}={element.attributes[name]!r}; <region-attributes> has no such "
+                    f"attribute in Geode's cache.xml schema{hint}"
+                )
 
     def define_attributes(self, element: _Element) -> None:
         """A `<region-attributes id>` once Geode has read it: a refid names only those
