@@ -1799,6 +1799,17 @@ def test_an_unknown_region_attribute_is_refused_as_geode_s_schema_does(tmp_path:
         site,
         RECEIVER,
     )
+    site = (1, "1.xml", cache(
+        '<gateway-sender id="a" remote-distributed-system-id="2"/>\n'
+        '<region name="r" refid="REPLICATE" gateway-sender-ids="a"/>'
+    ))  # fmt: skip
+    expect_error(
+        tmp_path,
+        "1.xml:4: <region name='/r'>: unknown attribute gateway-sender-ids='a'; <region> has "
+        "only name and refid in Geode's cache.xml schema (the rest goes in <region-attributes>)",
+        site,
+        RECEIVER,
+    )
 
 
 def test_gfsh_stop_gateway_receiver_is_skipped_with_a_warning(tmp_path: Path) -> None:

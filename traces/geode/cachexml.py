@@ -458,6 +458,12 @@ class _CacheReader:
         name = f"{parent}/{element.attributes['name']}"
         declaration = RegionDeclaration(name, self.where(element))
         label = f"<region name={name!r}>"
+        for attribute in sorted(set(element.attributes) - {"name", "refid"}):
+            raise GeodeImportError(
+                f"{self.where(element)}: {label}: unknown attribute "
+                f"{attribute}={element.attributes[attribute]!r}; <region> has only name and "
+                "refid in Geode's cache.xml schema (the rest goes in <region-attributes>)"
+            )
         chain = self._named(element, label)  # attribute sources, weakest first
         for source in element.children:
             if self.ours(source) and source.name == "region-attributes":
