@@ -184,11 +184,13 @@ def _launch_jvm(settings: dict[str, str]) -> None:
 
 
 def _on_interrupt(signum: int, frame: Any) -> None:
-    """Ctrl-C with Spark: remember it (a job's error may arrive instead of the interrupt)
-    and interrupt; PySpark's own handler calls the JVM from inside the signal handler,
-    which breaks the call in progress and prints tracebacks."""
-    _interrupted.set()
-    logging.disable(logging.CRITICAL)  # py4j logs the broken call with a traceback
+    """Ctrl-C with Spark: remember it (a job's error may arrive instead of the interrupt),
+    stop the JVM (`abandon`) and interrupt. The JVM goes first: PySpark's collect waits
+    for its job in a `finally` (`toArrow`: `getResult()`), so the interrupt alone would
+    wait for the running task, minutes for a long trace. PySpark's own handler calls the
+    JVM from inside the signal handler, which breaks the call in progress and prints
+    tracebacks."""
+    abandon()
     raise KeyboardInterrupt
 
 
