@@ -8,6 +8,8 @@ import csv
 import json
 import os
 import re
+import stat
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -525,3 +527,256 @@ def test_replay_from_a_checkpoint_refuses_a_store_it_would_not_use(
             f"its dead letters and queues in memory, not in a store; drop {flag} or --from\n",
         )
     assert not (tmp_path / "stores").exists()
+
+
+# -- the file format, recovery and durability, byte by byte (docs/DLQ_STORE.md) -------------
+
+
+def canonical(payload: Any) -> bytes:
+    """SPEC R4: sorted keys, no spaces."""
+    return json.dumps(payload, sort_keys=True, separators=(",", ":")).encode()
+
+
+def framed(payload: Any) -> bytes:
+    """A frame built from the doc's table: `WDLQ`, the payload's length and its CRC-32 (both
+    4 bytes, big-endian), then the payload, canonical JSON."""
+    return raw_frame(canonical(payload))
+
+
+def raw_frame(data: bytes) -> bytes:
+    """A frame around any payload bytes, its checksum right."""
+    return b"WDLQ" + len(data).to_bytes(4, "big") + zlib.crc32(data).to_bytes(4, "big") + data
+
+
+def open_ny(folder: Path, notices: list[str] | None = None, durable: bool = True) -> Any:
+    sink = notices.append if notices is not None else (lambda line: None)
+    return open_store(folder, ["ny"], sink, durable)["ny"]
+
+
+def test_appends_and_removes_are_the_documented_frames_and_compaction_keeps_the_live_ones(
+    tmp_path: Path,
+) -> None:
+    a, b, c, d, e = (record(f"1:{n}", k) for n, k in enumerate("abcde", 1))
+    log = open_ny(tmp_path)
+    for r in (a, b, c):
+        log.append(r)
+    log.remove(["1:2"])  # 4 frames, 2 live records: not more than twice as many
+    path = tmp_path / "ny.dlq"
+    assert path.read_bytes() == (
+        framed({"add": a}) + framed({"add": b}) + framed({"add": c}) + framed({"remove": ["1:2"]})
+    )
+    log.remove(["1:1"])  # 5 frames, 1 live record: compacted to the live one
+    assert path.read_bytes() == framed({"add": c})
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ny.dlq"]  # no temporary file left
+    assert log.records == [c]
+    # after compaction the count starts again from the live records: 4 frames for 2 live
+    log.append(d)
+    log.append(e)
+    log.remove(["1:4"])
+    assert path.read_bytes() == (
+        framed({"add": c}) + framed({"add": d}) + framed({"add": e}) + framed({"remove": ["1:4"]})
+    )
+    assert log.read_back() == [c, e]
+    log.close()
+    assert open_ny(tmp_path).records == [c, e]
+
+
+def test_one_live_record_and_three_frames_is_compacted(tmp_path: Path) -> None:
+    log = open_ny(tmp_path)
+    log.append(record("1:1", "a"))
+    log.append(record("1:2", "b"))
+    log.remove(["1:1"])  # 3 frames > 2 x 1 live record
+    assert (tmp_path / "ny.dlq").read_bytes() == framed({"add": record("1:2", "b")})
+    log.close()
+
+
+def test_the_records_are_the_adds_not_removed_since_in_file_order(tmp_path: Path) -> None:
+    old = record("1:1", "a")
+    del old["thread"]  # written before SPEC v2.0: reads as thread 0
+    threaded = record("1:3", "c") | {"thread": 3}
+    (tmp_path / "ny.dlq").write_bytes(
+        framed({"add": old})
+        + framed({"add": record("1:2", "b")})
+        + framed({"remove": ["1:1", "9:9"]})  # an id not in the store is no error
+        + framed({"add": record("1:1", "a")})  # added again: now after 1:2
+        + framed({"add": threaded})
+        + framed({"remove": []})
+    )
+    expected = [record("1:2", "b"), record("1:1", "a"), threaded]
+    assert open_ny(tmp_path).records == expected
+    assert read_store(tmp_path) == {"ny.dlq": expected}
+
+
+def test_a_crash_at_every_byte_of_an_append_keeps_exactly_the_whole_frames(
+    tmp_path: Path,
+) -> None:
+    first, second = framed({"add": record("1:1", "a")}), framed({"add": record("1:2", "b")})
+    whole = first + second
+    path = tmp_path / "ny.dlq"
+    records = [record("1:1", "a"), record("1:2", "b")]
+    for cut in range(len(whole) + 1):
+        path.write_bytes(whole[:cut])
+        whole_frames = (cut >= len(first)) + (cut == len(whole))
+        kept = [0, len(first), len(whole)][whole_frames]
+        notices: list[str] = []
+        log = open_ny(tmp_path, notices)
+        assert log.records == records[:whole_frames], cut
+        assert path.read_bytes() == whole[:kept], cut
+        torn = cut - kept
+        notice = f"{path}: cut a torn tail of {torn} bytes at byte {kept} (a crash mid-write)"
+        assert notices == ([notice] if torn else []), cut
+        log.close()
+        notices.clear()
+        open_ny(tmp_path, notices).close()
+        assert notices == []  # cut once
+
+
+def test_a_last_frame_whose_checksum_fails_is_cut_as_a_torn_tail(tmp_path: Path) -> None:
+    first, last = framed({"add": record("1:1", "a")}), framed({"add": record("1:2", "b")})
+    flipped = last[:-1] + bytes([last[-1] ^ 0x01])  # a power loss: one bit did not land
+    path = tmp_path / "ny.dlq"
+    path.write_bytes(first + flipped)
+    notices: list[str] = []
+    assert main(["dlq", str(tmp_path), "--counts"]) == 0  # read only: left in place
+    assert path.read_bytes() == first + flipped
+    log = open_ny(tmp_path, notices)
+    assert log.records == [record("1:1", "a")]
+    assert notices == [
+        f"{path}: cut a torn tail of {len(last)} bytes at byte {len(first)} (a crash mid-write)"
+    ]
+    assert path.read_bytes() == first
+    log.append(record("1:3", "c"))
+    log.close()
+    assert path.read_bytes() == first + framed({"add": record("1:3", "c")})
+
+
+def test_an_empty_file_and_a_file_holding_only_a_torn_frame(tmp_path: Path) -> None:
+    path = tmp_path / "ny.dlq"
+    path.write_bytes(b"")
+    notices: list[str] = []
+    assert open_ny(tmp_path, notices).records == [] and notices == []
+    path.write_bytes(b"WDLQ\x00\x00")  # 6 bytes of a header
+    assert open_ny(tmp_path, notices).records == []
+    assert notices == [f"{path}: cut a torn tail of 6 bytes at byte 0 (a crash mid-write)"]
+    assert path.read_bytes() == b""
+
+
+GOOD = record("1:1", "a")
+
+
+def without(name: str) -> dict[str, Any]:
+    return {k: v for k, v in GOOD.items() if k != name}
+
+
+@pytest.mark.parametrize(
+    ("payload", "why"),
+    [
+        (b"not json", "not JSON"),
+        (b'{"remove":["\\ud800"]}', "not JSON"),  # half a surrogate pair is not text
+        (b"[" * 100_000 + b"]" * 100_000, "not JSON"),  # nested past any recursion limit
+        (b"[]", "not an add or a remove"),
+        (b"{}", "not an add or a remove"),
+        (b'{"put":1}', "not an add or a remove"),
+        (b'{"add":{},"remove":[]}', "not an add or a remove"),
+        (b'{"remove":"1:1"}', "a remove that is not a list of event ids"),
+        (b'{"remove":["1:1",1]}', "a remove that is not a list of event ids"),
+        (b'{"add":["1:1"]}', "an add whose record is not an object"),
+        *[(canonical({"add": without(n)}), f"an add whose record has no string {n}")
+          for n in ("event_id", "sender", "key", "op", "exception")],
+        (canonical({"add": GOOD | {"key": 7}}), "an add whose record has no string key"),
+        *[(canonical({"add": without(n)}), f"an add whose record has no list {n}")
+          for n in ("version", "recipients")],
+        (canonical({"add": GOOD | {"version": "1,0,1"}}),
+         "an add whose record has no list version"),
+    ],
+)  # fmt: skip
+def test_a_whole_frame_whose_payload_is_not_a_record_is_damage_even_last(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], payload: bytes, why: str
+) -> None:
+    first = framed({"add": record("1:2", "b")})
+    path = tmp_path / "ny.dlq"
+    path.write_bytes(first + raw_frame(payload))
+    message = f"{path}: byte {len(first)}: damaged frame ({why})"
+    with pytest.raises(StoreError) as raised:
+        open_ny(tmp_path)
+    assert str(raised.value) == message
+    assert main(["dlq", str(tmp_path)]) == 2
+    assert capsys.readouterr().err == f"wanconform: error: {message}\n"
+    assert path.read_bytes() == first + raw_frame(payload)  # nothing changed on disk
+
+
+def test_the_first_damage_in_the_file_is_the_one_named(tmp_path: Path) -> None:
+    path = tmp_path / "ny.dlq"
+    path.write_bytes(raw_frame(b"[]") + raw_frame(b"not json") + framed({"add": GOOD}))
+    with pytest.raises(StoreError) as raised:
+        open_ny(tmp_path)
+    assert str(raised.value) == f"{path}: byte 0: damaged frame (not an add or a remove)"
+
+
+def test_durable_writes_fsync_the_file_and_a_new_file_s_directory_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    synced: list[str] = []
+    real = os.fsync
+
+    def fsync(fd: int) -> None:
+        synced.append("dir" if stat.S_ISDIR(os.fstat(fd).st_mode) else "file")
+        real(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    log = open_ny(tmp_path)
+    assert synced == ["dir"]  # the new file's name
+    log.append(record("1:1", "a"))
+    assert synced == ["dir", "file"]
+    log.append(record("1:2", "b"))
+    log.remove(["1:1"])  # written, then compacted: temporary file, rename, directory
+    assert synced == ["dir", "file", "file", "file", "file", "dir"]
+    log.close()
+    synced.clear()
+    open_ny(tmp_path).close()
+    assert synced == []  # an existing file: nothing to make durable
+    fast = tmp_path / "fast"
+    fast.mkdir()
+    log = open_ny(fast, durable=False)
+    for n in (1, 2):
+        log.append(record(f"1:{n}", "a"))
+    log.remove(["1:1"])  # compacted too
+    assert synced == [] and log.read_back() == [record("1:2", "a")]
+    log.close()
+
+
+def test_a_crash_before_a_compaction_s_rename_leaves_the_old_file_whole(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "ny.dlq"
+    path.write_bytes(framed({"add": GOOD}) + framed({"add": record("1:2", "b")}))
+    (tmp_path / "ny.dlq.compacting").write_bytes(framed({"add": GOOD})[:7])
+    assert open_ny(tmp_path).records == [GOOD, record("1:2", "b")]
+    assert read_store(tmp_path) == {"ny.dlq": [GOOD, record("1:2", "b")]}
+
+
+def test_the_store_reads_every_sender_s_file_by_its_escaped_name(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    logs = open_store(tmp_path, ["ny", "ln/2 x", "a-b_C9"], lambda line: None)
+    logs["ln/2 x"].append(record("1:1", "a") | {"sender": "ln/2 x"})
+    for log in logs.values():
+        log.close()
+    (tmp_path / "notes.txt").write_text("x")  # other files beside the logs are no matter
+    assert read_store(tmp_path) == {
+        "a-b_C9.dlq": [], "ln%2F2%20x.dlq": [record("1:1", "a") | {"sender": "ln/2 x"}],
+        "ny.dlq": [],
+    }  # fmt: skip
+    assert list(read_store(tmp_path)) == ["a-b_C9.dlq", "ln%2F2%20x.dlq", "ny.dlq"]
+    only = tmp_path / "only"
+    only.mkdir()
+    (only / "ny.dlq.compacting").write_bytes(b"")
+    (only / "b.txt").write_text("x")
+    with pytest.raises(StoreError) as raised:
+        read_store(only)
+    assert str(raised.value) == f"{only}: not a dead-letter store (no *.dlq files; found b.txt)"
+    with pytest.raises(StoreError) as raised:
+        open_store(tmp_path / "none", ["ny"], print)
+    assert str(raised.value) == (
+        f"{tmp_path / 'none'}: no such directory (a dead-letter store is a directory)"
+    )
