@@ -27,9 +27,17 @@ class StoreError(WanconformError):
     """A store that cannot be used: missing, not a directory, unreadable or damaged."""
 
 
+NAME_SAFE = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
+
+
 def escape_name(name: str) -> str:
-    """A sender id as a file name: anything but [A-Za-z0-9_-] escaped as %XX."""
-    return "".join(c if c.isalnum() or c in "_-" else f"%{ord(c):02X}" for c in name)
+    """A sender id as a file name: anything but [A-Za-z0-9_-] escaped as %XX, a byte of its
+    UTF-8 (so that two ids never share a name: `ord` as hex made U+20AC then A, "%20ACA",
+    the name of " ACA"; and str.isalnum let "é" through unescaped)."""
+    return "".join(
+        c if c in NAME_SAFE else "".join(f"%{b:02X}" for b in c.encode("utf-8", "surrogatepass"))
+        for c in name
+    )
 
 
 def frame(magic: bytes, data: bytes) -> bytes:

@@ -17,7 +17,15 @@ import pyarrow.parquet as pq
 import pytest
 
 from impl import Engine
-from impl.dlq_store import HEADER, MAGIC, StoreError, frame, open_store, read_store
+from impl.dlq_store import (
+    HEADER,
+    MAGIC,
+    StoreError,
+    frame,
+    open_store,
+    read_store,
+    sender_file,
+)
 from traces.config import parse_config
 from traces.ops import Deliver, DeliverAck, Fail, Put, Redeliver
 from wanconform.cli import main
@@ -780,3 +788,18 @@ def test_the_store_reads_every_sender_s_file_by_its_escaped_name(
     assert str(raised.value) == (
         f"{tmp_path / 'none'}: no such directory (a dead-letter store is a directory)"
     )
+
+
+def test_every_character_but_ascii_letters_digits_and_dash_underscore_is_escaped(
+    tmp_path: Path,
+) -> None:
+    # "\u20acA" (a euro sign, then A) was written as %20ACA, as " ACA" is: two senders in one
+    # file; and "é", a letter but not A-Z, was not escaped at all
+    assert sender_file("é") == "%C3%A9.dlq"  # its UTF-8 bytes
+    assert sender_file("\u20acA") == "%E2%82%ACA.dlq"
+    assert sender_file(" ACA") == "%20ACA.dlq"
+    logs = open_store(tmp_path, ["\u20acA", " ACA"], lambda line: None)
+    logs["\u20acA"].append(record("1:1", "a"))
+    for log in logs.values():
+        log.close()
+    assert read_store(tmp_path) == {"%20ACA.dlq": [], "%E2%82%ACA.dlq": [record("1:1", "a")]}
