@@ -16,7 +16,7 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
-from impl import Engine
+from impl import Engine, dlq_store
 from impl.dlq_store import (
     HEADER,
     MAGIC,
@@ -586,7 +586,21 @@ def test_appends_and_removes_are_the_documented_frames_and_compaction_keeps_the_
     )
     assert log.read_back() == [c, e]
     log.close()
-    assert open_ny(tmp_path).records == [c, e]
+    notices: list[str] = []
+    assert read_store(tmp_path, notices.append) == {"ny.dlq": [c, e]} and notices == []
+    # a restart counts the 4 frames already in the file: 6 frames for 3 live, then 7 for 2
+    again = open_ny(tmp_path)
+    assert again.records == [c, e]
+    f = record("1:6", "f")
+    again.append(f)
+    again.remove(["9:9"])
+    before = framed({"add": c}) + framed({"add": d}) + framed({"add": e})
+    assert path.read_bytes() == (
+        before + framed({"remove": ["1:4"]}) + framed({"add": f}) + framed({"remove": ["9:9"]})
+    )
+    again.remove(["1:3"])
+    assert path.read_bytes() == framed({"add": e}) + framed({"add": f})
+    again.close()
 
 
 def test_one_live_record_and_three_frames_is_compacted(tmp_path: Path) -> None:
@@ -645,8 +659,13 @@ def test_a_last_frame_whose_checksum_fails_is_cut_as_a_torn_tail(tmp_path: Path)
     path = tmp_path / "ny.dlq"
     path.write_bytes(first + flipped)
     notices: list[str] = []
-    assert main(["dlq", str(tmp_path), "--counts"]) == 0  # read only: left in place
-    assert path.read_bytes() == first + flipped
+    assert read_store(tmp_path, notices.append) == {"ny.dlq": [record("1:1", "a")]}
+    assert notices == [
+        f"{path}: a torn tail of {len(last)} bytes at byte {len(first)} (a crash mid-write) was "
+        "not read; the store was not changed (the next run that opens it cuts it)"
+    ]
+    assert path.read_bytes() == first + flipped  # read only: left in place
+    notices.clear()
     log = open_ny(tmp_path, notices)
     assert log.records == [record("1:1", "a")]
     assert notices == [
@@ -732,7 +751,7 @@ def test_durable_writes_fsync_the_file_and_a_new_file_s_directory_once(
         real(fd)
 
     monkeypatch.setattr(os, "fsync", fsync)
-    log = open_ny(tmp_path)
+    log = open_store(tmp_path, ["ny"], print)["ny"]  # durable unless told otherwise
     assert synced == ["dir"]  # the new file's name
     log.append(record("1:1", "a"))
     assert synced == ["dir", "file"]
@@ -803,3 +822,56 @@ def test_every_character_but_ascii_letters_digits_and_dash_underscore_is_escaped
     for log in logs.values():
         log.close()
     assert read_store(tmp_path) == {"%20ACA.dlq": [], "%E2%82%ACA.dlq": [record("1:1", "a")]}
+
+
+def test_open_store_refuses_a_folder_it_may_not_write(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real_access = os.access  # a read-only disk: no W_OK
+    monkeypatch.setattr(
+        os, "access", lambda path, mode: not mode & os.W_OK and real_access(path, mode)
+    )
+    with pytest.raises(StoreError) as raised:
+        open_store(tmp_path, ["ny"], print)
+    assert str(raised.value) == f"{tmp_path}: cannot read and write it"
+    assert list(tmp_path.iterdir()) == []
+
+
+class Killed(Exception):
+    """The crash writer's SIGKILL, in process."""
+
+
+def run_crash_writer(
+    folder: Path, start: int, until: str, monkeypatch: pytest.MonkeyPatch
+) -> list[str]:
+    """What `crash_writer` prints up to the line `until`, where it is stopped."""
+    printed: list[str] = []
+
+    def stop_at(line: str, flush: bool) -> None:
+        printed.append(line)
+        if line == until:
+            raise Killed
+
+    monkeypatch.setattr(dlq_store, "print", stop_at, raising=False)
+    with pytest.raises(Killed):
+        dlq_store.crash_writer(str(folder), start)
+    return printed
+
+
+def test_the_crash_writer_prints_each_add_and_remove_once_it_is_durable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Records start, start + 1, ...; after each record whose number is a multiple of 3,
+    with more than one live, it removes live[(number * 7919) % (len(live) - 1)]."""
+    printed = run_crash_writer(tmp_path, 3, "remove 1:3", monkeypatch)
+    # 1:3 is alone at 3; at 6, live [1:3 .. 1:6]: (6 * 7919) % 3 = 0
+    assert printed == ["ready", "add 1:3", "add 1:4", "add 1:5", "add 1:6", "remove 1:3"]
+    live = [dlq_store.crash_record(n) for n in (4, 5, 6)]
+    assert read_store(tmp_path) == {"ny.dlq": live}
+    # restarted on its store, it goes on with the records there: at 9, live [1:4 .. 1:9]
+    # and (9 * 7919) % 5 = 71271 % 5 = 1
+    printed = run_crash_writer(tmp_path, 7, "remove 1:5", monkeypatch)
+    assert printed == ["ready", "add 1:7", "add 1:8", "add 1:9", "remove 1:5"]
+    assert [r["event_id"] for r in read_store(tmp_path)["ny.dlq"]] == [
+        "1:4", "1:6", "1:7", "1:8", "1:9"
+    ]  # fmt: skip
