@@ -1,6 +1,9 @@
-"""Words for counts in messages: `1 entry`, `2 entries` (never "entry(ies)")."""
+"""Words for messages: counts (`1 entry`, `2 entries`, never "entry(ies)"), and the user's
+text escaped to one line (`printable`) and cut short (`cut`)."""
 
 from __future__ import annotations
+
+MAX_VALUE_CHARS = 200  # a value quoted in a one-line message or a result row: at most this
 
 
 def plural(count: int, word: str, many: str | None = None) -> str:
@@ -15,6 +18,12 @@ def printable(text: str) -> str:
     if text.isprintable():
         return text
     return "".join(c if c.isprintable() else c.encode("unicode_escape").decode() for c in text)
+
+
+def cut(text: str, limit: int = MAX_VALUE_CHARS) -> str:
+    """`text`, or its first `limit` characters and "..." when it is longer: a value
+    quoted in a message (a multi-megabyte entry) or a result row stays short."""
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 def visible(text: str) -> str:

@@ -25,6 +25,7 @@ from traces.outputs import (
     declare_outputs,
     write_text_atomically,
 )
+from traces.text import printable
 from wanconform.cmd_check import add_check_arguments, check_dlq_dir, say
 from wanconform.cmd_generate import add_generation_arguments, check_generation_arguments
 from wanconform.cmd_topology import format_table, sender_settings
@@ -194,12 +195,13 @@ def run(args: argparse.Namespace) -> int:
         marker = rerun_record(args, generation)
         write_text_atomically(staging / CAMPAIGN_MARKER, json.dumps(marker, sort_keys=True) + "\n")
     print(text)
-    print(f"\ncampaign written to {out}/ (traces/, results/results.parquet, summary.txt)")
+    where = printable(str(out))
+    print(f"\ncampaign written to {where}/ (traces/, results/results.parquet, summary.txt)")
     total = time.perf_counter() - began
     print(
         "time: "
         + ", ".join(f"{name} {taken:.1f} s" for name, taken in spent.items())
         + (f" (in all {total:.1f} s)")
     )
-    print(f"report: {out / 'report.html'}")
+    print(f"report: {printable(str(out / 'report.html'))}")
     return 1 if summary.failed else 0

@@ -17,6 +17,7 @@ from impl.dlq_store import check_directory
 from traces.engine import DEFAULT_IMPL, load_impl
 from traces.errors import WanconformError
 from traces.outputs import declare_outputs, output_kind
+from traces.text import printable
 from wanconform.options import add_settle_cap, add_shrink_budget
 from wanconform.progress import stage_progress, start_spark
 
@@ -82,18 +83,19 @@ def check_dlq_dir(
     if args.dlq_dir is not None:
         store_engine_class(args.impl)
         check_directory(store_root("--dlq-dir", args.dlq_dir))
+        stores = os.path.join(args.dlq_dir, "TRACE_ID")
         print(
-            f"dead letters: one store per trace, {os.path.join(args.dlq_dir, 'TRACE_ID')} "
-            f"(inspect with `wanconform dlq {args.dlq_dir}`)",
+            printable(
+                f"dead letters: one store per trace, {stores} "
+                f"(inspect with `wanconform dlq {args.dlq_dir}`)"
+            ),
             file=sys.stderr,
         )
     if args.queue_dir is not None:
         store_engine_class(args.impl, argument="queue_dir")
         check_directory(store_root("--queue-dir", args.queue_dir))
-        print(
-            f"persistent queues: one store per trace, {os.path.join(args.queue_dir, 'TRACE_ID')}",
-            file=sys.stderr,
-        )
+        stores = os.path.join(args.queue_dir, "TRACE_ID")
+        print(printable(f"persistent queues: one store per trace, {stores}"), file=sys.stderr)
 
 
 def register(subparsers: Any) -> None:
@@ -156,5 +158,5 @@ def run(args: argparse.Namespace) -> int:
     bar.close(f"check     done in {bar.elapsed():.1f} s")
     summary = summarize(rows, time.perf_counter() - started)
     print(render(summary, str(Path(args.out) / FAILURES), args.impl or DEFAULT_IMPL))
-    print(f"\nresults: {args.out}/results.parquet")
+    print(f"\nresults: {printable(args.out)}/results.parquet")
     return 1 if summary.failed else 0

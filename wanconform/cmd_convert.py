@@ -8,7 +8,7 @@ from typing import Any
 
 from traces.errors import WanconformError
 from traces.outputs import declare_outputs
-from traces.text import plural
+from traces.text import plural, printable
 
 
 def register(subparsers: Any) -> None:
@@ -33,7 +33,7 @@ def run(args: argparse.Namespace) -> int:
     sources = [Path(s) for s in args.sources]
     if len(sources) == 1 and sources[0].is_dir():
         count = parquet_to_jsonl(sources[0], args.out)
-        print(f"{args.out}: {plural(count, 'JSON Lines trace')}")
+        print(f"{printable(args.out)}: {plural(count, 'JSON Lines trace')}")
         return 0
     for source in sources:
         if source.is_dir():
@@ -42,5 +42,5 @@ def run(args: argparse.Namespace) -> int:
             )
     operations = jsonl_to_parquet(sources, args.out)
     counts = f"{plural(len(sources), 'trace')}, {plural(operations, 'operation')}"
-    print(f"{args.out}: trace set of {counts}")
+    print(f"{printable(args.out)}: trace set of {counts}")
     return 0

@@ -23,7 +23,7 @@ from typing import Any
 from traces.engine import impl_command
 from traces.errors import WanconformError
 from traces.outputs import declare_outputs
-from traces.text import plural
+from traces.text import plural, printable, visible
 
 EXIT_CLEAN, EXIT_FOUND, EXIT_CAPPED = 0, 1, 3
 COUNTEREXAMPLE = "counterexample"  # DIR/counterexample.jsonl (with --all: -1, -2, ...)
@@ -243,14 +243,14 @@ def run(args: argparse.Namespace) -> int:
     ]
     for found, label, (trace, words) in zip(result.found, labels, texts, strict=True):
         print()
-        print(f"{found.property} at depth {len(found.path)}: {found.message}")
+        print(printable(f"{found.property} at depth {len(found.path)}: {found.message}"))
         print(
             f"shortest counterexample ({len(found.path)} operations)"
-            + (f": {os.path.join(args.out, label)}.jsonl" if args.out else ":")
+            + (f": {printable(os.path.join(args.out, label))}.jsonl" if args.out else ":")
         )
         if not args.out:
-            print("  " + trace.rstrip("\n").replace("\n", "\n  "))
-        print("  " + words.rstrip("\n").replace("\n", "\n  "))
+            print("  " + visible(trace.rstrip("\n")).replace("\n", "\n  "))
+        print("  " + visible(words.rstrip("\n")).replace("\n", "\n  "))
     if args.out:
         _write(args.out, result, bounds, dict(zip(labels, texts, strict=True)), config, name)
     if args.report:
@@ -364,4 +364,4 @@ def _report(
         ),
     )
     write_report(rows, examples, notes, path, impl_spec, explore=view)
-    print(f"wanconform: wrote {path}", file=sys.stderr)
+    print(f"wanconform: wrote {printable(str(path))}", file=sys.stderr)

@@ -12,7 +12,7 @@ from conformance.generation.profiles import PROFILES, check_profile
 from traces.config import Config
 from traces.errors import WanconformError
 from traces.outputs import declare_outputs
-from traces.text import plural
+from traces.text import plural, printable
 from wanconform.cmd_import import add_site_options, load_geode_sites
 
 MAX_OPS = 10_000_000
@@ -165,7 +165,7 @@ def run(args: argparse.Namespace) -> int:
     )
     bar.close(f"generate  done in {bar.elapsed():.1f} s")
     print(
-        f"{args.out}: {plural(args.traces, 'trace')} of {plural(args.ops, 'operation')} "
+        f"{printable(args.out)}: {plural(args.traces, 'trace')} of {plural(args.ops, 'operation')} "
         f"({generation.describe()})"
     )
     return 0

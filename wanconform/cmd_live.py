@@ -16,7 +16,7 @@ from typing import Any
 
 from traces.errors import WanconformError
 from traces.outputs import declare_outputs
-from traces.text import plural
+from traces.text import plural, printable
 from wanconform.options import non_negative_int, positive_int
 
 
@@ -129,7 +129,7 @@ def run(args: argparse.Namespace) -> int:
     )  # fmt: skip
     shown.close()
     for name, count in record["lines"].items():
-        print(f"{os.path.join(args.out, name)}: {plural(count, 'step')}")
+        print(f"{printable(os.path.join(args.out, name))}: {plural(count, 'step')}")
     dropped = sum(sum(kinds.values()) for kinds in record["dropped"].values())
     if args.drop or dropped:  # (a partition drops every frame while it lasts)
         print(f"the proxies dropped {plural(dropped, 'message')}")
@@ -152,5 +152,5 @@ def run(args: argparse.Namespace) -> int:
             f"(the kill came between the line and the store), "
             + (f"{len(lost)} LOST OR CHANGED: {', '.join(lost)}" if lost else "none lost")
         )
-    print(f"check them: wanconform validate {args.out}")
+    print(f"check them: wanconform validate {printable(args.out)}")
     return 0

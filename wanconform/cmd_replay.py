@@ -36,7 +36,7 @@ from traces.errors import WanconformError
 from traces.logfile import LogSource
 from traces.ops import Op, op_to_json
 from traces.outputs import declare_outputs
-from traces.text import plural, printable
+from traces.text import cut, plural, printable, visible
 from traces.tracefile import open_trace, where
 from wanconform.options import add_settle_cap, positive_int
 from wanconform.progress import Progress
@@ -213,7 +213,7 @@ def segmented(
 
     def say(line: str) -> None:
         progress.close()
-        print(f"{source.name}: {line}", file=sys.stderr)
+        print(printable(f"{source.name}: {line}"), file=sys.stderr)
 
     from conformance.spark import glue
     from wanconform.progress import start_spark
@@ -261,7 +261,7 @@ def convergence(state: dict[str, Any]) -> tuple[bool, list[str]]:
             what = (
                 "absent"
                 if entry is None
-                else f"{canonical_json(entry['value'])} {canonical_json(entry['version'])}"
+                else f"{cut(canonical_json(entry['value']))} {canonical_json(entry['version'])}"
             )
             held.append(f"site {site_id} {what}")
         lines.append(f"{key}: {', '.join(held)}")
@@ -332,7 +332,8 @@ def summary(result: RunResult, other: str = "impl") -> str:
     for sender_id, sender in sorted(state["senders"].items()):
         lines.append(f"  {sender_line(result.config.sender(sender_id), sender)}")
     if result.divergence is not None:
-        described = result.divergence.describe(other.removeprefix("the ")).replace("\n", "\n  ")
+        described = visible(result.divergence.describe(other.removeprefix("the ")))
+        described = described.replace("\n", "\n  ")
         named = (
             f"{other} ({result.impl})" if other == "impl" and result.impl != DEFAULT_IMPL else other
         )
@@ -513,7 +514,7 @@ def durable_stores(
         check_directory(store_root(flag, directory))
         what = "dead letters" if flag == "--dlq-dir" else "persistent queues"
         for path in traces:
-            print(f"{Path(path).name}: {what} in {folders[path][-1]}", file=sys.stderr)
+            print(printable(f"{Path(path).name}: {what} in {folders[path][-1]}"), file=sys.stderr)
     return {
         path: StoreEngines(engine_class, dlq, queues=queues)
         for path, (dlq, queues) in folders.items()
@@ -705,5 +706,5 @@ def replay_sources(
         else:
             examples, notes = explain_groups(rows, kept.get, impl_spec)
         write_report(rows, {e.signature: e for e in examples}, notes, args.report, impl_spec)
-        print(f"report: {args.report}", file=sys.stderr if args.json else sys.stdout)
+        print(printable(f"report: {args.report}"), file=sys.stderr if args.json else sys.stdout)
     return status

@@ -24,7 +24,7 @@ from traces.engine import DEFAULT_IMPL, built, load_impl
 from traces.errors import WanconformError
 from traces.logfile import is_log, open_log
 from traces.outputs import declare_outputs, write_text_atomically
-from traces.text import plural
+from traces.text import plural, printable, visible
 from traces.tracefile import open_trace, trace_text, where
 from wanconform.options import add_settle_cap, add_shrink_budget
 
@@ -82,10 +82,13 @@ def run(args: argparse.Namespace) -> int:
     source = open_trace(args.trace)
     lines = [line for line, _ in source.ops()]
     ops = [op for _, op in source.ops()]
-    print(f"shrink: read {plural(len(ops), 'operation')} from {source.name}", file=sys.stderr)
+    print(
+        f"shrink: read {plural(len(ops), 'operation')} from {printable(source.name)}",
+        file=sys.stderr,
+    )
 
     def progress(line: str) -> None:
-        print(f"shrink: {line} [{time.monotonic() - started:.1f} s]", file=sys.stderr)
+        print(printable(f"shrink: {line} [{time.monotonic() - started:.1f} s]"), file=sys.stderr)
 
     names = [where(source.name, line) for line in lines]
     try:
@@ -102,12 +105,14 @@ def run(args: argparse.Namespace) -> int:
     seconds = time.monotonic() - started
     kept = ", ".join(str(lines[i]) for i in result.kept)
     print(
-        f"{source.name}: {result.first_failure.signature} at "
-        f"{names[result.first_failure.index]}: shrunk {plural(result.original, 'operation')} "
-        f"to {len(minimal):,} in {seconds:.1f} s ({plural(result.tests, 'trace')} run); "
-        f"wrote {args.output}" + (f" and {args.pytest}" if args.pytest else "")
+        printable(
+            f"{source.name}: {result.first_failure.signature} at "
+            f"{names[result.first_failure.index]}: shrunk {plural(result.original, 'operation')} "
+            f"to {len(minimal):,} in {seconds:.1f} s ({plural(result.tests, 'trace')} run); "
+            f"wrote {args.output}" + (f" and {args.pytest}" if args.pytest else "")
+        )
     )
-    print(f"  kept lines {kept} of {source.name}")
+    print(f"  kept lines {kept} of {printable(source.name)}")
     if result.out_of_budget:
         print(
             f"  not minimal: the budget of {budget_text(args.shrink_budget)} ran out; this is the "
@@ -115,9 +120,9 @@ def run(args: argparse.Namespace) -> int:
         )
     impl = args.impl or DEFAULT_IMPL
     properties = result.failure.signature.property != "P1"
-    print(f"  reproduce: {replay_command(impl, properties, args.output)}")
+    print(f"  reproduce: {printable(replay_command(impl, properties, args.output))}")
     named = "impl" if impl == DEFAULT_IMPL else f"impl ({impl})"
-    print("  " + result.failure.describe(named).replace("\n", "\n  "))
+    print("  " + visible(result.failure.describe(named)).replace("\n", "\n  "))
     return 0
 
 
@@ -142,10 +147,12 @@ def cut_log(args: argparse.Namespace) -> int:
         )
     write_text_atomically(args.output, trace_text(source.config, kept))
     print(
-        f"{source.name}: {failure.signature} at {failure.where}; a log cannot be shrunk "
-        f"without the system that wrote it: wrote the trace of its first "
-        f"{plural(len(kept), 'operation')} to {args.output} (run it on the system, log it, "
-        "and validate the new log)"
+        printable(
+            f"{source.name}: {failure.signature} at {failure.where}; a log cannot be shrunk "
+            f"without the system that wrote it: wrote the trace of its first "
+            f"{plural(len(kept), 'operation')} to {args.output} (run it on the system, log it, "
+            "and validate the new log)"
+        )
     )
-    print("  " + failure.describe("the log").replace("\n", "\n  "))
+    print("  " + visible(failure.describe("the log")).replace("\n", "\n  "))
     return 0

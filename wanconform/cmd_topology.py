@@ -209,7 +209,7 @@ def run(args: argparse.Namespace) -> int:
         from reports.topology_svg import render_topology_svg  # Jinja2: only for a drawing
 
         write_text_atomically(args.svg, render_topology_svg(analysis, names))
-        print(f"wanconform: wrote {args.svg}", file=sys.stderr)
+        print(f"wanconform: wrote {printable(args.svg)}", file=sys.stderr)
     if args.json:
         print(canonical_json(analysis.to_json()))
     else:

@@ -16,6 +16,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from traces.text import printable
+
 BAR = 30  # characters of a bar
 _open: list[Progress] = []  # the progress lines on the terminal now, not yet closed
 
@@ -24,7 +26,7 @@ class Progress:
     def __init__(
         self, what: str, total: int | None = None, unit: str = "operations", bar: bool = False
     ) -> None:
-        self.what = what
+        self.what = printable(what)  # a trace's name, on one line
         self.total = total
         self.unit = unit
         self.bar = bar

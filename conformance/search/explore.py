@@ -907,7 +907,7 @@ def summary_lines(
     derived = [f"{kind}s" for kind in ("tick", "redeliver") if kind in bounds.ops]
     plus = f", plus {' and '.join(derived)}" if derived else ""  # chosen per state
     lines = [
-        f"explore {name}: sites {', '.join(map(str, config.sites))}; "
+        f"explore {printable(name)}: sites {', '.join(map(str, config.sites))}; "
         f"{plural(len(config.senders), 'sender')}; {plural(bounds.keys, 'key')}, "
         f"{plural(bounds.values, 'value')}; operations: {ops} "
         f"({result.alphabet} fixed per state{plus}); depth {bounds.depth}"

@@ -19,7 +19,7 @@ from conformance.running.coverage import Coverage, capped_settles
 from conformance.search.examples import MAX_EXAMPLES, failure_groups, group_variants
 from conformance.spark.results import ALL_PROPERTIES
 from traces.engine import DEFAULT_IMPL, impl_command
-from traces.text import plural
+from traces.text import plural, printable
 
 STATUSES = ("held", "failed", "not applicable")
 MAX_VARIANTS = 8  # a group's variants listed in the summary
@@ -183,11 +183,11 @@ def render(summary: CampaignSummary, failures: str = "", impl: str = DEFAULT_IMP
     lines += [
         "",
         "coverage (operations ran/skipped, receiver statuses, sender outcomes):",
-        summary.coverage.table(),
+        *summary.coverage.table().split("\n"),
         "",
         f"bytes shipped: {summary.bytes_full:,} as full values, {summary.bytes_delta:,} as "
         f"deltas ({delta_share(summary.bytes_delta, summary.bytes_full)} "
         "of all bytes as deltas)",
         f"events dropped: {summary.dropped:,}   dead-lettered: {summary.dead_lettered:,}",
     ]
-    return "\n".join(lines)
+    return "\n".join(map(printable, lines))  # each line one line: names, keys, folders

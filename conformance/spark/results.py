@@ -43,10 +43,10 @@ from traces.canonical import canonical_json
 from traces.errors import TraceError, WanconformError
 from traces.ops import op_to_json
 from traces.outputs import RESULTS_FILE, building_directory
+from traces.text import cut
 
 ALL_PROPERTIES = ("P1", *PROPERTIES)
 MAX_DIFFERENCES = 10  # differing paths kept in a result row
-MAX_VALUE_CHARS = 200  # each differing value in a result row is cut to this much JSON
 MAX_VIOLATIONS = 3  # violation messages kept per property
 MAX_EXPORTED_FAILURES = 200  # failing traces written to failures/ as JSON Lines
 FORMAT = 2  # 1: the seconds were a column of results.parquet
@@ -67,7 +67,7 @@ VERDICT = pa.struct(
 _DIFFERENCE = pa.struct(
     [
         pa.field("path", pa.string()),
-        pa.field("model", pa.string()),  # canonical JSON, cut to MAX_VALUE_CHARS
+        pa.field("model", pa.string()),  # canonical JSON, cut to MAX_VALUE_CHARS (traces.text)
         pa.field("impl", pa.string()),
     ]
 )
@@ -111,8 +111,7 @@ generated, `divergence` when P1 held)."""
 
 
 def _cut(value: Any) -> str:
-    text = canonical_json(value)
-    return text if len(text) <= MAX_VALUE_CHARS else text[:MAX_VALUE_CHARS] + "..."
+    return cut(canonical_json(value))  # each differing value: MAX_VALUE_CHARS of its JSON
 
 
 def result_row(

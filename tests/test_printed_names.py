@@ -1,0 +1,132 @@
+"""What the commands print about the user's names: one line each, escaped (`printable`),
+never a UnicodeEncodeError after the work is done; and values quoted in a line cut short
+(`cut`). Each command runs as the user runs it: a subprocess whose standard output is
+UTF-8 (PYTHONIOENCODING), where a surrogate-escaped byte of a file name cannot be written."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from traces.text import cut
+
+ROOT = Path(__file__).parent.parent
+DATA = ROOT / "tests" / "data"
+GEODE = DATA / "geode"
+RESEND = "tools.planted_bugs:ResendWithoutPossibleDuplicate"
+
+
+def wanconform(*argv: str | Path) -> tuple[int, list[str], list[str]]:
+    """Exit status, stdout's lines and stderr's lines of `wanconform ARGV`."""
+    done = subprocess.run(
+        [sys.executable, "-m", "wanconform", *map(str, argv)],
+        capture_output=True,
+        cwd=ROOT,  # tools.planted_bugs
+        env={**os.environ, "PYTHONIOENCODING": "utf-8"},
+        check=False,
+    )
+    out, err = (os.fsdecode(text).splitlines() for text in (done.stdout, done.stderr))
+    assert "Traceback (most recent call last):" not in err, "\n".join(err)
+    return done.returncode, out, err
+
+
+@pytest.fixture
+def byte(tmp_path: Path) -> Path:
+    """A folder named with byte 0xff (not UTF-8: surrogate-escaped in Python)."""
+    folder = tmp_path / os.fsdecode(b"b\xff")
+    folder.mkdir()
+    return folder
+
+
+@pytest.fixture
+def newline(tmp_path: Path) -> Path:
+    """A folder named with a line break (UTF-8: pyarrow can write there)."""
+    folder = tmp_path / "n\nl"
+    folder.mkdir()
+    return folder
+
+
+def test_the_outputs_written_by_replay_import_topology_explore_shrink_are_named_escaped(
+    tmp_path: Path, byte: Path
+) -> None:
+    shown = f"{tmp_path}/b\\udcff"
+    code, out, _ = wanconform(
+        "replay", DATA / "report" / "resend.jsonl", "--report", byte / "r.html"
+    )
+    assert (code, out[-1]) == (0, f"report: {shown}/r.html")
+    sites = ["--site", f"1={GEODE / 'ln.gfsh'}", "--site", f"2={GEODE / 'ny.gfsh'}"]
+    code, _, err = wanconform("import", *sites, "-o", byte / "c.json", "--trace", byte / "t.jsonl")
+    assert (code, err[-2:]) == (
+        0,
+        [f"wanconform: wrote {shown}/c.json", f"wanconform: wrote {shown}/t.jsonl"],
+    )
+    code, _, err = wanconform("topology", *sites, "--svg", byte / "t.svg")
+    assert (code, err[-1]) == (0, f"wanconform: wrote {shown}/t.svg")
+    example = ROOT / "traces" / "examples" / "batching_by_size.jsonl"
+    code, _, err = wanconform("explore", example, "--depth", "2", "--report", byte / "e.html")
+    assert (code, err[-1]) == (0, f"wanconform: wrote {shown}/e.html")
+    trace = DATA / "report" / "resend.jsonl"
+    code, out, _ = wanconform("shrink", trace, "--impl", RESEND, "-o", byte / "m.jsonl")
+    assert code == 0
+    assert out[0].endswith(f" (17 traces run); wrote {shown}/m.jsonl")
+    assert out[2] == (
+        f"  reproduce: wanconform replay --engine both --impl {RESEND} --steps '{shown}/m.jsonl'"
+    )
+    assert (byte / "m.jsonl").exists() and (byte / "r.html").exists()
+
+
+def test_the_folders_of_generate_convert_check_and_replays_stores_are_named_on_one_line(
+    tmp_path: Path, newline: Path
+) -> None:
+    shown = f"{tmp_path}/n\\nl"
+    code, out, _ = wanconform("generate", "--traces", "2", "--ops", "30", "--out", newline / "g")
+    assert (code, out) == (0, [f"{shown}/g: 2 traces of 30 operations (profiles chaos)"])
+    code, out, _ = wanconform("convert", newline / "g", "-o", newline / "c")
+    assert (code, out) == (0, [f"{shown}/c: 2 JSON Lines traces"])
+    code, out, err = wanconform(
+        "check", newline / "g", "--out", newline / "r", "--dlq-dir", newline / "d"
+    )
+    assert code == 0
+    assert out[-1] == f"results: {shown}/r/results.parquet"
+    assert err == [
+        f"dead letters: one store per trace, {shown}/d/TRACE_ID "
+        f"(inspect with `wanconform dlq {shown}/d`)"
+    ]
+    trace = DATA / "report" / "dead_letter.jsonl"
+    code, _, err = wanconform("replay", "--engine", "both", trace, "--dlq-dir", newline / "s")
+    assert (code, err) == (0, [f"dead_letter.jsonl: dead letters in {shown}/s/dead_letter"])
+
+
+def test_live_names_its_logs_on_one_line(tmp_path: Path, newline: Path) -> None:
+    config = tmp_path / "config.json"
+    config.write_text(
+        json.dumps({"sites": [1, 2], "senders": [{"id": "ln", "site": 2, "remote": 1}]})
+    )
+    code, out, _ = wanconform(
+        "live", "--config", config, "--out", newline / "run", "--duration", "1"
+    )
+    assert code == 0
+    shown = f"{tmp_path}/n\\nl/run"
+    assert [line.split(": ")[0] for line in out] == [
+        f"{shown}/site-1.jsonl",
+        f"{shown}/site-2.jsonl",
+        "check them",
+    ]
+    assert out[-1] == f"check them: wanconform validate {shown}"
+
+
+def test_a_differing_value_in_replays_summary_is_cut_to_200_characters(tmp_path: Path) -> None:
+    # a multi-megabyte value was printed whole in the one line of its key
+    lines = (DATA / "report" / "dead_letter.jsonl").read_text().splitlines()
+    lines[1] = json.dumps({"op": "put", "site": 2, "key": "x", "value": {"v": "z" * 3_000_000}})
+    trace = tmp_path / "big.jsonl"
+    trace.write_text("\n".join(lines) + "\n")
+    code, out, _ = wanconform("replay", "--engine", "both", trace, "--dlq-dir", tmp_path / "s")
+    assert code == 0
+    assert out[-1] == '    x: site 1 absent, site 2 {"v":"' + "z" * 194 + "... [1,0,2]"
+    assert cut("abc", 3) == "abc" and cut("abcd", 3) == "abc..."
