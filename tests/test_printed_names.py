@@ -130,3 +130,14 @@ def test_a_differing_value_in_replays_summary_is_cut_to_200_characters(tmp_path:
     assert code == 0
     assert out[-1] == '    x: site 1 absent, site 2 {"v":"' + "z" * 194 + "... [1,0,2]"
     assert cut("abc", 3) == "abc" and cut("abcd", 3) == "abc..."
+
+
+def test_the_geode_import_warnings_name_the_site_files_on_one_line(newline: Path) -> None:
+    # a site file's folder holding a line break split each warning naming the file
+    for name in ("ln.gfsh", "ny.gfsh"):
+        (newline / name).write_text((GEODE / name).read_text())
+    sites = ["--site", f"1={newline / 'ln.gfsh'}", "--site", f"2={newline / 'ny.gfsh'}"]
+    code, _, err = wanconform("topology", *sites)
+    assert code == 0
+    assert err[0].startswith(f"wanconform: warning: {newline.parent}/n\\nl/ln.gfsh:5: create ")
+    assert all(line.startswith("wanconform: warning: ") for line in err)

@@ -98,7 +98,7 @@ def check_generation_arguments(args: argparse.Namespace) -> Generation:
     else:
         return Generation(profiles, None, {}, "")
     for warning in idle_profiles(generation):
-        print(f"wanconform: warning: {warning}", file=sys.stderr)
+        print(f"wanconform: warning: {printable(warning)}", file=sys.stderr)
     return generation
 
 

@@ -76,7 +76,7 @@ def read_geode_sites(
         allow_partial=allow_partial,
     )
     for warning in imported.warnings:
-        print(f"wanconform: warning: {warning}", file=sys.stderr)
+        print(f"wanconform: warning: {printable(warning)}", file=sys.stderr)
     return imported
 
 
