@@ -141,3 +141,18 @@ def test_the_geode_import_warnings_name_the_site_files_on_one_line(newline: Path
     assert code == 0
     assert err[0].startswith(f"wanconform: warning: {newline.parent}/n\\nl/ln.gfsh:5: create ")
     assert all(line.startswith("wanconform: warning: ") for line in err)
+
+
+def test_replays_violations_name_the_trace_escaped(tmp_path: Path, newline: Path) -> None:
+    # a trace's folder with a line break split each violation's line
+    trace = newline / "p8.jsonl"
+    trace.write_text(
+        (ROOT / "traces" / "examples" / "p8_batch_conflation_reorders.jsonl").read_text()
+    )
+    code, out, _ = wanconform("replay", "--check-properties", trace)
+    assert code == 1
+    line = (
+        f"    {tmp_path}/n\\nl/p8.jsonl:16: P8: sender ny: event 1:2 (key 'k') processed at "
+        "site 2 after 1:4, which was appended to ny after it"
+    )
+    assert line in out

@@ -345,7 +345,7 @@ def summary(result: RunResult, other: str = "impl") -> str:
         lines.append(f"  {stopped}")
     for verdict in result.verdicts[1:]:
         lines.append(f"  {verdict}")
-        lines.extend(f"    {violation}" for violation in verdict.violations)
+        lines.extend(f"    {printable(str(violation))}" for violation in verdict.violations)
     capped = capped_settles(result.coverage)
     if capped:
         lines.append(f"  {capped}")
