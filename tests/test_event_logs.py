@@ -181,6 +181,55 @@ def test_r15_a_flush_never_taken_is_late_once_the_bound_has_passed(
     ]
 
 
+@pytest.mark.parametrize(
+    ("late_line", "message"),
+    [
+        # R20: batch 1 sent at 110 (1:1 enqueued at 10 waited 100); no ack by 110 + 10,000
+        # (ack_timeout_ms's default) = 10,110; the ack at 20,000 ends the timeout untaken.
+        (
+            ack(20000, 1, ["1:1"]),
+            "timeout of ny dispatcher 0 due at t=10110 not taken by t=20000",
+        ),
+        # R15 (R37): 1:2 enqueued at 200 is due at 300 once the ack at 130 freed the
+        # dispatcher; the pause at 2,000 ends the flush untaken, 1,700 ms after it fell due.
+        (
+            {
+                "t": 2000,
+                "op": "pause_sender",
+                "sender": "ny",
+                "observed": [{"kind": "lifecycle", "sender": "ny", "action": "pause"}],
+            },
+            "flush of ny dispatcher 0 due at t=300 not taken by t=2000",
+        ),
+    ],
+    ids=["ack-ends-timeout", "pause-ends-flush"],
+)
+def test_a_due_step_the_line_past_its_bound_ends_is_still_not_taken(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    late_line: dict[str, Any],
+    message: str,
+) -> None:
+    # The line that brings the time past the bound is the one that ends the due step, with
+    # no other line in between: still "not taken by then" (docs/LOG.md, "Lateness").
+    site1 = [put(10, "a", 1, 1), flush(110, 1, ["1:1"])]
+    if "timeout" not in message:
+        site1 += [ack(130, 1, ["1:1"]), put(200, "b", 2, 2)]
+    site1.append(late_line)
+    folder = write_logs(
+        tmp_path / "run", {"site-1": site1, "site-2": [deliver(120, 1, [("1:1", "a")])]}
+    )
+    assert main(["validate", str(folder), "--json"]) == 1
+    result = json.loads(capsys.readouterr().out)
+    assert result["p1"]["status"] == "held"
+    assert result["properties"]["lateness"]["violations"] == [
+        {
+            "where": f"{folder}/site-1.jsonl:{len(site1) + 1}",
+            "message": f"{message}: late by more than --max-late-ms 1000",
+        }
+    ]
+
+
 def test_a_timeout_is_accepted_from_the_moment_r20_allows_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -44,6 +44,7 @@ class LatenessCheck:
         self.violations: list[Violation] = []
         self.count = 0
         self._reported: dict[DueKey, int] = {}  # a pending step reported overdue, by due
+        self._overdue: dict[DueKey, int] = {}  # overdue when the last tick brought the time
 
     def _violate(self, where: str, message: str) -> None:
         self.count += 1
@@ -62,17 +63,24 @@ class LatenessCheck:
                     f"{_what(key)} late by {late} ms (due at t={engine.state.time - late}; "
                     f"--max-late-ms {self.max_late_ms})",
                 )
-        if type(op) is Tick:  # the line it comes before may be the step itself
-            return
         now = engine.state.time
-        for key, due in engine.due.items():
-            if now - due > self.max_late_ms and self._reported.get(key) != due:
-                self._reported[key] = due
-                self._violate(
-                    where,
-                    f"{_what(key)} due at t={due} not taken by t={now}: late by more than "
-                    f"--max-late-ms {self.max_late_ms}",
-                )
+        if type(op) is Tick:  # the line it comes before may be the step itself, or end it
+            self._overdue = {k: d for k, d in engine.due.items() if now - d > self.max_late_ms}
+            return
+        # overdue at this line's time, then no longer due after it (an ack ends a timeout
+        # that was never taken, a pause or site_down a flush): not taken by now either
+        taken = {key for key, _ in engine.late}
+        overdue = self._overdue
+        self._overdue = {}
+        for key, due in [*overdue.items(), *engine.due.items()]:
+            if key in taken or now - due <= self.max_late_ms or self._reported.get(key) == due:
+                continue
+            self._reported[key] = due
+            self._violate(
+                where,
+                f"{_what(key)} due at t={due} not taken by t={now}: late by more than "
+                f"--max-late-ms {self.max_late_ms}",
+            )
 
     def percentile(self, fraction: float) -> str:
         """The bucket bound that `fraction` of the steps' lateness is within (never above
