@@ -567,3 +567,123 @@ def test_an_ack_before_its_delivery_in_one_file_names_no_line_of_that_file_as_an
         "after it is sent, its ack after it is received): the next line of any other "
         f"process is {folder}/site-2.jsonl:2 at t=60\n"
     )
+
+
+PARALLEL = {
+    "sites": [1, 2],
+    "regions": {"1": {"type": "partition", "total_num_buckets": 4}},
+    "senders": [
+        {"id": "ny", "site": 1, "remote": 2, "parallel": True, "dispatcher_threads": 2,
+         "batch_size": 2, "batch_time_interval_ms": 100},
+    ],
+}  # fmt: skip
+
+
+def parallel_run(deliver_d1_at: int) -> dict[str, list[dict[str, Any]]]:
+    """SPEC R28, R29, R31 (example R31-a): B = 4, N = 2; "a" is bucket 1 (d1), "b" bucket 2
+    and "d" bucket 0 (both d0). d0 is full at 1002: from cursor 0 it takes bucket 0 (1:3)
+    then bucket 2 (1:2), batch 1 of d0; d1's head 1:1 waited 100 ms at 1100: batch 1 of
+    d1. Both are "batch 1": a line names its dispatcher."""
+
+    def put_at(t: int, key: str, seq: int, dispatcher: int, bucket: int) -> dict[str, Any]:
+        line = put(t, key, 1, seq)
+        line["observed"][0]["routes"] = {"ny": {"dispatcher": dispatcher, "bucket": bucket}}
+        return line
+
+    def sent(t: int, dispatcher: int, events: list[str]) -> dict[str, Any]:
+        line = flush(t, 1, events) | {"dispatcher": dispatcher}
+        line["observed"][0]["dispatcher"] = dispatcher
+        return line
+
+    def delivered(t: int, dispatcher: int, events: list[tuple[str, str]]) -> dict[str, Any]:
+        return deliver(t, 1, events) | {"dispatcher": dispatcher}
+
+    return {
+        "site-1": [
+            put_at(1000, "a", 1, 1, 1), put_at(1001, "b", 2, 0, 2), put_at(1002, "d", 3, 0, 0),
+            sent(1002, 0, ["1:3", "1:2"]), sent(1100, 1, ["1:1"]),
+        ],
+        "site-2": [
+            delivered(deliver_d1_at, 1, [("1:1", "a")]),
+            delivered(1105, 0, [("1:3", "d"), ("1:2", "b")]),
+        ],
+    }  # fmt: skip
+
+
+def write_parallel(folder: Path, logs: dict[str, list[dict[str, Any]]]) -> Path:
+    folder.mkdir(parents=True)
+    for process, lines in logs.items():
+        first = {"log": "events", "version": 1, "process": process, "config": PARALLEL}
+        text = "".join(json.dumps(line) + "\n" for line in [first, *lines])
+        (folder / f"{process}.jsonl").write_text(text)
+    return folder
+
+
+def test_r29_batch_1_of_each_dispatcher_is_its_own_batch_in_the_merge(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = write_parallel(tmp_path / "run", parallel_run(1105))
+    assert main(["validate", str(folder)]) == 0
+    out = capsys.readouterr().out
+    # 7 lines at 5 instants (1000, 1001, 1002, 1100, 1105)
+    assert out.splitlines()[0] == (
+        f"{folder}: 12 operations (7 logged steps and 5 ticks to their times; 0 skipped), "
+        "time 1105 ms"
+    )
+    assert "lateness: held (2 flushes and 0 timeouts, late by at most 0 ms" in out
+    # d1's batch 1 received at 1050: d0's batch 1 was sent (1002), d1's was not (1100)
+    folder = write_parallel(tmp_path / "early", parallel_run(1050))
+    assert main(["validate", str(folder)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == (
+        f"wanconform: error: {folder}/site-2.jsonl:2: t=1050: deliver of batch 1 of ny "
+        "dispatcher 1, but no line before it sent that batch (a batch is received after it "
+        "is sent, its ack after it is received): the next line of any other process is "
+        f"{folder}/site-1.jsonl:6 at t=1100\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (  # a process killed mid-write: its last line cut short
+            lambda text: text[: text.rindex('"observed"')],
+            "site-1.jsonl:3: not valid JSON: ",
+        ),
+        (
+            lambda text: text.replace('"version": 1', '"version": 2', 1),
+            "site-1.jsonl:1: version: this wanconform reads event logs of version 1, got 2",
+        ),
+        (
+            lambda text: text.replace('"log": "events"', '"log": "events", "host": "h1"', 1),
+            "site-1.jsonl:1: host: unknown field (the header has config, log, process, version)",
+        ),
+        (
+            lambda text: text.replace('"t": 30', '"t": 30, "thread_name": "d0"', 1),
+            "site-1.jsonl:3: thread_name: unknown field for 'put'",
+        ),
+    ],
+    ids=["truncated", "version", "header-field", "step-field"],
+)
+def test_a_bad_file_is_one_line_naming_its_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], edit: Any, message: str
+) -> None:
+    folder = write_logs(tmp_path / "run", {"site-1": [put(10, "a", 1, 1), put(30, "b", 2, 2)]})
+    path = folder / "site-1.jsonl"
+    path.write_text(edit(path.read_text()))
+    assert main(["validate", str(folder)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.startswith(f"wanconform: error: {folder}/{message}")
+    assert len(captured.err.splitlines()) == 1
+
+
+def test_a_process_s_own_underscore_fields_are_ignored(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    logs = two_batches()
+    logs["site-1"][3]["_thread"] = "dispatcher-0"
+    logs["site-2"][0]["_events"] = [{"id": "1:1"}]
+    assert main(["validate", str(write_logs(tmp_path / "run", logs))]) == 0
+    assert "P1: held (model and the log agree at every step)" in capsys.readouterr().out
