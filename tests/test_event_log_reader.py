@@ -169,7 +169,7 @@ def test_the_clock_across_lines_is_the_precise_path_s_to_judge() -> None:
     )
     assert fast(line, has_at=False) is None
     assert str(precise(line, has_at=False)).startswith(
-        "site-1.jsonl:9: at: the file's first line has none"
+        "site-1.jsonl:9: at: the file's first step line has none"
     )
     assert fast(line, last_at=8, has_at=True) is None
     assert fast(line, last_t=5, last_at=7, has_at=True) == precise(

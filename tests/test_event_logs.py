@@ -276,7 +276,7 @@ def test_r21_lines_of_one_millisecond_are_ordered_as_the_model_agrees(
             lambda lines: lines[0].update(batch_id=1),
             "site-1.jsonl:2: batch_id: only a deliver, deliver_ack, drop or drop_ack has one",
         ),
-        (lambda lines: lines[0].update(at=1), "site-1.jsonl:3: at: missing: the file's first"),
+        (lambda lines: lines[0].update(at=1), "site-1.jsonl:3: at: missing: the file's first step"),
         (lambda lines: lines[0].update(t=-1), "site-1.jsonl:2: t: must be an integer >= 0, got -1"),
         (
             lambda lines: lines.append(deliver(40, 1, [("1:1", "a")]) | {"batch_id": -2}),
@@ -535,7 +535,8 @@ def test_at_on_one_line_of_a_file_only_is_that_file_s_error_at_its_line(
     captured = capsys.readouterr()
     assert captured.out == ""
     assert captured.err == (
-        f"wanconform: error: {folder}/site-1.jsonl:3: at: missing: the file's first line has one\n"
+        f"wanconform: error: {folder}/site-1.jsonl:3: at: missing: "
+        "the file's first step line has one\n"
     )
 
 

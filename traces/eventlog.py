@@ -239,8 +239,8 @@ class _EventReader(_LogReader):
         if (at is not None) != self.has_at:
             raise TraceError(
                 f"{here}: at: "
-                + ("missing: the file's first line has one" if self.has_at else
-                   "the file's first line has none: give every line one, or none")
+                + ("missing: the file's first step line has one" if self.has_at else
+                   "the file's first step line has none: give every line one, or none")
             )  # fmt: skip
         if at is None:
             return -1
