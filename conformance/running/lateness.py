@@ -64,23 +64,33 @@ class LatenessCheck:
                     f"--max-late-ms {self.max_late_ms})",
                 )
         now = engine.state.time
+        limit = self.max_late_ms
         if type(op) is Tick:  # the line it comes before may be the step itself, or end it
-            self._overdue = {k: d for k, d in engine.due.items() if now - d > self.max_late_ms}
+            self._overdue = {k: d for k, d in engine.due.items() if now - d > limit}
             return
-        # overdue at this line's time, then no longer due after it (an ack ends a timeout
-        # that was never taken, a pause or site_down a flush): not taken by now either
-        taken = {key for key, _ in engine.late}
-        overdue = self._overdue
-        self._overdue = {}
-        for key, due in [*overdue.items(), *engine.due.items()]:
-            if key in taken or now - due <= self.max_late_ms or self._reported.get(key) == due:
-                continue
-            self._reported[key] = due
-            self._violate(
-                where,
-                f"{_what(key)} due at t={due} not taken by t={now}: late by more than "
-                f"--max-late-ms {self.max_late_ms}",
-            )
+        due_now = engine.due
+        if self._overdue:  # (seldom: only where the log is late; no cost per line)
+            # overdue at this line's time, then ended by it untaken (an ack ends a timeout
+            # that was never taken, a pause or site_down a flush): not taken by now either
+            overdue, self._overdue = self._overdue, {}
+            taken = {key for key, _ in engine.late}
+            for key, due in overdue.items():
+                if key not in taken and due_now.get(key) != due:
+                    self._not_taken(where, key, due, now)
+        for key, due in due_now.items():
+            if now - due > limit:
+                self._not_taken(where, key, due, now)
+
+    def _not_taken(self, where: str, key: DueKey, due: int, now: int) -> None:
+        """A step due at `due` not taken by `now`, later than the bound (once for each)."""
+        if self._reported.get(key) == due:
+            return
+        self._reported[key] = due
+        self._violate(
+            where,
+            f"{_what(key)} due at t={due} not taken by t={now}: late by more than "
+            f"--max-late-ms {self.max_late_ms}",
+        )
 
     def percentile(self, fraction: float) -> str:
         """The bucket bound that `fraction` of the steps' lateness is within (never above
