@@ -376,6 +376,33 @@ def test_a_folder_named_like_a_log_in_the_directory_is_not_read_as_one(
     assert "P1: held" in capsys.readouterr().out
 
 
+def test_a_hidden_log_in_the_directory_is_not_read_as_a_shell_glob_would_not(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = write_logs(tmp_path / "run", two_batches())
+    # an editor's backup of site-2's log: read, it was "process: 'site-2' is also the
+    # process of" the real one
+    (folder / ".site-2.jsonl").write_text((folder / "site-2.jsonl").read_text())
+    assert main(["validate", str(folder)]) == 0
+    assert capsys.readouterr().out.splitlines()[0] == (
+        f"{folder}: 14 operations (7 logged steps and 7 ticks to their times; 0 skipped), "
+        "time 150 ms"
+    )
+
+
+def test_a_broken_link_named_like_a_log_in_the_directory_is_one_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = write_logs(tmp_path / "run", two_batches())
+    (folder / "site-3.jsonl").symlink_to(tmp_path / "gone.jsonl")  # (was: skipped, exit 0)
+    assert main(["validate", str(folder)]) == 2
+    assert capsys.readouterr() == (
+        "",
+        f"wanconform: error: {folder}/site-3.jsonl: a broken symbolic link (its target does "
+        "not exist)\n",
+    )
+
+
 def test_the_processes_of_one_run_share_one_configuration(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -507,10 +507,15 @@ class EventLogSource:
 
 
 def event_log_files(paths: list[str]) -> list[str] | None:
-    """The files of an event log among `validate`'s arguments: a directory's `*.jsonl`, or
-    files whose first line is an event log's header; None when they are not one."""
+    """The files of an event log among `validate`'s arguments: a directory's `*.jsonl` (as
+    a shell matches it: not a hidden `.x.jsonl`), or files whose first line is an event
+    log's header; None when they are not one."""
     if len(paths) == 1 and os.path.isdir(paths[0]):
-        files = sorted(str(p) for p in Path(paths[0]).glob("*.jsonl") if p.is_file())
+        matched = [p for p in Path(paths[0]).glob("*.jsonl") if not p.name.startswith(".")]
+        for link in sorted(matched):
+            if link.is_symlink() and not link.exists():
+                raise TraceError(f"{link}: a broken symbolic link (its target does not exist)")
+        files = sorted(str(p) for p in matched if p.is_file())
         if not files:
             raise TraceError(f"{paths[0]}: no *.jsonl file in this directory (docs/LOG.md)")
         _check_whole(Path(paths[0]))
