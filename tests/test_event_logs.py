@@ -403,6 +403,35 @@ def test_a_broken_link_named_like_a_log_in_the_directory_is_one_error(
     )
 
 
+@pytest.mark.parametrize("separators", [(",", ":"), (", ", ": ")], ids=["compact", "spaced"])
+def test_a_process_s_own_field_is_ignored_however_deep_up_to_the_nesting_limit(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], separators: tuple[str, str]
+) -> None:
+    def deep(levels: int) -> Path:
+        logs = two_batches()
+        logs["site-2"][0]["_events"] = "deep"  # (json.dumps recurses too: written below)
+        folder = tmp_path / f"run{levels}"
+        folder.mkdir()
+        for process, lines in logs.items():
+            text = "".join(
+                json.dumps(line, separators=separators) + "\n" for line in [header(process), *lines]
+            )
+            text = text.replace('"deep"', "[" * levels + "]" * levels)
+            (folder / f"{process}.jsonl").write_text(text)
+        return folder
+
+    # 300 levels: orjson (the fast path) reads them but writes at most 255 (was: a
+    # traceback, TypeError: Recursion limit reached)
+    assert main(["validate", str(deep(300))]) == 0
+    assert "P1: held" in capsys.readouterr().out
+    folder = deep(2000)
+    assert main(["validate", str(folder)]) == 2
+    assert capsys.readouterr() == (
+        "",
+        f"wanconform: error: {folder}/site-2.jsonl:2: not valid JSON: nested too deeply\n",
+    )
+
+
 def test_the_processes_of_one_run_share_one_configuration(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -451,6 +451,11 @@ def test_decode_line_on_chosen_lines() -> None:
     }.items():
         with pytest.raises(ValueError, match="^" + message.replace("\\", "\\\\") + "$"):
             decode(text)
+    # 300 levels: orjson reads them but writes at most 255 (was: TypeError, a traceback)
+    deep = "[" * 300 + "]" * 300
+    assert decode('{"a":' + deep + "}") == traces.tracefile.decode_exactly('{"a":' + deep + "}")
+    with pytest.raises(ValueError, match=r"^nested too deeply$"):
+        decode('{"a":' + "[" * 5000 + "]" * 5000 + "}")
 
 
 @pytest.mark.parametrize("command", ["replay", "shrink", "report"])

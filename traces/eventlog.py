@@ -194,7 +194,12 @@ class _EventReader(_LogReader):
             if orjson.dumps(raw) != line:  # a key twice, a lone surrogate, spaces, ...
                 return None
             struct = lines.decode(line)
-        except (orjson.JSONDecodeError, msgspec.MsgspecError, RecursionError):
+        except (
+            orjson.JSONDecodeError,
+            orjson.JSONEncodeError,  # (it writes no more than 255 levels deep)
+            msgspec.MsgspecError,
+            RecursionError,
+        ):
             return None
         allowed = lines.fields[type(struct)]
         if (

@@ -241,11 +241,10 @@ def decode_line(text: str) -> Any:
     if compact and b"." not in data and b"e+" not in data and b"e-" not in data:
         try:
             value = orjson.loads(data)
-        except orjson.JSONDecodeError:
-            pass
-        else:
             if orjson.dumps(value) == data:
                 return value
+        except (orjson.JSONDecodeError, orjson.JSONEncodeError):
+            pass  # (orjson writes no more than 255 levels deep: read it again, as it reads)
     return decode_exactly(text)
 
 
