@@ -432,6 +432,25 @@ def test_a_process_s_own_field_is_ignored_however_deep_up_to_the_nesting_limit(
     )
 
 
+@pytest.mark.parametrize("given", ["run", "run/site-1.jsonl"], ids=["directory", "file"])
+def test_event_logs_are_refused_by_shrink_as_such(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], given: str
+) -> None:
+    write_logs(tmp_path / "run", two_batches())
+    path = tmp_path / given
+    # (was: "is a directory, not a trace file"; a file: "the first line must be {"config" ...")
+    assert main(["shrink", str(path), "-o", str(tmp_path / "min.jsonl")]) == 2
+    what = "a directory" if given == "run" else "an event log"
+    assert capsys.readouterr() == (
+        "",
+        f"wanconform: error: {path}: {what}: a running system's event logs (docs/LOG.md) "
+        "cannot be shrunk, only validated; shrink takes one trace file, or one log of the "
+        "model's operations (`shrink LOG -o T.jsonl` writes its trace up to its first "
+        "disagreement)\n",
+    )
+    assert not (tmp_path / "min.jsonl").exists()
+
+
 def test_the_processes_of_one_run_share_one_configuration(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -22,6 +22,7 @@ from conformance.running.run import TraceRun
 from conformance.search.shrink import budget_text, pytest_text, replay_command, shrink
 from traces.engine import DEFAULT_IMPL, built, load_impl
 from traces.errors import WanconformError
+from traces.eventlog import event_log_files
 from traces.logfile import is_log, open_log
 from traces.outputs import declare_outputs, write_text_atomically
 from traces.text import plural, printable, visible
@@ -73,6 +74,14 @@ SHRINK_BUDGET = 120.0
 
 
 def run(args: argparse.Namespace) -> int:
+    folder = os.path.isdir(args.trace)
+    if folder or (os.path.isfile(args.trace) and event_log_files([args.trace])):
+        raise WanconformError(
+            f"{args.trace}: {'a directory' if folder else 'an event log'}: a running "
+            "system's event logs (docs/LOG.md) cannot be shrunk, only validated; shrink "
+            "takes one trace file, or one log of the model's operations (`shrink LOG -o "
+            "T.jsonl` writes its trace up to its first disagreement)"
+        )
     if is_log(args.trace):
         return cut_log(args)
     loaded = load_impl(args.impl, [os.path.dirname(os.path.abspath(args.trace))])
