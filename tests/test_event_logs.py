@@ -353,6 +353,21 @@ def test_an_event_log_given_twice_is_named_as_such(
     )
 
 
+def test_two_files_of_one_process_are_named_in_json_s_quoting(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = write_logs(tmp_path / "run", two_batches())
+    text = (folder / "site-2.jsonl").read_text()
+    (folder / "site-3.jsonl").write_text(text)  # its header says "process": "site-2"
+    assert main(["validate", str(folder)]) == 2
+    # (was: process: 'site-2' ...)
+    assert capsys.readouterr() == (
+        "",
+        f'wanconform: error: {folder}/site-3.jsonl:1: process: "site-2" is also the process '
+        f"of {folder}/site-2.jsonl\n",
+    )
+
+
 def test_a_log_from_a_pipe_is_refused_by_name(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -731,6 +746,10 @@ def test_r29_batch_1_of_each_dispatcher_is_its_own_batch_in_the_merge(
             lambda text: text.replace('"version": 1', '"version": 2', 1),
             "site-1.jsonl:1: version: this wanconform reads event logs of version 1, got 2",
         ),
+        (  # (was: got '1', Python's quoting)
+            lambda text: text.replace('"version": 1', '"version": "1"', 1),
+            'site-1.jsonl:1: version: this wanconform reads event logs of version 1, got "1"\n',
+        ),
         (
             lambda text: text.replace('"log": "events"', '"log": "events", "host": "h1"', 1),
             "site-1.jsonl:1: host: unknown field (the header has config, log, process, version)",
@@ -740,7 +759,7 @@ def test_r29_batch_1_of_each_dispatcher_is_its_own_batch_in_the_merge(
             "site-1.jsonl:3: thread_name: unknown field for 'put'",
         ),
     ],
-    ids=["truncated", "version", "header-field", "step-field"],
+    ids=["truncated", "version", "version-string", "header-field", "step-field"],
 )
 def test_a_bad_file_is_one_line_naming_its_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], edit: Any, message: str

@@ -333,7 +333,7 @@ def test_R06_invalid_config_is_rejected_before_anything_runs(run: Any) -> None:
 def test_R07_failure_listener_and_retry_attempts_validated() -> None:
     with pytest.raises(ConfigError) as info:
         parse_config(one_way(failure_listener="log"))
-    assert str(info.value) == "senders[0].failure_listener: must be null or \"dlq\" (R7), got 'log'"
+    assert str(info.value) == 'senders[0].failure_listener: must be null or "dlq" (R7), got "log"'
     with pytest.raises(ConfigError) as info:
         parse_config({"sites": [1, 2], "receivers": [{"site": 2, "retry_attempts": -2}]})
     assert str(info.value) == "receivers[0].retry_attempts: must be >= -1, got -2"

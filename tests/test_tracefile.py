@@ -355,7 +355,7 @@ def test_fast_and_precise_verdicts_on_chosen_lines() -> None:
         b'{"op":"redeliver","sender":"ny","events":null}': "t.jsonl:2: events: must be a list "
         "of event ids, got null",
         b'{"op":"redeliver","sender":"ny","events":["1:2\\n"]}': "t.jsonl:2: events[0]: must "
-        "be an event id \"origin:seq\", got '1:2\\n'",
+        'be an event id "origin:seq", got "1:2\\n"',
     }
     for line, message in rejected.items():
         assert fast(line) is None, line

@@ -162,7 +162,7 @@ TICK = {"op": "tick", "ms": 1}
         (TICK | {"observed": {}}, "observed: must be a list, got an object"),
         (TICK | {"observed": [7]}, "observed[0]: must be an object, got an integer"),
         (TICK | {"observed": [{"kind": "sended"}]},
-         "observed[0]: kind: must be one of " + ", ".join(KINDS) + " (SPEC §10), got 'sended'"),
+         "observed[0]: kind: must be one of " + ", ".join(KINDS) + " (SPEC §10), got \"sended\""),
         (TICK | {"observed": [], "state": {"time": 1}},
          "state: must be the observable state of SPEC §10, an object with exactly the "
          "fields senders, sites, time"),

@@ -10,12 +10,14 @@ default.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from traces.errors import ConfigError
+from traces.text import cut
 
 FAILURE_LISTENERS = (None, "dlq")
 
@@ -52,7 +54,8 @@ def abbreviate_number(text: str) -> str:
 
 
 def show(value: Any) -> str:
-    """A value as a message quotes it (huge integers abbreviated)."""
+    """A value from a JSON file as a message quotes it: as JSON writes it (`"1"`, `null`,
+    huge integers and strings abbreviated), a list or an object by its type."""
     if _is_int(value):
         digits = value.bit_length() * math.log10(2)
         if digits > 4000:  # str() of an int this long raises (sys.get_int_max_str_digits)
@@ -60,6 +63,10 @@ def show(value: Any) -> str:
         return abbreviate_number(str(value))
     if value is None or isinstance(value, bool):  # as the JSON file writes them
         return "null" if value is None else "true" if value else "false"
+    if isinstance(value, str):
+        return cut(json.dumps(value, ensure_ascii=False))
+    if isinstance(value, list | dict):
+        return json_kind(value)
     return repr(value)
 
 

@@ -39,7 +39,7 @@ from typing import Annotated, Any, Union
 import msgspec
 import orjson
 
-from traces.config import INT64_MAX, Config, int64_error, json_kind
+from traces.config import INT64_MAX, Config, int64_error, json_kind, show
 from traces.errors import TraceError
 from traces.files import check_rereadable
 from traces.logfile import LogEntry, _LogReader, observation_structs
@@ -128,7 +128,7 @@ class _EventReader(_LogReader):
         if raw["version"] != VERSION or isinstance(raw["version"], bool):
             raise TraceError(
                 f"{here}: version: this wanconform reads event logs of version {VERSION}, "
-                f"got {raw['version']!r}"
+                f"got {show(raw['version'])}"
             )
         process = raw["process"]
         if not isinstance(process, str) or not process:
@@ -604,7 +604,7 @@ def open_event_log(files: list[str], name: str) -> EventLogSource:
             )
         if reader.process in processes:
             raise TraceError(
-                f"{where(path, 1)}: process: {reader.process!r} is also the process of "
+                f"{where(path, 1)}: process: {show(reader.process)} is also the process of "
                 f"{processes[reader.process]}"
             )
         processes[reader.process] = path

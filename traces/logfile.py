@@ -24,7 +24,7 @@ from typing import Any, Union
 
 import msgspec
 
-from traces.config import Config, JsonNumber, int64_error, json_kind
+from traces.config import Config, JsonNumber, int64_error, json_kind, show
 from traces.errors import TraceError
 from traces.observations import FIELDS, KINDS, OPTIONAL_FIELDS, Observation
 from traces.ops import Op, Tick
@@ -114,7 +114,7 @@ class _LogReader(Reader):
             if kind not in KINDS:
                 raise TraceError(
                     f"{here}: observed[{index}]: kind: must be one of {', '.join(KINDS)} "
-                    "(SPEC §10), got " + (repr(kind) if isinstance(kind, str) else json_kind(kind))
+                    "(SPEC §10), got " + (show(kind) if isinstance(kind, str) else json_kind(kind))
                 )
             if not _plainly_well_formed(kind, observation):
                 check_fields(f"{here}: observed[{index}]", kind, observation)

@@ -374,7 +374,7 @@ def _check(kind: str, raw: Any, field: str, config: Config) -> Any:
             raise OpError(field, f"must be a list of event ids, got {json_kind(raw)}")
         for index, item in enumerate(raw):
             if not isinstance(item, str) or not EVENT_ID.fullmatch(item):
-                shown = repr(item) if isinstance(item, str) else json_kind(item)
+                shown = show(item) if isinstance(item, str) else json_kind(item)
                 raise OpError(f"{field}[{index}]", f'must be an event id "origin:seq", got {shown}')
         return tuple(raw)
     if kind == "value":
