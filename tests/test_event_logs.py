@@ -320,8 +320,55 @@ def test_a_delivery_logged_before_its_batch_was_sent_names_both_lines(
     assert (
         f"{folder}/site-2.jsonl:2: t=40: deliver of batch 1 of ny dispatcher 0, but no line "
         "before it sent that batch (a batch is received after it is sent, its ack after it "
-        f"is received): the next line of any other process is {folder}/site-1.jsonl:4 at t=45"
+        f"is received): the line that sent it is {folder}/site-1.jsonl:4 at t=45"
     ) in err
+
+
+def test_a_merge_failure_names_the_line_that_sent_the_batch_not_the_next_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # site-1's next line after t=40 is the put at 41 (line 5); the flush is line 6 at 45
+    site1 = [put(10, "a", 1, 1), put(30, "b", 2, 2), put(41, "c", 3, 3)]
+    site1.append(flush(45, 1, ["1:1", "1:2"]))
+    site2 = [deliver(40, 1, [("1:1", "a"), ("1:2", "b")])]
+    folder = write_logs(tmp_path / "run", {"site-1": site1, "site-2": site2})
+    assert main(["validate", str(folder)]) == 2
+    # (was: "the next line of any other process is site-1.jsonl:4 at t=41")
+    assert capsys.readouterr() == (
+        "",
+        f"wanconform: error: {folder}/site-2.jsonl:2: t=40: deliver of batch 1 of ny "
+        "dispatcher 0, but no line before it sent that batch (a batch is received after it "
+        "is sent, its ack after it is received): the line that sent it is "
+        f"{folder}/site-1.jsonl:5 at t=45\n",
+    )
+
+
+def test_an_ack_before_its_delivery_names_the_delivery(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    logs = two_batches()
+    logs["site-1"][4] = ack(48, 1, ["1:1", "1:2"])  # before site-2 delivered batch 1 at 50
+    folder = write_logs(tmp_path / "run", logs)
+    assert main(["validate", str(folder)]) == 2
+    assert capsys.readouterr() == (
+        "",
+        f"wanconform: error: {folder}/site-1.jsonl:6: t=48: deliver_ack of batch 1 of ny "
+        "dispatcher 0, but no line before it received that batch (a batch is received after "
+        "it is sent, its ack after it is received): the line that received it is "
+        f"{folder}/site-2.jsonl:2 at t=50\n",
+    )
+
+
+def test_a_batch_no_file_sends_names_the_next_line_of_another_process(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    site1 = [put(10, "a", 1, 1), put(30, "b", 2, 2), put(41, "c", 3, 3)]
+    site2 = [deliver(40, 1, [("1:1", "a"), ("1:2", "b")])]
+    folder = write_logs(tmp_path / "run", {"site-1": site1, "site-2": site2})
+    assert main(["validate", str(folder)]) == 2
+    assert capsys.readouterr().err.endswith(
+        f"the next line of any other process is {folder}/site-1.jsonl:4 at t=41\n"
+    )
 
 
 def test_a_status_the_model_does_not_give_is_the_log_s_in_text_and_json(
@@ -730,7 +777,7 @@ def test_r29_batch_1_of_each_dispatcher_is_its_own_batch_in_the_merge(
     assert captured.err == (
         f"wanconform: error: {folder}/site-2.jsonl:2: t=1050: deliver of batch 1 of ny "
         "dispatcher 1, but no line before it sent that batch (a batch is received after it "
-        "is sent, its ack after it is received): the next line of any other process is "
+        "is sent, its ack after it is received): the line that sent it is "
         f"{folder}/site-1.jsonl:6 at t=1100\n"
     )
 

@@ -400,7 +400,7 @@ def _merge(
             for line in single:
                 if type(line.entry.op) in CAUSAL_OPS:
                     if not ready(line):
-                        raise _Unexplained(_unexplained(line, _others(heads, single_index)))
+                        raise _Unexplained(line, _others(heads, single_index))
                     take(line)
                 yield line.where, line.entry, line.batch_id
             continue
@@ -425,7 +425,7 @@ def _merge(
             if chosen is None:
                 pending = [block[i][cursors[i]] for _, i in sorted(nexts, key=lambda n: n[1])]
                 later = _others(heads, min(i for _, i in nexts))
-                raise _Unexplained(_unexplained(pending[0], pending[1:] + later))
+                raise _Unexplained(pending[0], pending[1:] + later)
             line = block[chosen][cursors[chosen]]
             cursors[chosen] += 1
             take(line)
@@ -438,18 +438,26 @@ def _others(heads: list[EventLine | None], process: int) -> list[EventLine]:
 
 
 class _Unexplained(TraceError):
-    """A log no merge can explain (`_merge`)."""
+    """A log no merge can explain (`_merge`): `blocked`, a line that no merge can put after
+    what it needs; `others`, the next line of every other process (or its next instant's);
+    `cause`, the line it needs, when a later line of some file is that (`_cause`)."""
+
+    def __init__(
+        self, blocked: EventLine, others: list[EventLine], cause: EventLine | None = None
+    ) -> None:
+        super().__init__(_unexplained(blocked, others, cause))
+        self.blocked, self.others = blocked, others
 
 
-def _unexplained(blocked: EventLine, others: list[EventLine]) -> str:
-    """The error of a line that no merge can put after what it needs (`others`: the next
-    line of every other process, or its next instant's)."""
+def _unexplained(blocked: EventLine, others: list[EventLine], cause: EventLine | None) -> str:
     op = blocked.entry.op
     sender, dispatcher = _lane(op)
     what = "sent" if type(op) in (Deliver, Drop) else "received"
     others = sorted(others, key=lambda line: line.t)
     nxt = (
-        f"the next line of any other process is {others[0].where} at t={others[0].t}"
+        f"the line that {what} it is {cause.where} at t={cause.t}"
+        if cause is not None
+        else f"the next line of any other process is {others[0].where} at t={others[0].t}"
         if others
         else "no other process logs anything after it"
     )
@@ -458,6 +466,25 @@ def _unexplained(blocked: EventLine, others: list[EventLine]) -> str:
         f"dispatcher {dispatcher}, but no line before it {what} that batch (a batch is "
         f"received after it is sent, its ack after it is received): {nxt}"
     )
+
+
+def _cause(files: tuple[str, ...], blocked: EventLine) -> EventLine | None:
+    """The earliest line of `files` that sent the batch `blocked` took (a flush), or received
+    it (a deliver, for an ack): read again, after the merge failed (each file up to its
+    first bad line, if it has one)."""
+    needed = Flush if type(blocked.entry.op) in (Deliver, Drop) else Deliver
+    lane = _lane(blocked.entry.op)
+    found: list[EventLine] = []
+    for path in files:
+        try:
+            for line in _EventReader(path).lines():
+                op = line.entry.op
+                if type(op) is needed and _lane(op) == lane and line.batch_id == blocked.batch_id:
+                    found.append(line)
+                    break
+        except TraceError:
+            pass  # (the merge had not read that far: the line is not the error to report)
+    return min(found, key=lambda line: (line.t, line.at), default=None)
 
 
 def _one_clock(readers: list[_EventReader]) -> None:
@@ -494,12 +521,15 @@ class EventLogSource:
                 count += 1
                 lines += entry.line != 0  # not a tick
                 yield here, entry, batch
-        except _Unexplained:
+        except _Unexplained as exc:
             # lines with `at` and lines without, merged, can look like a batch received
             # before it was sent: the mix is the error to report (a file whose own lines
             # mix them is its own line's error)
             _one_clock(readers)
-            raise
+            cause = _cause(self.files, exc.blocked)
+            if cause is None:
+                raise
+            raise _Unexplained(exc.blocked, exc.others, cause) from None
         _one_clock(readers)
         self.op_count, self.ticks = count, count - lines
 
