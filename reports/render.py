@@ -68,13 +68,17 @@ def write_report(
     policies: Sequence[Mapping[str, Any]] = (),
     explore: ExploreView | None = None,
     settings: Mapping[str, Sequence[Mapping[str, Any]]] | None = None,
+    lateness: Sequence[str] = (),
 ) -> Report:
     """Compute the report of result rows and write it to `path` (atomically); with
     `explore`, the figures of the exploration that found them too; `settings`: the
-    conflation and persistence comparisons of `--compare-policies`."""
+    conflation and persistence comparisons of `--compare-policies`; `lateness`: each
+    event log run's lateness verdict, in words (`validate DIR`), for the summary."""
     report = build_report(rows, examples, notes, impl_spec, progress, policies, settings)
     if explore is not None:
         report = dataclasses.replace(report, explore=explore)
+    if lateness:
+        report = dataclasses.replace(report, lateness=tuple(lateness))
     write_text_atomically(path, render_report(report))
     return report
 

@@ -156,6 +156,7 @@ class Report:
     explore: ExploreView | None = None  # `wanconform explore --report`
     capped: str = ""  # R25: the settles that stopped at their cap, if any
     geode: tuple[tuple[str, str, int], ...] = ()  # Geode's statistics (docs/GEODE_STATS.md)
+    lateness: tuple[str, ...] = ()  # each event log run's lateness verdict, in words
 
     @property
     def delta_share(self) -> str:

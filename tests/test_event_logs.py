@@ -122,6 +122,28 @@ def test_r15_a_late_flush_within_the_bound_agrees_and_its_lateness_is_reported(
     ) in out
 
 
+@pytest.mark.parametrize(
+    ("bound", "verdict"),
+    [
+        ("1000", "held (2 flushes and 0 timeouts, late by at most 15 ms (p50 &lt;= 10 ms, "
+         "p99 &lt;= 15 ms); bound 1000 ms)"),
+        ("12", "FAILED (1 violation; 2 flushes and 0 timeouts, late by at most 15 ms "
+         "(p50 &lt;= 10 ms, p99 &lt;= 15 ms))"),
+    ],
+    ids=["held", "failed"],
+)  # fmt: skip
+def test_the_report_s_summary_shows_the_lateness_distribution(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], bound: str, verdict: str
+) -> None:
+    folder = write_logs(tmp_path / "run", two_batches())
+    report = tmp_path / "report.html"
+    main(["validate", str(folder), "--max-late-ms", bound, "--report", str(report)])
+    capsys.readouterr()
+    # (was: only a failure's group, named "lateness"; held: nowhere)
+    summary = report.read_text().split('id="summary">', 1)[1].split("</p>", 1)[0]
+    assert summary.endswith(f'<span class="lateness">lateness: {verdict}</span>')
+
+
 def test_r15_max_late_ms_makes_a_late_flush_a_violation_not_a_divergence(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

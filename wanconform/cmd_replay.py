@@ -600,6 +600,7 @@ def replay_sources(
     rows: list[dict[str, Any]] = []
     kept: dict[str, tuple[Config, list[Op], list[int], str]] = {}
     watched: dict[str, str] = {}  # the watch's verdict -> its first violation, in words
+    verdicts: list[str] = []  # the watch's verdict of each run, in words (the summary's)
     for source in sources:
         steps: list[dict[str, Any]] | None = [] if args.steps and args.json else None
 
@@ -670,6 +671,7 @@ def replay_sources(
         if watcher is not None:
             verdict = watcher.verdict()
             result.verdicts = (*result.verdicts, verdict)
+            verdicts.append(str(verdict))
             if verdict.violations:  # the report names the first, the group has no example
                 watched.setdefault(verdict.property, str(verdict.violations[0]))
         if getattr(args, "checkpoint", None):
@@ -705,6 +707,13 @@ def replay_sources(
             notes |= {name: f"first: {first}" for name, first in watched.items()}
         else:
             examples, notes = explain_groups(rows, kept.get, impl_spec)
-        write_report(rows, {e.signature: e for e in examples}, notes, args.report, impl_spec)
+        write_report(
+            rows,
+            {e.signature: e for e in examples},
+            notes,
+            args.report,
+            impl_spec,
+            lateness=verdicts,
+        )
         print(printable(f"report: {args.report}"), file=sys.stderr if args.json else sys.stdout)
     return status
