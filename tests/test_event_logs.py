@@ -381,6 +381,22 @@ def test_an_ack_before_its_delivery_names_the_delivery(
     )
 
 
+def test_a_batch_sent_only_before_the_line_is_not_named_as_its_sender(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # batch 2 sent at 45, then a batch 1 at 70: the merge's last batch of ny is 1, so the
+    # deliver of 2 at 80 waits for a flush of 2 to come; the one at 45 came before it
+    site1 = [put(10, "a", 1, 1), put(30, "b", 2, 2), flush(45, 2, ["1:1", "1:2"])]
+    site1.append(flush(70, 1, ["1:1", "1:2"]))
+    site2 = [deliver(80, 2, [("1:1", "a"), ("1:2", "b")])]
+    folder = write_logs(tmp_path / "run", {"site-1": site1, "site-2": site2})
+    assert main(["validate", str(folder)]) == 2
+    assert capsys.readouterr().err.endswith(
+        "(a batch is received after it is sent, its ack after it is received): no other "
+        "process logs anything after it\n"
+    )
+
+
 def test_a_batch_no_file_sends_names_the_next_line_of_another_process(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -469,9 +469,9 @@ def _unexplained(blocked: EventLine, others: list[EventLine], cause: EventLine |
 
 
 def _cause(files: tuple[str, ...], blocked: EventLine) -> EventLine | None:
-    """The earliest line of `files` that sent the batch `blocked` took (a flush), or received
-    it (a deliver, for an ack): read again, after the merge failed (each file up to its
-    first bad line, if it has one)."""
+    """The earliest line of `files`, not before `blocked`, that sent the batch `blocked`
+    took (a flush), or received it (a deliver, for an ack): read again, after the merge
+    failed (each file up to its first bad line, if it has one)."""
     needed = Flush if type(blocked.entry.op) in (Deliver, Drop) else Deliver
     lane = _lane(blocked.entry.op)
     found: list[EventLine] = []
@@ -479,7 +479,12 @@ def _cause(files: tuple[str, ...], blocked: EventLine) -> EventLine | None:
         try:
             for line in _EventReader(path).lines():
                 op = line.entry.op
-                if type(op) is needed and _lane(op) == lane and line.batch_id == blocked.batch_id:
+                if (
+                    type(op) is needed
+                    and _lane(op) == lane
+                    and line.batch_id == blocked.batch_id
+                    and (line.t, line.at) >= (blocked.t, blocked.at)  # (not one merged)
+                ):
                     found.append(line)
                     break
         except TraceError:
