@@ -28,6 +28,7 @@ from conformance.search.explore import (
     form_bytes,
     frozen_state,
     key_names,
+    keys_apart,
     state_ops,
     summary_lines,
     tick_amounts,
@@ -179,17 +180,33 @@ def _reachable(
     return list(seen.values())
 
 
+PARTITIONED = {
+    "sites": [1, 2],
+    "regions": {site: {"type": "partition", "total_num_buckets": 2} for site in ("1", "2")},
+    "senders": [sender(batch_size=1, parallel=True, dispatcher_threads=2)],
+}
+"""k1 and k2 in buckets 0 and 1 (R28: Java's hash codes 3366 and 3367), so on
+dispatchers 0 and 1 of a parallel sender (R29): keys are not interchangeable."""
+
+
 @pytest.mark.parametrize(
-    ("depth", "ops", "rename_keys", "orbits"),
-    [(3, NO_PUTALL, True, 965), (2, OP_NAMES, False, 332)],
+    ("config_json", "depth", "ops", "rename_keys", "orbits"),
+    [
+        (ONE_WAY, 3, NO_PUTALL, True, 965),
+        (ONE_WAY, 2, OP_NAMES, False, 332),
+        # (keys were renamed here too: 1,569 states at depth 3 where the values' orbits
+        # are 1,887, and even all renamings' 1,577: states missed)
+        (PARTITIONED, 2, NO_PUTALL, False, 192),
+    ],
 )
 def test_symmetry_counts_every_orbit_once(
-    depth: int, ops: tuple[str, ...], rename_keys: bool, orbits: int
+    config_json: dict[str, Any], depth: int, ops: tuple[str, ...], rename_keys: bool, orbits: int
 ) -> None:
     # The reachable states' orbits under every renaming (2 keys x 2 values: 4; values
-    # only with putall), counted by trying each renaming on each state: exactly the
-    # states the reduced search visits (its canonical form is complete here).
-    config = one_way()
+    # only with putall, or where a key's name routes it), counted by trying each renaming
+    # on each state: exactly the states the reduced search visits (its canonical form
+    # is complete here).
+    config = parse_config(config_json)
     states = _reachable(config, depth, 2, 2, ops)
     renamings = [
         Relabel(dict(zip(("k1", "k2"), order, strict=True)) if rename_keys else {},
@@ -200,6 +217,27 @@ def test_symmetry_counts_every_orbit_once(
     found = {min(form_bytes(frozen_state(s, r)) for r in renamings) for s in states}
     assert len(found) == orbits
     assert explore(config, Bounds(depth, 2, 2, ops, symmetry=True)).states == orbits
+
+
+def test_keys_are_renamed_only_where_nothing_orders_or_routes_them_by_name() -> None:
+    def apart(config_json: dict[str, Any], ops: tuple[str, ...] = NO_PUTALL) -> str | None:
+        return keys_apart(parse_config(config_json), Bounds(2, 2, 2, ops, symmetry=True))
+
+    assert apart(ONE_WAY) is None
+    assert apart(ONE_WAY, OP_NAMES) == "putall writes in key order, R10"
+    assert apart(PARTITIONED) == "a key's name picks its bucket in a partitioned region, R28"
+    by_key = {"sites": [1, 2], "senders": [sender(dispatcher_threads=2)]}
+    assert apart(by_key) == "a key's name picks its dispatcher, R29"
+    by_thread = {"sites": [1, 2], "senders": [sender(dispatcher_threads=2, order_policy="thread")]}
+    assert apart(by_thread) is None
+    bounds = Bounds(1, 2, 2, NO_PUTALL, symmetry=True)
+    config = parse_config(PARTITIONED)
+    lines = summary_lines("p.json", config, bounds, explore(config, bounds), None)
+    [line] = [s for s in lines if s.startswith("symmetry over")]
+    assert line.startswith(
+        "symmetry over values (not keys: a key's name picks its bucket in a partitioned "
+        "region, R28): "
+    )
 
 
 def _swap(op: Op, keys: dict[str, str], values: dict[int, int]) -> Op:

@@ -350,11 +350,22 @@ def digest(frozen: tuple[Any, ...]) -> bytes:
     return hashlib.blake2b(_PACK(frozen), digest_size=16).digest()
 
 
-def keys_interchangeable(bounds: Bounds) -> bool:
-    """Are keys interchangeable in this alphabet? Not when a putall of several keys is
-    in it: R10 writes its entries in sorted key order, so renaming keys changes the
-    order of their events (values stay interchangeable)."""
-    return bounds.keys == 1 or "putall" not in bounds.ops
+def keys_apart(config: Config, bounds: Bounds) -> str | None:
+    """Why keys are not interchangeable here (None when they are; values always are).
+    A putall of several keys: R10 writes its entries in sorted key order, so renaming
+    keys changes the order of their events. A partitioned region: a key's name picks its
+    bucket (R28), and so a parallel dispatcher and its bucket FIFO (R29, R31). A sender
+    with several dispatchers routing by key or partition: the name picks the dispatcher
+    (R29)."""
+    if bounds.keys == 1:
+        return None
+    if "putall" in bounds.ops:
+        return "putall writes in key order, R10"
+    if any(region.type == "partition" for region in config.regions.values()):
+        return "a key's name picks its bucket in a partitioned region, R28"
+    if any(s.dispatcher_threads > 1 and s.order_policy != "thread" for s in config.senders):
+        return "a key's name picks its dispatcher, R29"
+    return None
 
 
 def canonical_relabel(state: State, keys: Sequence[str], rename_keys: bool = True) -> Relabel:
@@ -640,7 +651,7 @@ class Expander:
         self.fixed = alphabet(config, bounds.keys, bounds.values, self.names)
         self.groups = enabling_groups(self.fixed)
         self.keys = key_names(bounds.keys)
-        self.rename_keys = keys_interchangeable(bounds)
+        self.rename_keys = keys_apart(config, bounds) is None
         self.settle_edges = "settle" in self.names
 
     def key_of(self, state: State) -> tuple[bytes, bytes]:
@@ -920,11 +931,8 @@ def summary_lines(
     ]
     if bounds.symmetry:
         factor = result.concrete / result.states if result.states else 1.0
-        what = (
-            "keys and values"
-            if keys_interchangeable(bounds)
-            else "values (not keys: putall writes in key order, R10)"
-        )
+        apart = keys_apart(config, bounds)
+        what = "keys and values" if apart is None else f"values (not keys: {apart})"
         reduction = f"reduction factor at least {factor:.2f}"
         if result.concrete == result.states:  # say why, not just 1.00
             reduction = "no reduction: no two states reached differ only by a relabelling" + (
