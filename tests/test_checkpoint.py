@@ -171,6 +171,34 @@ def test_an_inconsistent_checkpoint_is_refused(name: str) -> None:
 
 
 @pytest.mark.parametrize("name", sorted(ENGINES))
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        # R3: site 1 has issued two events (seq 2); a queued 1:3 was never issued
+        ({"event": "1:3", "seq": 3}, "event 1:3 was never issued (site 1's seq is 2; "
+         "sequence numbers only grow, R3, R21)"),
+        # R3: an event's id is "origin:seq"
+        ({"event": "1:7"}, "event 1:7 has origin 1 and seq 2; its id is 1:2 (R3)"),
+        ({"origin": 2}, "event 1:2 has origin 2 and seq 2; its id is 2:2 (R3)"),
+        ({"event": "3:2", "origin": 3}, "origin: 3 is not a site of the configuration"),
+    ],
+)  # fmt: skip
+def test_a_queued_event_its_origin_never_issued_is_refused(
+    name: str, change: dict[str, Any], message: str
+) -> None:
+    # batch_size 1: 1:1 is in flight, 1:2 waits behind it (queue[1])
+    put = {"op": "put", "site": 1, "key": "k", "value": {}}
+    doc = run(model.Engine(CONFIG), put, put).checkpoint()
+    queue = doc["state"]["senders"]["ny"]["dispatchers"][0]["queue"]
+    assert [(e["event"], e["origin"], e["seq"]) for e in queue] == [("1:1", 1, 1), ("1:2", 1, 2)]
+    queue[1].update(change)
+    with pytest.raises(CheckpointError) as caught:
+        ENGINES[name].from_checkpoint(CONFIG, doc, "c.json")
+    assert str(caught.value).startswith("c.json: state.senders.ny.dispatchers[0].queue[1]")
+    assert str(caught.value).endswith(message)
+
+
+@pytest.mark.parametrize("name", sorted(ENGINES))
 def test_a_queued_event_on_a_dispatcher_r29_does_not_route_it_to_is_refused(name: str) -> None:
     # 4 buckets, 2 parallel dispatchers: key "b" hashes to 98, bucket 98 rem 4 = 2, which
     # dispatcher 2 rem 2 = 0 owns (R28, R29). A checkpoint that moves it to dispatcher 1

@@ -128,14 +128,22 @@ def check_fits(
     for sender_id, sender in state["senders"].items():
         at = f"{where}: state.senders.{sender_id}"
         spec = config.sender(sender_id)
-        _check_dispatchers(spec, sender, at, route, config.buckets(spec.site))
+        issued = {int(site_id): site["seq"] for site_id, site in state["sites"].items()}
+        _check_dispatchers(spec, sender, at, route, config.buckets(spec.site), issued)
     return state
 
 
 def _check_dispatchers(
-    sender: SenderConfig, doc: dict[str, Any], at: str, route: Route | None, buckets: int
+    sender: SenderConfig,
+    doc: dict[str, Any],
+    at: str,
+    route: Route | None,
+    buckets: int,
+    issued: dict[int, int],
 ) -> None:
-    """R29-R31: one dispatcher per dispatcher thread; each one's batch in flight is made of
+    """R29-R31: one dispatcher per dispatcher thread; a queued event's id is `"origin:seq"`
+    of an event its origin has issued (R3; `issued`: each site's seq); each one's batch in
+    flight is made of
     its queued events (a serial one's first events, R13; a parallel one's oldest events of
     each bucket, R31), the batch in the network is that batch (R15), an ack answers it
     (R17); `resend`, `recovered` and `on_disk` name queued events, each once (a parallel
@@ -154,6 +162,7 @@ def _check_dispatchers(
             raise CheckpointError(f"{here}.queue: an event is queued twice")
         queued = set(queue_ids)
         for position, event in enumerate(dispatcher["queue"]):
+            _check_issued(event, f"{here}.queue[{position}]", issued)
             routed = index if route is None else route(sender, event)
             if routed != index:
                 raise CheckpointError(
@@ -229,6 +238,23 @@ def _check_dispatchers(
                     )
         if sender.parallel and dispatcher["resend"] and in_flight is not None:
             raise CheckpointError(f"{here}.resend: a batch in flight left nothing to resend")
+
+
+def _check_issued(event: dict[str, Any], at: str, issued: dict[int, int]) -> None:
+    """R3: an event's id is `"origin:seq"`, its origin a site that has issued that seq."""
+    origin, seq = event["origin"], event["seq"]
+    if event["event"] != f"{origin}:{seq}":
+        raise CheckpointError(
+            f"{at}: event {event['event']} has origin {origin} and seq {seq}; its id is "
+            f"{origin}:{seq} (R3)"
+        )
+    if origin not in issued:
+        raise CheckpointError(f"{at}.origin: {origin} is not a site of the configuration")
+    if seq > issued[origin]:
+        raise CheckpointError(
+            f"{at}: event {origin}:{seq} was never issued (site {origin}'s seq is "
+            f"{issued[origin]}; sequence numbers only grow, R3, R21)"
+        )
 
 
 def event_doc(
