@@ -199,6 +199,27 @@ def test_a_queued_event_its_origin_never_issued_is_refused(
 
 
 @pytest.mark.parametrize("name", sorted(ENGINES))
+def test_a_dead_letter_of_an_event_its_origin_never_issued_is_refused(name: str) -> None:
+    put = {"op": "put", "site": 1, "key": "k", "value": {}}
+    doc = run(model.Engine(CONFIG), put).checkpoint()
+    record = {"event_id": "1:1", "sender": "ny", "key": "k", "op": "create",
+              "exception": "Injected", "version": [1, 0, 1], "value": {},
+              "recipients": [1, 2], "thread": 0}  # fmt: skip
+    doc["state"]["senders"]["ny"]["dlq"] = [record]
+    ENGINES[name].from_checkpoint(CONFIG, doc, "c.json")  # 1:1 was issued (site 1's seq 1)
+    for event_id, message in (
+        ("1:2", "dlq[0]: event 1:2 was never issued (site 1's seq is 1; sequence numbers "
+         "only grow, R3, R21)"),
+        ("3:1", "dlq[0].origin: 3 is not a site of the configuration"),
+        ("garbage", "dlq[0].event_id: 'garbage' is not an event id origin:seq (R3)"),
+    ):  # fmt: skip
+        record["event_id"] = event_id
+        with pytest.raises(CheckpointError) as caught:
+            ENGINES[name].from_checkpoint(CONFIG, doc, "c.json")
+        assert str(caught.value) == f"c.json: state.senders.ny.{message}"
+
+
+@pytest.mark.parametrize("name", sorted(ENGINES))
 def test_a_queued_event_on_a_dispatcher_r29_does_not_route_it_to_is_refused(name: str) -> None:
     # 4 buckets, 2 parallel dispatchers: key "b" hashes to 98, bucket 98 rem 4 = 2, which
     # dispatcher 2 rem 2 = 0 owns (R28, R29). A checkpoint that moves it to dispatcher 1

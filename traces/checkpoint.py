@@ -129,6 +129,18 @@ def check_fits(
         at = f"{where}: state.senders.{sender_id}"
         spec = config.sender(sender_id)
         issued = {int(site_id): site["seq"] for site_id, site in state["sites"].items()}
+        for index, record in enumerate(sender["dlq"]):
+            origin, _, seq = record["event_id"].partition(":")
+            if not (origin.isdigit() and seq.isdigit()):
+                raise CheckpointError(
+                    f"{at}.dlq[{index}].event_id: {record['event_id']!r} is not an event id "
+                    "origin:seq (R3)"
+                )
+            _check_issued(
+                {"event": record["event_id"], "origin": int(origin), "seq": int(seq)},
+                f"{at}.dlq[{index}]",
+                issued,
+            )
         _check_dispatchers(spec, sender, at, route, config.buckets(spec.site), issued)
     return state
 
