@@ -355,6 +355,13 @@ def progress(spark: Any, label: str, on_progress: StageProgress | None) -> Itera
     done = threading.Event()
 
     def poll() -> None:
+        try:
+            poll_stages()
+        except Exception:
+            if not _interrupted.is_set():  # (after Ctrl-C the JVM is gone: no news)
+                raise
+
+    def poll_stages() -> None:
         assert on_progress is not None
         tracker = context.statusTracker()
         started: list[int] = []  # stage ids in the order they started
@@ -382,7 +389,8 @@ def progress(spark: Any, label: str, on_progress: StageProgress | None) -> Itera
         done.set()
         if thread:
             thread.join()
-        context.setLocalProperty("spark.jobGroup.id", None)
+        if not _interrupted.is_set():  # (after Ctrl-C the JVM is gone)
+            context.setLocalProperty("spark.jobGroup.id", None)
 
 
 # -- a job that fails: one line, and never a wait for executors that are gone --------------
