@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from traces.text import cut
+from traces.text import cut, shell_word
 
 ROOT = Path(__file__).parent.parent
 DATA = ROOT / "tests" / "data"
@@ -75,7 +75,8 @@ def test_the_outputs_written_by_replay_import_topology_explore_shrink_are_named_
     assert code == 0
     assert out[0].endswith(f" (17 traces run); wrote {shown}/m.jsonl")
     assert out[2] == (
-        f"  reproduce: wanconform replay --engine both --impl {RESEND} --steps '{shown}/m.jsonl'"
+        f"  reproduce: wanconform replay --engine both --impl {RESEND} "
+        f"--steps $'{tmp_path}/b\\xff/m.jsonl'"
     )
     assert (byte / "m.jsonl").exists() and (byte / "r.html").exists()
 
@@ -95,7 +96,7 @@ def test_the_folders_of_generate_convert_check_and_replays_stores_are_named_on_o
     assert out[-1] == f"results: {shown}/r/results.parquet"
     assert err == [
         f"dead letters: one store per trace, {shown}/d/TRACE_ID "
-        f"(inspect with `wanconform dlq {shown}/d`)"
+        f"(inspect with `wanconform dlq $'{tmp_path}/n\\x0al/d'`)"
     ]
     trace = DATA / "report" / "dead_letter.jsonl"
     code, _, err = wanconform("replay", "--engine", "both", trace, "--dlq-dir", newline / "s")
@@ -117,7 +118,7 @@ def test_live_names_its_logs_on_one_line(tmp_path: Path, newline: Path) -> None:
         f"{shown}/site-2.jsonl",
         "check them",
     ]
-    assert out[-1] == f"check them: wanconform validate {shown}"
+    assert out[-1] == f"check them: wanconform validate $'{tmp_path}/n\\x0al/run'"
 
 
 def test_a_differing_value_in_replays_summary_is_cut_to_200_characters(tmp_path: Path) -> None:
@@ -156,3 +157,72 @@ def test_replays_violations_name_the_trace_escaped(tmp_path: Path, newline: Path
         "site 2 after 1:4, which was appended to ny after it"
     )
     assert line in out
+
+
+def test_a_path_pyarrow_cannot_encode_is_refused_before_any_work(
+    tmp_path: Path, byte: Path
+) -> None:
+    # pyarrow encodes paths as UTF-8: a folder named with byte 0xff was a traceback
+    # (pyarrow.lib.tobytes: UnicodeEncodeError, inside a Spark worker for generate)
+    shown = f"{tmp_path}/b\\udcff"
+    why = "the path is not UTF-8, and Parquet (pyarrow) takes only UTF-8 paths; rename it or "
+    why += "choose another path"
+    example = ROOT / "traces" / "examples" / "batching_by_size.jsonl"
+    writes: list[tuple[list[str | Path], str]] = [
+        (["generate", "--traces", "1", "--ops", "5", "--out", byte / "g"], "g"),
+        (["campaign", "--traces", "1", "--ops", "5", "--out", byte / "c"], "c"),
+        (["convert", example, "-o", byte / "s"], "s"),
+        (["check", ROOT / "tests" / "data", "--out", byte / "r"], "r"),
+    ]
+    for argv, name in writes:
+        code, out, err = wanconform(*argv)
+        assert (code, out, err) == (
+            2,
+            [],
+            [f"wanconform: error: {shown}/{name}: cannot write: {why}"],
+        )
+    assert list(byte.iterdir()) == []
+    code, _, _ = wanconform("convert", example, "-o", tmp_path / "s")
+    assert code == 0
+    (tmp_path / "s").rename(byte / "s")  # a trace set in a folder named with 0xff
+    reads: list[list[str | Path]] = [
+        ["convert", byte / "s", "-o", tmp_path / "j"],
+        ["check", byte / "s", "--out", tmp_path / "r"],
+    ]
+    for argv in reads:
+        code, out, err = wanconform(*argv)
+        assert (code, out, err) == (2, [], [f"wanconform: error: {shown}/s: cannot read: {why}"])
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["b\udcff"]
+    (byte / "s").rename(tmp_path / "s")
+    code, out, _ = wanconform("convert", tmp_path / "s", "-o", byte / "j")  # JSON Lines: any path
+    assert (code, out) == (0, [f"{shown}/j: 1 JSON Lines trace"])
+
+
+def test_a_printed_command_names_the_users_file_when_pasted_into_a_shell(tmp_path: Path) -> None:
+    # the suggested commands printed the names unquoted ("wanconform dlq my dlq") or
+    # escaped for reading ("b\\udcff"), which a shell does not read back as the name
+    for name, word in (
+        ("plain/d-1.x", "plain/d-1.x"),
+        ("my dlq", "'my dlq'"),
+        ("it's", "'it'\"'\"'s'"),
+        ("n\nl", "$'n\\x0al'"),
+        (os.fsdecode(b"b\xff'\\"), "$'b\\xff\\'\\\\'"),
+        ("r\u202el", "$'r\\xe2\\x80\\xael'"),
+    ):
+        assert shell_word(name) == word
+        pasted = subprocess.run(["bash", "-c", f"printf %s {word}"], capture_output=True)
+        assert pasted.stdout == os.fsencode(name)
+
+
+def test_the_suggested_commands_quote_the_users_names(tmp_path: Path) -> None:
+    folder = tmp_path / "my dir"
+    folder.mkdir()
+    (folder / "ln.gfsh").write_text((GEODE / "ln.gfsh").read_text())
+    code, out, err = wanconform("topology", folder / "ln.gfsh")
+    assert (code, out) == (2, [])
+    assert err[0].endswith(f"e.g. --site '1={folder}/ln.gfsh' --site 2=OTHER")
+    example = ROOT / "traces" / "examples" / "batching_by_size.jsonl"
+    (folder / "t.jsonl").write_text(example.read_text())
+    code, out, err = wanconform("convert", folder, "-o", tmp_path / "s")
+    assert (code, out) == (2, [])
+    assert err[0].endswith(f"`wanconform convert '{folder}'/*.jsonl --out SET`")

@@ -25,7 +25,6 @@ import gc
 import importlib
 import importlib.util
 import os
-import shlex
 import subprocess
 import sys
 import traceback
@@ -37,6 +36,7 @@ from traces.config import Config
 from traces.errors import WanconformError
 from traces.observations import Observation
 from traces.ops import Op
+from traces.text import shell_word
 
 ENGINE_NAMES = ("model", "impl")
 # What a user's engine can raise that is its own failure, to be named (`raised`), not
@@ -239,7 +239,7 @@ def impl_command(spec: str) -> str:
     after `PYTHONPATH=DIR ` when its module was found next to the input, not where the
     command runs (so a printed reproduce command works on its own output anywhere)."""
     directory = _FOUND_IN.get(spec)
-    return "wanconform" if directory is None else f"PYTHONPATH={shlex.quote(directory)} wanconform"
+    return "wanconform" if directory is None else f"PYTHONPATH={shell_word(directory)} wanconform"
 
 
 def class_command(engine: type) -> str:
@@ -266,7 +266,7 @@ def class_command(engine: type) -> str:
         return "wanconform"
     relative = os.path.relpath(root)
     shown = root if relative.startswith(os.pardir) else relative
-    return f"PYTHONPATH={shlex.quote(shown)} wanconform"
+    return f"PYTHONPATH={shell_word(shown)} wanconform"
 
 
 _CALLERS = tuple(

@@ -14,6 +14,8 @@ Every file or directory a command writes goes through here:
   wrote it and it has not changed since: each folder wanconform writes an output file
   into keeps a ledger, `.wanconform-written.json`, of those files' names and SHA-256
   digests (entered by `atomic_file` for the outputs `check_outputs` was given).
+  An output that pyarrow writes (Parquet, on Spark: `declare_outputs(arrow=...)`) must
+  have a UTF-8 path (`check_arrow_path`): pyarrow cannot encode any other.
 - `atomic_file(path)` / `write_text_atomically`: a temporary file in the same folder,
   renamed over the target when complete.
 - `building_directory(path)`: a temporary directory next to the target, renamed into place
@@ -252,6 +254,22 @@ def check_output_directory(path: str | os.PathLike[str], force: bool = False) ->
     _probe(_existing_folder(target, create=True, shown=path), path)
 
 
+def check_arrow_path(path: str | os.PathLike[str], verb: str = "write") -> None:
+    """A path pyarrow (Parquet, Spark) is to `verb` ("write", "read"): its absolute form
+    must be UTF-8 (a byte that is not, such as 0xff, is a surrogate escape in Python, which
+    pyarrow cannot encode: a traceback deep in the work). One line naming it if not (the
+    path as given, or its absolute form when only the current folder's name is at fault)."""
+    given = os.fspath(path)
+    for shown in (given, os.path.abspath(given)):
+        try:
+            shown.encode("utf-8")
+        except UnicodeEncodeError:
+            raise WanconformError(
+                f"{shown}: cannot {verb}: the path is not UTF-8, and Parquet (pyarrow) takes "
+                "only UTF-8 paths; rename it or choose another path"
+            ) from None
+
+
 # -- declaring a command's outputs ---------------------------------------------------------
 
 
@@ -261,6 +279,7 @@ def declare_outputs(
     directories: Sequence[str] = (),
     stdout: Sequence[str] = (),
     inputs: Sequence[str] = (),
+    arrow: Sequence[str] = (),
 ) -> None:
     """Name the arguments (their `dest`) that are output files or directories, so that
     `check_outputs` checks them before the command runs; directories get `--force`.
@@ -273,6 +292,7 @@ def declare_outputs(
         output_directories=tuple(directories),
         output_stdout=stdout,
         input_paths=tuple(inputs),
+        arrow_outputs=tuple(arrow),
     )
     if files or directories:
         parser.add_argument(
@@ -301,6 +321,8 @@ def check_outputs(args: argparse.Namespace) -> None:
                 f"--{dest.replace('_', '-')} -: this output cannot go to standard output; "
                 "give a path (./- for a file named -)"
             )
+        if dest in getattr(args, "arrow_outputs", ()):
+            check_arrow_path(value)
         path = Path(os.path.abspath(value))
         if path in named:
             raise WanconformError(

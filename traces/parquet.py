@@ -34,8 +34,8 @@ from traces.config import Config, parse_config
 from traces.errors import ConfigError, TraceError
 from traces.generate import Row
 from traces.ops import Op, OpError, parse_op
-from traces.outputs import JSONL_MARKER, TRACE_SET_MARKER, building_directory
-from traces.text import printable
+from traces.outputs import JSONL_MARKER, TRACE_SET_MARKER, building_directory, check_arrow_path
+from traces.text import printable, shell_word
 from traces.tracefile import decode_line, fast_path, op_line, open_trace, trace_lines, where
 
 if TYPE_CHECKING:
@@ -310,6 +310,7 @@ def _holds_jsonl(root: Path) -> bool:
 def open_trace_set(path: str | os.PathLike[str]) -> TraceSet:
     """Validate a trace set's layout, schemas and configurations (not yet its operations:
     those are validated as they stream through a check or a conversion)."""
+    check_arrow_path(path, "read")
     root = Path(path)
     if not root.is_dir():
         raise TraceError(f"{root}: not a directory (a wanconform trace set is one)")
@@ -321,7 +322,7 @@ def open_trace_set(path: str | os.PathLike[str]) -> TraceSet:
     if content != MARKER_CONTENT and content is None and _holds_jsonl(root):
         raise TraceError(
             f"{root}: a directory of JSON Lines traces, not a trace set; make one with "
-            f"`wanconform convert {root}/*.jsonl --out SET`"
+            f"`wanconform convert {shell_word(str(root))}/*.jsonl --out SET`"
         )
     if content != MARKER_CONTENT:
         raise TraceError(

@@ -1,7 +1,10 @@
 """Words for messages: counts (`1 entry`, `2 entries`, never "entry(ies)"), and the user's
-text escaped to one line (`printable`) and cut short (`cut`)."""
+text escaped to one line (`printable`) and cut short (`cut`), and a path quoted for a
+command the user is to paste into a shell (`shell_word`)."""
 
 from __future__ import annotations
+
+import shlex
 
 MAX_VALUE_CHARS = 200  # a value quoted in a one-line message or a result row: at most this
 
@@ -18,6 +21,31 @@ def printable(text: str) -> str:
     if text.isprintable():
         return text
     return "".join(c if c.isprintable() else c.encode("unicode_escape").decode() for c in text)
+
+
+def shell_word(text: str) -> str:
+    """`text` as one word of a command printed for the user to paste into a shell:
+    `shlex.quote`'s (`'my traces'`), or, for a name `printable` would escape (a line break,
+    a control character, a byte that is not UTF-8), bash's and zsh's `$'...'` with each
+    such character as its bytes (`$'n\\x0al'`, `$'b\\xff'`): one visible line, which
+    names the same file when pasted into bash or zsh (not a plain POSIX sh)."""
+    if text.isprintable():
+        return shlex.quote(text)
+    return "$'" + "".join(_ansi_c(c) for c in text) + "'"
+
+
+def _ansi_c(char: str) -> str:
+    """One character inside `$'...'`: itself, `\\` or `\\'`, or its bytes (UTF-8; a
+    surrogate-escaped byte as that byte) as `\\xNN` each."""
+    if char in "\\'":
+        return "\\" + char
+    if char.isprintable():
+        return char
+    try:
+        encoded = char.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:  # a surrogate no file name's byte becomes
+        encoded = char.encode("utf-8", "surrogatepass")
+    return "".join(f"\\x{byte:02x}" for byte in encoded)
 
 
 def cut(text: str, limit: int = MAX_VALUE_CHARS) -> str:

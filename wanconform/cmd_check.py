@@ -17,7 +17,7 @@ from impl.dlq_store import check_directory
 from traces.engine import DEFAULT_IMPL, load_impl
 from traces.errors import WanconformError
 from traces.outputs import declare_outputs, output_kind
-from traces.text import printable
+from traces.text import printable, shell_word
 from wanconform.options import add_settle_cap, add_shrink_budget
 from wanconform.progress import stage_progress, start_spark
 
@@ -87,7 +87,7 @@ def check_dlq_dir(
         print(
             printable(
                 f"dead letters: one store per trace, {stores} "
-                f"(inspect with `wanconform dlq {args.dlq_dir}`)"
+                f"(inspect with `wanconform dlq {shell_word(args.dlq_dir)}`)"
             ),
             file=sys.stderr,
         )
@@ -116,7 +116,7 @@ def register(subparsers: Any) -> None:
     from wanconform.cmd_replay import add_segment_arguments
 
     add_segment_arguments(parser, "trace", master=False, unless="not with --dlq-dir or --queue-dir")
-    declare_outputs(parser, directories=["out"], inputs=["traces"])
+    declare_outputs(parser, directories=["out"], inputs=["traces"], arrow=["out"])
     parser.set_defaults(func=run)
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from traces.errors import WanconformError
-from traces.outputs import declare_outputs
+from traces.outputs import check_arrow_path, declare_outputs
 from traces.text import plural, printable
 
 
@@ -35,6 +35,7 @@ def run(args: argparse.Namespace) -> int:
         count = parquet_to_jsonl(sources[0], args.out)
         print(f"{printable(args.out)}: {plural(count, 'JSON Lines trace')}")
         return 0
+    check_arrow_path(args.out)  # a trace set: pyarrow writes it (JSON Lines: any path)
     for source in sources:
         if source.is_dir():
             raise WanconformError(

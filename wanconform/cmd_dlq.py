@@ -25,7 +25,7 @@ from impl.dlq_store import SUFFIX, StoreError, read_store, sender_file
 from traces.canonical import canonical_json
 from traces.errors import WanconformError
 from traces.outputs import atomic_file, declare_outputs, write_text_atomically
-from traces.text import plural, printable
+from traces.text import plural, printable, shell_word
 
 COLUMNS = ("sender", "event_id", "key", "op", "exception", "version", "value", "recipients")
 
@@ -101,7 +101,7 @@ def store_folder(directory: str) -> Path:
         shown = ", ".join(stores[:5]) + (", ..." if len(stores) > 5 else "")
         raise WanconformError(
             f"{directory}: holds the stores of {plural(len(stores), 'trace')} ({shown}); "
-            f"give one, e.g. `wanconform dlq {path / stores[0]}`"
+            f"give one, e.g. `wanconform dlq {shell_word(str(path / stores[0]))}`"
         )
     return path
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from traces.errors import WanconformError
 from traces.outputs import declare_outputs
-from traces.text import plural, printable
+from traces.text import plural, printable, shell_word
 from wanconform.options import non_negative_int, positive_int
 
 
@@ -152,5 +152,5 @@ def run(args: argparse.Namespace) -> int:
             f"(the kill came between the line and the store), "
             + (f"{len(lost)} LOST OR CHANGED: {', '.join(lost)}" if lost else "none lost")
         )
-    print(f"check them: wanconform validate {printable(args.out)}")
+    print(f"check them: wanconform validate {shell_word(args.out)}")
     return 0

@@ -33,7 +33,7 @@ from traces.errors import ConfigError, TraceError, WanconformError
 from traces.files import read_text
 from traces.geode import WAIT_FOREVER_MS
 from traces.outputs import declare_outputs, write_text_atomically
-from traces.text import plural, printable
+from traces.text import plural, printable, shell_word
 from traces.tracefile import BOM, JSON_SPACE, decode_line, json_problem, parse_trace_lines
 from wanconform.cmd_import import add_site_options, load_geode_sites
 
@@ -77,9 +77,11 @@ def load_config_or_trace(path: str, site_flag: bool = True) -> Config:
         raise TraceError(f"{path}: empty file: expected a configuration or a trace")
     if not text.lstrip(" \t\r\n").startswith("{"):
         how = (
-            f"give each site's files with --site, e.g. --site 1={path} --site 2=OTHER"
+            f"give each site's files with --site, e.g. --site {shell_word(f'1={path}')} "
+            "--site 2=OTHER"
             if site_flag
-            else f"import them first: wanconform import --site 1={path} --site 2=OTHER "
+            else f"import them first: wanconform import --site {shell_word(f'1={path}')} "
+            "--site 2=OTHER "
             "-o CONFIG.json"
         )
         raise TraceError(

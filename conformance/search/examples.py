@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import re
-import shlex
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -31,7 +30,7 @@ from traces.config import Config
 from traces.engine import impl_command, load_impl
 from traces.observations import Observation
 from traces.ops import Op, op_to_json
-from traces.text import plural
+from traces.text import plural, shell_word
 from traces.tracefile import trace_text, where
 
 MAX_EXAMPLES = 20  # failure groups, largest first, whose example is shrunk and explained
@@ -102,10 +101,9 @@ def reproduce(source: str, impl: str, minimal_name: str, failure: Failure) -> st
     """The commands that shrink the trace and replay the minimal one, with the impl."""
     stem = Path(source).stem
     command = impl_command(impl)
-    quoted = " ".join(map(shlex.quote, (source, "-o", minimal_name, "--impl", impl)))
-    return (
-        f"{command} shrink {quoted} --pytest {shlex.quote(f'test_{stem}.py')}\n"
-        + replay_command(impl, failure.signature.property != "P1", minimal_name)
+    quoted = " ".join(map(shell_word, (source, "-o", minimal_name, "--impl", impl)))
+    return f"{command} shrink {quoted} --pytest {shell_word(f'test_{stem}.py')}\n" + replay_command(
+        impl, failure.signature.property != "P1", minimal_name
     )
 
 

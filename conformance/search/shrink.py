@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import math
 import re
-import shlex
 import textwrap
 import time
 from collections.abc import Callable, Sequence
@@ -60,7 +59,7 @@ from traces.ops import (
     SiteDown,
     SiteUp,
 )
-from traces.text import plural
+from traces.text import plural, shell_word
 
 Progress = Callable[[str], None]
 
@@ -450,7 +449,7 @@ def replay_command(impl_spec: str, properties: bool, trace: str, start: str = ""
     checked = " --check-properties" if properties else ""
     return (
         f"{start or impl_command(impl_spec)} replay --engine both --impl "
-        f"{shlex.quote(impl_spec)}{checked} --steps {shlex.quote(trace)}"
+        f"{shell_word(impl_spec)}{checked} --steps {shell_word(trace)}"
     )
 
 

@@ -8,7 +8,6 @@ them (`conformance.search.examples.failure_groups`).
 
 from __future__ import annotations
 
-import shlex
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -19,7 +18,7 @@ from conformance.running.coverage import Coverage, capped_settles
 from conformance.search.examples import MAX_EXAMPLES, failure_groups, group_variants
 from conformance.spark.results import ALL_PROPERTIES
 from traces.engine import DEFAULT_IMPL, impl_command
-from traces.text import plural, printable
+from traces.text import plural, printable, shell_word
 
 STATUSES = ("held", "failed", "not applicable")
 MAX_VARIANTS = 8  # a group's variants listed in the summary
@@ -123,8 +122,8 @@ def replay_command(failures: str, trace_id: str, impl: str, properties: bool = F
     properties checked, for a property's failure)."""
     checked = " --check-properties" if properties else ""
     command = impl_command(impl)
-    trace = shlex.quote(f"{failures}/{trace_id}.jsonl")
-    return f"{command} replay --engine both{checked} --impl {shlex.quote(impl)} {trace}"
+    trace = shell_word(f"{failures}/{trace_id}.jsonl")
+    return f"{command} replay --engine both{checked} --impl {shell_word(impl)} {trace}"
 
 
 def render(summary: CampaignSummary, failures: str = "", impl: str = DEFAULT_IMPL) -> str:
