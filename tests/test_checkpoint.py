@@ -352,7 +352,7 @@ def test_replay_checkpoint_then_from_it_goes_on_where_it_stopped(
     checkpoint = tmp_path / "c.json"
     assert main(["replay", str(half), "--engine", "both", "--checkpoint", str(checkpoint)]) == 0
     assert read_checkpoint(checkpoint)["position"]["operations"] == 2
-    capsys.readouterr()
+    assert capsys.readouterr().err.splitlines()[-1] == f"wanconform: wrote {checkpoint}"
     for engine in ("model", "impl", "both"):
         argv = ["replay", "--from", str(checkpoint), str(full), "--engine", engine, "--json"]
         assert main(argv) == 0

@@ -49,7 +49,7 @@ def test_replay_report_reads_its_trace_at_most_twice(
     # The example (shrunk from the kept operations) is there, with the run's impl.
     assert "P1 observations: sent.events_resent" in page and RESEND in page
     assert "no example" not in page
-    assert capsys.readouterr().out.splitlines()[-1] == f"report: {html}"
+    assert capsys.readouterr().err.splitlines()[-1] == f"wanconform: wrote {html}"
 
 
 def verdicts_of_replay(path: str, impl: str, capsys: pytest.CaptureFixture[str]) -> Any:

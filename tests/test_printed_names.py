@@ -55,10 +55,10 @@ def test_the_outputs_written_by_replay_import_topology_explore_shrink_are_named_
     tmp_path: Path, byte: Path
 ) -> None:
     shown = f"{tmp_path}/b\\udcff"
-    code, out, _ = wanconform(
+    code, _, err = wanconform(
         "replay", DATA / "report" / "resend.jsonl", "--report", byte / "r.html"
     )
-    assert (code, out[-1]) == (0, f"report: {shown}/r.html")
+    assert (code, err[-1]) == (0, f"wanconform: wrote {shown}/r.html")
     sites = ["--site", f"1={GEODE / 'ln.gfsh'}", "--site", f"2={GEODE / 'ny.gfsh'}"]
     code, _, err = wanconform("import", *sites, "-o", byte / "c.json", "--trace", byte / "t.jsonl")
     assert (code, err[-2:]) == (

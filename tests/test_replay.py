@@ -587,7 +587,7 @@ def test_replay_report_writes_the_report_of_the_traces(
     bug = "tools.planted_bugs:ResendWithoutPossibleDuplicate"
     argv = ["replay", trace, "--engine", "both", "--impl", bug, "--report", str(report)]
     assert main(argv) == 1
-    assert capsys.readouterr().out.splitlines()[-1] == f"report: {report}"
+    assert capsys.readouterr().err.splitlines()[-1] == f"wanconform: wrote {report}"
     html = report.read_text()
     assert html.startswith("<!DOCTYPE html>") and "resend.jsonl" in html
 
@@ -603,7 +603,7 @@ def test_replay_report_of_a_user_engine_whose_state_is_not_json(
     report = tmp_path / "r.html"
     argv = ["replay", str(trace), "--engine", "both", "--impl", "mine:StateNotJson"]
     assert main([*argv, "--report", str(report)]) == 1
-    assert capsys.readouterr().out.splitlines()[-1] == f"report: {report}"
+    assert capsys.readouterr().err.splitlines()[-1] == f"wanconform: wrote {report}"
     assert "not JSON (Object of type set is not JSON serializable)" in report.read_text()
 
 

@@ -145,6 +145,7 @@ def test_a_logged_observation_that_differs_is_the_divergence(
     # --report: the group, and why it has no shrunk example
     html = tmp_path / "r.html"
     assert main(["validate", str(log), "--report", str(html)]) == 1
+    assert capsys.readouterr().err.splitlines()[-1] == f"wanconform: wrote {html}"
     page = html.read_text()
     assert "P1 observations: sent.events_resent" in page
     assert "a log cannot be shrunk without the system that wrote it" in page

@@ -34,12 +34,14 @@ import json
 import os
 import re
 import shutil
+import sys
 import tempfile
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from traces.errors import WanconformError
+from traces.text import printable
 
 # What marks a directory wanconform wrote, and what it is called in messages.
 TRACE_SET_MARKER = "wanconform-traces.json"
@@ -433,6 +435,13 @@ def atomic_file(path: str | os.PathLike[str], declared: bool = True) -> Iterator
     except BaseException:
         temporary.unlink(missing_ok=True)
         raise
+
+
+def say_written(path: str | os.PathLike[str]) -> None:
+    """Say that an output file was written, the same way for every command and option
+    (`-o`, `--report`, `--svg`, `--checkpoint`, `--trace`): `wanconform: wrote PATH`
+    (escaped: `printable`) on standard error, beside what the command prints."""
+    print(f"wanconform: wrote {printable(os.fspath(path))}", file=sys.stderr)
 
 
 def write_text_atomically(path: str | os.PathLike[str], text: str) -> None:

@@ -22,7 +22,7 @@ from typing import Any
 
 from traces.engine import impl_command
 from traces.errors import WanconformError
-from traces.outputs import declare_outputs
+from traces.outputs import declare_outputs, say_written
 from traces.text import plural, printable, visible
 
 EXIT_CLEAN, EXIT_FOUND, EXIT_CAPPED = 0, 1, 3
@@ -364,4 +364,4 @@ def _report(
         ),
     )
     write_report(rows, examples, notes, path, impl_spec, explore=view)
-    print(f"wanconform: wrote {printable(str(path))}", file=sys.stderr)
+    say_written(path)

@@ -23,7 +23,7 @@ from traces.canonical import canonical_json
 from traces.config import Config
 from traces.geode import ImportedConfig, import_geode_config, parse_define, parse_site_argument
 from traces.ops import op_to_json
-from traces.outputs import declare_outputs, write_text_atomically
+from traces.outputs import declare_outputs, say_written, write_text_atomically
 from traces.text import plural, printable
 from traces.tracefile import write_trace
 
@@ -149,8 +149,8 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(text)
     else:
         write_text_atomically(args.output, text)
-        print(f"wanconform: wrote {printable(args.output)}", file=sys.stderr)
+        say_written(args.output)
     if args.trace is not None:
         write_trace(args.trace, imported.config, imported.operations)
-        print(f"wanconform: wrote {printable(args.trace)}", file=sys.stderr)
+        say_written(args.trace)
     return 0

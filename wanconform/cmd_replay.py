@@ -35,7 +35,7 @@ from traces.engine import DEFAULT_IMPL, EngineFactory, load_impl
 from traces.errors import WanconformError
 from traces.logfile import LogSource
 from traces.ops import Op, op_to_json
-from traces.outputs import declare_outputs
+from traces.outputs import declare_outputs, say_written
 from traces.text import cut, plural, printable, visible
 from traces.tracefile import open_trace, where
 from wanconform.options import add_settle_cap, positive_int
@@ -681,6 +681,7 @@ def replay_sources(
             doc = trace_run.engine.checkpoint()  # type: ignore[attr-defined]
             doc["position"] = {"operations": trace_run.operations}
             write_text_atomically(args.checkpoint, checkpoint_text(doc) + "\n")
+            say_written(args.checkpoint)
         status = max(status, show(args, result, steps, other))
         if args.report:
             from conformance.spark.results import result_row  # pyarrow: only for a report
@@ -715,5 +716,5 @@ def replay_sources(
             impl_spec,
             lateness=verdicts,
         )
-        print(printable(f"report: {args.report}"), file=sys.stderr if args.json else sys.stdout)
+        say_written(args.report)
     return status

@@ -17,7 +17,6 @@ import argparse
 import dataclasses
 import json
 import os
-import sys
 import textwrap
 from collections.abc import Mapping
 from typing import Any
@@ -32,7 +31,7 @@ from traces.config import Config, parse_config
 from traces.errors import ConfigError, TraceError, WanconformError
 from traces.files import read_text
 from traces.geode import WAIT_FOREVER_MS
-from traces.outputs import declare_outputs, write_text_atomically
+from traces.outputs import declare_outputs, say_written, write_text_atomically
 from traces.text import plural, printable, shell_word
 from traces.tracefile import BOM, JSON_SPACE, decode_line, json_problem, parse_trace_lines
 from wanconform.cmd_import import add_site_options, load_geode_sites
@@ -211,7 +210,7 @@ def run(args: argparse.Namespace) -> int:
         from reports.topology_svg import render_topology_svg  # Jinja2: only for a drawing
 
         write_text_atomically(args.svg, render_topology_svg(analysis, names))
-        print(f"wanconform: wrote {printable(args.svg)}", file=sys.stderr)
+        say_written(args.svg)
     if args.json:
         print(canonical_json(analysis.to_json()))
     else:
