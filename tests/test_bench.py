@@ -4,7 +4,9 @@ asserted: only their presence and the workload's size are checked here)."""
 from __future__ import annotations
 
 import json
+from collections import defaultdict
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -37,6 +39,19 @@ def test_bench_times_engines_lockstep_and_reading(capsys: pytest.CaptureFixture[
     # every field it prints is documented where the command is
     commands = (Path(__file__).parent.parent / "docs" / "COMMANDS.md").read_text()
     assert [field for field in result if f"`{field}`" not in commands] == []
+
+
+def test_bench_prints_its_workload_with_thousands_separators(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # was "workload: 20000 ops, 19418 client events, 10000 keys", unlike its other lines
+    from conformance import bench
+
+    figures: defaultdict[str, Any] = defaultdict(lambda: 1, ops=20_000, events=19_418)
+    monkeypatch.setattr(bench, "engines", lambda *args: figures)
+    assert main(["bench", "--ops", "20000"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "workload: 20,000 ops, 19,418 client events, 10,000 keys"
 
 
 def test_bench_ratios_are_each_rounds_own() -> None:

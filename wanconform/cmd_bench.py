@@ -19,7 +19,8 @@ from traces.errors import WanconformError
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "bench",
-        help="measure model and impl events per second on a steady workload",
+        help="time the engines (events/s; the default), Spark, start-up, explore, segments "
+        "or the durable stores; crash-test the stores",
         description=(
             "Time the model and the impl, each alone and in lockstep, on a deterministic "
             "steady workload: 2 sites, one sender with batch_size 100 and delta on, 10-field "
@@ -207,7 +208,9 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(result, sort_keys=True))
         return 0
-    print(f"workload: {result['ops']} ops, {result['events']} client events, {args.keys} keys")
+    print(
+        f"workload: {result['ops']:,} ops, {result['events']:,} client events, {args.keys:,} keys"
+    )
     print(f"model: {result['model_events_per_s']:>10,} events/s ({result['model_seconds']:.3f} s)")
     print(f"impl:  {result['impl_events_per_s']:>10,} events/s ({result['impl_seconds']:.3f} s)")
     print(
