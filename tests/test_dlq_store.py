@@ -217,6 +217,12 @@ def test_the_inspector_lists_filters_counts_exports_and_writes_redeliveries(
     ]  # fmt: skip
     assert main(["dlq", str(store), "--format", "parquet", "-o", str(tmp_path / "r.parquet")]) == 0
     assert pq.read_table(tmp_path / "r.parquet").column("event_id").to_pylist() == ["1:1", "1:2"]
+    # pyarrow takes only UTF-8 paths: a folder named with byte 0xff was a traceback
+    byte = tmp_path / os.fsdecode(b"b\xff")
+    byte.mkdir()
+    assert main(["dlq", str(store), "--format", "parquet", "-o", str(byte / "r.parquet")]) == 0
+    with open(byte / "r.parquet", "rb") as stream:
+        assert pq.read_table(stream).column("event_id").to_pylist() == ["1:1", "1:2"]
     ops = tmp_path / "ops.jsonl"
     assert main(["dlq", str(store), "--redeliver", "--event", "1:2", "-o", str(ops)]) == 0
     assert ops.read_text() == '{"events":["1:2"],"op":"redeliver","sender":"ny"}\n'

@@ -134,6 +134,21 @@ def test_report_of_a_damaged_results_file_is_one_line(
     assert not out.exists()
 
 
+def test_report_of_results_in_a_folder_whose_name_is_not_utf8(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # pyarrow takes only UTF-8 paths: reading results.parquet in a folder named with byte
+    # 0xff was a traceback (UnicodeEncodeError)
+    rows, examples, _ = check_local(local([str(DATA / "resend.jsonl")]), RESEND)
+    write_results(tmp_path / "res", rows_table(rows), RESEND, "", list(examples.values()))
+    moved = tmp_path / os.fsdecode(b"b\xff")
+    (tmp_path / "res").rename(moved)
+    out = tmp_path / "r.html"
+    assert main(["report", str(moved), "-o", str(out)]) == 1  # resend's failure
+    assert capsys.readouterr().out.splitlines()[-1].startswith(f"{out}: 1 trace, 1 failing")
+    assert "resend" in out.read_text()
+
+
 def test_report_of_results_with_null_cells_is_one_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

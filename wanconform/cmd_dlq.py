@@ -223,5 +223,5 @@ def _write_parquet(rows: list[dict[str, str]], target: Path) -> None:
 
     schema = pa.schema([(column, pa.string()) for column in COLUMNS])  # also with no rows
     table = pa.table({column: [row[column] for row in rows] for column in COLUMNS}, schema=schema)
-    with atomic_file(target) as temporary:
-        pq.write_table(table, temporary)
+    with atomic_file(target) as temporary, open(temporary, "wb") as stream:
+        pq.write_table(table, stream)  # a stream: pyarrow takes only UTF-8 paths, Python any

@@ -67,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
     from reports.render import write_report
 
     def progress(line: str) -> None:
-        print(f"report: {line}", file=sys.stderr)
+        print(printable(f"report: {line}"), file=sys.stderr)  # one line, whatever it names
 
     policies: list[dict[str, Any]] = []
     settings: dict[str, Any] | None = None

@@ -239,7 +239,8 @@ def read_results(directory: str | os.PathLike[str]) -> Results:
     """Read a results directory (or a campaign directory) back."""
     path = results_directory(directory)
     try:
-        table = pq.read_table(path / RESULTS_FILE)
+        with open(path / RESULTS_FILE, "rb") as stream:  # pyarrow takes only UTF-8 paths
+            table = pq.read_table(stream)
     except (pa.ArrowException, OSError) as exc:  # any of Arrow's: invalid, not implemented
         raise TraceError(f"{path / RESULTS_FILE}: not readable Parquet: {exc}") from None
     if not table.schema.equals(FILE_SCHEMA, check_metadata=False):
