@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -459,7 +460,7 @@ def test_cap_is_exit_3_and_says_the_bound_was_not_covered(
 def test_counterexample_is_written_and_replays(tmp_path: Path) -> None:
     config = tmp_path / "config.json"
     config.write_text(json.dumps({"sites": [1, 2], "senders": [sender()]}))
-    out = tmp_path / "found"
+    out = tmp_path / "found it"  # a space: the printed command quotes it
     bug = "tools.planted_bugs:LateBatchTime"
     done = _cli(str(config), "--depth", "3", "--engine", "both", "--impl", bug, "--out", str(out))
     assert done.returncode == 1, done.stderr
@@ -484,10 +485,10 @@ def test_counterexample_is_written_and_replays(tmp_path: Path) -> None:
     command = words.rstrip("\n").splitlines()[-1]
     assert command == (
         f"reproduce: wanconform replay --check-properties --engine both --impl {bug} "
-        f"--steps {out / 'counterexample.jsonl'}"
+        f"--steps '{out / 'counterexample.jsonl'}'"
     )
     reproduced = subprocess.run(
-        [sys.executable, "-m", "wanconform", *command.split()[2:]],
+        [sys.executable, "-m", "wanconform", *shlex.split(command)[2:]],
         cwd=ROOT, capture_output=True, text=True, check=False,
     )  # fmt: skip
     assert reproduced.returncode == 1 and "P1: FAILED" in reproduced.stdout, reproduced.stderr

@@ -23,7 +23,7 @@ from typing import Any
 from traces.engine import impl_command
 from traces.errors import WanconformError
 from traces.outputs import declare_outputs, say_written
-from traces.text import plural, printable, visible
+from traces.text import plural, printable, shell_word, visible
 
 EXIT_CLEAN, EXIT_FOUND, EXIT_CAPPED = 0, 1, 3
 COUNTEREXAMPLE = "counterexample"  # DIR/counterexample.jsonl (with --all: -1, -2, ...)
@@ -290,12 +290,12 @@ def _counterexample(
     if result.failure is not None:
         lines.append(result.failure.describe())
     command = "replay --check-properties" + (
-        f" --engine both --impl {impl_spec}" if impl is not None else ""
+        f" --engine both --impl {shell_word(impl_spec)}" if impl is not None else ""
     )
     if saved_as is None:
         lines.append(f"reproduce: save the trace above as {name}, then")
     start = "wanconform" if impl is None else impl_command(impl_spec)
-    lines.append(f"reproduce: {start} {command} --steps {saved_as or name}")
+    lines.append(f"reproduce: {start} {command} --steps {shell_word(saved_as or name)}")
     return trace_text(config, list(path)), "\n".join(lines) + "\n"
 
 
