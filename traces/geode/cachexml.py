@@ -47,6 +47,7 @@ from traces.geode.declarations import (
     SenderDeclaration,
     SiteDeclarations,
     Written,
+    did_you_mean,
     expand_placeholders,
     is_partition_shortcut,
 )
@@ -395,8 +396,7 @@ class _CacheReader:
         settings: dict[str, Written] = {}
         for name in sorted(element.attributes):
             if name not in known:
-                close = difflib.get_close_matches(name, sorted(known), n=1)
-                hint = f" (did you mean {close[0]}?)" if close else ""
+                hint = did_you_mean(name, sorted(known))
                 raise GeodeImportError(
                     f"{self.where(element)}: {label}: unknown attribute "
                     f"{name}={element.attributes[name]!r}; <{element.name}> has no such "
@@ -540,8 +540,7 @@ class _CacheReader:
     def _known_region_attributes(self, element: _Element, label: str) -> None:
         for name in sorted(element.attributes):
             if name not in REGION_ATTRIBUTES:
-                close = difflib.get_close_matches(name, REGION_ATTRIBUTES, n=1)
-                hint = f" (did you mean {close[0]}?)" if close else ""
+                hint = did_you_mean(name, REGION_ATTRIBUTES)
                 raise GeodeImportError(
                     f"{self.where(element)}: {label}: unknown attribute "
                     f"{name}={element.attributes[name]!r}; <region-attributes> has no such "
@@ -589,8 +588,7 @@ class _CacheReader:
                 f"region attributes named {refid}')"
             )
         names = [*REGION_SHORTCUTS, *self.declared_ids]
-        close = difflib.get_close_matches(refid, names, n=1)
-        hint = f" (did you mean {close[0]}?)" if close else ""
+        hint = did_you_mean(refid, names)
         raise GeodeImportError(
             f"{self.where(element)}: {label}: refid: {refid!r} names no <region-attributes "
             f"id> of this file and no Geode region shortcut{hint}"

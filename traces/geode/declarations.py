@@ -8,8 +8,9 @@ warning can name both.
 
 from __future__ import annotations
 
+import difflib
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from traces.errors import ConfigError
@@ -67,6 +68,12 @@ class ReceiverDeclaration:
     where: str
     label: str
     settings: dict[str, Written] = field(default_factory=dict)
+
+
+def did_you_mean(word: str, choices: Iterable[str], prefix: str = "") -> str:
+    """` (did you mean PREFIXchoice?)` for the choice closest to a misspelt `word`, or ""."""
+    close = difflib.get_close_matches(word, list(choices), n=1)
+    return f" (did you mean {prefix}{close[0]}?)" if close else ""
 
 
 def geode_boolean(value: str, gfsh: bool) -> bool:

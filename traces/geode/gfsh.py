@@ -37,7 +37,6 @@ members`, `deploy`, ...) is not configuration and is skipped.
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -52,6 +51,7 @@ from traces.geode.declarations import (
     SenderDeclaration,
     SiteDeclarations,
     Written,
+    did_you_mean,
     expand_placeholders,
     geode_boolean,
     is_partition_shortcut,
@@ -265,8 +265,7 @@ class _ScriptReader:
             )
         elif "gateway" in two and two not in _READ_ONLY_GATEWAY_COMMANDS:
             known = [name for name in self.handlers if "gateway" in name]
-            close = difflib.get_close_matches(two, known, n=1)
-            hint = f" (did you mean {close[0]}?)" if close else ""
+            hint = did_you_mean(two, known)
             raise GeodeImportError(f"{where}: unknown gfsh command {two!r}{hint}")
 
     # --- gateway senders ---------------------------------------------------------------
@@ -451,8 +450,7 @@ class _ScriptReader:
             if shortcut not in REGION_SHORTCUTS:
                 shortcut = shortcut.upper()
             if shortcut not in REGION_SHORTCUTS:
-                close = difflib.get_close_matches(shortcut, REGION_SHORTCUTS, n=1)
-                hint = f" (did you mean {close[0]}?)" if close else ""
+                hint = did_you_mean(shortcut, REGION_SHORTCUTS)
                 raise GeodeImportError(
                     f"{command.where}: create region --name={name}: --type: "
                     f"{options['type']!r} is not a Geode region shortcut{hint}"
@@ -637,8 +635,7 @@ def _options(
                     f"{command.where}: {command.name}: option --{name} needs a value"
                 )
         if known is not None and name not in known:
-            close = difflib.get_close_matches(name, sorted(known), n=1)
-            hint = f" (did you mean --{close[0]}?)" if close else ""
+            hint = did_you_mean(name, sorted(known), "--")
             raise GeodeImportError(
                 f"{command.where}: {command.name}: unknown option --{name}{hint}"
             )
