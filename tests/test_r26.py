@@ -363,7 +363,7 @@ def test_r25_v12_settle_never_ticks_past_the_largest_64_bit_integer(run_each: An
         ({"sender": "ny", "events": [1]},
          'events[0]: must be an event id "origin:seq", got an integer'),
         ({"sender": "ny", "events": ["1-1"]},
-         """events[0]: must be an event id "origin:seq", got '1-1'"""),
+         'events[0]: must be an event id "origin:seq", got "1-1"'),
     ],
 )  # fmt: skip
 def test_r26_a_malformed_redeliver_is_an_error_in_the_trace(

@@ -357,7 +357,7 @@ def build_corpus(scratch: Path) -> Corpus:
         half = scratch / f"half-{path.name}"
         text = path.read_bytes().split(b"\n")
         half.write_bytes(b"\n".join(text[: max(2, len(text) // 2)]) + b"\n")
-        with contextlib.redirect_stdout(io.StringIO()):
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
             main(["replay", str(half), "--engine", "both", "--checkpoint", f"{half}.json"])
         checkpoints.append((path.read_bytes(), Path(f"{half}.json").read_bytes()))
     return Corpus(
