@@ -30,6 +30,7 @@ from traces.engine import make_engine
 from traces.generate import ring_workload, steady_workload
 from traces.ops import Op
 from traces.parquet import op_parser, open_trace_set
+from traces.text import shell_word
 
 Say = Callable[[str], None]
 
@@ -896,7 +897,8 @@ def segments(
         "load_average": list(os.getloadavg()),
     }
     for name in runs:
-        say(f"segments: {name}: wanconform {' '.join(commands[name])} on {len(cpus)} cores")
+        command = " ".join(map(shell_word, commands[name]))
+        say(f"segments: {name}: wanconform {command} on {len(cpus)} cores")
         with ProcessTree(interval=0.5) as tree:
             started = time.perf_counter()
             done = subprocess.run(

@@ -440,7 +440,8 @@ def test_r17_an_ack_before_its_batch_is_applied_is_a_log_no_merge_explains(
     [
         (["--delay", "400"], "--delay: 400 ms: keep it below a quarter of the smallest"),
         (["--nemesis", "kill,flood"], "--nemesis: unknown 'flood' (one or more of kill, wipe"),
-        (["--nemesis", "kill,,wipe"], "--nemesis: unknown '' (one or more of kill, wipe"),
+        (["--nemesis", "kill,,wipe"], "--nemesis: an empty name (one or more of kill, wipe"),
+        (["--nemesis", "kill,"], "--nemesis: an empty name (one or more of kill, wipe"),
         (["--nemesis", "kill,wipe,kill"], "--nemesis: 'kill' given twice"),
     ],
 )

@@ -492,6 +492,11 @@ def live(
     then while it runs."""
     if bug is not None and bug not in BUGS:
         raise WanconformError(f"--bug: unknown bug {bug!r} (one of {', '.join(BUGS)})")
+    if "" in nemesis:  # "kill,", ",kill", "kill,,wipe"
+        raise WanconformError(
+            f"--nemesis: an empty name (one or more of {', '.join(NEMESES)}, separated by "
+            "single commas)"
+        )
     unknown = [kind for kind in nemesis if kind not in NEMESES]
     if unknown:
         raise WanconformError(
