@@ -119,16 +119,12 @@ def check_fits(
                         "with start <= end"
                     )
                 last = end + 1
-            issued = state["sites"][origin]["seq"]
-            if ranges and ranges[-1][1] > issued:
-                raise CheckpointError(
-                    f"{at}: event {origin}:{ranges[-1][1]} was never issued (site {origin}'s "
-                    f"seq is {issued}; sequence numbers only grow, R3, R21)"
-                )
+            if ranges:
+                _check_seq(at, int(origin), ranges[-1][1], state["sites"][origin]["seq"])
+    issued = {int(site_id): site["seq"] for site_id, site in state["sites"].items()}
     for sender_id, sender in state["senders"].items():
         at = f"{where}: state.senders.{sender_id}"
         spec = config.sender(sender_id)
-        issued = {int(site_id): site["seq"] for site_id, site in state["sites"].items()}
         for index, record in enumerate(sender["dlq"]):
             origin, _, seq = record["event_id"].partition(":")
             if not (origin.isdigit() and seq.isdigit()):
@@ -262,10 +258,15 @@ def _check_issued(event: dict[str, Any], at: str, issued: dict[int, int]) -> Non
         )
     if origin not in issued:
         raise CheckpointError(f"{at}.origin: {origin} is not a site of the configuration")
-    if seq > issued[origin]:
+    _check_seq(at, origin, seq, issued[origin])
+
+
+def _check_seq(at: str, origin: int, seq: int, issued: int) -> None:
+    """R3, R21: site `origin`, whose seq is `issued`, has issued event `origin:seq`."""
+    if seq > issued:
         raise CheckpointError(
-            f"{at}: event {origin}:{seq} was never issued (site {origin}'s seq is "
-            f"{issued[origin]}; sequence numbers only grow, R3, R21)"
+            f"{at}: event {origin}:{seq} was never issued (site {origin}'s seq is {issued}; "
+            "sequence numbers only grow, R3, R21)"
         )
 
 
