@@ -17,7 +17,7 @@ from conformance.generation.profiles import PROFILES, generate_trace
 from conformance.running.events import event_log_of
 from traces.config import Config, parse_config
 from traces.errors import TraceError
-from traces.eventlog import EventLine, _EventReader, _fast_lines
+from traces.eventlog import EventLine, _Batches, _EventReader, _fast_lines
 from traces.ops import Flush, Put, Settle
 
 CONFIG = parse_config(
@@ -254,3 +254,14 @@ def test_the_fast_path_never_accepts_what_the_precise_path_rejects(
         decoded = r.decode(9, line)
         assert decoded is not None
         assert r.event(9, *decoded) == taken
+
+
+def test_a_dispatcher_s_batches_are_every_id_added_in_any_order_as_runs() -> None:
+    batches = _Batches()
+    for batch_id in [1, 2, 5, 3, 7, 6]:  # 4 never added: two runs, 1-3 and 5-7
+        batches.add(batch_id)
+    assert [n for n in range(9) if n in batches] == [1, 2, 3, 5, 6, 7]
+    assert (batches.firsts, batches.lasts) == ([1, 5], [3, 7])
+    batches.add(4)  # joins them
+    batches.add(2)  # already there
+    assert (batches.firsts, batches.lasts) == ([1], [7])

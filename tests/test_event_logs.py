@@ -381,19 +381,53 @@ def test_an_ack_before_its_delivery_names_the_delivery(
     )
 
 
-def test_a_batch_sent_only_before_the_line_is_not_named_as_its_sender(
+def test_a_batch_sent_before_a_lower_one_is_still_sent_for_the_merge(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # batch 2 sent at 45, then a batch 1 at 70: the merge's last batch of ny is 1, so the
-    # deliver of 2 at 80 waits for a flush of 2 to come; the one at 45 came before it
+    # batch 2 sent at 45, then a batch 1 at 70: the deliver of 2 at 80 comes after the
+    # flush that sent it (docs/LOG.md, Merge), so the files merge; the model then finds
+    # the flush at 45 wrong (R15: a dispatcher's first batch is 1)
     site1 = [put(10, "a", 1, 1), put(30, "b", 2, 2), flush(45, 2, ["1:1", "1:2"])]
     site1.append(flush(70, 1, ["1:1", "1:2"]))
     site2 = [deliver(80, 2, [("1:1", "a"), ("1:2", "b")])]
     folder = write_logs(tmp_path / "run", {"site-1": site1, "site-2": site2})
+    assert main(["validate", str(folder)]) == 1
+    out = capsys.readouterr().out
+    assert f"diverge at {folder}/site-1.jsonl:4: " in out
+    assert "observations[0].batch_id: model=1 log=2" in out
+
+
+def test_a_batch_below_the_highest_sent_that_no_line_sent_is_not_received(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # only batch 2 was sent; a deliver of batch 1 has no flush to come after
+    site1 = [put(10, "a", 1, 1), put(30, "b", 2, 2), flush(45, 2, ["1:1", "1:2"])]
+    site2 = [deliver(50, 1, [("1:1", "a"), ("1:2", "b")])]
+    folder = write_logs(tmp_path / "run", {"site-1": site1, "site-2": site2})
     assert main(["validate", str(folder)]) == 2
-    assert capsys.readouterr().err.endswith(
-        "(a batch is received after it is sent, its ack after it is received): no other "
-        "process logs anything after it\n"
+    assert capsys.readouterr() == (
+        "",
+        f"wanconform: error: {folder}/site-2.jsonl:2: t=50: deliver of batch 1 of ny "
+        "dispatcher 0, but no line before it sent that batch (a batch is received after it "
+        "is sent, its ack after it is received): no other process logs anything after it\n",
+    )
+
+
+def test_an_ack_of_a_batch_never_received_is_refused_though_a_later_one_was(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # batches 1 and 2 sent, only 2 delivered: the ack of 1 follows no deliver of 1
+    site1 = [put(10, "a", 1, 1), put(30, "b", 2, 2), flush(45, 1, ["1:1", "1:2"])]
+    site1 += [flush(46, 2, ["1:1", "1:2"]), ack(60, 1, ["1:1", "1:2"])]
+    site2 = [deliver(50, 2, [("1:1", "a"), ("1:2", "b")])]
+    folder = write_logs(tmp_path / "run", {"site-1": site1, "site-2": site2})
+    assert main(["validate", str(folder)]) == 2
+    assert capsys.readouterr() == (
+        "",
+        f"wanconform: error: {folder}/site-1.jsonl:6: t=60: deliver_ack of batch 1 of ny "
+        "dispatcher 0, but no line before it received that batch (a batch is received after "
+        "it is sent, its ack after it is received): no other process logs anything after "
+        "it\n",
     )
 
 

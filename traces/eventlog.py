@@ -30,6 +30,7 @@ goes).
 from __future__ import annotations
 
 import os
+from bisect import bisect_right
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
@@ -331,6 +332,41 @@ def _lane(op: Any) -> Lane:
     return (op.sender, op.dispatcher)
 
 
+class _Batches:
+    """The batch ids one dispatcher sent (or had received) so far, as sorted runs of
+    consecutive ids (`firsts[i]`..`lasts[i]`): its ids are 1, 2, ... (SPEC R15, R29), so
+    its sent ones are one run and its received ones one run per batch never delivered."""
+
+    __slots__ = ("firsts", "lasts")
+
+    def __init__(self) -> None:
+        self.firsts: list[int] = []
+        self.lasts: list[int] = []
+
+    def __contains__(self, batch_id: int) -> bool:
+        i = bisect_right(self.firsts, batch_id) - 1
+        return i >= 0 and batch_id <= self.lasts[i]
+
+    def add(self, batch_id: int) -> None:
+        i = bisect_right(self.firsts, batch_id) - 1  # the run that starts at or before it
+        if i >= 0 and batch_id <= self.lasts[i]:
+            return
+        after = i >= 0 and self.lasts[i] == batch_id - 1  # it extends run i
+        before = i + 1 < len(self.firsts) and self.firsts[i + 1] == batch_id + 1
+        if after and before:  # it joins runs i and i + 1
+            self.lasts[i] = self.lasts.pop(i + 1)
+            del self.firsts[i + 1]
+        elif after:
+            self.lasts[i] = batch_id
+        elif before:
+            self.firsts[i + 1] = batch_id
+        else:
+            self.firsts.insert(i + 1, batch_id)
+            self.lasts.insert(i + 1, batch_id)
+
+
+_NONE = _Batches()  # (never added to)
+
 Arrange = Callable[[list[list[EventLine]]], list[EventLine]]
 """The order to try the lines of one instant in (a `t`, and its `at` when the log has it),
 given each process's lines at it (in its own order): a preference, kept where causality
@@ -347,28 +383,28 @@ def _merge(
     """(where, entry, batch id): the processes' lines in one order (see the module's docstring),
     each instant's after the tick that brings the clock to it (yielded before they
     are arranged, which may look at the state the tick made; where: the first line at
-    that time); memory: one instant's lines and the last batch each dispatcher sent
-    and had received."""
+    that time); memory: one instant's lines and the batches each dispatcher sent and
+    had received (`_Batches`)."""
     heads: list[EventLine | None] = [next(stream, None) for stream in streams]
-    sent: dict[Lane, int] = {}
-    received: dict[Lane, int] = {}
+    sent: dict[Lane, _Batches] = {}
+    received: dict[Lane, _Batches] = {}
     clock = 0
 
     def ready(line: EventLine) -> bool:
         op = line.entry.op
         kind = type(op)
         if kind is Deliver or kind is Drop:
-            return sent.get(_lane(op), 0) >= line.batch_id
+            return line.batch_id in sent.get(_lane(op), _NONE)
         if kind is DeliverAck or kind is DropAck:
-            return received.get(_lane(op), 0) >= line.batch_id
+            return line.batch_id in received.get(_lane(op), _NONE)
         return True
 
     def take(line: EventLine) -> None:
         op = line.entry.op
         if type(op) is Flush and line.batch_id:
-            sent[_lane(op)] = line.batch_id
+            sent.setdefault(_lane(op), _Batches()).add(line.batch_id)
         elif type(op) is Deliver:
-            received[_lane(op)] = max(received.get(_lane(op), 0), line.batch_id)
+            received.setdefault(_lane(op), _Batches()).add(line.batch_id)
 
     while True:
         t = at = -1  # the next instant: the earliest (t, at) among the heads
@@ -504,7 +540,8 @@ def _one_clock(readers: list[_EventReader]) -> None:
 
 class EventLogSource:
     """One run's event logs (several files), their headers validated: read, validated
-    and merged again on every `steps()`, so memory does not grow with its length."""
+    and merged again on every `steps()`, so memory does not grow with its length (but for
+    one run of ids per batch a dispatcher sent and never had received: `_Batches`)."""
 
     def __init__(self, name: str, files: tuple[str, ...], config: Config) -> None:
         self.name = name  # the directory, or the files joined by "+"
