@@ -5,6 +5,7 @@ planted bug is found at its line. Short runs: a few seconds of load each."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -12,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from traces.outputs import CONTENTS
+from traces.outputs import CONTENTS, LIVE_MARKER
 from wanconform.cli import main
 
 SENDER = {"batch_size": 10, "batch_time_interval_ms": 50, "ack_timeout_ms": 1500,
@@ -593,6 +594,27 @@ def test_a_run_directory_missing_a_log_it_wrote_is_named(
     assert capsys.readouterr().err == (
         f"wanconform: error: {out}/site-2.jsonl: missing: the run wrote it "
         f"({CONTENTS} lists it); validate a run's event logs whole\n"
+    )
+
+
+def test_a_killed_run_s_staging_is_removed_by_the_next_run_once_its_process_is_gone(
+    tmp_path: Path,
+) -> None:
+    # `live` SIGKILLed leaves `.DIR.PID.*.tmp` (docs/LIVE.md): the next run of DIR removes
+    # it if process PID is gone, never one of a process still running, nor another DIR's
+    ended = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                           capture_output=True, text=True, check=True)  # fmt: skip
+    dead = int(ended.stdout)  # (its pid, not reused this soon)
+    stale = tmp_path / f".run.{dead}.k1ll3d.tmp"
+    running = tmp_path / f".run.{os.getpid()}.st4ged.tmp"  # (this test's own process)
+    other = tmp_path / f".other.{dead}.k1ll3d.tmp"
+    for staging in (stale, running, other):
+        staging.mkdir()
+        (staging / "site-1.jsonl").write_text("{}\n")
+    out = live(tmp_path, TWO_WAY, "--duration", "1")
+    assert (out / LIVE_MARKER).is_file()
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == sorted(
+        [running.name, other.name]
     )
 
 
