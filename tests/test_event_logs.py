@@ -431,6 +431,28 @@ def test_an_ack_of_a_batch_never_received_is_refused_though_a_later_one_was(
     )
 
 
+@pytest.mark.parametrize("receiver", ["site-2", "r-site-2"])  # read after site-1, or before
+def test_a_merge_failure_names_the_line_no_merge_can_take_not_one_it_holds_back(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], receiver: str
+) -> None:
+    # at t=50 site-1 acks a batch 5 no line received, then sends batch 1, which the
+    # receiver delivers at 50: the deliver waits for the flush, the flush for the ack,
+    # and the ack for nothing any file holds (was, with the receiver's file read first:
+    # the deliver, "the line that sent it is site-1.jsonl:5 at t=50", not the ack)
+    site1 = [put(10, "a", 1, 1), put(30, "b", 2, 2), ack(50, 5, [])]
+    site1.append(flush(50, 1, ["1:1", "1:2"]))
+    logs = {"site-1": site1, receiver: [deliver(50, 1, [("1:1", "a"), ("1:2", "b")])]}
+    folder = write_logs(tmp_path / "run", logs)
+    assert main(["validate", str(folder)]) == 2
+    assert capsys.readouterr() == (
+        "",
+        f"wanconform: error: {folder}/site-1.jsonl:4: t=50: deliver_ack of batch 5 of ny "
+        "dispatcher 0, but no line before it received that batch (a batch is received after "
+        "it is sent, its ack after it is received): the next line of any other process is "
+        f"{folder}/{receiver}.jsonl:2 at t=50\n",
+    )
+
+
 def test_a_batch_no_file_sends_names_the_next_line_of_another_process(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

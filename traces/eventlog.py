@@ -459,13 +459,44 @@ def _merge(
             ]
             chosen = next((i for _, i in sorted(nexts) if ready(block[i][cursors[i]])), None)
             if chosen is None:
+                stuck = _stuck(block, cursors)
                 pending = [block[i][cursors[i]] for _, i in sorted(nexts, key=lambda n: n[1])]
-                later = _others(heads, min(i for _, i in nexts))
-                raise _Unexplained(pending[0], pending[1:] + later)
+                blocked = block[stuck][cursors[stuck]]
+                others = [line for line in pending if line is not blocked]
+                raise _Unexplained(blocked, others + _others(heads, stuck))
             line = block[chosen][cursors[chosen]]
             cursors[chosen] += 1
             take(line)
             yield line.where, line.entry, line.batch_id
+
+
+def _stuck(block: list[list[EventLine]], cursors: list[int]) -> int:
+    """The process whose next line of the instant no merge can take, when none can be
+    taken: from the first process with lines left, while the line its next line needs is
+    in the instant behind another process's next line, that process (so the line reported
+    needs one the instant does not hold, or one behind itself: not one that a blocked
+    line of another process holds back)."""
+    left = [index for index, lines in enumerate(block) if cursors[index] < len(lines)]
+    index, seen = left[0], set()
+    while index not in seen:
+        seen.add(index)
+        blocked = block[index][cursors[index]]
+        holder = next(
+            (i for i in left if any(_provides(line, blocked) for line in block[i][cursors[i] :])),
+            None,
+        )
+        if holder is None:
+            return index
+        index = holder
+    return index
+
+
+def _provides(line: EventLine, blocked: EventLine) -> bool:
+    """Whether `line` is the one `blocked` needs: the flush that sent its batch (for a
+    deliver or drop), or the deliver that received it (for an ack or its drop)."""
+    op, needs = line.entry.op, blocked.entry.op
+    needed = Flush if type(needs) is Deliver or type(needs) is Drop else Deliver
+    return type(op) is needed and _lane(op) == _lane(needs) and line.batch_id == blocked.batch_id
 
 
 def _others(heads: list[EventLine | None], process: int) -> list[EventLine]:
@@ -508,19 +539,13 @@ def _cause(files: tuple[str, ...], blocked: EventLine) -> EventLine | None:
     """The earliest line of `files`, not before `blocked`, that sent the batch `blocked`
     took (a flush), or received it (a deliver, for an ack): read again, after the merge
     failed (each file up to its first bad line, if it has one)."""
-    needed = Flush if type(blocked.entry.op) in (Deliver, Drop) else Deliver
-    lane = _lane(blocked.entry.op)
     found: list[EventLine] = []
     for path in files:
         try:
             for line in _EventReader(path).lines():
-                op = line.entry.op
-                if (
-                    type(op) is needed
-                    and _lane(op) == lane
-                    and line.batch_id == blocked.batch_id
-                    and (line.t, line.at) >= (blocked.t, blocked.at)  # (not one merged)
-                ):
+                if _provides(line, blocked) and (line.t, line.at) >= (
+                    blocked.t, blocked.at  # (not one merged)
+                ):  # fmt: skip
                     found.append(line)
                     break
         except TraceError:
