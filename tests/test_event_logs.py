@@ -122,6 +122,18 @@ def test_r15_a_late_flush_within_the_bound_agrees_and_its_lateness_is_reported(
     ) in out
 
 
+def test_segment_options_on_an_event_log_are_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # an event log is checked whole (COMMANDS.md: its synopsis has no --segment-ops)
+    folder = write_logs(tmp_path / "run", two_batches())
+    for flag, value in (("--segment-ops", "2"), ("--master", "local")):
+        assert main(["validate", str(folder), flag, value]) == 2
+        out, err = capsys.readouterr()
+        assert out == ""
+        assert err.startswith(f"wanconform: error: {flag}: an event log") and "whole" in err
+
+
 @pytest.mark.parametrize(
     ("bound", "verdict"),
     [

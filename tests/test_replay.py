@@ -255,6 +255,26 @@ def test_impl_and_one_process_option_errors_are_one_line(
     assert (out, err) == ("", f"wanconform: error: {message}\n")
 
 
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [  # segments are a lockstep run's (--engine both), never one run whole (COMMANDS.md)
+        (["--segment-ops", "2"], "--segment-ops: needs --engine both"),
+        (["--engine", "model", "--master", "local"], "--master: needs --engine both"),
+        (["--engine", "impl", "--segment-ops", "2"], "--segment-ops: needs --engine both"),
+        (["--engine", "both", "--segment-ops", "2", "--steps"], "--segment-ops: not with --steps"),
+        (["--engine", "both", "--master", "local", "--from", "c"], "--master: not with --from"),
+    ],
+)
+def test_segment_options_that_cannot_take_effect_are_refused(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    trace = str(EXAMPLES / "batching_by_size.jsonl")
+    assert main(["replay", trace, *argv]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.startswith(f"wanconform: error: {message}") and err.count("\n") == 1
+
+
 USER_ENGINES = """
 from impl import Engine
 

@@ -133,6 +133,9 @@ def run(args: argparse.Namespace) -> int:
         load_impl(args.impl, [folder, os.path.dirname(folder)])
     from conformance.spark import glue
     from traces.parquet import open_trace_set
+    from wanconform.cmd_replay import refuse_segments, segment_size
+
+    refuse_segments(args, flags=("--segment-ops",))  # the store's traces are run whole
 
     trace_set = open_trace_set(args.traces)
     check_dlq_dir(args, [trace.trace_id for trace in trace_set.traces], args.traces)
@@ -152,7 +155,7 @@ def run(args: argparse.Namespace) -> int:
         args.dlq_dir,
         queue_dir=args.queue_dir,
         shrink_budget=args.shrink_budget,
-        segment_ops=args.segment_ops,
+        segment_ops=segment_size(args),
         on_segments=lambda line: print(f"check: {line}", file=sys.stderr),
     )
     bar.close(f"check     done in {bar.elapsed():.1f} s")

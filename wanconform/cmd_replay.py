@@ -157,7 +157,8 @@ def register(subparsers: Any) -> None:
     add_segment_arguments(
         parser,
         "trace",
-        unless="run whole with --steps, --report, --checkpoint, --from, --dlq-dir or --queue-dir",
+        unless="only with --engine both, and not with --steps, --report, --checkpoint, --from, "
+        "--dlq-dir or --queue-dir, which run each trace whole",
     )
     declare_outputs(parser, files=["report", "checkpoint"], inputs=["traces", "start"])
     parser.set_defaults(func=run)
@@ -166,8 +167,8 @@ def register(subparsers: Any) -> None:
 def add_segment_arguments(
     parser: argparse.ArgumentParser,
     what: str,
+    unless: str,
     master: bool = True,
-    unless: str = "not with --steps or --report",
 ) -> None:
     """`--segment-ops` (and `--master`): a long run in parallel segments on Spark."""
     from conformance.spark.segments import SEGMENT_OPS
@@ -176,7 +177,7 @@ def add_segment_arguments(
     parser.add_argument(
         "--segment-ops",
         type=positive_int,
-        default=SEGMENT_OPS,
+        default=None,  # given or not: `refuse_segments`; the size: `segment_size`
         metavar="N",
         help=(
             f"a {what} of at least 2N operations compared in lockstep is checked in "
@@ -187,8 +188,47 @@ def add_segment_arguments(
     )
     if master:
         parser.add_argument(
-            "--master", default=None, help="Spark master for the segments (default: local)"
+            "--master",
+            default=None,
+            help="Spark master for the segments (default: local; refused where --segment-ops is)",
         )
+
+
+def segment_size(args: argparse.Namespace) -> int:
+    """`--segment-ops N`, or its default."""
+    from conformance.spark.segments import SEGMENT_OPS
+
+    return SEGMENT_OPS if args.segment_ops is None else int(args.segment_ops)
+
+
+WHOLE_RUNS = {
+    "steps": "--steps",
+    "report": "--report",
+    "checkpoint": "--checkpoint",
+    "start": "--from",
+    "dlq_dir": "--dlq-dir",
+    "queue_dir": "--queue-dir",
+}
+"""The options (dest: flag) with which every trace or log is run whole, not in segments."""
+
+
+def refuse_segments(
+    args: argparse.Namespace,
+    why: str | None = None,
+    flags: Sequence[str] = ("--segment-ops", "--master"),
+) -> None:
+    """`--segment-ops` or `--master` (of `flags`) given where no run can be cut into
+    segments is refused, not ignored: `why`, or by default when an option of `WHOLE_RUNS`
+    is given too."""
+    given = [flag for flag in flags if getattr(args, flag[2:].replace("-", "_")) is not None]
+    if not given:
+        return
+    if why is None:
+        whole = [flag for dest, flag in WHOLE_RUNS.items() if getattr(args, dest, None)]
+        if not whole:
+            return
+        why = f"not with {whole[0]} (runs are then whole, not in segments)"
+    raise WanconformError(f"{given[0]}: {why}")
 
 
 def segmented(
@@ -202,11 +242,9 @@ def segmented(
 
     count = source.op_count
     if (
-        args.steps
-        or args.report
-        or any(getattr(args, name, None) for name in ("checkpoint", "dlq_dir", "queue_dir"))
+        any(getattr(args, dest, None) for dest in WHOLE_RUNS)
         or count is None
-        or count < 2 * args.segment_ops
+        or count < 2 * segment_size(args)
         or (impl_spec != "log" and not can_split(impl_spec))
     ):
         return None
@@ -218,7 +256,7 @@ def segmented(
     from conformance.spark import glue
     from wanconform.progress import start_spark
 
-    segments = -(-count // args.segment_ops)  # the fast pass cuts every N
+    segments = -(-count // segment_size(args))  # the fast pass cuts every N
     spark = start_spark(args.master)
     progress = Progress(f"segments of {source.name}", count)
 
@@ -232,7 +270,7 @@ def segmented(
                 source.name,
                 source.config,
                 impl_spec,
-                args.segment_ops,
+                segment_size(args),
                 properties,
                 runner,
                 show,
@@ -434,6 +472,9 @@ def run(args: argparse.Namespace) -> int:
         raise WanconformError("--impl: needs --engine impl or --engine both")
     if args.one_process and args.engine != "both":
         raise WanconformError("--one-process: needs --engine both (one engine runs alone)")
+    refuse_segments(
+        args, None if args.engine == "both" else "needs --engine both (segments are lockstep)"
+    )
     if args.start and (args.dlq_dir or args.queue_dir):  # from_checkpoint opens no store
         flag = "--dlq-dir" if args.dlq_dir else "--queue-dir"
         raise WanconformError(

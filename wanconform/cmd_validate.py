@@ -24,7 +24,7 @@ from traces.errors import WanconformError
 from traces.eventlog import event_log_files
 from traces.logfile import LogSource, open_log
 from traces.outputs import declare_outputs
-from wanconform.cmd_replay import add_segment_arguments, replay_sources
+from wanconform.cmd_replay import add_segment_arguments, refuse_segments, replay_sources
 from wanconform.options import non_negative_int
 from wanconform.progress import Progress
 
@@ -73,7 +73,9 @@ def register(subparsers: Any) -> None:
         "--check-properties", action="store_true", help="also check P2-P12 on the run"
     )
     parser.add_argument("--report", metavar="HTML", help="also write the HTML report")
-    add_segment_arguments(parser, "log")
+    add_segment_arguments(
+        parser, "log", unless="not with --steps or --report, nor on an event log: run whole"
+    )
     declare_outputs(parser, files=["report"], inputs=["logs"])
     parser.set_defaults(func=run)
 
@@ -81,7 +83,9 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     files = event_log_files(args.logs)
     if files is not None:
+        refuse_segments(args, "an event log is checked whole, not in segments")
         return run_events(args, files)
+    refuse_segments(args)
     if args.max_late_ms is not None:
         raise WanconformError(
             f"--max-late-ms: only an event log has lateness (docs/LOG.md, 'Event logs'); "
