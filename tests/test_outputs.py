@@ -427,6 +427,26 @@ def test_an_engine_that_changes_directory_does_not_move_the_outputs(
     ]
 
 
+def test_an_engine_that_changes_directory_does_not_move_the_inputs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # (was: "t.jsonl: no such file", exit 2: the trace was read again, for the run, after
+    # the engine's constructor had moved to the parent folder; so was --from's checkpoint)
+    (tmp_path / "t.jsonl").write_text(Path(TRACE).read_text())
+    monkeypatch.chdir(tmp_path)
+    impl = ["--impl", "tests.user_engines:ChangesDirectory"]
+    assert main(["replay", "t.jsonl", "--engine", "impl", *impl, "--checkpoint", "c.json"]) == 0
+    assert os.getcwd() == str(tmp_path.parent)  # the engine did move
+    monkeypatch.chdir(tmp_path)
+    assert main(["replay", "t.jsonl", "--engine", "both", *impl, "--from", "c.json"]) == 0
+    monkeypatch.chdir(tmp_path)
+    assert main(["report", "t.jsonl", *impl, "-o", "r.html"]) == 0
+    out, err = capsys.readouterr()
+    assert "error" not in err
+    assert (tmp_path / "r.html").is_file()
+    assert "P1: held" in out  # the lockstep ran from the checkpoint, on the same trace
+
+
 def test_an_error_after_ctrl_c_during_spark_is_the_interrupt(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -33,3 +33,21 @@ def ignores_acks() -> type:
             return True
 
     return IgnoresAcks
+
+
+def changes_directory() -> type:
+    """A user's engine whose constructor changes the current directory (to its parent):
+    relative paths the command opens after it would name other files."""
+    import os
+
+    from impl import Engine as Impl
+
+    class ChangesDirectory(Impl):
+        def __init__(self, config: Any) -> None:
+            super().__init__(config)
+            os.chdir(os.path.dirname(os.getcwd()))
+
+    return ChangesDirectory
+
+
+ChangesDirectory = changes_directory()
