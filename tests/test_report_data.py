@@ -256,6 +256,22 @@ def test_report_of_a_results_directory_equals_the_report_of_its_traces(tmp_path:
     assert report_json(again) | {"generated": ""} == direct | {"generated": ""}
 
 
+def test_shrink_budget_with_a_results_directory_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # report --help: --shrink-budget shrinks "(with trace files)"; a results directory
+    # keeps its examples, shrunk already: the option was ignored
+    rows, examples, _ = check_local(local([str(DATA / "resend.jsonl")]), RESEND)
+    write_results(tmp_path / "results", rows_table(rows), RESEND, "", list(examples.values()))
+    out = tmp_path / "r.html"
+    assert main(["report", str(tmp_path / "results"), "-o", str(out), "--shrink-budget", "1"]) == 2
+    printed, err = capsys.readouterr()
+    assert printed == ""
+    assert err.startswith("wanconform: error: --shrink-budget: ") and "trace files" in err
+    assert not out.exists()
+    assert main(["report", str(tmp_path / "results"), "-o", str(out)]) == 1  # it fails P1
+
+
 def test_report_is_deterministic_with_source_date_epoch(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -134,8 +134,16 @@ def test_a_logged_observation_that_differs_is_the_divergence(
     out = capsys.readouterr().out
     assert f"diverge at {log}:9: divergence at " + '{"ms":500,"op":"tick"}' in out
     assert "    observations[0].events_resent: model=2 log=0\n" in out
-    # shrink on a log: the trace of its operations up to the disagreement
+    # shrink on a log: nothing is shrunk, so --shrink-budget is refused (was: ignored)
     cut = tmp_path / "cut.jsonl"
+    assert main(["shrink", str(log), "-o", str(cut), "--shrink-budget", "5"]) == 2
+    assert capsys.readouterr() == (
+        "",
+        f"wanconform: error: {log}: a log is cut, not shrunk: no --impl, --pytest or "
+        "--shrink-budget\n",
+    )
+    assert not cut.exists()
+    # shrink on a log: the trace of its operations up to the disagreement
     assert main(["shrink", str(log), "-o", str(cut)]) == 0
     out = capsys.readouterr().out
     assert "a log cannot be shrunk without the system that wrote it" in out

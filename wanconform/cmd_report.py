@@ -23,6 +23,7 @@ from traces.errors import WanconformError
 from traces.outputs import declare_outputs
 from traces.text import plural, printable
 from traces.tracefile import open_trace
+from wanconform.options import given
 
 
 def register(subparsers: Any) -> None:
@@ -73,6 +74,11 @@ def run(args: argparse.Namespace) -> int:
     settings: dict[str, Any] | None = None
     if len(args.traces) == 1 and os.path.isdir(args.traces[0]):
         results = read_results(args.traces[0])
+        if given(args, "shrink_budget"):
+            raise WanconformError(
+                f"--shrink-budget: {results.path} holds results whose examples are shrunk "
+                "already; the option goes with trace files"
+            )
         if args.impl and args.impl != results.impl:
             raise WanconformError(
                 f"--impl {args.impl}: {results.path} holds the results of {results.impl}; "

@@ -27,7 +27,7 @@ from traces.logfile import is_log, open_log
 from traces.outputs import declare_outputs, write_text_atomically
 from traces.text import plural, printable, visible
 from traces.tracefile import open_trace, trace_text, where
-from wanconform.options import add_settle_cap, add_shrink_budget
+from wanconform.options import add_settle_cap, add_shrink_budget, given
 
 
 def register(subparsers: Any) -> None:
@@ -139,8 +139,10 @@ def cut_log(args: argparse.Namespace) -> int:
     """A log (docs/LOG.md) cannot be shrunk: the system that wrote it is not here to run
     the candidates. What can be done: the trace of the log's operations up to its first
     disagreement with the model, to run on the system again (and log, and validate)."""
-    if args.pytest or args.impl != DEFAULT_IMPL:
-        raise WanconformError(f"{args.trace}: a log is cut, not shrunk: no --impl or --pytest")
+    if args.pytest or args.impl != DEFAULT_IMPL or given(args, "shrink_budget"):
+        raise WanconformError(
+            f"{args.trace}: a log is cut, not shrunk: no --impl, --pytest or --shrink-budget"
+        )
     source = open_log(args.trace)
     run = TraceRun(source.name, source.config, impl=source.engine, stop_at_failure=True)
     kept = []

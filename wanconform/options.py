@@ -71,10 +71,25 @@ def add_shrink_budget(parser: argparse.ArgumentParser, default: float, what: str
         "--shrink-budget",
         type=_seconds,
         default=default,
+        action=_Noted,
         metavar="SECONDS",
         help=f"shrink {what} for at most SECONDS (default {default:,.0f}; 0: no limit), "
         "then keep the shortest failing trace found, and say so",
     )
+
+
+class _Noted(argparse.Action):
+    """Stores the value, and notes that the option was given (`given`)."""
+
+    def __call__(self, parser: Any, namespace: Any, values: Any, option: Any = None) -> None:
+        setattr(namespace, self.dest, values)
+        namespace.given = {*getattr(namespace, "given", ()), self.dest}
+
+
+def given(args: argparse.Namespace, dest: str) -> bool:
+    """Was an option stored by `_Noted` (--shrink-budget) given on the command line, not
+    left at its default? (One that cannot take effect is refused, not ignored.)"""
+    return dest in getattr(args, "given", ())
 
 
 def _seconds(text: str) -> float | None:
