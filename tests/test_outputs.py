@@ -431,7 +431,7 @@ def test_an_engine_that_changes_directory_does_not_move_the_inputs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # (was: "t.jsonl: no such file", exit 2: the trace was read again, for the run, after
-    # the engine's constructor had moved to the parent folder; so was --from's checkpoint)
+    # the engine's constructor had moved to the parent folder)
     (tmp_path / "t.jsonl").write_text(Path(TRACE).read_text())
     monkeypatch.chdir(tmp_path)
     impl = ["--impl", "tests.user_engines:ChangesDirectory"]
@@ -445,6 +445,7 @@ def test_an_engine_that_changes_directory_does_not_move_the_inputs(
     assert "error" not in err
     assert (tmp_path / "r.html").is_file()
     assert "P1: held" in out  # the lockstep ran from the checkpoint, on the same trace
+    assert out.startswith("t.jsonl: ")  # named as given (replay --help: "t.jsonl:9")
 
 
 def test_an_error_after_ctrl_c_during_spark_is_the_interrupt(

@@ -307,10 +307,11 @@ def declare_outputs(
 
 def check_outputs(args: argparse.Namespace) -> None:
     """Check every declared output of a parsed command line (skips absent ones and "-"
-    where it means standard output); two outputs of one path are refused. Each output, and
-    each input (`declare_outputs(inputs=...)`), is then made absolute in `args`, before any
-    user's code (`--impl`) is imported or run: an engine that changes the current directory
-    cannot move them."""
+    where it means standard output); two outputs of one path are refused. Each output is
+    then made absolute in `args`, before any user's code (`--impl`) is imported or run: an
+    engine that changes the current directory cannot move them. (Inputs keep the names
+    given, which messages and results show; a trace read again is read by the absolute
+    path it was validated at: `traces.tracefile.TraceSource`.)"""
     stdout = getattr(args, "output_stdout", ())
     named: dict[Path, str] = {}
     for dest in (*getattr(args, "output_files", ()), *getattr(args, "output_directories", ())):
@@ -360,17 +361,6 @@ def check_outputs(args: argparse.Namespace) -> None:
             check_output_directory(value, getattr(args, "force", False))
     for path, dest in named.items():
         setattr(args, dest, str(path))
-    for dest in getattr(args, "input_paths", ()):  # the same for the inputs
-        given = getattr(args, dest, None)
-        if isinstance(given, str):
-            setattr(args, dest, _absolute(given))
-        elif given is not None:
-            setattr(args, dest, [_absolute(value) for value in given])
-
-
-def _absolute(path: str) -> str:
-    """An input path as an absolute one ("" stays itself: the reader names it empty)."""
-    return os.path.abspath(path) if path else path
 
 
 # -- writing -------------------------------------------------------------------------------

@@ -80,12 +80,14 @@ class TraceSource:
     name: str  # the path as given, used in messages ("t.jsonl")
     config: Config
     op_count: int  # number of operations
+    path: str  # the path made absolute when the trace was validated, read again here (a
+    # user's engine that changed the current directory since does not make it another file)
 
     def ops(self) -> Iterator[tuple[int, Op]]:
         """(file line number, operation) for every operation, read from the file again."""
         reader = Reader(self.name)
         count = 0
-        for number, op in reader.operations(file_lines(self.name)):
+        for number, op in reader.operations(file_lines(self.path)):
             if count == 0 and reader.config != self.config:
                 break
             count += 1
@@ -115,7 +117,7 @@ def open_trace(
         if progress is not None and count % PROGRESS_EVERY == 0:
             progress(count)
     assert reader.config is not None  # operations() raises on a trace without one
-    return TraceSource(name=name, config=reader.config, op_count=count)
+    return TraceSource(name=name, config=reader.config, op_count=count, path=os.path.abspath(name))
 
 
 def read_trace(path: str | os.PathLike[str]) -> Trace:
