@@ -456,25 +456,6 @@ def test_check_refuses_a_store_an_earlier_run_left_before_spark_starts(
     assert not (tmp_path / "res").exists()
 
 
-def test_check_refuses_segment_ops_with_a_store_before_spark_starts(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    # --segment-ops "not with --dlq-dir or --queue-dir" (check --help): it was ignored
-    trace = (
-        Path(__file__).parent.parent / "traces" / "examples" / "failed_event_dead_lettered.jsonl"
-    )
-    trace_set = tmp_path / "set"
-    assert main(["convert", str(trace), "--out", str(trace_set)]) == 0
-    capsys.readouterr()
-    for flag in ("--dlq-dir", "--queue-dir"):
-        argv = ["check", str(trace_set), "--out", str(tmp_path / "res"), flag, str(tmp_path / "s")]
-        assert main([*argv, "--segment-ops", "5"]) == 2
-        out, err = capsys.readouterr()
-        assert out == ""
-        assert err.startswith(f"wanconform: error: --segment-ops: not with {flag}")
-        assert not (tmp_path / "res").exists() and not (tmp_path / "s").exists()
-
-
 @pytest.mark.parametrize(
     ("where", "name"), [("res/dlq", "the output --out"), ("set/s", "the input")]
 )

@@ -257,12 +257,10 @@ def test_impl_and_one_process_option_errors_are_one_line(
 
 @pytest.mark.parametrize(
     ("argv", "message"),
-    [  # segments are a lockstep run's (--engine both), never one run whole (COMMANDS.md)
+    [  # segments are a lockstep run's (--engine both: replay --help, COMMANDS.md)
         (["--segment-ops", "2"], "--segment-ops: needs --engine both"),
         (["--engine", "model", "--master", "local"], "--master: needs --engine both"),
         (["--engine", "impl", "--segment-ops", "2"], "--segment-ops: needs --engine both"),
-        (["--engine", "both", "--segment-ops", "2", "--steps"], "--segment-ops: not with --steps"),
-        (["--engine", "both", "--master", "local", "--from", "c"], "--master: not with --from"),
     ],
 )
 def test_segment_options_that_cannot_take_effect_are_refused(

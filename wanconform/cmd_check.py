@@ -133,9 +133,7 @@ def run(args: argparse.Namespace) -> int:
         load_impl(args.impl, [folder, os.path.dirname(folder)])
     from conformance.spark import glue
     from traces.parquet import open_trace_set
-    from wanconform.cmd_replay import refuse_segments, segment_size
-
-    refuse_segments(args, flags=("--segment-ops",))  # the store's traces are run whole
+    from wanconform.cmd_replay import segment_size
 
     trace_set = open_trace_set(args.traces)
     check_dlq_dir(args, [trace.trace_id for trace in trace_set.traces], args.traces)

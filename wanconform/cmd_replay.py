@@ -157,8 +157,8 @@ def register(subparsers: Any) -> None:
     add_segment_arguments(
         parser,
         "trace",
-        unless="only with --engine both, and not with --steps, --report, --checkpoint, --from, "
-        "--dlq-dir or --queue-dir, which run each trace whole",
+        unless="only with --engine both; run whole with --steps, --report, --checkpoint, "
+        "--from, --dlq-dir or --queue-dir",
     )
     declare_outputs(parser, files=["report", "checkpoint"], inputs=["traces", "start"])
     parser.set_defaults(func=run)
@@ -190,7 +190,7 @@ def add_segment_arguments(
         parser.add_argument(
             "--master",
             default=None,
-            help="Spark master for the segments (default: local; refused where --segment-ops is)",
+            help="Spark master for the segments (default: local; only with --engine both)",
         )
 
 
@@ -212,23 +212,13 @@ WHOLE_RUNS = {
 """The options (dest: flag) with which every trace or log is run whole, not in segments."""
 
 
-def refuse_segments(
-    args: argparse.Namespace,
-    why: str | None = None,
-    flags: Sequence[str] = ("--segment-ops", "--master"),
-) -> None:
-    """`--segment-ops` or `--master` (of `flags`) given where no run can be cut into
-    segments is refused, not ignored: `why`, or by default when an option of `WHOLE_RUNS`
-    is given too."""
-    given = [flag for flag in flags if getattr(args, flag[2:].replace("-", "_")) is not None]
-    if not given:
-        return
-    if why is None:
-        whole = [flag for dest, flag in WHOLE_RUNS.items() if getattr(args, dest, None)]
-        if not whole:
-            return
-        why = f"not with {whole[0]} (runs are then whole, not in segments)"
-    raise WanconformError(f"{given[0]}: {why}")
+def refuse_segments(args: argparse.Namespace, why: str) -> None:
+    """`--segment-ops` or `--master` given where no run can be cut into segments is
+    refused (`why`), not ignored. (With an option of `WHOLE_RUNS` each run is whole, as
+    the help says.)"""
+    for flag in ("--segment-ops", "--master"):
+        if getattr(args, flag[2:].replace("-", "_"), None) is not None:
+            raise WanconformError(f"{flag}: {why}")
 
 
 def segmented(
@@ -472,9 +462,8 @@ def run(args: argparse.Namespace) -> int:
         raise WanconformError("--impl: needs --engine impl or --engine both")
     if args.one_process and args.engine != "both":
         raise WanconformError("--one-process: needs --engine both (one engine runs alone)")
-    refuse_segments(
-        args, None if args.engine == "both" else "needs --engine both (segments are lockstep)"
-    )
+    if args.engine != "both":
+        refuse_segments(args, "needs --engine both (segments are lockstep)")
     if args.start and (args.dlq_dir or args.queue_dir):  # from_checkpoint opens no store
         flag = "--dlq-dir" if args.dlq_dir else "--queue-dir"
         raise WanconformError(

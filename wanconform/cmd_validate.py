@@ -74,7 +74,7 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("--report", metavar="HTML", help="also write the HTML report")
     add_segment_arguments(
-        parser, "log", unless="not with --steps or --report, nor on an event log: run whole"
+        parser, "log", unless="run whole with --steps or --report; not on an event log"
     )
     declare_outputs(parser, files=["report"], inputs=["logs"])
     parser.set_defaults(func=run)
@@ -85,7 +85,6 @@ def run(args: argparse.Namespace) -> int:
     if files is not None:
         refuse_segments(args, "an event log is checked whole, not in segments")
         return run_events(args, files)
-    refuse_segments(args)
     if args.max_late_ms is not None:
         raise WanconformError(
             f"--max-late-ms: only an event log has lateness (docs/LOG.md, 'Event logs'); "
