@@ -14,11 +14,12 @@ order. A frame cut short at the end of a file (a crash in the middle of an appen
 torn tail: it is cut off (the file truncated to its last whole frame, once, with a
 notice); so is a last frame whose checksum fails (its bytes did not all reach the disk
 before a power loss). A frame followed by others whose checksum or payload is wrong, or
-a file that does not start with the magic, is damage: an error naming the file and the
-byte offset, never skipped. When a file holds more than twice as many frames as live records
-(more than 2 when none is live), it is compacted:
-the live records are written to a temporary file, `fsync`ed and renamed over the old one
-(atomic on POSIX), then the directory is `fsync`ed.
+a file that does not start with the magic, or an add of an event id already live, is
+damage: an error naming the file and the byte offset, never skipped. A leftover
+temporary file of a compaction cut short is removed, with a notice. When a file holds
+more than twice as many frames as live records (more than 2 when none is live), it is
+compacted: the live records are written to a temporary file, `fsync`ed and renamed over
+the old one (atomic on POSIX), then the directory is `fsync`ed.
 
 Why a log rather than SQLite: records are only appended and removed in bulk, never
 updated; a log has exactly one write per record and one fsync per batch, its recovery is
@@ -58,6 +59,7 @@ def read_frames(path: Path) -> tuple[list[dict[str, Any]], int, int]:
     """The payloads of a log's whole frames, the offset where they end, and the file's
     size (more than that offset when the tail is torn). StoreError on damage."""
     payloads: list[dict[str, Any]] = []
+    live: set[str] = set()  # the event ids of the adds not removed since
 
     def decode(offset: int, payload: bytes) -> None:
         try:
@@ -72,7 +74,7 @@ def read_frames(path: Path) -> tuple[list[dict[str, Any]], int, int]:
             or len(decoded) != 1
         ):
             raise StoreError(f"{path}: byte {offset}: damaged frame (not an add or a remove)")
-        if (problem := _payload_problem(decoded)) is not None:
+        if (problem := _payload_problem(decoded, live)) is not None:
             raise StoreError(f"{path}: byte {offset}: damaged frame ({problem})")
         payloads.append(decoded)
 
@@ -85,12 +87,14 @@ RECORD_LISTS = ("version", "recipients")
 """The fields of a dead-letter record (SPEC §10), and `value` unless the sender is secure."""
 
 
-def _payload_problem(payload: dict[str, Any]) -> str | None:
-    """What is wrong with an add's record or a remove's event ids; None if nothing."""
+def _payload_problem(payload: dict[str, Any], live: set[str]) -> str | None:
+    """What is wrong with an add's record or a remove's event ids; None if nothing. `live`
+    holds the event ids of the adds read so far and not removed: updated with this one."""
     if "remove" in payload:
         ids = payload["remove"]
         if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
             return "a remove that is not a list of event ids"
+        live.difference_update(ids)
         return None
     record = payload["add"]
     if not isinstance(record, dict):
@@ -101,12 +105,16 @@ def _payload_problem(payload: dict[str, Any]) -> str | None:
     for name in RECORD_LISTS:
         if not isinstance(record.get(name), list):
             return f"an add whose record has no list {name}"
+    if record["event_id"] in live:  # R26 removes a record before its event can fail again
+        return f"an add of event id {json.dumps(record['event_id'])}, already live"
+    live.add(record["event_id"])
     return None
 
 
 def live_records(payloads: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The records of a log: its adds, less the removes that followed them, in order
-    (linear: a live record's event id is unique, R26 removes it before it can return)."""
+    (linear: a live record's event id is unique, R26 removes it before it can return;
+    `read_frames` refuses a second add of a live id as damage)."""
     records: dict[str, dict[str, Any]] = {}
     for payload in payloads:
         if "add" in payload:
@@ -125,9 +133,10 @@ class SenderLog:
     def __init__(self, path: Path, notice: Callable[[str], None], durable: bool = True) -> None:
         self.path = path
         self.durable = durable
+        framing.remove_unfinished(path, notice)
         created = not path.exists()
         payloads, end, size = ([], 0, 0) if created else read_frames(path)
-        framing.cut_torn_tail(path, end, size, notice, durable=True)
+        framing.cut_torn_tail(path, end, size, notice, durable)
         self.records = live_records(payloads)
         self.frames = len(payloads)
         self._file = path.open("ab")

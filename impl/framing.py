@@ -114,6 +114,15 @@ def cut_torn_tail(
             os.fsync(handle.fileno())
 
 
+def remove_unfinished(path: Path, notice: Callable[[str], None]) -> None:
+    """Remove a leftover `path` + TEMPORARY, with one notice: a compaction cut short
+    before its rename (replace_atomically), so `path` itself is whole."""
+    leftover = path.with_name(path.name + TEMPORARY)
+    if leftover.exists():
+        leftover.unlink()
+        notice(f"{leftover}: removed an unfinished compaction")
+
+
 def fsync_directory(folder: Path) -> None:
     """Make a directory's entries (a new or renamed file's name) durable."""
     descriptor = os.open(folder, os.O_RDONLY)

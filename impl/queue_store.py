@@ -154,10 +154,7 @@ class QueueLog:
         self._pending: list[bytes] = []
         self.durable = fsync == "batch"
         self.compact_above = compact_above
-        leftover = path.with_name(path.name + framing.TEMPORARY)
-        if leftover.exists():  # a compaction cut short: the file itself is whole
-            leftover.unlink()
-            notice(f"{leftover}: removed an unfinished compaction")
+        framing.remove_unfinished(path, notice)
         created = not path.exists()
         live, self._next, end, size = ({}, 1, 0, 0) if created else replay(path)
         framing.cut_torn_tail(path, end, size, notice, self.durable)

@@ -721,6 +721,8 @@ def without(name: str) -> dict[str, Any]:
           for n in ("version", "recipients")],
         (canonical({"add": GOOD | {"version": "1,0,1"}}),
          "an add whose record has no list version"),
+        # R26 removes a record before its event can fail again: one live record an id
+        (canonical({"add": record("1:2", "c")}), 'an add of event id "1:2", already live'),
     ],
 )  # fmt: skip
 def test_a_whole_frame_whose_payload_is_not_a_record_is_damage_even_last(
@@ -776,6 +778,14 @@ def test_durable_writes_fsync_the_file_and_a_new_file_s_directory_once(
     log.remove(["1:1"])  # compacted too
     assert synced == [] and log.read_back() == [record("1:2", "a")]
     log.close()
+    # a torn tail is cut with an fsync only in a durable store
+    whole = (fast / "ny.dlq").read_bytes()
+    for durable, expected in ((False, []), (True, ["file"])):
+        (fast / "ny.dlq").write_bytes(whole + b"WDLQ\0")
+        notices: list[str] = []
+        open_ny(fast, notices, durable).close()
+        assert len(notices) == 1 and (fast / "ny.dlq").read_bytes() == whole
+        assert synced == expected
 
 
 def test_a_crash_before_a_compaction_s_rename_leaves_the_old_file_whole(
@@ -783,9 +793,14 @@ def test_a_crash_before_a_compaction_s_rename_leaves_the_old_file_whole(
 ) -> None:
     path = tmp_path / "ny.dlq"
     path.write_bytes(framed({"add": GOOD}) + framed({"add": record("1:2", "b")}))
-    (tmp_path / "ny.dlq.compacting").write_bytes(framed({"add": GOOD})[:7])
-    assert open_ny(tmp_path).records == [GOOD, record("1:2", "b")]
-    assert read_store(tmp_path) == {"ny.dlq": [GOOD, record("1:2", "b")]}
+    leftover = tmp_path / "ny.dlq.compacting"
+    leftover.write_bytes(framed({"add": GOOD})[:7])
+    assert read_store(tmp_path) == {"ny.dlq": [GOOD, record("1:2", "b")]}  # only reads
+    assert leftover.exists()
+    notices: list[str] = []
+    assert open_ny(tmp_path, notices).records == [GOOD, record("1:2", "b")]
+    assert notices == [f"{leftover}: removed an unfinished compaction"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ny.dlq"]
 
 
 def test_the_store_reads_every_sender_s_file_by_its_escaped_name(
