@@ -279,3 +279,70 @@ def test_misuse_is_refused_before_anything_is_written(tmp_path: Path) -> None:
     log.close()
     with pytest.raises(ValueError, match="closed"):
         log.append([event(2)])
+
+
+@pytest.mark.parametrize(
+    ("payload", "why"),
+    [
+        (b"not json", "not JSON"),
+        (b"[" * 100_000 + b"]" * 100_000, "not JSON"),  # nested past any depth limit
+        *[(p, "not an add, remove, update, clear or next")
+          for p in (b"[]", b"{}", b'{"put":1}', b'{"add":[2,{}],"clear":true}')],
+        *[(p, "an add that is not [SLOT, RECORD]")
+          for p in (b'{"add":2}', b'{"add":[2]}', b'{"add":[2,{},3]}', b'{"add":[-1,{}]}',
+                    b'{"add":[true,{}]}', b'{"add":[2.0,{}]}', b'{"add":["2",{}]}')],
+        (b'{"add":[2,[1]]}', "an add whose record is not an object"),
+        (b'{"add":[1,{}]}', "an add at slot 1, not above the last (next 2)"),
+        (b'{"add":[0,{}]}', "an add at slot 0, not above the last (next 2)"),
+        *[(p, "a remove that is not a list of slots")
+          for p in (b'{"remove":1}', b'{"remove":[1,-1]}', b'{"remove":[true]}',
+                    b'{"remove":{"1":1}}')],
+        (b'{"remove":[2]}', "a remove of slot 2, not live"),
+        (b'{"remove":[1,1]}', "a remove of slot 1, not live"),  # twice
+        *[(p, "an update that is not [SLOT, FIELDS]")
+          for p in (b'{"update":1}', b'{"update":[1]}', b'{"update":[1,[]]}',
+                    b'{"update":[1,{},{}]}', b'{"update":{"1":{}}}')],
+        (b'{"update":[2,{}]}', "an update of slot 2, not live"),
+        (b'{"update":[-1,{}]}', "an update of slot -1, not live"),
+        *[(p, "a clear that is not true")
+          for p in (b'{"clear":false}', b'{"clear":1}', b'{"clear":null}')],
+        (b'{"next":1}', "a next slot 1 below the last (next 2)"),
+        (b'{"next":-1}', "a next slot -1 below the last (next 2)"),
+    ],
+)  # fmt: skip
+def test_a_whole_frame_whose_payload_is_wrong_is_damage_even_last(
+    tmp_path: Path, payload: bytes, why: str
+) -> None:
+    # docs/QUEUE_STORE.md, "Recovery": the table of what the parenthesis says
+    from impl.framing import frame
+
+    path = tmp_path / "ny.0.queue"
+    first = _add_frame(1, event(1))
+    path.write_bytes(first + frame(MAGIC, payload))
+    message = f"{path}: byte {len(first)}: damaged frame ({why})"
+    with pytest.raises(StoreError) as raised:
+        open_log(tmp_path)
+    assert str(raised.value) == message
+    assert path.read_bytes() == first + frame(MAGIC, payload)  # nothing changed on disk
+
+
+def test_the_payloads_at_their_limits_are_whole_frames(tmp_path: Path) -> None:
+    # docs/QUEUE_STORE.md: the next slot is one past the largest slot, or the `next`
+    # frame's if larger (equal is no damage); an update merges its fields; a remove of no
+    # slot and a clear of an empty queue are frames like any other
+    from impl.framing import frame
+
+    path = tmp_path / "ny.0.queue"
+    path.write_bytes(
+        frame(MAGIC, b'{"remove":[]}')
+        + frame(MAGIC, b'{"clear":true}')
+        + frame(MAGIC, b'{"add":[1,{"a":1,"b":1}]}')
+        + frame(MAGIC, b'{"update":[1,{"b":2,"c":3}]}')
+        + frame(MAGIC, b'{"next":2}')  # equal to the next slot
+        + frame(MAGIC, b'{"add":[3,{}]}')  # above it: slots 1 and 2 never were
+        + frame(MAGIC, b'{"next":9}')
+    )
+    log = open_log(tmp_path)
+    assert log.read_back() == [(1, {"a": 1, "b": 2, "c": 3}), (3, {})]
+    assert log.append([event(9)]) == [9]
+    log.close()
