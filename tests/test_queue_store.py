@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from impl.framing import HEADER
+from impl.framing import HEADER, frame
 from impl.queue_store import (
     MAGIC,
     QueueLog,
@@ -190,8 +190,6 @@ def test_damage_before_the_tail_is_an_error_naming_file_and_offset(
 
 
 def test_a_frame_naming_a_slot_not_live_is_damage(tmp_path: Path) -> None:
-    from impl.framing import frame
-
     path = tmp_path / "ny.0.queue"
     path.write_bytes(_add_frame(1, event(1)) + frame(MAGIC, b'{"remove":[7]}') + b"\0" * 20)
     offset = len(_add_frame(1, event(1)))
@@ -314,8 +312,6 @@ def test_a_whole_frame_whose_payload_is_wrong_is_damage_even_last(
     tmp_path: Path, payload: bytes, why: str
 ) -> None:
     # docs/QUEUE_STORE.md, "Recovery": the table of what the parenthesis says
-    from impl.framing import frame
-
     path = tmp_path / "ny.0.queue"
     first = _add_frame(1, event(1))
     path.write_bytes(first + frame(MAGIC, payload))
@@ -330,8 +326,6 @@ def test_the_payloads_at_their_limits_are_whole_frames(tmp_path: Path) -> None:
     # docs/QUEUE_STORE.md: the next slot is one past the largest slot, or the `next`
     # frame's if larger (equal is no damage); an update merges its fields; a remove of no
     # slot and a clear of an empty queue are frames like any other
-    from impl.framing import frame
-
     path = tmp_path / "ny.0.queue"
     path.write_bytes(
         frame(MAGIC, b'{"remove":[]}')
@@ -346,3 +340,57 @@ def test_the_payloads_at_their_limits_are_whole_frames(tmp_path: Path) -> None:
     assert log.read_back() == [(1, {"a": 1, "b": 2, "c": 3}), (3, {})]
     assert log.append([event(9)]) == [9]
     log.close()
+
+
+def test_a_buffered_log_writes_at_flush_and_before_sync_read_back_compaction_close(
+    tmp_path: Path,
+) -> None:
+    # docs/QUEUE_STORE.md, "API": frames wait in memory until flush(); sync, read_back,
+    # a compaction and close flush first
+    path = tmp_path / "ny.0.queue"
+    log = open_log(tmp_path, buffered=True, compact_above=0)
+    assert log.append_one(event(1)) == 1 and log.append([event(2), event(3)]) == [2, 3]
+    assert path.read_bytes() == b""
+    log.flush()
+    frames = b"".join(_add_frame(n, event(n)) for n in (1, 2, 3))
+    assert path.read_bytes() == frames
+    log.flush()  # nothing held back: nothing written
+    assert path.read_bytes() == frames
+    log.update(3, {"converted": True})
+    assert path.read_bytes() == frames
+    log.sync()
+    assert len(path.read_bytes()) > len(frames)
+    log.remove([1])  # 1 of 3 dead: not compacted, held back
+    held = path.read_bytes()
+    assert log.read_back() == [(2, event(2)), (3, event(3) | {"converted": True})]
+    assert len(path.read_bytes()) > len(held)
+    log.append_one(event(4))
+    log.remove([2, 3])  # compacted: the held add of slot 4 is in the new file
+    expected = _add_frame(4, event(4)) + frame(MAGIC, b'{"next":5}')
+    assert path.read_bytes() == expected
+    log.append_one(event(5))
+    log.close()
+    assert path.read_bytes() == expected + _add_frame(5, event(5))
+
+
+def test_a_file_is_compacted_on_open_when_more_than_half_is_dead_above_the_floor(
+    tmp_path: Path,
+) -> None:
+    # docs/QUEUE_STORE.md, "Compaction": above the floor and dead bytes more than half.
+    # A live add of 52 bytes (12 of header, 40 of payload) against 52 dead (an add and a
+    # remove of slot 2, 26 each): exactly half is dead, kept; one byte less live, compacted
+    path = tmp_path / "ny.0.queue"
+    dead = _add_frame(2, {}) + frame(MAGIC, b'{"remove":[2]}')
+    assert len(dead) == 52
+    for pad, compacted in ((20, False), (19, True)):
+        live = _add_frame(1, {"k": "a" * pad})
+        path.write_bytes(live + dead)
+        open_log(tmp_path, compact_above=0).close()
+        after = live + frame(MAGIC, b'{"next":3}') if compacted else live + dead
+        assert path.read_bytes() == after
+    size = len(live + dead)  # 103 bytes, 51 live: compacted only above the floor
+    for floor, compacted in ((size, False), (size - 1, True)):
+        path.write_bytes(live + dead)
+        open_log(tmp_path, compact_above=floor).close()
+        after = live + frame(MAGIC, b'{"next":3}') if compacted else live + dead
+        assert path.read_bytes() == after
