@@ -394,3 +394,41 @@ def test_a_file_is_compacted_on_open_when_more_than_half_is_dead_above_the_floor
         open_log(tmp_path, compact_above=floor).close()
         after = live + frame(MAGIC, b'{"next":3}') if compacted else live + dead
         assert path.read_bytes() == after
+
+
+def test_clearing_every_record_compacts_to_the_next_slot_alone(tmp_path: Path) -> None:
+    # docs/QUEUE_STORE.md, "Slots" and "Compaction": no live record, all dead: the file
+    # becomes its `next` frame, and the count goes on
+    path = tmp_path / "ny.0.queue"
+    log = open_log(tmp_path, compact_above=0)
+    log.append([event(1), event(2)])
+    log.clear()
+    assert path.read_bytes() == frame(MAGIC, b'{"next":3}') and len(log) == 0
+    assert log.append_one(event(3)) == 3
+    log.close()
+
+
+def test_a_closed_log_refuses_every_write_and_a_file_torn_while_open_is_named(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "ny.0.queue"
+    log = open_log(tmp_path)
+    log.append([event(1)])
+    with path.open("ab") as handle:  # another writer tears the file under the log
+        handle.write(b"WQUE\0")
+    with pytest.raises(
+        StoreError,
+        match="^"
+        + re.escape(f"{path}: byte {len(_add_frame(1, event(1)))}: torn while open")
+        + "$",
+    ):
+        log.read_back()
+    log.close()
+    log.close()  # twice is no error
+    log.sync()  # nothing to do
+    for write in (lambda: log.append_one(event(2)), lambda: log.remove([1]),
+                  lambda: log.update(1, {"converted": True}), log.clear, log.compact):  # fmt: skip
+        with pytest.raises(
+            ValueError, match="^" + re.escape(f"{path}: the queue log is closed") + "$"
+        ):
+            write()
