@@ -432,3 +432,26 @@ def test_a_closed_log_refuses_every_write_and_a_file_torn_while_open_is_named(
             ValueError, match="^" + re.escape(f"{path}: the queue log is closed") + "$"
         ):
             write()
+
+
+def test_open_refuses_a_queue_named_twice_and_a_folder_it_cannot_create(
+    tmp_path: Path,
+) -> None:
+    def open_fds() -> int:
+        return len(os.listdir("/proc/self/fd"))
+
+    before = open_fds()
+    with pytest.raises(ValueError, match="^" + re.escape("queue ('ny', 0) named twice") + "$"):
+        open_queue_store(tmp_path, [("ny", 0), ("ny", 1), ("ny", 0)], print, "none")
+    assert open_fds() == before  # the logs opened before it are closed
+    with pytest.raises(ValueError, match="fsync: one of batch, none, got 'always'"):
+        open_queue_store(tmp_path / "new", [("ny", 0)], print, "always")
+    assert not (tmp_path / "new").exists()  # refused before anything is created
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(
+        StoreError,
+        match="^"
+        + re.escape(f"{tmp_path / 'file' / 'q'}: cannot create it: Not a directory")
+        + "$",
+    ):
+        open_queue_store(tmp_path / "file" / "q", [("ny", 0)], print, "batch")
