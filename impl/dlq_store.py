@@ -171,7 +171,8 @@ class SenderLog:
     def read_back(self) -> list[dict[str, Any]]:
         """The records as the file holds them now (what the lockstep compares)."""
         payloads, end, size = read_frames(self.path)
-        assert end == size, f"{self.path}: torn while open"
+        if end != size:
+            raise StoreError(f"{self.path}: byte {end}: torn while open")
         return live_records(payloads)
 
     def close(self) -> None:

@@ -896,3 +896,17 @@ def test_the_crash_writer_prints_each_add_and_remove_once_it_is_durable(
     printed = run_crash_writer(tmp_path, 4, "remove 1:3", monkeypatch)
     assert printed == ["ready", "add 1:4", "add 1:5", "add 1:6", "remove 1:3"]
     assert read_store(tmp_path) == {"ny.dlq": [dlq_store.crash_record(n) for n in (4, 5, 6)]}
+
+
+def test_a_file_torn_while_open_is_named_by_read_back(tmp_path: Path) -> None:
+    # as the queue store's read_back: an error naming the file and the offset (not an
+    # assert, which `python -O` would skip)
+    log = open_ny(tmp_path)
+    log.append(GOOD)
+    path = tmp_path / "ny.dlq"
+    with path.open("ab") as handle:  # another writer tears the file under the log
+        handle.write(b"WDLQ\0")
+    with pytest.raises(StoreError) as raised:
+        log.read_back()
+    assert str(raised.value) == f"{path}: byte {len(framed({'add': GOOD}))}: torn while open"
+    log.close()
