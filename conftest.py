@@ -36,7 +36,7 @@ settings.register_profile(
 settings.register_profile(
     "mutation",
     parent=settings.get_profile("ci"),
-    phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.target],
+    phases=[Phase.explicit, Phase.reuse, Phase.generate],
 )
 PROFILE = os.environ.get("WANCONFORM_PROFILE", "ci")
 settings.load_profile(PROFILE)
