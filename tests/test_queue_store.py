@@ -120,8 +120,14 @@ def test_a_missing_folder_is_created(tmp_path: Path) -> None:
     log.close()
     assert [p.name for p in folder.iterdir()] == ["ny.0.queue"]
     (tmp_path / "file").write_text("x")
-    with pytest.raises(StoreError, match="not a directory"):
+    with pytest.raises(StoreError) as raised:
         open_log(tmp_path / "file")
+    assert (
+        str(raised.value) == f"{tmp_path / 'file'}: not a directory (a queue store is a directory)"
+    )
+    with pytest.raises(ValueError) as refused:  # the log itself refuses it too
+        QueueLog(tmp_path / "x.queue", print, "always")
+    assert str(refused.value) == "fsync: one of batch, none, got 'always'"
 
 
 def test_torn_tail_is_cut_with_one_notice(tmp_path: Path) -> None:
