@@ -138,6 +138,7 @@ class SenderLog:
         payloads, end, size = ([], 0, 0) if created else read_frames(path)
         framing.cut_torn_tail(path, end, size, notice, durable)
         self.records = live_records(payloads)
+        self._live = {record["event_id"] for record in self.records}
         self.frames = len(payloads)
         self._file = path.open("ab")
         if created and durable:
@@ -151,12 +152,21 @@ class SenderLog:
         self.frames += 1
 
     def append(self, record: dict[str, Any]) -> None:
+        """Add a record. One whose event id is live is refused (StoreError), as reading
+        such a file would be (`read_frames`): R26 removes a record before its event can
+        fail again, so only a broken writer adds it twice."""
+        event_id = record["event_id"]
+        if event_id in self._live:
+            shown = json.dumps(event_id)
+            raise StoreError(f"{self.path}: an add of event id {shown}, already live")
         self._write({"add": record})
         self.records.append(record)
+        self._live.add(event_id)
 
     def remove(self, event_ids: list[str]) -> None:
         self._write({"remove": event_ids})
         self.records = live_records([{"add": r} for r in self.records] + [{"remove": event_ids}])
+        self._live.difference_update(event_ids)
         if self.frames > 2 * max(1, len(self.records)):
             self.compact()
 

@@ -910,3 +910,23 @@ def test_a_file_torn_while_open_is_named_by_read_back(tmp_path: Path) -> None:
         log.read_back()
     assert str(raised.value) == f"{path}: byte {len(framed({'add': GOOD}))}: torn while open"
     log.close()
+
+
+def test_an_add_of_a_live_event_id_is_refused_before_it_is_written_and_taken_after_a_remove(
+    tmp_path: Path,
+) -> None:
+    """R26 removes a record before its event can fail again: a second add of a live id
+    is refused when written, as reading it would be (DLQ_STORE.md), and nothing is
+    written; once removed, the id can be dead-lettered again."""
+    log = open_ny(tmp_path)
+    log.append(record("1:2", "b"))
+    before = (tmp_path / "ny.dlq").read_bytes()
+    with pytest.raises(StoreError) as raised:
+        log.append(record("1:2", "c"))
+    assert str(raised.value) == f'{tmp_path / "ny.dlq"}: an add of event id "1:2", already live'
+    assert (tmp_path / "ny.dlq").read_bytes() == before
+    assert [r["key"] for r in log.records] == ["b"]
+    log.remove(["1:2"])
+    log.append(record("1:2", "c"))
+    log.close()
+    assert [r["key"] for r in open_ny(tmp_path).records] == ["c"]
