@@ -14,8 +14,8 @@ order. A frame cut short at the end of a file (a crash in the middle of an appen
 torn tail: it is cut off (the file truncated to its last whole frame, once, with a
 notice); so is a last frame whose checksum fails (its bytes did not all reach the disk
 before a power loss). A frame followed by others whose checksum or payload is wrong, or
-a file that does not start with the magic, or an add of an event id already live, is
-damage: an error naming the file and the byte offset, never skipped. A leftover
+a file that does not start with the magic, is damage: an error naming the file and the
+byte offset, never skipped. A leftover
 temporary file of a compaction cut short is removed, with a notice. When a file holds
 more than twice as many frames as live records (more than 2 when none is live), it is
 compacted: the live records are written to a temporary file, `fsync`ed and renamed over
@@ -59,7 +59,6 @@ def read_frames(path: Path) -> tuple[list[dict[str, Any]], int, int]:
     """The payloads of a log's whole frames, the offset where they end, and the file's
     size (more than that offset when the tail is torn). StoreError on damage."""
     payloads: list[dict[str, Any]] = []
-    live: set[str] = set()  # the event ids of the adds not removed since
 
     def decode(offset: int, payload: bytes) -> None:
         try:
@@ -74,7 +73,7 @@ def read_frames(path: Path) -> tuple[list[dict[str, Any]], int, int]:
             or len(decoded) != 1
         ):
             raise StoreError(f"{path}: byte {offset}: damaged frame (not an add or a remove)")
-        if (problem := _payload_problem(decoded, live)) is not None:
+        if (problem := _payload_problem(decoded)) is not None:
             raise StoreError(f"{path}: byte {offset}: damaged frame ({problem})")
         payloads.append(decoded)
 
@@ -87,14 +86,12 @@ RECORD_LISTS = ("version", "recipients")
 """The fields of a dead-letter record (SPEC §10), and `value` unless the sender is secure."""
 
 
-def _payload_problem(payload: dict[str, Any], live: set[str]) -> str | None:
-    """What is wrong with an add's record or a remove's event ids; None if nothing. `live`
-    holds the event ids of the adds read so far and not removed: updated with this one."""
+def _payload_problem(payload: dict[str, Any]) -> str | None:
+    """What is wrong with an add's record or a remove's event ids; None if nothing."""
     if "remove" in payload:
         ids = payload["remove"]
         if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
             return "a remove that is not a list of event ids"
-        live.difference_update(ids)
         return None
     record = payload["add"]
     if not isinstance(record, dict):
@@ -105,25 +102,26 @@ def _payload_problem(payload: dict[str, Any], live: set[str]) -> str | None:
     for name in RECORD_LISTS:
         if not isinstance(record.get(name), list):
             return f"an add whose record has no list {name}"
-    if record["event_id"] in live:  # R26 removes a record before its event can fail again
-        return f"an add of event id {json.dumps(record['event_id'])}, already live"
-    live.add(record["event_id"])
     return None
 
 
 def live_records(payloads: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The records of a log: its adds, less the removes that followed them, in order
-    (linear: a live record's event id is unique, R26 removes it before it can return;
-    `read_frames` refuses a second add of a live id as damage)."""
-    records: dict[str, dict[str, Any]] = {}
-    for payload in payloads:
+    (linear). An event id can be live in two records: an event dead-lettered, then
+    received again by a wiped site that forwards it (R21, R22) and failing again (R24
+    appends each failure); a remove of the id takes every record of it (R26)."""
+    records: dict[int, dict[str, Any]] = {}  # frame index -> its add, in file order
+    frames: dict[str, list[int]] = {}  # event id -> its live adds' frame indexes
+    for index, payload in enumerate(payloads):
         if "add" in payload:
             record = payload["add"]
             record.setdefault("thread", 0)  # a store written before SPEC v2.0 (R29)
-            records[record["event_id"]] = record
+            records[index] = record
+            frames.setdefault(record["event_id"], []).append(index)
         else:
             for event_id in payload["remove"]:
-                records.pop(event_id, None)
+                for gone in frames.pop(event_id, ()):
+                    del records[gone]
     return list(records.values())
 
 
@@ -138,7 +136,6 @@ class SenderLog:
         payloads, end, size = ([], 0, 0) if created else read_frames(path)
         framing.cut_torn_tail(path, end, size, notice, durable)
         self.records = live_records(payloads)
-        self._live = {record["event_id"] for record in self.records}
         self.frames = len(payloads)
         self._file = path.open("ab")
         if created and durable:
@@ -152,21 +149,12 @@ class SenderLog:
         self.frames += 1
 
     def append(self, record: dict[str, Any]) -> None:
-        """Add a record. One whose event id is live is refused (StoreError), as reading
-        such a file would be (`read_frames`): R26 removes a record before its event can
-        fail again, so only a broken writer adds it twice."""
-        event_id = record["event_id"]
-        if event_id in self._live:
-            shown = json.dumps(event_id)
-            raise StoreError(f"{self.path}: an add of event id {shown}, already live")
         self._write({"add": record})
         self.records.append(record)
-        self._live.add(event_id)
 
     def remove(self, event_ids: list[str]) -> None:
         self._write({"remove": event_ids})
         self.records = live_records([{"add": r} for r in self.records] + [{"remove": event_ids}])
-        self._live.difference_update(event_ids)
         if self.frames > 2 * max(1, len(self.records)):
             self.compact()
 

@@ -721,8 +721,6 @@ def without(name: str) -> dict[str, Any]:
           for n in ("version", "recipients")],
         (canonical({"add": GOOD | {"version": "1,0,1"}}),
          "an add whose record has no list version"),
-        # R26 removes a record before its event can fail again: one live record an id
-        (canonical({"add": record("1:2", "c")}), 'an add of event id "1:2", already live'),
     ],
 )  # fmt: skip
 def test_a_whole_frame_whose_payload_is_not_a_record_is_damage_even_last(
@@ -912,21 +910,86 @@ def test_a_file_torn_while_open_is_named_by_read_back(tmp_path: Path) -> None:
     log.close()
 
 
-def test_an_add_of_a_live_event_id_is_refused_before_it_is_written_and_taken_after_a_remove(
+def test_an_event_id_dead_lettered_twice_keeps_both_records_until_a_remove_takes_both(
     tmp_path: Path,
 ) -> None:
-    """R26 removes a record before its event can fail again: a second add of a live id
-    is refused when written, as reading it would be (DLQ_STORE.md), and nothing is
-    written; once removed, the id can be dead-lettered again."""
+    """R24 appends each failure, and an event can fail again while its record is live (a
+    wiped site receives it again and forwards it: R21, R22): both records are kept, on
+    disk too, in order; a remove of the id takes both (R26's selection)."""
     log = open_ny(tmp_path)
-    log.append(record("1:2", "b"))
-    before = (tmp_path / "ny.dlq").read_bytes()
-    with pytest.raises(StoreError) as raised:
-        log.append(record("1:2", "c"))
-    assert str(raised.value) == f'{tmp_path / "ny.dlq"}: an add of event id "1:2", already live'
-    assert (tmp_path / "ny.dlq").read_bytes() == before
-    assert [r["key"] for r in log.records] == ["b"]
-    log.remove(["1:2"])
-    log.append(record("1:2", "c"))
+    first, second, other = (
+        record("1:2", "b"),
+        record("1:2", "b") | {"exception": "E2"},
+        record("1:3", "c"),
+    )
+    for r in (first, other, second):
+        log.append(r)
+    assert log.records == [first, other, second]
     log.close()
-    assert [r["key"] for r in open_ny(tmp_path).records] == ["c"]
+    again = open_ny(tmp_path)
+    assert again.records == [first, other, second]
+    again.remove(["1:2"])
+    assert again.records == [other]
+    again.close()
+    assert open_ny(tmp_path).records == [other]
+
+
+def test_a_wiped_site_that_forwards_a_dead_lettered_event_again_stores_it_twice(
+    tmp_path: Path,
+) -> None:
+    """The scenario of R21+R22+R24 through the command line: chain 1->2->3, the ack of
+    site 1's batch lost, the event dead-lettered at site 2's sender b, site 2 wiped, site 1
+    resends (R20), site 2 applies and forwards it again, and it fails again: b holds two
+    records of 1:1 in the model (SPEC: each failure appended), and the impl's store agrees."""
+    trace = tmp_path / "dup.jsonl"
+    config = {
+        "sites": [1, 2, 3],
+        "senders": [
+            {"id": "a", "site": 1, "remote": 2, "batch_size": 1, "ack_timeout_ms": 1000},
+            {"id": "b", "site": 2, "remote": 3, "batch_size": 1, "failure_listener": "dlq"},
+        ],
+    }
+    ops = [
+        {"op": "fail", "site": 3, "key": "k", "exception": "IOException", "times": 2},
+        {"op": "put", "site": 1, "key": "k", "value": {"n": 1}},
+        {"op": "deliver", "sender": "a"}, {"op": "drop_ack", "sender": "a"},
+        {"op": "deliver", "sender": "b"}, {"op": "deliver_ack", "sender": "b"},
+        {"op": "site_down", "site": 2}, {"op": "site_up", "site": 2, "wipe": True},
+        {"op": "tick", "ms": 1000},  # a times out (R20) ...
+        {"op": "tick", "ms": 5000},  # ... and resends once its retry interval is over
+        {"op": "deliver", "sender": "a"},
+        {"op": "deliver", "sender": "b"}, {"op": "deliver_ack", "sender": "b"},
+    ]  # fmt: skip
+    trace.write_text("".join(json.dumps(line) + "\n" for line in [{"config": config}, *ops]))
+    store = tmp_path / "dlq"
+    assert main(["replay", str(trace), "--engine", "both", "--dlq-dir", str(store)]) == 0
+    records = open_store(store / "dup", ["b"], lambda line: None)["b"].records
+    assert [(r["event_id"], r["key"], r["exception"]) for r in records] == [
+        ("1:1", "k", "IOException"),
+        ("1:1", "k", "IOException"),
+    ]
+
+
+def test_a_users_engine_takes_dlq_dir_and_locating_its_divergence_leaves_no_scratch_store(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A user's engine class that takes `dlq_dir` is accepted by --dlq-dir (its own
+    parameters are what is asked, not a wrapper's). Its divergence (no dead letters in its
+    state, where R24 has one after the deliver_ack of line 7) is located by re-running it
+    in scratch stores, which are gone once the run is over: DIR holds the trace's store
+    alone (`wanconform dlq DIR` reads it as one trace's)."""
+    trace = tmp_path / "dead.jsonl"
+    example = Path(__file__).parent.parent / "traces" / "examples"
+    trace.write_text((example / "failed_event_dead_lettered.jsonl").read_text())
+    store = tmp_path / "dlq"
+    spec = "tests.user_engines:ForgetsDeadLetters"
+    assert (
+        main(["replay", str(trace), "--engine", "both", "--impl", spec, "--dlq-dir", str(store)])
+        == 1
+    )
+    out = capsys.readouterr().out
+    assert f"P1: FAILED: model and impl ({spec}) diverge at {trace}:7:" in out
+    assert sorted(p.name for p in store.iterdir()) == ["dead"]
+    assert [r["event_id"] for r in open_store(store / "dead", ["ny"], print)["ny"].records] == [
+        "1:2"
+    ]

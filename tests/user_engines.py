@@ -51,3 +51,25 @@ def changes_directory() -> type:
 
 
 ChangesDirectory = changes_directory()
+
+
+def forgets_dead_letters() -> type:
+    """A user's engine with a durable dead-letter store (`--dlq-dir`) whose observed state
+    shows no dead letters (R24): it differs from the model's in state alone, once a
+    failed event is dead-lettered."""
+    from impl import Engine as Impl
+
+    class ForgetsDeadLetters(Impl):
+        def __init__(self, config: Any, dlq_dir: str | None = None) -> None:
+            super().__init__(config, dlq_dir=dlq_dir)
+
+        def observe(self) -> dict[str, Any]:
+            state = super().observe()
+            for sender in state["senders"].values():
+                sender["dlq"] = []
+            return state
+
+    return ForgetsDeadLetters
+
+
+ForgetsDeadLetters = forgets_dead_letters()

@@ -21,9 +21,11 @@ this ground floor names them without importing them.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import importlib
 import importlib.util
+import inspect
 import os
 import subprocess
 import sys
@@ -377,5 +379,8 @@ def _quiet(engine: type) -> type:
                 return _to_stderr(getattr(super(quiet, self), _name))(*args, **kwargs)
 
             namespace[name] = through
+    with contextlib.suppress(TypeError, ValueError):  # (none to tell)
+        # its parameters are the user's (`--dlq-dir` asks for `dlq_dir`), not `through`'s
+        namespace["__signature__"] = inspect.signature(engine)
     quiet = type(engine.__name__, (engine,), namespace)
     return quiet

@@ -483,6 +483,7 @@ class TraceRun:
         self.impl_spec = impl_spec
         self.started = time.perf_counter()
         loaded = impl or load_impl(impl_spec)
+        self._close_impl: Callable[[], None] | None = getattr(loaded, "close", None)
 
         def factory(config: Config) -> Engine:  # a user's engine that cannot build: one line
             return built(loaded, impl_spec, config)
@@ -667,6 +668,8 @@ class TraceRun:
                     )
         if self.lockstep is not None:
             self.lockstep.close()  # a helper running the impl ahead is not needed now
+        if self._close_impl is not None:  # engines' scratch stores (`StoreEngines`)
+            self._close_impl()
         verdicts = [p1_verdict(self.engine_name, self.divergence, self.impl_spec)]
         if self.checker is not None:
             verdicts += self.checker.verdicts()

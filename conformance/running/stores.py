@@ -89,10 +89,12 @@ class StoreEngines:
         self.queues = queues
         self.fresh = fresh
         self.made = 0
+        self.scratch: list[Path] = []  # the later engines' directories (`close`)
 
     def _place(self, folder: Path) -> str:
         if self.made > 1:
             folder = Path(tempfile.mkdtemp(dir=folder.parent, prefix=f".{folder.name}.replay-"))
+            self.scratch.append(folder)
         elif self.fresh and folder.exists():
             shutil.rmtree(folder)
         folder.mkdir(exist_ok=True)
@@ -106,3 +108,10 @@ class StoreEngines:
         if self.queues is not None:
             arguments["queue_dir"] = self._place(self.queues)
         return self.engine_class(config, **arguments)
+
+    def close(self) -> None:
+        """Remove the later engines' directories (once the run is over: they held
+        re-runs, not its result), so DIR holds each trace's own store alone."""
+        for folder in self.scratch:
+            shutil.rmtree(folder, ignore_errors=True)
+        self.scratch.clear()
