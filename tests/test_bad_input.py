@@ -765,22 +765,73 @@ def test_replay_checkpoint_onto_its_own_from_is_refused_even_with_force(
     assert ck.read_bytes() == before
 
 
-def test_a_checkpoint_position_of_true_is_refused(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize(
+    ("position", "message"),
+    [
+        # docs/CHECKPOINT.md "The document": `position`, if present, has `operations` (an
+        # integer from 0, at most the trace's count), and `line` (from 1) with `offset`
+        # (from 0), and no other field. `"operations": true` was taken as 1 (the state
+        # after 11 operations run from the 2nd); the others were accepted.
+        ({"operations": True}, "position.operations: true is not of type integer"),
+        ({"operations": "3"}, 'position.operations: "3" is not of type integer'),
+        ({"operations": None}, "position.operations: null is not of type integer"),
+        ({"operations": -1}, "position.operations: -1 is less than the minimum of 0"),
+        ({}, "position: 'operations' is a required property"),
+        ({"line": 2, "offset": 0}, "position: 'operations' is a required property"),
+        (
+            {"operations": 11, "line": 0, "offset": 0},
+            "position.line: 0 is less than the minimum of 1",
+        ),
+        (
+            {"operations": 11, "line": 13, "offset": -1},
+            "position.offset: -1 is less than the minimum of 0",
+        ),
+        ({"operations": 11, "line": 13}, "position: 'offset' is a dependency of 'line'"),
+        ({"operations": 11, "offset": 9}, "position: 'line' is a dependency of 'offset'"),
+        (
+            {"operations": 11, "trace": "t.jsonl"},
+            "position: Additional properties are not allowed ('trace' was unexpected)",
+        ),
+        ([11], "position: a list is not of type object"),
+        (
+            {"operations": 12},  # the trace has 11
+            f"position.operations: 12 is not an operation count of {_ELEVEN} (0..11)",
+        ),
+    ],
+)
+def test_a_checkpoint_position_that_is_no_place_in_a_trace_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], position: Any, message: str
 ) -> None:
-    # `"operations": true` was taken as 1: the state after 11 operations run from the 2nd
     ck = tmp_path / "ck.json"
     assert main(["replay", _ELEVEN, "--checkpoint", str(ck)]) == 0
     capsys.readouterr()
     doc = json.loads(ck.read_text())
-    doc["position"]["operations"] = True
+    doc["position"] = position
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps(doc))
-    assert main(["replay", _ELEVEN, "--engine", "both", "--from", str(bad)]) == 2
-    assert _one_error(capsys) == (
-        f"wanconform: error: {bad}: position.operations: true is not an operation count "
-        f"of {_ELEVEN} (0..11)"
-    )
+    out = tmp_path / "out.json"
+    argv = ["replay", _ELEVEN, "--engine", "both", "--from", str(bad), "--checkpoint", str(out)]
+    assert main(argv) == 2
+    assert _one_error(capsys) == f"wanconform: error: {bad}: {message}"
+    assert not out.exists()  # nothing half-written
+
+
+def test_a_checkpoint_position_of_the_segments_or_none_is_accepted(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # all three fields (as segments write them), or no position (start of the trace)
+    ck = tmp_path / "ck.json"
+    assert main(["replay", _ELEVEN, "--checkpoint", str(ck)]) == 0
+    doc = json.loads(ck.read_text())
+    for position in ({"operations": 11, "line": 13, "offset": 0}, None):
+        doc.pop("position", None)
+        if position is not None:
+            doc["position"] = position
+        good = tmp_path / "good.json"
+        good.write_text(json.dumps(doc))
+        capsys.readouterr()
+        assert main(["replay", _ELEVEN, "--engine", "both", "--from", str(good)]) == 0
+        assert "error" not in capsys.readouterr().err
 
 
 def test_a_checkpoint_with_a_key_twice_or_bad_json_is_one_line_with_its_line(

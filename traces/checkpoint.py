@@ -28,7 +28,7 @@ from typing import Any
 
 from traces.buckets import bucket_index
 from traces.canonical import canonical_json, size
-from traces.config import Config, SenderConfig
+from traces.config import Config, SenderConfig, show
 from traces.errors import TraceError
 from traces.files import read_text
 from traces.tracefile import BOM, json_problem, no_duplicate_keys, surrogate_problem
@@ -78,6 +78,10 @@ def validate(doc: Any, where: str) -> None:
     error = jsonschema.exceptions.best_match(_validator().iter_errors(doc))
     if error is not None:
         message = error.message if len(error.message) <= 200 else error.message[:200] + "..."
+        if error.validator == "type":  # the value as the file writes it (true, not True)
+            kinds = error.validator_value
+            kinds = " or ".join(kinds) if isinstance(kinds, list) else kinds
+            message = f"{show(error.instance)} is not of type {kinds}"
         raise CheckpointError(f"{where}: {_path(error.absolute_path)}: {message}")
 
 

@@ -559,14 +559,8 @@ def from_checkpoint(args: argparse.Namespace, source: Source, engine: str) -> di
 
     doc, name = args.start_doc, args.start
     check_fits(source.config, doc, name)
-    operations = doc.get("position", {}).get("operations", 0)
-    count = source.op_count
-    if (
-        not isinstance(operations, int)
-        or isinstance(operations, bool)  # JSON true is not an operation count
-        or count is None
-        or not 0 <= operations <= count
-    ):
+    operations = doc.get("position", {}).get("operations", 0)  # an int >= 0: the schema's
+    if source.op_count is None or operations > source.op_count:
         raise CheckpointError(
             f"{name}: position.operations: {show_value(operations)} is not an operation count of "
             f"{source.name} (0..{source.op_count})"
