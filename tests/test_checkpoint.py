@@ -60,6 +60,31 @@ def test_restored_engines_run_on_as_if_never_stopped(profile: str) -> None:
             assert checkpoint_text(engine.checkpoint()) == final
 
 
+@pytest.mark.parametrize("profile", sorted(PROFILES))
+def test_the_impl_writes_the_models_text_and_runs_on_from_it_at_every_cut(profile: str) -> None:
+    """docs/CHECKPOINT.md: the model and the impl write the same text for the same state,
+    and an engine started from a checkpoint behaves as the one that wrote it. The model is
+    the reference: at every cut of a trace (not one random cut) the impl's text is the
+    model's, and an impl restored from the model's text gives the model's results and its
+    final state (queues, batches, acks and R35's accounting as they were)."""
+    for seed in range(2):
+        config, generated = generate_trace(seed, "every-cut", profile, 60)
+        ops = list(generated)
+        through, alongside = model.Engine(config), impl.Engine(config)
+        texts, results = [], []
+        for op in ops:
+            texts.append(checkpoint_text(through.checkpoint()))
+            assert checkpoint_text(alongside.checkpoint()) == texts[-1], (profile, seed)
+            results.append(through.apply(op))
+            alongside.apply(op)
+        final = checkpoint_text(through.checkpoint())
+        for cut, text in enumerate(texts):
+            restored = impl.Engine.from_checkpoint(config, json.loads(text))
+            for index in range(cut, len(ops)):
+                assert restored.apply(ops[index]) == results[index], (profile, seed, cut, index)
+            assert checkpoint_text(restored.checkpoint()) == final, (profile, seed, cut)
+
+
 CONFIG = parse_config(
     {"sites": [1, 2], "senders": [{"id": "ny", "site": 1, "remote": 2, "batch_size": 1}]}
 )
