@@ -468,3 +468,56 @@ def test_replay_from_a_checkpoint_that_fits_only_the_first_trace_runs_none(
         "",
         f"wanconform: error: {path}: config: not the configuration it is restored on\n",
     )
+
+
+def test_r35_example_restored_at_every_cut_frees_memory_and_disk_as_it_would_have() -> None:
+    # SPEC R35's example (maximum_queue_memory_bytes 20, batch_size 2), then batch 2
+    # [1:3 on disk, 1:4 in memory (7)] delivered and acked. Restored at every cut from the
+    # model's checkpoint, the impl ends as the example says: after op 6 on_disk [1:3],
+    # entries_overflowed 1, bytes_overflowed 7, memory_bytes 7; after the ack both leave
+    # (R35: an event frees its memory or leaves on_disk): nothing queued, 0 everywhere.
+    config = parse_config(
+        {"sites": [1, 2], "senders": [{"id": "ny", "site": 1, "remote": 2, "batch_size": 2,
+                                       "maximum_queue_memory_bytes": 20}]}
+    )  # fmt: skip
+    ops = [
+        parse_op(op, config)
+        for op in [
+            {"op": "put", "site": 1, "key": "a", "value": {"v": 1}},
+            {"op": "put", "site": 1, "key": "b", "value": {"v": 10}},
+            {"op": "put", "site": 1, "key": "c", "value": {"v": 1}},
+            {"op": "deliver", "sender": "ny"},
+            {"op": "deliver_ack", "sender": "ny"},
+            {"op": "put", "site": 1, "key": "d", "value": {"v": 1}},
+            {"op": "deliver", "sender": "ny"},
+            {"op": "deliver_ack", "sender": "ny"},
+        ]
+    ]
+    writer = model.Engine(config)
+    texts = []
+    for op in ops:
+        texts.append(checkpoint_text(writer.checkpoint()))
+        writer.apply(op)
+    for cut, text in enumerate(texts):
+        engine = impl.Engine.from_checkpoint(config, json.loads(text))
+        for op in ops[cut:6]:
+            engine.apply(op)
+        if cut < 6:
+            sender = engine.observe()["senders"]["ny"]
+            assert sender["dispatchers"][0]["on_disk"] == ["1:3"], cut
+            assert sender["dispatchers"][0]["memory_bytes"] == 7, cut
+            assert sender["stats"]["entries_overflowed"] == 1, cut
+            assert sender["stats"]["bytes_overflowed"] == 7, cut
+        for op in ops[max(cut, 6) :]:
+            engine.apply(op)
+        sender = engine.observe()["senders"]["ny"]
+        dispatcher = sender["dispatchers"][0]
+        assert (dispatcher["queue"], dispatcher["on_disk"], dispatcher["memory_bytes"]) == (
+            [],
+            [],
+            0,
+        ), cut
+        assert (sender["stats"]["entries_overflowed"], sender["stats"]["bytes_overflowed"]) == (
+            0,
+            0,
+        ), cut
