@@ -305,6 +305,86 @@ def test_an_output_file_is_replaced_only_with_force_and_only_if_wanconform_wrote
     assert "is not a file wanconform wrote (or it changed since)" in one_error(capsys)
 
 
+def written_by_wanconform(path: Path, text: str) -> None:
+    """A file wanconform wrote as an output (in its folder's ledger), so that --force may
+    replace it -- unless it is an input."""
+    args = argparse.Namespace(
+        output_files=("output",), output_directories=(), output_stdout=(), input_paths=(),
+        output=str(path), force=False,
+    )  # fmt: skip
+    check_outputs(args)
+    with atomic_file(path) as temporary:
+        temporary.write_text(text, encoding="utf-8")
+
+
+@pytest.mark.parametrize(
+    ("command", "output", "how"),
+    [
+        (["import", "--trace", "SITE"], "--trace", "is it"),
+        (["topology", "--svg", "SITE"], "--svg", "is it"),
+        (["explore", "--depth", "1", "--report", "SITE"], "--report", "is it"),
+        (["explore", "--depth", "1", "--out", "DIR"], "--out", "holds it"),
+        (["generate", "--traces", "1", "--ops", "1", "--out", "DIR"], "--out", "holds it"),
+        (["campaign", "--traces", "1", "--ops", "1", "--out", "DIR"], "--out", "holds it"),
+    ],
+    ids=lambda value: " ".join(value) if isinstance(value, list) else None,
+)
+def test_a_site_file_is_an_input_no_output_may_replace(
+    command: list[str],
+    output: str,
+    how: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    no_spark: None,
+) -> None:
+    """Each FILE of --site [DSID=]FILE[,FILE...] is an input, as a trace is: even one
+    wanconform wrote (which --force may otherwise replace) is never an output's path,
+    nor inside an output directory."""
+    folder = tmp_path / "geode"
+    folder.mkdir()
+    site = folder / "ln.gfsh"
+    written_by_wanconform(site, (GEODE / "ln.gfsh").read_text(encoding="utf-8"))
+    before = site.read_bytes()
+    sites = ["--site", f"1={GEODE / 'ln-cache.xml'},{site}", "--site", f"2={GEODE / 'ny.gfsh'}"]
+    paths = {"SITE": str(site), "DIR": str(folder)}
+    argv = [*sites, *(paths.get(word, word) for word in command[1:]), "--force"]
+    assert main([command[0], *argv]) == 2
+    assert one_error(capsys) == (
+        f"wanconform: error: {site}: is an input, and the output {output} {how}; give the "
+        "output a path of its own"
+    )
+    assert site.read_bytes() == before
+    assert sorted(p.name for p in folder.iterdir()) == [".wanconform-written.json", "ln.gfsh"]
+
+
+@pytest.mark.parametrize(
+    ("command", "flags"),
+    [
+        (["replay", TRACE], "--report or --checkpoint"),
+        (["validate", TRACE], "--report"),
+        (["topology", TRACE], "--svg"),
+        (["explore", TRACE, "--depth", "1"], "--report or --out"),
+        (["dlq", "STORE"], "--output"),
+        (["import", "--site", f"1={GEODE / 'ln.gfsh'}", "--site", f"2={GEODE / 'ny.gfsh'}"],
+         "--output or --trace"),
+    ],
+    ids=lambda value: value[0] if isinstance(value, list) else None,
+)  # fmt: skip
+def test_force_without_an_output_to_replace_is_refused(
+    command: list[str], flags: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--force that can replace nothing (no output given; import's -o is standard output
+    by default) is refused, not ignored: one line, exit 2, before any work."""
+    store = tmp_path / "dlq"
+    store.mkdir()
+    argv = [str(store) if word == "STORE" else word for word in command]
+    assert main([*argv, "--force"]) == 2
+    assert one_error(capsys) == (
+        f"wanconform: error: --force: no output to replace (it goes with {flags}); leave it out"
+    )
+    assert list(store.iterdir()) == []
+
+
 @pytest.mark.parametrize(
     ("marker", "kind"),
     [

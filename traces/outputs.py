@@ -282,18 +282,22 @@ def declare_outputs(
     stdout: Sequence[str] = (),
     inputs: Sequence[str] = (),
     arrow: Sequence[str] = (),
+    sites: Sequence[str] = (),
 ) -> None:
     """Name the arguments (their `dest`) that are output files or directories, so that
     `check_outputs` checks them before the command runs; directories get `--force`.
     `stdout`: the files for which "-" means standard output (for any other output, "-"
     is refused: `./-` names a file of that name). `inputs`: the arguments that name input
     paths (one or a list), which no output may be or hold (replacing it would destroy the
-    input)."""
+    input); `sites`: the same for arguments of `[DSID=]FILE[,FILE...]` values (`--site`),
+    whose every FILE is an input. `--force` is refused when none of the outputs is given
+    (`check_outputs`): it would replace nothing."""
     parser.set_defaults(
         output_files=tuple(files),
         output_directories=tuple(directories),
         output_stdout=stdout,
         input_paths=tuple(inputs),
+        site_inputs=tuple(sites),
         arrow_outputs=tuple(arrow),
     )
     if files or directories:
@@ -307,7 +311,8 @@ def declare_outputs(
 
 def check_outputs(args: argparse.Namespace) -> None:
     """Check every declared output of a parsed command line (skips absent ones and "-"
-    where it means standard output); two outputs of one path are refused. Each output is
+    where it means standard output); two outputs of one path are refused, and so is
+    `--force` with none given. Each output is
     then made absolute in `args`, before any user's code (`--impl`) is imported or run: an
     engine that changes the current directory cannot move them. (Inputs keep the names
     given, which messages and results show; a trace read again is read by the absolute
@@ -333,23 +338,26 @@ def check_outputs(args: argparse.Namespace) -> None:
                 f"{value}: given for two outputs (--{named[path]} and --{dest}); give each its own"
             )
         named[path] = dest
-    for dest in getattr(args, "input_paths", ()):
-        given = getattr(args, dest, None)
-        for value in [given] if isinstance(given, str) else given or []:
-            source = Path(os.path.realpath(value))
-            for path, output in named.items():
-                real = Path(os.path.realpath(path))
-                if source == real or real in source.parents:
-                    raise WanconformError(
-                        f"{value}: is an input, and the output --{output} "
-                        f"{'is it' if source == real else 'holds it'}; give the output a "
-                        "path of its own"
-                    )
-                if source in real.parents and _kept(source):  # a trace set, a store
-                    raise WanconformError(
-                        f"{value}: is an input directory, and the output --{output} ({path}) "
-                        "is inside it; give the output a path of its own"
-                    )
+    if getattr(args, "force", False) and not named:
+        flags = " or ".join(
+            f"--{dest.replace('_', '-')}" for dest in (*args.output_files, *args.output_directories)
+        )
+        raise WanconformError(f"--force: no output to replace (it goes with {flags}); leave it out")
+    for value in _inputs(args):
+        source = Path(os.path.realpath(value))
+        for path, output in named.items():
+            real = Path(os.path.realpath(path))
+            if source == real or real in source.parents:
+                raise WanconformError(
+                    f"{value}: is an input, and the output --{output} "
+                    f"{'is it' if source == real else 'holds it'}; give the output a "
+                    "path of its own"
+                )
+            if source in real.parents and _kept(source):  # a trace set, a store
+                raise WanconformError(
+                    f"{value}: is an input directory, and the output --{output} ({path}) "
+                    "is inside it; give the output a path of its own"
+                )
     for dest in getattr(args, "output_files", ()):
         value = getattr(args, dest, None)
         if value is not None and not (value == "-" and dest in stdout):
@@ -361,6 +369,20 @@ def check_outputs(args: argparse.Namespace) -> None:
             check_output_directory(value, getattr(args, "force", False))
     for path, dest in named.items():
         setattr(args, dest, str(path))
+
+
+def _inputs(args: argparse.Namespace) -> Iterator[str]:
+    """The input paths a parsed command line names (`declare_outputs`): each argument of
+    `inputs` (one path or a list), and each FILE of the `sites` arguments."""
+    for dest in getattr(args, "input_paths", ()):
+        given = getattr(args, dest, None)
+        yield from [given] if isinstance(given, str) else given or []
+    for dest in getattr(args, "site_inputs", ()):
+        if texts := getattr(args, dest, None):
+            from traces.geode import parse_site_argument  # only when --site is given
+
+            for text in texts:
+                yield from parse_site_argument(text).paths
 
 
 # -- writing -------------------------------------------------------------------------------

@@ -133,7 +133,9 @@ def register(subparsers: Any) -> None:
         "figures, new states per depth and coverage, and each counterexample checked and "
         "explained as a failing trace",
     )
-    declare_outputs(parser, files=["report"], directories=["out"], inputs=["source"])
+    declare_outputs(
+        parser, files=["report"], directories=["out"], inputs=["source"], sites=["site"]
+    )
     parser.set_defaults(func=run)
 
 

@@ -142,7 +142,7 @@ def register(subparsers: Any) -> None:
     )
     add_generation_arguments(parser, traces=100, ops=1000)
     parser.add_argument("--out", required=True, help="output directory (the trace set)")
-    declare_outputs(parser, directories=["out"], inputs=["config"], arrow=["out"])
+    declare_outputs(parser, directories=["out"], inputs=["config"], sites=["site"], arrow=["out"])
     parser.set_defaults(func=run)
 
 

@@ -132,7 +132,7 @@ def register(subparsers: Any) -> None:
         "gateway-sender commands, in site order, each where R37 enables it (none: the "
         "configuration alone); without it, such operations are named in a warning",
     )
-    declare_outputs(parser, files=["output", "trace"], stdout=["output"])
+    declare_outputs(parser, files=["output", "trace"], stdout=["output"], sites=["site"])
     parser.set_defaults(func=run)
 
 

@@ -63,7 +63,7 @@ def register(subparsers: Any) -> None:
         help="print exactly one line of JSON: supported, duplicates, unreachable",
     )
     parser.add_argument("--svg", metavar="OUT", help="also draw the topology as an SVG file")
-    declare_outputs(parser, files=["svg"], inputs=["source"])
+    declare_outputs(parser, files=["svg"], inputs=["source"], sites=["site"])
     parser.set_defaults(func=run)
 
 
