@@ -386,6 +386,37 @@ def test_force_without_an_output_to_replace_is_refused(
 
 
 @pytest.mark.parametrize(
+    ("command", "output", "how"),
+    [
+        (["replay", DLQ_TRACE, "--engine", "impl", "--report", "STORE"], "--report", "is it"),
+        (["replay", DLQ_TRACE, "--checkpoint", "STORE/c.json"], "--checkpoint", "lies in it"),
+        (["check", TRACE, "--out", "STORE/results"], "--out", "lies in it"),
+    ],
+    ids=["replay --report", "replay --checkpoint", "check --out"],
+)
+@pytest.mark.parametrize("flag", ["--dlq-dir", "--queue-dir"])
+def test_an_output_that_is_or_lies_in_a_store_is_refused_before_the_run(
+    command: list[str],
+    output: str,
+    how: str,
+    flag: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    no_spark: None,
+) -> None:
+    """A store (`--dlq-dir`, `--queue-dir`) is written in place by the run: an output at
+    its path, or in it, is refused before the run, not after it (the store then written)."""
+    store = tmp_path / "store"
+    argv = [str(store) + word[5:] if word.startswith("STORE") else word for word in command]
+    assert main([*argv, flag, str(store)]) == 2
+    assert one_error(capsys) == (
+        f"wanconform: error: {store}: is the store {flag}, and the output {output} {how}; "
+        "give the output a path of its own"
+    )
+    assert not store.exists()
+
+
+@pytest.mark.parametrize(
     ("marker", "kind"),
     [
         ("campaign.json", "a campaign"),

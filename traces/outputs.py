@@ -283,6 +283,7 @@ def declare_outputs(
     inputs: Sequence[str] = (),
     arrow: Sequence[str] = (),
     sites: Sequence[str] = (),
+    stores: Sequence[str] = (),
 ) -> None:
     """Name the arguments (their `dest`) that are output files or directories, so that
     `check_outputs` checks them before the command runs; directories get `--force`.
@@ -290,7 +291,9 @@ def declare_outputs(
     is refused: `./-` names a file of that name). `inputs`: the arguments that name input
     paths (one or a list), which no output may be or hold (replacing it would destroy the
     input); `sites`: the same for arguments of `[DSID=]FILE[,FILE...]` values (`--site`),
-    whose every FILE is an input. `--force` is refused when none of the outputs is given
+    whose every FILE is an input. `stores`: the directories the command writes in place
+    (`--dlq-dir`, `--queue-dir`: durable, never replaced), which no output may be or lie
+    inside. `--force` is refused when none of the outputs is given
     (`check_outputs`): it would replace nothing."""
     parser.set_defaults(
         output_files=tuple(files),
@@ -298,6 +301,7 @@ def declare_outputs(
         output_stdout=stdout,
         input_paths=tuple(inputs),
         site_inputs=tuple(sites),
+        store_directories=tuple(stores),
         arrow_outputs=tuple(arrow),
     )
     if files or directories:
@@ -357,6 +361,18 @@ def check_outputs(args: argparse.Namespace) -> None:
                 raise WanconformError(
                     f"{value}: is an input directory, and the output --{output} ({path}) "
                     "is inside it; give the output a path of its own"
+                )
+    for dest in getattr(args, "store_directories", ()):
+        if (value := getattr(args, dest, None)) is None:
+            continue
+        store = Path(os.path.realpath(value))
+        for path, output in named.items():
+            real = Path(os.path.realpath(path))
+            if real == store or store in real.parents:
+                raise WanconformError(
+                    f"{value}: is the store --{dest.replace('_', '-')}, and the output "
+                    f"--{output} {'is it' if real == store else 'lies in it'}; give the "
+                    "output a path of its own"
                 )
     for dest in getattr(args, "output_files", ()):
         value = getattr(args, dest, None)

@@ -58,7 +58,14 @@ def register(subparsers: Any) -> None:
         "restarts) (OUT/policies.json, the summary's tables, charts in the report)",
     )
     parser.add_argument("--out", required=True, help="campaign directory")
-    declare_outputs(parser, directories=["out"], inputs=["config"], sites=["site"], arrow=["out"])
+    declare_outputs(
+        parser,
+        directories=["out"],
+        inputs=["config"],
+        sites=["site"],
+        stores=["dlq_dir", "queue_dir"],
+        arrow=["out"],
+    )
     parser.set_defaults(func=run)
 
 

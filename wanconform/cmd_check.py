@@ -116,7 +116,13 @@ def register(subparsers: Any) -> None:
     from wanconform.cmd_replay import add_segment_arguments
 
     add_segment_arguments(parser, "trace", master=False, unless="not with --dlq-dir or --queue-dir")
-    declare_outputs(parser, directories=["out"], inputs=["traces"], arrow=["out"])
+    declare_outputs(
+        parser,
+        directories=["out"],
+        inputs=["traces"],
+        stores=["dlq_dir", "queue_dir"],
+        arrow=["out"],
+    )
     parser.set_defaults(func=run)
 
 

@@ -160,7 +160,12 @@ def register(subparsers: Any) -> None:
         unless="only with --engine both; run whole with --steps, --report, --checkpoint, "
         "--from, --dlq-dir or --queue-dir",
     )
-    declare_outputs(parser, files=["report", "checkpoint"], inputs=["traces", "start"])
+    declare_outputs(
+        parser,
+        files=["report", "checkpoint"],
+        inputs=["traces", "start"],
+        stores=["dlq_dir", "queue_dir"],
+    )
     parser.set_defaults(func=run)
 
 
