@@ -388,7 +388,11 @@ def test_force_without_an_output_to_replace_is_refused(
 @pytest.mark.parametrize(
     ("command", "output", "how"),
     [
-        (["replay", DLQ_TRACE, "--engine", "impl", "--report", "STORE"], "--report", "is it"),
+        (
+            ["replay", DLQ_TRACE, "--engine", "impl", "--report", "STORE/r.html"],
+            "--report",
+            "lies in it",
+        ),
         (["replay", DLQ_TRACE, "--checkpoint", "STORE/c.json"], "--checkpoint", "lies in it"),
         (["check", TRACE, "--out", "STORE/results"], "--out", "lies in it"),
     ],
@@ -412,6 +416,14 @@ def test_an_output_that_is_or_lies_in_a_store_is_refused_before_the_run(
     assert one_error(capsys) == (
         f"wanconform: error: {store}: is the store {flag}, and the output {output} {how}; "
         "give the output a path of its own"
+    )
+    assert not store.exists()
+    # the store at an output's path: it is in that output, as a store in check's --out
+    report = ["replay", DLQ_TRACE, "--engine", "impl", "--report", str(store)]
+    assert main([*report, flag, str(store)]) == 2
+    assert one_error(capsys) == (
+        f"wanconform: error: {flag}: {store}: is in the output --report {store}; give the "
+        "store a path of its own"
     )
     assert not store.exists()
 

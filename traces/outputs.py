@@ -363,17 +363,8 @@ def check_outputs(args: argparse.Namespace) -> None:
                     "is inside it; give the output a path of its own"
                 )
     for dest in getattr(args, "store_directories", ()):
-        if (value := getattr(args, dest, None)) is None:
-            continue
-        store = Path(os.path.realpath(value))
-        for path, output in named.items():
-            real = Path(os.path.realpath(path))
-            if real == store or store in real.parents:
-                raise WanconformError(
-                    f"{value}: is the store --{dest.replace('_', '-')}, and the output "
-                    f"--{output} {'is it' if real == store else 'lies in it'}; give the "
-                    "output a path of its own"
-                )
+        if (value := getattr(args, dest, None)) is not None:
+            _check_store(args, f"--{dest.replace('_', '-')}", value, named)
     for dest in getattr(args, "output_files", ()):
         value = getattr(args, dest, None)
         if value is not None and not (value == "-" and dest in stdout):
@@ -385,6 +376,31 @@ def check_outputs(args: argparse.Namespace) -> None:
             check_output_directory(value, getattr(args, "force", False))
     for path, dest in named.items():
         setattr(args, dest, str(path))
+
+
+def _check_store(args: argparse.Namespace, flag: str, value: str, named: dict[Path, str]) -> None:
+    """A store (`--dlq-dir`, `--queue-dir`), written in place by the run, may not lie in
+    an output (built aside and moved into place, that would find the store's DIR there)
+    or in an input, nor hold an output."""
+    store = Path(os.path.realpath(value))
+    for path, output in named.items():
+        real = Path(os.path.realpath(path))
+        if store == real or real in store.parents:
+            raise WanconformError(
+                f"{flag}: {value}: is in the output --{output} {path}; give the store a "
+                "path of its own"
+            )
+        if store in real.parents:
+            raise WanconformError(
+                f"{value}: is the store {flag}, and the output --{output} lies in it; give "
+                "the output a path of its own"
+            )
+    for source in _inputs(args):
+        real = Path(os.path.realpath(source))
+        if store == real or real in store.parents:
+            raise WanconformError(
+                f"{flag}: {value}: is in the input {source}; give the store a path of its own"
+            )
 
 
 def _inputs(args: argparse.Namespace) -> Iterator[str]:

@@ -51,26 +51,16 @@ def add_check_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def check_dlq_dir(
-    args: argparse.Namespace, trace_ids: Iterable[str], trace_set: str | None = None
-) -> None:
+def check_dlq_dir(args: argparse.Namespace, trace_ids: Iterable[str]) -> None:
     """`--dlq-dir` and `--queue-dir`, checked before Spark starts: a store an earlier run
     left for one of `trace_ids` is refused, as `replay` refuses it (the run would empty
-    it: its records would be lost); so is one in the output --out (built aside and moved
-    into place, it would find the stores' DIR there), in check's input `trace_set`, or in
-    any other output wanconform wrote (files it did not write would block its --force)."""
+    it: its records would be lost); so is one in any output wanconform wrote (files it
+    did not write would block its --force). (One in this command's output or input:
+    `traces.outputs.check_outputs`.)"""
     for flag, directory in (("--dlq-dir", args.dlq_dir), ("--queue-dir", args.queue_dir)):
         if directory is None:
             continue
         store = Path(os.path.realpath(directory))
-        for name, path in (("the output --out", args.out), ("the input", trace_set)):
-            if path is not None:
-                inside = Path(os.path.realpath(path))
-                if store == inside or inside in store.parents:
-                    raise WanconformError(
-                        f"{flag}: {directory}: is in {name} {path}; give the store a path "
-                        "of its own"
-                    )
         for folder in (store, *store.parents):  # its stores would be foreign files there
             kind = output_kind(folder)
             if kind is not None:
@@ -142,7 +132,7 @@ def run(args: argparse.Namespace) -> int:
     from wanconform.cmd_replay import segment_size
 
     trace_set = open_trace_set(args.traces)
-    check_dlq_dir(args, [trace.trace_id for trace in trace_set.traces], args.traces)
+    check_dlq_dir(args, [trace.trace_id for trace in trace_set.traces])
     spark = start_spark(args.master)
     started = time.perf_counter()
     from conformance.spark.campaign import render, summarize
