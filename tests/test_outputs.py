@@ -37,7 +37,7 @@ from traces.outputs import (
 )
 from traces.parquet import open_trace_set
 from traces.tracefile import open_trace
-from wanconform.cli import main
+from wanconform.cli import build_parser, main
 from wanconform.progress import Progress
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -426,6 +426,30 @@ def test_an_output_that_is_or_lies_in_a_store_is_refused_before_the_run(
         "store a path of its own"
     )
     assert not store.exists()
+
+
+def test_every_file_option_is_declared_where_it_is_accepted() -> None:
+    """Each command that takes --site, --config, --dlq-dir or --queue-dir declares them
+    (`declare_outputs`): an output can then never be one of their files, nor lie in a
+    store, whichever command is given them."""
+    parser = build_parser()
+    subparsers = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    seen = set()
+    for name, command in subparsers.choices.items():
+        dests = {action.dest for action in command._actions}
+        defaults = command._defaults
+        if not defaults.get("output_files") and not defaults.get("output_directories"):
+            continue  # writes nothing (bench)
+        for dest, declared in (
+            ("site", "site_inputs"),
+            ("config", "input_paths"),
+            ("dlq_dir", "store_directories"),
+            ("queue_dir", "store_directories"),
+        ):
+            if dest in dests:
+                assert dest in defaults.get(declared, ()), (name, dest)
+                seen.add(dest)
+    assert seen == {"site", "config", "dlq_dir", "queue_dir"}
 
 
 @pytest.mark.parametrize(
