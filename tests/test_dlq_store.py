@@ -618,6 +618,21 @@ def test_one_live_record_and_three_frames_is_compacted(tmp_path: Path) -> None:
     log.close()
 
 
+def test_a_remove_of_the_only_record_leaves_its_2_frames_and_a_third_compacts(
+    tmp_path: Path,
+) -> None:
+    """docs/DLQ_STORE.md: compacted when a file holds more than 2 frames and none is live."""
+    log = open_ny(tmp_path)
+    log.append(GOOD)
+    log.remove(["1:1"])
+    path = tmp_path / "ny.dlq"
+    assert path.read_bytes() == framed({"add": GOOD}) + framed({"remove": ["1:1"]})
+    log.remove(["9:9"])  # 3 frames, none live
+    assert path.read_bytes() == b""
+    assert log.records == [] and log.read_back() == []
+    log.close()
+
+
 def test_the_records_are_the_adds_not_removed_since_in_file_order(tmp_path: Path) -> None:
     old = record("1:1", "a")
     del old["thread"]  # written before SPEC v2.0: reads as thread 0
@@ -894,6 +909,36 @@ def test_the_crash_writer_prints_each_add_and_remove_once_it_is_durable(
     printed = run_crash_writer(tmp_path, 4, "remove 1:3", monkeypatch)
     assert printed == ["ready", "add 1:4", "add 1:5", "add 1:6", "remove 1:3"]
     assert read_store(tmp_path) == {"ny.dlq": [dlq_store.crash_record(n) for n in (4, 5, 6)]}
+
+
+def test_the_crash_writer_s_records_are_dead_letters_of_ny_told_apart_by_their_number(
+    tmp_path: Path,
+) -> None:
+    """The crash campaign's records (docs/DLQ_STORE.md "Crash campaign"): sender ny's dead
+    letters, each a SPEC R24 record (v1.2 recipients, v2.0 thread), the store takes them
+    and gives them back whole; record N is event 1:N (the writer prints `add 1:N`, the
+    checker reads N back from the id to tell an intact record from a torn one), so no two
+    numbers give the same record."""
+    numbers = [0, 1, 2, 3, 96, 97, 1_000_000, 2_000_049]
+    records = [dlq_store.crash_record(n) for n in numbers]
+    for n, r in zip(numbers, records, strict=True):
+        assert r == dlq_store.crash_record(n)  # deterministic
+        assert (r["event_id"], r["sender"], r["thread"]) == (f"1:{n}", "ny", 0)
+        assert r["op"] in ("create", "update", "destroy")
+        assert isinstance(r["key"], str) and isinstance(r["exception"], str)
+        # R2/R9: the tag [entry_version >= 1, timestamp >= 0, dsid] of an event of site 1
+        ev, ts, dsid = r["version"]
+        assert all(type(x) is int for x in r["version"]) and ev >= 1 and ts >= 0 and dsid == 1
+        assert r["recipients"] == sorted(r["recipients"]) and 1 in r["recipients"]
+        # ny is not dlq_secure: the value is there, a JSON object of scalars (R2)
+        assert all(type(v) in (int, str, bool) or v is None for v in r["value"].values())
+    assert len({canonical(r) for r in records}) == len(numbers)
+    log = open_ny(tmp_path)
+    for r in records:
+        log.append(r)
+    log.close()
+    assert open_ny(tmp_path).records == records
+    assert read_store(tmp_path) == {sender_file("ny"): records}
 
 
 def test_a_file_torn_while_open_is_named_by_read_back(tmp_path: Path) -> None:
