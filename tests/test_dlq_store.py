@@ -10,6 +10,7 @@ import os
 import re
 import stat
 import zlib
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -909,6 +910,31 @@ def test_the_crash_writer_prints_each_add_and_remove_once_it_is_durable(
     printed = run_crash_writer(tmp_path, 4, "remove 1:3", monkeypatch)
     assert printed == ["ready", "add 1:4", "add 1:5", "add 1:6", "remove 1:3"]
     assert read_store(tmp_path) == {"ny.dlq": [dlq_store.crash_record(n) for n in (4, 5, 6)]}
+
+
+def test_the_crash_writer_removes_an_earlier_live_record_after_each_third_add(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Whatever record it picks (the bench's checker does not care which), each remove
+    follows the add of a multiple of 3, takes a record live before that add, and what it
+    printed is what the store holds, in order (the checker's "lost" and "resurrected")."""
+    printed = run_crash_writer(tmp_path, 1, "add 1:31", monkeypatch)
+    live: list[str] = []
+    removes = 0
+    for before, line in pairwise(printed):
+        what, _, event = line.partition(" ")
+        if what == "add":
+            live.append(event)
+            continue
+        assert before.startswith("add 1:") and int(before.split(":")[1]) % 3 == 0, line
+        assert event in live[:-1], line  # an earlier one, live
+        live.remove(event)
+        removes += 1
+    # after 3, 6, ..., 30 (at 3 two are live, so every one of them removes)
+    assert removes == 10 and len(live) == 31 - 10
+    assert read_store(tmp_path) == {
+        "ny.dlq": [dlq_store.crash_record(int(e.split(":")[1])) for e in live]
+    }
 
 
 def test_the_crash_writer_s_records_are_dead_letters_of_ny_told_apart_by_their_number(
