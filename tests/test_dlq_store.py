@@ -844,6 +844,17 @@ def test_the_store_reads_every_sender_s_file_by_its_escaped_name(
     )
 
 
+def test_the_inspector_reads_a_store_of_only_a_leftover_compaction_as_empty(
+    tmp_path: Path,
+) -> None:
+    """docs/DLQ_STORE.md: `wanconform dlq` leaves a leftover `SENDER.dlq.compacting` and
+    does not read it; it is no file of another kind (which would say "not a store")."""
+    leftover = tmp_path / "ny.dlq.compacting"
+    leftover.write_bytes(framed({"add": GOOD})[:7])
+    assert read_store(tmp_path) == {}
+    assert leftover.read_bytes() == framed({"add": GOOD})[:7]
+
+
 def test_every_character_but_ascii_letters_digits_and_dash_underscore_is_escaped(
     tmp_path: Path,
 ) -> None:
@@ -935,6 +946,17 @@ def test_the_crash_writer_removes_an_earlier_live_record_after_each_third_add(
     assert read_store(tmp_path) == {
         "ny.dlq": [dlq_store.crash_record(int(e.split(":")[1])) for e in live]
     }
+
+
+def test_the_crash_writer_removes_nothing_while_no_earlier_record_is_live(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Started at a multiple of 3 on an empty store (the bench's third run, START =
+    3,000,000, after two killed before their first add): 1:3 is the only live record, and
+    there is no earlier one to remove."""
+    printed = run_crash_writer(tmp_path, 3, "add 1:5", monkeypatch)
+    assert printed == ["ready", "add 1:3", "add 1:4", "add 1:5"]
+    assert read_store(tmp_path) == {"ny.dlq": [dlq_store.crash_record(n) for n in (3, 4, 5)]}
 
 
 def test_the_crash_writer_s_records_are_dead_letters_of_ny_told_apart_by_their_number(
