@@ -948,6 +948,32 @@ def test_the_crash_writer_removes_an_earlier_live_record_after_each_third_add(
     }
 
 
+def test_the_crash_writer_fsyncs_each_add_and_remove_before_it_prints_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its store is durable (docs/DLQ_STORE.md "Durability"): each line the bench counts
+    as durable comes after the fsync of that write (the first, of the new file's folder)."""
+    seen: list[str] = []
+    real = os.fsync
+
+    def fsync(fd: int) -> None:
+        seen.append("fsync dir" if stat.S_ISDIR(os.fstat(fd).st_mode) else "fsync file")
+        real(fd)
+
+    def say(line: str, flush: bool) -> None:
+        seen.append(line)
+        if line == "remove 1:2":
+            raise Killed
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.setattr(dlq_store, "print", say, raising=False)
+    with pytest.raises(Killed):
+        dlq_store.crash_writer(str(tmp_path), 2)
+    # the remove leaves 3 frames for 1 live record: compacted (the new file, the folder)
+    assert seen == ["fsync dir", "ready", "fsync file", "add 1:2", "fsync file", "add 1:3",
+                    "fsync file", "fsync file", "fsync dir", "remove 1:2"]  # fmt: skip
+
+
 def test_the_crash_writer_removes_nothing_while_no_earlier_record_is_live(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
