@@ -651,6 +651,17 @@ def test_the_records_are_the_adds_not_removed_since_in_file_order(tmp_path: Path
     assert read_store(tmp_path) == {"ny.dlq": expected}
 
 
+def test_a_record_written_before_spec_v2_reads_as_thread_0(tmp_path: Path) -> None:
+    """docs/DLQ_STORE.md: `thread` (v2.0, R29); a record without it reads as thread 0."""
+    old = record("1:1", "a")
+    del old["thread"]
+    (tmp_path / "ny.dlq").write_bytes(framed({"add": old}) + framed({"add": record("1:2", "b")}))
+    expected = [record("1:1", "a"), record("1:2", "b")]
+    assert expected[0]["thread"] == 0
+    assert open_ny(tmp_path).records == expected
+    assert read_store(tmp_path) == {"ny.dlq": expected}
+
+
 def test_a_crash_at_every_byte_of_an_append_keeps_exactly_the_whole_frames(
     tmp_path: Path,
 ) -> None:
