@@ -396,6 +396,7 @@ def dlq_crash(kills: int, seed: int, say: Say) -> dict[str, Any]:
         )
         assert writer.stdout is not None
         first = writer.stdout.readline()  # "ready": the store is open (a torn tail cut)
+        first += writer.stdout.readline()  # its first write, durable (on a loaded host too)
         time.sleep(rng.uniform(0.0, 0.05))  # then killed at a random moment of its writing
         writer.send_signal(signal.SIGKILL)
         out = first + writer.stdout.read()  # the same buffered reader: no line is lost
