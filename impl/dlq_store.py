@@ -15,11 +15,11 @@ torn tail: it is cut off (the file truncated to its last whole frame, once, with
 notice); so is a last frame whose checksum fails (its bytes did not all reach the disk
 before a power loss). A frame followed by others whose checksum or payload is wrong, or
 a file that does not start with the magic, is damage: an error naming the file and the
-byte offset, never skipped. A leftover
-temporary file of a compaction cut short is removed, with a notice. When a file holds
-more than twice as many frames as live records (more than 2 when none is live), it is
-compacted: the live records are written to a temporary file, `fsync`ed and renamed over
-the old one (atomic on POSIX), then the directory is `fsync`ed.
+byte offset, never skipped. A leftover temporary file of a compaction cut short is
+removed, with a notice. When a file holds more than twice as many frames as live records
+(more than 2 when none is live), it is compacted: the live records are written to a
+temporary file, `fsync`ed and renamed over the old one (atomic on POSIX), then the
+directory is `fsync`ed.
 
 Why a log rather than SQLite: records are only appended and removed in bulk, never
 updated; a log has exactly one write per record and one fsync per batch, its recovery is
