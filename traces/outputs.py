@@ -347,11 +347,12 @@ def check_outputs(args: argparse.Namespace) -> None:
             f"--{dest.replace('_', '-')}" for dest in (*args.output_files, *args.output_directories)
         )
         raise WanconformError(f"--force: no output to replace (it goes with {flags}); leave it out")
+    reals = {path: Path(os.path.realpath(path)) for path in named}  # links resolved
     for value in _inputs(args):
         source = Path(os.path.realpath(value))
         for path, output in named.items():
-            real = Path(os.path.realpath(path))
-            if source == real or real in source.parents:
+            real = reals[path]
+            if source.is_relative_to(real):  # the output is the input or holds it
                 raise WanconformError(
                     f"{value}: is an input, and the output --{output} "
                     f"{'is it' if source == real else 'holds it'}; give the output a "
@@ -364,7 +365,7 @@ def check_outputs(args: argparse.Namespace) -> None:
                 )
     for dest in getattr(args, "store_directories", ()):
         if (value := getattr(args, dest, None)) is not None:
-            _check_store(args, f"--{dest.replace('_', '-')}", value, named)
+            _check_store(args, f"--{dest.replace('_', '-')}", value, named, reals)
     for dest in getattr(args, "output_files", ()):
         value = getattr(args, dest, None)
         if value is not None and not (value == "-" and dest in stdout):
@@ -378,26 +379,30 @@ def check_outputs(args: argparse.Namespace) -> None:
         setattr(args, dest, str(path))
 
 
-def _check_store(args: argparse.Namespace, flag: str, value: str, named: dict[Path, str]) -> None:
+def _check_store(
+    args: argparse.Namespace,
+    flag: str,
+    value: str,
+    named: dict[Path, str],
+    reals: dict[Path, Path],
+) -> None:
     """A store (`--dlq-dir`, `--queue-dir`), written in place by the run, may not lie in
     an output (built aside and moved into place, that would find the store's DIR there)
-    or in an input, nor hold an output."""
+    or in an input, nor hold an output (`reals`: each output, links resolved)."""
     store = Path(os.path.realpath(value))
     for path, output in named.items():
-        real = Path(os.path.realpath(path))
-        if store == real or real in store.parents:
+        if store.is_relative_to(reals[path]):
             raise WanconformError(
                 f"{flag}: {value}: is in the output --{output} {path}; give the store a "
                 "path of its own"
             )
-        if store in real.parents:
+        if reals[path].is_relative_to(store):
             raise WanconformError(
                 f"{value}: is the store {flag}, and the output --{output} lies in it; give "
                 "the output a path of its own"
             )
     for source in _inputs(args):
-        real = Path(os.path.realpath(source))
-        if store == real or real in store.parents:
+        if store.is_relative_to(os.path.realpath(source)):
             raise WanconformError(
                 f"{flag}: {value}: is in the input {source}; give the store a path of its own"
             )
