@@ -258,3 +258,23 @@ def test_commands_md_has_a_heading_for_every_command() -> None:
     assert isinstance(commands, dict)
     assert sorted(set(commands) - named) == []
     assert "validate, live, dlq, bench" in headings
+
+
+def test_every_option_a_help_text_names_is_an_option_of_that_command() -> None:
+    # validate's --master once said "only with --engine both", and validate has no
+    # --engine. Options in backquotes quote another command (`replay --engine model`);
+    # dlq's "the --dlq-dir DIR of a run" and import's gfsh --clean-queues are not its own.
+    commands = next(a for a in build_parser()._actions if a.dest == "command").choices
+    assert isinstance(commands, dict)
+    elsewhere = {("dlq", "--dlq-dir"), ("import", "--clean-queues")}
+    foreign = []
+    for name, parser in commands.items():
+        own = {option for action in parser._actions for option in action.option_strings}
+        texts = [parser.description or "", parser.epilog or ""]
+        texts += [action.help or "" for action in parser._actions]
+        for text in texts:
+            unquoted = re.sub(r"`[^`]*`", "", text)
+            for option in re.findall(r"(?<![\w-])(--[a-z][a-z-]*[a-z])", unquoted):
+                if option not in own and (name, option) not in elsewhere:
+                    foreign.append(f"wanconform {name}: {option}")
+    assert foreign == []

@@ -105,7 +105,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--master", default=None, help="Spark master (default: local)")
     from wanconform.cmd_replay import add_segment_arguments
 
-    add_segment_arguments(parser, "trace", master=False, unless="not with --dlq-dir or --queue-dir")
+    add_segment_arguments(parser, "trace", master=None, unless="not with --dlq-dir or --queue-dir")
     declare_outputs(
         parser,
         directories=["out"],

@@ -173,9 +173,10 @@ def add_segment_arguments(
     parser: argparse.ArgumentParser,
     what: str,
     unless: str,
-    master: bool = True,
+    master: str | None = "only with --engine both",
 ) -> None:
-    """`--segment-ops` (and `--master`): a long run in parallel segments on Spark."""
+    """`--segment-ops` and, unless `master` is None, `--master` (the note on where it
+    goes): a long run in parallel segments on Spark."""
     from conformance.spark.segments import SEGMENT_OPS
 
     checkpoints = "the model's" if what == "log" else "the impl's"
@@ -191,11 +192,11 @@ def add_segment_arguments(
             f"(default {SEGMENT_OPS:,}; {unless})"
         ),
     )
-    if master:
+    if master is not None:
         parser.add_argument(
             "--master",
             default=None,
-            help="Spark master for the segments (default: local; only with --engine both)",
+            help=f"Spark master for the segments (default: local; {master})",
         )
 
 

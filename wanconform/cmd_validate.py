@@ -74,7 +74,10 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("--report", metavar="HTML", help="also write the HTML report")
     add_segment_arguments(
-        parser, "log", unless="run whole with --steps or --report; not on an event log"
+        parser,
+        "log",
+        unless="run whole with --steps or --report; not on an event log",
+        master="not on an event log",
     )
     declare_outputs(parser, files=["report"], inputs=["logs"])
     parser.set_defaults(func=run)
