@@ -84,6 +84,15 @@ def test_bench_queue_crash_kills_a_real_writer_and_loses_nothing(
          "bench: --spark and --explore each measure something else; give one"),
         (["--ops", "100", "--traces", "3"], "bench: --traces goes with --spark"),
         (["--explore", "1", "--runs", "model"], "bench: --runs goes with --segments"),
+        # an option of the engines' timing with a mode that does not read it
+        (["--startup", "--ops", "7"],
+         "bench: --ops goes with the engines' timing (no mode) or --spark"),
+        (["--dlq-crash", "3", "--keys", "4"],
+         "bench: --keys goes with the engines' timing (no mode) or --explore"),
+        (["--explore", "1", "--repeat", "2"], "bench: --repeat goes with the engines' timing "
+         "(no mode) or --queue-throughput or --startup"),
+        (["--queue-throughput", "--seed", "2"], "bench: --seed goes with the engines' timing "
+         "(no mode) or --spark or --dlq-crash or --queue-crash"),
         # --keys 10000 is no longer taken for "not given" (explore's 2 keys)
         (["--explore", "1", "--keys", "10000"], "--keys: with --explore, 1 to 9, got 10000"),
     ],

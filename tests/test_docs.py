@@ -278,3 +278,27 @@ def test_every_option_a_help_text_names_is_an_option_of_that_command() -> None:
                 if option not in own and (name, option) not in elsewhere:
                     foreign.append(f"wanconform {name}: {option}")
     assert foreign == []
+
+
+def test_commands_md_s_synopsis_gives_each_bench_mode_the_options_it_reads() -> None:
+    # `bench --startup --ops 7` once ran, --ops ignored; now an option a mode does not
+    # read is refused (cmd_bench.MODE_OPTIONS), and the synopsis must list what each reads.
+    from wanconform.cmd_bench import MODE_OPTIONS
+
+    text = (ROOT / "docs/COMMANDS.md").read_text()
+    synopsis = text.split("## Synopsis", 1)[1].split("\n\n", 2)[1]
+    forms = [
+        form
+        for line in synopsis.splitlines()
+        if line.strip().startswith("wanconform bench")
+        for form in line.strip().removeprefix("wanconform bench").split("| wanconform bench")
+    ]
+    given: dict[str | None, set[str]] = {}
+    for form in forms:
+        first = re.match(r"\s*--([a-z-]+)", form)
+        mode = first.group(1).replace("-", "_") if first else None
+        given[mode] = set(re.findall(r"\[--([a-z-]+)", form))
+    assert given == {
+        mode: {option.replace("_", "-") for option in options} | {"json"}
+        for mode, options in MODE_OPTIONS.items()
+    }

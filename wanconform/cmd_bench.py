@@ -152,11 +152,18 @@ def say(line: str) -> None:
 
 MODES = ("spark", "dlq_crash", "queue_crash", "queue_throughput", "startup", "explore", "segments")
 """The options that each measure something else instead (one at a time)."""
-MODE_OPTIONS = {
-    "spark": ("traces", "profile", "master", "plain_traces"),
+MODE_OPTIONS: dict[str | None, tuple[str, ...]] = {
+    None: ("ops", "keys", "seed", "repeat"),
+    "spark": ("traces", "ops", "profile", "master", "plain_traces", "seed"),
+    "dlq_crash": ("seed",),
+    "queue_crash": ("seed",),
+    "queue_throughput": ("repeat",),
+    "startup": ("repeat",),
+    "explore": ("keys",),
     "segments": ("cores", "segment_ops", "runs"),
 }
-"""The options that go with one mode only."""
+"""The options each way of bench reads (None: the engines' timing, no mode given),
+besides --json, which every one reads."""
 
 
 def _flag(name: str) -> str:
@@ -164,19 +171,23 @@ def _flag(name: str) -> str:
 
 
 def check_modes(args: argparse.Namespace, parser_defaults: dict[str, object]) -> None:
-    """One line, exit 2, for two modes at once or an option of a mode not chosen."""
+    """One line, exit 2, for two modes at once or an option the chosen mode does not
+    read (it would be ignored)."""
     chosen = [m for m in MODES if getattr(args, m) not in (None, False)]
     if len(chosen) > 1:
         raise WanconformError(
             f"bench: {_flag(chosen[0])} and {_flag(chosen[1])} each measure something else; "
             "give one"
         )
-    for mode, options in MODE_OPTIONS.items():
-        if mode in chosen:
-            continue
-        given = [o for o in options if getattr(args, o) != parser_defaults.get(o)]
-        if given:
-            raise WanconformError(f"bench: {_flag(given[0])} goes with {_flag(mode)}")
+    reads = MODE_OPTIONS[chosen[0] if chosen else None]
+    for option, default in parser_defaults.items():
+        if option not in reads and getattr(args, option) != default:
+            users = [
+                "the engines' timing (no mode)" if mode is None else _flag(mode)
+                for mode, options in MODE_OPTIONS.items()
+                if option in options
+            ]
+            raise WanconformError(f"bench: {_flag(option)} goes with {' or '.join(users)}")
 
 
 def run(args: argparse.Namespace) -> int:
