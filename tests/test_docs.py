@@ -302,3 +302,31 @@ def test_commands_md_s_synopsis_gives_each_bench_mode_the_options_it_reads() -> 
         mode: {option.replace("_", "-") for option in options} | {"json"}
         for mode, options in MODE_OPTIONS.items()
     }
+
+
+def test_commands_md_s_synopsis_names_every_option_of_every_command() -> None:
+    text = (ROOT / "docs/COMMANDS.md").read_text()
+    synopsis = text.split("## Synopsis", 1)[1].split("\n\n", 2)[1]
+    named: dict[str, set[str]] = {}
+    command = ""
+    for line in synopsis.splitlines():
+        if start := re.match(r"\s*wanconform (\w+)", line):
+            command = start.group(1)
+        named.setdefault(command, set()).update(re.findall(r"(--[a-z][a-z-]*|-o)\b", line))
+    commands = next(a for a in build_parser()._actions if a.dest == "command").choices
+    assert isinstance(commands, dict)
+    missing = [
+        f"wanconform {name} {action.option_strings[0]}"
+        for name, parser in commands.items()
+        for action in parser._actions
+        if action.option_strings
+        and action.dest != "help"
+        and not set(action.option_strings) & named.get(name, set())
+    ]
+    unknown = [
+        f"wanconform {name} {option}"
+        for name, options in named.items()
+        for option in sorted(options)
+        if not any(option in action.option_strings for action in commands[name]._actions)
+    ]
+    assert (missing, unknown) == ([], [])
