@@ -7,11 +7,13 @@ A trace set is a directory:
     DIR/ops/*.parquet            one row per operation (OPS_SCHEMA)
 
 `seq` is the operation's line in the trace's JSON Lines file (the configuration is line
-1, so the first operation is line 2): `where(trace_id, seq)` ("chaos-000007:12") names an
-operation the same way in every message, and in `wanconform convert`'s JSONL output it is
-the file's line. The typed columns (`op`, `site`, `sender`, `key`) are for Spark SQL
-users who filter on them; `json`, the operation's canonical JSON, is what is read back, so
-nothing is lost either way.
+1, so the first operation is line 2) as `wanconform convert` writes it, one line each:
+`where(trace_id, seq)` ("chaos-000007:12") names an operation the same way in every
+message, and in `wanconform convert`'s JSONL output it is the file's line. (A source
+file's blank lines are not counted: seq has no gaps, so a missing row is found.) The
+typed columns (`op`, `site`, `sender`, `key`) are for Spark SQL users who filter on them;
+`json`, the operation's canonical JSON, is what is read back, so nothing is lost either
+way.
 
 Every problem is one line naming the trace id, the sequence number and the field
 (`TraceError`); a trace set is written whole or not at all (`traces.outputs`).
@@ -426,9 +428,9 @@ def jsonl_to_parquet(paths: Iterable[str | os.PathLike[str]], out: str | os.Path
             for trace_id, source in ids.items():
                 trace = open_trace(source)
                 count = 0
-                for line, op in trace.ops():
+                for _line, op in trace.ops():  # seq: its line once written canonically
+                    batch = batcher.add(trace_id, FIRST_OP_SEQ + count, op)
                     count += 1
-                    batch = batcher.add(trace_id, line, op)
                     if batch is not None:
                         writer.write_batch(batch)
                 rows.append(config_row(trace_id, trace.config, count, None, None))
