@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -330,3 +331,22 @@ def test_commands_md_s_synopsis_names_every_option_of_every_command() -> None:
         if not any(option in action.option_strings for action in commands[name]._actions)
     ]
     assert (missing, unknown) == ([], [])
+
+
+def test_the_defaults_commands_md_s_synopsis_gives_are_the_parsers() -> None:
+    # live's --rate is client steps per second (a step may be an injected failure or an
+    # operator's step instead of a write: --fail, --lifecycle), as its help says.
+    synopsis = " ".join((ROOT / "docs/COMMANDS.md").read_text().split("## Synopsis", 1)[1].split())
+
+    def default(command: str, dest: str) -> Any:
+        actions = subcommand(command)._actions  # type: ignore[attr-defined]
+        return next(action.default for action in actions if action.dest == dest)
+
+    live = [default("live", dest) for dest in ("duration", "seed", "rate", "keys")]
+    assert (
+        "(defaults: {:g} s, seed {}, {:g} client steps/s per site, {} keys)".format(*live)
+        in synopsis
+    )
+    for command in ("generate", "campaign"):
+        made = [default(command, dest) for dest in ("traces", "ops", "profile", "seed")]
+        assert "(defaults: {} traces, {} ops, {}, seed {})".format(*made) in synopsis, command
