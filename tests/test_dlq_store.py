@@ -544,6 +544,22 @@ def test_replay_from_a_checkpoint_refuses_a_store_it_would_not_use(
     assert not (tmp_path / "stores").exists()
 
 
+@pytest.mark.parametrize("flag", ["--dlq-dir", "--queue-dir"])
+def test_replay_of_a_bad_trace_with_a_store_is_one_line_and_makes_no_store(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], flag: str
+) -> None:
+    # Bad input is one line, exit 2, nothing left behind: the store's folder was made and
+    # "t.jsonl: dead letters in DIR/t" printed before the trace was read.
+    trace = tmp_path / "t.jsonl"
+    trace.write_text(json.dumps({"config": config().to_json()}) + '\n{"op":"bogus"}\n')
+    argv = ["replay", str(trace), "--engine", "both", flag, str(tmp_path / "stores")]
+    assert main(argv) == 2
+    out, err = capsys.readouterr()
+    assert (out, err.count("\n")) == ("", 1)
+    assert err.startswith(f"wanconform: error: {trace}:2: op: unknown operation 'bogus'")
+    assert not (tmp_path / "stores").exists()
+
+
 # -- the file format, recovery and durability, byte by byte (docs/DLQ_STORE.md) -------------
 
 

@@ -500,6 +500,7 @@ def run(args: argparse.Namespace) -> int:
         if args.start:  # the checkpoint fits every trace before any is run
             from_checkpoint(args, sources[-1], args.engine)
     if stores:
+        open_store_roots(args.dlq_dir, args.queue_dir, args.traces)
         return replay_sources(args, sources, args.engine, lambda s: stores[s.name], impl_spec)
     return replay_sources(args, sources, args.engine, lambda source: impl_factory, impl_spec)
 
@@ -512,8 +513,8 @@ def durable_stores(
     spec: str | None,
     search: list[str],
 ) -> dict[str, StoreEngines]:
-    """Per trace, the engines of `--dlq-dir` and `--queue-dir` (checked before any work);
-    {} without them."""
+    """Per trace, the engines of `--dlq-dir` and `--queue-dir` (checked before any work,
+    nothing made yet: `open_store_roots` once the traces are valid); {} without them."""
     chosen = {
         flag: value for flag, value in (("--dlq-dir", dlq_dir), ("--queue-dir", queue_dir)) if value
     }
@@ -547,14 +548,25 @@ def durable_stores(
         engine_class = store_engine_class(spec, search, flag[2:].replace("-", "_"))
         for path in traces:
             folders[path].append(refuse_earlier_store(flag, directory, Path(path).stem))
-        check_directory(store_root(flag, directory))
-        what = "dead letters" if flag == "--dlq-dir" else "persistent queues"
-        for path in traces:
-            print(printable(f"{Path(path).name}: {what} in {folders[path][-1]}"), file=sys.stderr)
     return {
         path: StoreEngines(engine_class, dlq, queues=queues)
         for path, (dlq, queues) in folders.items()
     }
+
+
+def open_store_roots(dlq_dir: str | None, queue_dir: str | None, traces: list[str]) -> None:
+    """Make `--dlq-dir` and `--queue-dir` if missing (after the traces are validated: bad
+    input leaves no directory behind) and say where each trace's store is."""
+    for flag, directory in (("--dlq-dir", dlq_dir), ("--queue-dir", queue_dir)):
+        if directory is None:
+            continue
+        check_directory(store_root(flag, directory))
+        what = "dead letters" if flag == "--dlq-dir" else "persistent queues"
+        for path in traces:
+            stem = Path(path).stem
+            print(
+                printable(f"{Path(path).name}: {what} in {Path(directory) / stem}"), file=sys.stderr
+            )
 
 
 def from_checkpoint(args: argparse.Namespace, source: Source, engine: str) -> dict[str, Any]:
