@@ -30,7 +30,7 @@ from traces.engine import make_engine
 from traces.generate import ring_workload, steady_workload
 from traces.ops import Op
 from traces.parquet import op_parser, open_trace_set
-from traces.text import shell_word
+from traces.text import plural, shell_word
 
 Say = Callable[[str], None]
 
@@ -322,7 +322,7 @@ def spark_campaign(
         check_peak = max(tree.peak_rss, tree.rss())
         trace_set = open_trace_set(folder / "set")
         plain = trace_set.traces[:plain_traces]
-        say(f"{len(plain)} traces in one process ...")
+        say(f"{plural(len(plain), 'trace')} in one process ...")
         start, start_cpu = time.perf_counter(), time.process_time()
         plain_events = 0
         for info in plain:
@@ -837,7 +837,7 @@ def startup(repeat: int, say: Say) -> dict[str, Any]:
     root = Path(__file__).resolve().parent.parent
     figures: dict[str, Any] = {"load_average": list(os.getloadavg()), "commands": {}}
     for name, args in STARTUP_COMMANDS.items():
-        say(f"start-up: {name}, {repeat} runs")
+        say(f"start-up: {name}, {plural(repeat, 'run')}")
         times = []
         for _ in range(repeat):
             started = time.perf_counter()

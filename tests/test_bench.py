@@ -54,6 +54,21 @@ def test_bench_prints_its_workload_with_thousands_separators(
     assert lines[0] == "workload: 20,000 ops, 19,418 client events, 10,000 keys"
 
 
+def test_bench_says_one_run_not_one_runs(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # was "(rates: the best of 1 runs; ratios: the median of the 1 rounds' own, ...)"
+    from conformance import bench
+
+    figures: defaultdict[str, Any] = defaultdict(lambda: 1, ops=20_000, events=19_418)
+    monkeypatch.setattr(bench, "engines", lambda *args: figures)
+    assert main(["bench", "--ops", "20000", "--repeat", "1"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == (
+        "(rates: the best of 1 run; ratios: the median of the rounds' own, 1 round, each "
+        "running every timing once, in turn: --json gives each)"
+    )
+
+
 def test_bench_ratios_are_each_rounds_own() -> None:
     # rounds of 2/1, 4/2 and 3/1 s: 2, 2, 3 (median 2); per event with 1.25 times the
     # events: 1.6, 1.6, 2.4

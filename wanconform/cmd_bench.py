@@ -14,6 +14,7 @@ import sys
 from typing import Any
 
 from traces.errors import WanconformError
+from traces.text import plural
 
 
 def register(subparsers: Any) -> None:
@@ -262,8 +263,9 @@ def run(args: argparse.Namespace) -> int:
         f"speedup: {result['speedup']}x  (python {platform.python_version()}, {platform.machine()})"
     )
     print(
-        f"(rates: the best of {args.repeat} runs; ratios: the median of the {args.repeat} "
-        "rounds' own, each round running every timing once, in turn: --json gives each)"
+        f"(rates: the best of {plural(args.repeat, 'run')}; ratios: the median of the rounds' "
+        f"own, {plural(args.repeat, 'round')}, each running every timing once, in turn: "
+        "--json gives each)"
     )
     return 0
 
@@ -292,7 +294,7 @@ def run_spark(args: argparse.Namespace) -> int:
     cores, events = result["cores"], result["events"]
     load = ", ".join(f"{x:.1f}" for x in result["load_average"])
     print(
-        f"Spark {master} ({cores} cores), {args.traces} {args.profile} traces "
+        f"Spark {master} ({cores} cores), {plural(args.traces, args.profile + ' trace')} "
         f"of {args.ops:,} operations, {events:,} events; load average {load}"
     )
     print(
@@ -307,7 +309,7 @@ def run_spark(args: argparse.Namespace) -> int:
     )
     if result["plain_traces"]:
         print(
-            f"plain lockstep, one process, {result['plain_traces']} traces: "
+            f"plain lockstep, one process, {plural(result['plain_traces'], 'trace')}: "
             f"{result['plain_lockstep_events_per_s']:,} events/s "
             f"({result['plain_lockstep_events_per_cpu_s']:,} events/CPU s)"
         )
