@@ -209,6 +209,42 @@ def test_report_of_results_with_a_damaged_time_is_one_line(
 @pytest.mark.parametrize(
     ("edit", "problem"),
     [
+        (lambda e: e.update(focus="1"), "focus: not int"),
+        (lambda e: e.update(focus=len(e["steps"])), "focus: not a step"),
+        (lambda e: e.update(config={"sites": "x"}), "config: sites: must be a non-empty list"),
+        (lambda e: e["steps"][0].update(op=7), "steps[0].op: an operation must be a JSON object"),
+        (
+            lambda e: e["steps"][0].update(observations=[{"kind": "sent"}]),
+            "steps[0].observations[0]: sent.sender: missing (SPEC §10",
+        ),
+        (lambda e: e["steps"][0].update(observations=[5]), "steps[0].observations[0]: not an"),
+    ],
+)
+def test_report_of_results_with_an_edited_example_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], edit: Any, problem: str
+) -> None:
+    # examples.json edited by hand: each was a traceback (TypeError, IndexError, KeyError)
+    # or a line that did not name the file, while the report was drawn
+    rows, examples, _ = check_local(local([str(DATA / "resend.jsonl")]), RESEND)
+    write_results(tmp_path / "res", rows_table(rows), RESEND, "", list(examples.values()))
+    path = tmp_path / "res" / "examples.json"
+    document = json.loads(path.read_text())
+    out = tmp_path / "r.html"
+    assert main(["report", str(tmp_path / "res"), "-o", str(out)]) == 1  # as written: fine
+    out.unlink()
+    edit(document["examples"][0])
+    path.write_text(json.dumps(document))
+    capsys.readouterr()
+    assert main(["report", str(tmp_path / "res"), "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"wanconform: error: {path}: damaged: examples[0]: {problem}")
+    assert err.count("\n") == 1
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("edit", "problem"),
+    [
         (lambda d: [1, 2], "no policies"),
         (lambda d: d | {"policies": 5}, "policies: not a list"),
         (lambda d: d | {"policies": [1]}, "policies[0]: not an object"),

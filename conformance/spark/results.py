@@ -265,11 +265,16 @@ def read_results(directory: str | os.PathLike[str]) -> Results:
     ):
         raise TraceError(f"{path / TIMINGS}: damaged: not a number of seconds for every trace")
     raw = _read_json(path / EXAMPLES)
+    where = ""  # the example being read, if any
     try:
-        examples = [Example.from_json(item) for item in raw.get("examples", [])]
+        examples = []
+        for index, item in enumerate(raw.get("examples", [])):
+            where = f"examples[{index}]: "
+            examples.append(Example.from_json(item))
+        where = ""
         notes = {str(k): str(v) for k, v in raw.get("notes", {}).items()}
     except (AttributeError, KeyError, TypeError, ValueError) as exc:
-        raise TraceError(f"{path / EXAMPLES}: damaged: {exc}") from None
+        raise TraceError(f"{path / EXAMPLES}: damaged: {where}{exc}") from None
     return Results(
         path=path,
         rows=[row | {"seconds": float(seconds[row["trace_id"]])} for row in rows],
