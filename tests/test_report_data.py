@@ -104,6 +104,17 @@ def test_without_javascript_the_trace_table_says_what_is_missing(tmp_path: Path)
     ) in traces
 
 
+def test_report_counts_the_operations_run_across_its_traces() -> None:
+    # `report` of a 200,000-operation trace ran it for many seconds with nothing on the
+    # terminal: check_local now counts each operation run, the traces' one after another
+    # (resend.jsonl: 10 operations, all run although it diverges at its 8th, as the
+    # check goes on with the model alone; dead_letter.jsonl: 6)
+    counts: list[int] = []
+    paths = [str(DATA / "resend.jsonl"), str(DATA / "dead_letter.jsonl")]
+    check_local(local(paths), RESEND, counted=counts.append)
+    assert counts == list(range(1, 10 + 6 + 1))
+
+
 def test_report_of_a_directory_without_results_is_one_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

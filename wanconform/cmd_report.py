@@ -24,6 +24,7 @@ from traces.outputs import declare_outputs
 from traces.text import plural, printable
 from traces.tracefile import open_trace
 from wanconform.options import given
+from wanconform.progress import Progress, erase
 
 
 def register(subparsers: Any) -> None:
@@ -68,6 +69,7 @@ def run(args: argparse.Namespace) -> int:
     from reports.render import write_report
 
     def progress(line: str) -> None:
+        erase()  # the count of operations run, on a terminal
         print(printable(f"report: {line}"), file=sys.stderr)  # one line, whatever it names
 
     policies: list[dict[str, Any]] = []
@@ -113,9 +115,13 @@ def run(args: argparse.Namespace) -> int:
             LocalTrace(s.name, s.config, list(s.ops()), Path(s.name).parent.name or "traces")
             for s in sources
         ]
-        rows, examples, notes = check_local(
-            traces, impl_spec, factory, progress, args.shrink_budget
+        running = Progress(
+            f"report: running {plural(len(traces), 'trace')}", sum(len(t.ops) for t in traces)
         )
+        rows, examples, notes = check_local(
+            traces, impl_spec, factory, progress, args.shrink_budget, running.update
+        )
+        running.close()
     report = write_report(
         rows, examples, notes, args.output, impl_spec, progress, policies, settings=settings
     )

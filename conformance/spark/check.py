@@ -95,23 +95,31 @@ def check_local(
     impl_factory: EngineFactory | None = None,
     progress: Callable[[str], None] | None = None,
     shrink_budget: float | None = SHRINK_BUDGET,
+    counted: Callable[[int], None] | None = None,
 ) -> tuple[list[dict[str, Any]], dict[str, Example], dict[str, str]]:
     """Check traces held in this process, as `wanconform check` checks a trace set: the
     result rows, the examples of the largest failure groups (by signature) and, for a
-    group without one, why. Each trace is run once; the examples shrink the kept ops."""
+    group without one, why. Each trace is run once; the examples shrink the kept ops.
+    `counted` is told, after each operation run, how many of all the traces' operations
+    have been run (a progress line: a long trace takes a while)."""
     factory = impl_factory or load_impl(impl_spec)
     rows = []
+    before = 0  # the operations of the traces run before this one
     for trace in traces:
         ops = trace.ops
+        steps: Iterable[tuple[str, Op]] = ((where(trace.name, line), op) for line, op in ops)
+        if counted is not None:
+            steps = _counting(steps, before, counted)
         result = run_trace(
             trace.name,
             trace.config,
-            [(where(trace.name, line), op) for line, op in ops],
+            steps,
             impl=factory,
             impl_spec=impl_spec,
             replay=lambda ops=ops: (op for _, op in ops),
         )
         rows.append(result_row(result, profile=trace.profile))
+        before += len(ops)
     by_name = {trace.name: trace for trace in traces}
 
     def fetch(name: str) -> tuple[Config, list[Op], list[int], str] | None:
@@ -122,6 +130,15 @@ def check_local(
 
     examples, notes = explain_groups(rows, fetch, impl_spec, progress, shrink_budget)
     return rows, {example.signature: example for example in examples}, notes
+
+
+def _counting(
+    steps: Iterable[tuple[str, Op]], before: int, counted: Callable[[int], None]
+) -> Iterator[tuple[str, Op]]:
+    """`steps`, telling `counted` the operations run so far (`before` and these) after each."""
+    for number, step in enumerate(steps, before + 1):
+        yield step
+        counted(number)
 
 
 # -- the Arrow stream Spark feeds ---------------------------------------------------------
