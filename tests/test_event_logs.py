@@ -619,6 +619,38 @@ def test_event_logs_are_refused_by_shrink_as_such(
     assert not (tmp_path / "min.jsonl").exists()
 
 
+@pytest.mark.parametrize(
+    ("given", "what", "form"),
+    [
+        ("run", "a directory of event logs", "DIR"),
+        ("run/site-1.jsonl", "an event log", "DIR"),
+        ("ops.jsonl", "a log", "LOG"),
+    ],
+    ids=["directory", "file", "log"],
+)
+def test_logs_are_refused_by_report_as_such(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], given: str, what: str, form: str
+) -> None:
+    # (was: a directory: "not a campaign or results directory"; an event log: "the first
+    # line must be {"config" ..."; a log of the model's operations: "observed: unknown
+    # field for 'put'")
+    write_logs(tmp_path / "run", two_batches())
+    config = {"sites": [1, 2], "senders": [{"id": "ny", "site": 1, "remote": 2}]}
+    put = {"op": "put", "site": 1, "key": "a", "value": {"n": 1}, "observed": []}
+    (tmp_path / "ops.jsonl").write_text(
+        json.dumps({"config": config}) + "\n" + json.dumps(put) + "\n"
+    )
+    path = tmp_path / given
+    out = tmp_path / "r.html"
+    assert main(["report", str(path), "-o", str(out)]) == 2
+    assert capsys.readouterr() == (
+        "",
+        f"wanconform: error: {path}: {what} (docs/LOG.md): `wanconform validate {form} "
+        "--report HTML` reports on it; report takes trace files or a results directory\n",
+    )
+    assert not out.exists()
+
+
 def test_the_processes_of_one_run_share_one_configuration(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -74,6 +74,7 @@ def run(args: argparse.Namespace) -> int:
 
     policies: list[dict[str, Any]] = []
     settings: dict[str, Any] | None = None
+    _refuse_logs(args.traces)
     if len(args.traces) == 1 and os.path.isdir(args.traces[0]):
         results = read_results(args.traces[0])
         if given(args, "shrink_budget"):
@@ -130,6 +131,34 @@ def run(args: argparse.Namespace) -> int:
         f"{plural(len(report.groups), 'failure signature')}"
     )
     return 1 if report.failing else 0
+
+
+def _refuse_logs(paths: list[str]) -> None:
+    """A log given as a trace is one line saying what it is and what reports on it
+    (`validate ... --report`), not the first field a trace does not have."""
+    from conformance.spark.results import results_directory
+    from traces.eventlog import event_log_files
+    from traces.logfile import is_log
+
+    for path in paths:
+        if os.path.isdir(path):
+            try:
+                results_directory(path)
+                continue
+            except WanconformError:
+                pass  # not results: event logs, or nothing `report` takes (said below)
+            logs = sorted(Path(path).glob("*.jsonl"))
+            kind = "a directory of event logs" if logs and event_log_files([str(logs[0])]) else ""
+            given = "DIR"
+        elif os.path.isfile(path) and event_log_files([path]):
+            kind, given = "an event log", "DIR"
+        else:
+            kind, given = ("a log" if is_log(path) else ""), "LOG"
+        if kind:
+            raise WanconformError(
+                f"{path}: {kind} (docs/LOG.md): `wanconform validate {given} --report HTML` "
+                "reports on it; report takes trace files or a results directory"
+            )
 
 
 def _check_comparison(document: Any) -> None:
