@@ -115,6 +115,39 @@ def test_report_counts_the_operations_run_across_its_traces() -> None:
     assert counts == list(range(1, 10 + 6 + 1))
 
 
+def test_event_life_names_dispatcher_d0_as_the_narrative_does_r29(tmp_path: Path) -> None:
+    # With two dispatchers, the life of an event on dispatcher 0 said "queued on ny
+    # (bucket 2)" and "ny sent batch 1" where the narrative above it says "ny d0".
+    # SPEC R29: parallel, d = bucket(k) mod 2; key b is in bucket 2 of 4 (R31's example),
+    # so d0. Defaults: batch_time_interval 1,000 ms sends batch 1, ack_timeout 10,000 ms
+    # times it out (R20), retry_interval 5,000 ms resends it as batch 2, with 1 resent;
+    # the version tag [entry_version 1, timestamp 0, dsid 1]; {"v":1} is 7 bytes.
+    trace = tmp_path / "d0.jsonl"
+    config = {
+        "sites": [1, 2],
+        "regions": {"1": {"type": "partition", "total_num_buckets": 4}},
+        "senders": [
+            {"id": "ny", "site": 1, "remote": 2, "parallel": True, "dispatcher_threads": 2}
+        ],
+    }
+    ops = [
+        {"op": "put", "site": 1, "key": "b", "value": {"v": 1}},
+        {"op": "tick", "ms": 1000},
+        {"op": "tick", "ms": 10000},
+        {"op": "tick", "ms": 5000},
+    ]
+    trace.write_text("".join(json.dumps(line) + "\n" for line in [{"config": config}, *ops]))
+    _, examples, _ = check_local(local([str(trace)]), RESEND)
+    [example] = examples.values()
+    assert example.event == "1:1"
+    assert [line.split(" ", 1)[1] for line in example.event_life] == [
+        "site 1 wrote 1:1 (create b, [1,0,1]), queued on ny d0 (bucket 2)",
+        "ny d0 sent batch 1 [1:1] (7 bytes full, 0 delta)",
+        "ny d0 timed out on batch 1 [1:1], will resend them",
+        "ny d0 sent batch 2 [1:1] (7 bytes full, 0 delta, 1 resent as possible duplicates)",
+    ]
+
+
 def test_report_of_a_directory_without_results_is_one_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

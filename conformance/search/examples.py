@@ -241,7 +241,7 @@ def explain(
         side_note += f" ({note})"
     event = failure_event(failure)
     life = tuple(
-        f"{step.where} {describe(obs)}"
+        f"{step.where} {describe(obs, shrunk.config)}"  # `ny d0`, as the narrative says
         for step in steps
         for obs in step.observations
         if event and mentions(obs, event)
