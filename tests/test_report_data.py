@@ -148,6 +148,28 @@ def test_event_life_names_dispatcher_d0_as_the_narrative_does_r29(tmp_path: Path
     ]
 
 
+def test_variants_say_the_values_are_shown_only_when_short(tmp_path: Path) -> None:
+    # The heading said "(operation, model value, impl value)" above variants that show
+    # no value: a dispatcher is a number, never part of a variant (only short text,
+    # true, false or null is; conformance.running.run.p1_signature).
+    paths = [
+        str(EXAMPLES / "order_policy_partition.jsonl"),
+        str(EXAMPLES / "order_policy_thread.jsonl"),
+    ]
+    rows, examples, notes = check_local(local(paths), "tools.planted_bugs:RouteByKeyAndTime")
+    out = tmp_path / "r.html"
+    report = write_report(rows, examples, notes, out, "tools.planted_bugs:RouteByKeyAndTime")
+    [group] = report.groups
+    assert [variant for variant, _ in group.variants] == [
+        "put observations[].routes.ln.dispatcher",
+        "put observations[].routes.ny.dispatcher",
+    ]
+    assert (
+        "2 variants (operation and field; model and impl values when both are short text, "
+        "true, false or null):</p>"
+    ) in out.read_text(encoding="utf-8")
+
+
 def test_report_of_a_directory_without_results_is_one_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
