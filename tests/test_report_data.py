@@ -275,15 +275,34 @@ def test_report_of_results_with_a_damaged_time_is_one_line(
 @pytest.mark.parametrize(
     ("edit", "problem"),
     [
-        (lambda e: e.update(focus="1"), "focus: not int"),
-        (lambda e: e.update(focus=len(e["steps"])), "focus: not a step"),
-        (lambda e: e.update(config={"sites": "x"}), "config: sites: must be a non-empty list"),
-        (lambda e: e["steps"][0].update(op=7), "steps[0].op: an operation must be a JSON object"),
+        (lambda e: e.update(focus="1"), 'examples.0.focus: "1" is not of type integer'),
+        (lambda e: e.update(focus=99), "examples.0.focus: 99 is not a step (0.."),
+        (
+            lambda e: e.update(config={"sites": "x"}),
+            "examples.0.config: sites: must be a non-empty list",
+        ),
+        (lambda e: e["steps"][0].update(op=7), "examples.0.steps.0.op: 7 is not of type object"),
+        (
+            lambda e: e["steps"][0].update(op={"op": "put"}),
+            "examples.0.steps.0.op: site: missing (required by 'put')",
+        ),
         (
             lambda e: e["steps"][0].update(observations=[{"kind": "sent"}]),
-            "steps[0].observations[0]: sent.sender: missing (SPEC §10",
+            "examples.0.steps.0.observations.0: sent.sender: missing (SPEC §10",
         ),
-        (lambda e: e["steps"][0].update(observations=[5]), "steps[0].observations[0]: not an"),
+        (
+            lambda e: e["steps"][0].update(observations=[5]),
+            "examples.0.steps.0.observations.0: 5 is not of type object",
+        ),
+        (
+            lambda e: e["steps"][0].update(observations=[{"kind": "nope"}]),
+            "examples.0.steps.0.observations.0: kind: not an observation's kind",
+        ),
+        (
+            lambda e: e.update(kept_lines=[2, "3"]),
+            'examples.0.kept_lines.1: "3" is not of type integer',
+        ),
+        (lambda e: e.pop("event_life"), "examples.0: 'event_life' is a required property"),
     ],
 )
 def test_report_of_results_with_an_edited_example_is_one_line(
@@ -303,7 +322,7 @@ def test_report_of_results_with_an_edited_example_is_one_line(
     capsys.readouterr()
     assert main(["report", str(tmp_path / "res"), "-o", str(out)]) == 2
     err = capsys.readouterr().err
-    assert err.startswith(f"wanconform: error: {path}: damaged: examples[0]: {problem}")
+    assert err.startswith(f"wanconform: error: {path}: damaged: {problem}")
     assert err.count("\n") == 1
     assert not out.exists()
 

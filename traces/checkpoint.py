@@ -19,7 +19,6 @@ a `CheckpointError` naming the file and the field.
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 from collections.abc import Callable, Iterable
@@ -28,9 +27,10 @@ from typing import Any
 
 from traces.buckets import bucket_index
 from traces.canonical import canonical_json, size
-from traces.config import Config, SenderConfig, show
+from traces.config import Config, SenderConfig
 from traces.errors import TraceError
 from traces.files import read_text
+from traces.schema import schema_problem
 from traces.tracefile import BOM, json_problem, no_duplicate_keys, surrogate_problem
 
 FORMAT = "wanconform-checkpoint"
@@ -41,18 +41,6 @@ SCHEMA_FILE = Path(__file__).with_name("checkpoint.schema.json")
 
 class CheckpointError(TraceError):
     """A checkpoint that cannot be used: unreadable, damaged, newer, or not this config's."""
-
-
-@functools.cache
-def _validator() -> Any:
-    import jsonschema  # type: ignore[import-untyped]  # only where checkpoints are read: start-up stays quick
-
-    schema = json.loads(SCHEMA_FILE.read_text(encoding="utf-8"))
-    return jsonschema.Draft202012Validator(schema)
-
-
-def _path(parts: Iterable[Any]) -> str:
-    return ".".join(str(part) for part in parts) or "(the document)"
 
 
 def validate(doc: Any, where: str) -> None:
@@ -73,16 +61,9 @@ def validate(doc: Any, where: str) -> None:
             f"this wanconform reads version {VERSION} (SPEC v2.0, queues per dispatcher): "
             "write the checkpoint again with this wanconform (replay --checkpoint)"
         )
-    import jsonschema
-
-    error = jsonschema.exceptions.best_match(_validator().iter_errors(doc))
-    if error is not None:
-        message = error.message if len(error.message) <= 200 else error.message[:200] + "..."
-        if error.validator == "type":  # the value as the file writes it (true, not True)
-            kinds = error.validator_value
-            kinds = " or ".join(kinds) if isinstance(kinds, list) else kinds
-            message = f"{show(error.instance)} is not of type {kinds}"
-        raise CheckpointError(f"{where}: {_path(error.absolute_path)}: {message}")
+    problem = schema_problem(SCHEMA_FILE, doc)
+    if problem is not None:
+        raise CheckpointError(f"{where}: {problem}")
 
 
 Route = Callable[[SenderConfig, dict[str, Any]], int]

@@ -91,88 +91,45 @@ class Example:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Example:
-        """`to_json`'s data back, every field of the type `to_json` writes (the
-        configuration a valid one, each step's operation valid in it, each model
-        observation of SPEC §10's shape, `focus` one of the steps), or ValueError naming
-        the first that is not: a report draws it all without running anything."""
+        """`to_json`'s data back, of `SCHEMA_FILE`'s shape (`read_results` checks it) and
+        valid in its parts: the configuration, each step's operation in it, each model
+        observation of SPEC §10's shape, `focus` one of the steps; or ValueError naming
+        the first that is not (a report draws it all without running anything)."""
+        config = _valid(lambda: parse_config(data["config"]), "config")
+        steps = tuple(_step(index, step, config) for index, step in enumerate(data["steps"]))
+        if data["focus"] >= max(len(steps), 1):
+            raise ValueError(f"focus: {data['focus']} is not a step (0..{len(steps) - 1})")
         values = {name: data[name] for name in cls.__slots__}
-        for name, kind in _FIELD_TYPES.items():
-            _expect(type(values[name]) is kind, f"{name}: not {kind.__name__}")
-        config = _expect_valid(lambda: parse_config(values["config"]), "config")
-        _expect(all(type(n) is int for n in values["kept_lines"]), "kept_lines: not integers")
-        _expect(all(type(line) is str for line in values["event_life"]), "event_life: not text")
-        values["kept_lines"] = tuple(values["kept_lines"])
-        values["stages"] = tuple((name, int(left)) for name, left in data["stages"])
-        values["event_life"] = tuple(values["event_life"])
-        values["steps"] = tuple(
-            _step(index, step, config) for index, step in enumerate(data["steps"])
-        )
-        steps = len(values["steps"])
-        _expect(0 <= values["focus"] < max(steps, 1), f"focus: not a step (0..{steps - 1})")
+        values["kept_lines"] = tuple(data["kept_lines"])
+        values["stages"] = tuple((name, left) for name, left in data["stages"])
+        values["event_life"] = tuple(data["event_life"])
+        values["steps"] = steps
         return cls(**values)
 
 
-_FIELD_TYPES: dict[str, type] = {
-    **{
-        name: str
-        for name in (
-            "signature",
-            "trace",
-            "source",
-            "impl",
-            "failure",
-            "minimal_name",
-            "minimal_trace",
-            "side_path",
-            "side_note",
-            "event",
-            "command",
-            "pytest",
-        )
-    },
-    "config": dict,
-    "original_operations": int,
-    "kept_lines": list,
-    "stages": list,
-    "steps": list,
-    "focus": int,
-    "event_life": list,
-}
-"""`Example.to_json`'s fields and the JSON type of each (`side_model`, `side_impl`: any)."""
+SCHEMA_FILE = Path(__file__).with_name("examples.schema.json")
+"""The shape of a results directory's examples.json: `{"examples": [Example.to_json()],
+"notes": {...}}`."""
 
 
-def _expect(holds: bool, what: str) -> None:
-    if not holds:
-        raise ValueError(what)
-
-
-def _expect_valid(parse: Callable[[], Any], where: str) -> Any:
+def _valid(parse: Callable[[], Any], where: str) -> Any:
     try:
         return parse()
     except WanconformError as exc:
         raise ValueError(f"{where}: {exc}") from None
 
 
-def _step(index: int, data: Any, config: Config) -> ExampleStep:
+def _step(index: int, data: dict[str, Any], config: Config) -> ExampleStep:
     """One of `Example.to_json`'s steps back (see `Example.from_json`)."""
-    at = f"steps[{index}]"
-    step = ExampleStep(**data)
-    _expect(type(step.where) is str and type(step.text) is str, f"{at}: where, text: not text")
-    _expect_valid(lambda: parse_op(step.op, config), f"{at}.op")
-    _expect(type(step.observations) is list, f"{at}.observations: not a list")
-    for number, observation in enumerate(step.observations):
-        kind = observation.get("kind") if isinstance(observation, dict) else None
+    at = f"steps.{index}"
+    _valid(lambda: parse_op(data["op"], config), f"{at}.op")
+    for number, observation in enumerate(data["observations"]):
+        where = f"{at}.observations.{number}"
+        kind = observation.get("kind")
         if not isinstance(kind, str) or kind not in FIELDS:
-            raise ValueError(f"{at}.observations[{number}]: not an observation")
-        try:
-            check_fields(f"{at}.observations[{number}]", kind, observation)
-        except WanconformError as exc:
-            raise ValueError(str(exc)) from None
-    _expect(
-        step.impl_observations is None or type(step.impl_observations) is list,
-        f"{at}.impl_observations: not a list",
-    )
-    return step
+            raise ValueError(f"{where}: kind: not an observation's kind")
+        check_fields(where, kind, observation)
+    return ExampleStep(**data)
 
 
 def reproduce(source: str, impl: str, minimal_name: str, failure: Failure) -> str:

@@ -38,11 +38,13 @@ import pyarrow.parquet as pq
 
 from conformance.properties.checker import PROPERTIES
 from conformance.running.run import RunResult
+from conformance.search.examples import SCHEMA_FILE as EXAMPLES_SCHEMA
 from conformance.search.examples import Example
 from traces.canonical import canonical_json
 from traces.errors import TraceError, WanconformError
 from traces.ops import op_to_json
 from traces.outputs import RESULTS_FILE, building_directory
+from traces.schema import schema_problem
 from traces.text import cut
 
 ALL_PROPERTIES = ("P1", *PROPERTIES)
@@ -265,16 +267,16 @@ def read_results(directory: str | os.PathLike[str]) -> Results:
     ):
         raise TraceError(f"{path / TIMINGS}: damaged: not a number of seconds for every trace")
     raw = _read_json(path / EXAMPLES)
-    where = ""  # the example being read, if any
-    try:
-        examples = []
-        for index, item in enumerate(raw.get("examples", [])):
-            where = f"examples[{index}]: "
+    problem = schema_problem(EXAMPLES_SCHEMA, raw)
+    if problem is not None:
+        raise TraceError(f"{path / EXAMPLES}: damaged: {problem}")
+    examples = []
+    for index, item in enumerate(raw.get("examples", [])):
+        try:
             examples.append(Example.from_json(item))
-        where = ""
-        notes = {str(k): str(v) for k, v in raw.get("notes", {}).items()}
-    except (AttributeError, KeyError, TypeError, ValueError) as exc:
-        raise TraceError(f"{path / EXAMPLES}: damaged: {where}{exc}") from None
+        except (ValueError, WanconformError) as exc:
+            raise TraceError(f"{path / EXAMPLES}: damaged: examples.{index}.{exc}") from None
+    notes = raw.get("notes", {})
     return Results(
         path=path,
         rows=[row | {"seconds": float(seconds[row["trace_id"]])} for row in rows],
