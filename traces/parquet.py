@@ -217,7 +217,7 @@ def _dataset(path: Path, schema: pa.Schema, table: str) -> ds.Dataset:
         raise _unreadable(folder, exc) from None
     if not dataset.files:  # its schema would be empty: "column 'trace_id' missing" misled
         raise TraceError(f"{folder}: no Parquet files (SPEC §12 trace set)")
-    _check_schema(dataset.schema, schema, f"{folder}")
+    _check_schema(dataset.schema, schema, dataset.files[0])  # Arrow's schema: the first file's
     return dataset
 
 
