@@ -463,8 +463,8 @@ def test_a_string_that_is_not_utf8(tmp_path: Path, capsys: pytest.CaptureFixture
     rewrite(trace_set / "ops", table)
     expect_error(
         tmp_path, trace_set,
-        f"{trace_set / 'ops'}: not readable Parquet: Column 2: In chunk 0: Invalid: Invalid "
-        "UTF8 sequence at string index 0", capsys,
+        f"{trace_set / 'ops' / 'part-0.parquet'}: not readable Parquet: Column 2: In chunk 0: "
+        "Invalid: Invalid UTF8 sequence at string index 0", capsys,
     )  # fmt: skip
     # What Spark streams to a check: the trace's rows, one of them damaged so.
     rows = pa.RecordBatch.from_pylist(
@@ -488,6 +488,27 @@ def test_a_string_that_is_not_utf8(tmp_path: Path, capsys: pytest.CaptureFixture
     )  # fmt: skip
     with pytest.raises(WanconformError, match=r"^t: not readable: a string is not UTF-8"):
         results_table(check_batches([rows, bad]))
+
+
+def test_a_later_file_with_a_damaged_string_is_named(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Arrow's message for data it cannot decode names no file: "ops: not readable" left
+    # the user to search the 64 or more files of a generated set.
+    trace_set = good_set(tmp_path)
+    table = pq.read_table(trace_set / "ops")
+    rewrite(trace_set / "ops", table.slice(0, 5))
+    later = table.slice(5)
+    index = later.schema.get_field_index("json")
+    cells = [cell.as_py().encode() for cell in later.column(index)]
+    cells[2] = b"\xff" + cells[2]
+    later = later.set_column(index, "json", pa.array(cells, pa.binary()).view(pa.string()))
+    pq.write_table(later, trace_set / "ops" / "part-1.parquet")
+    expect_error(
+        tmp_path, trace_set,
+        f"{trace_set / 'ops' / 'part-1.parquet'}: not readable Parquet: Column 2: In chunk 0: "
+        "Invalid: Invalid UTF8 sequence at string index 2", capsys,
+    )  # fmt: skip
 
 
 def test_a_file_arrow_cannot_read(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

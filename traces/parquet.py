@@ -233,20 +233,31 @@ def _check_files(dataset: ds.Dataset, schema: pa.Schema, folder: Path) -> None:
         _check_schema(actual, schema, fragment.path)
 
 
-def _unreadable(folder: Path, exc: Exception) -> TraceError:
-    return TraceError(f"{folder}: not readable Parquet: {' '.join(str(exc).split())}")
+def _unreadable(place: Path | str, exc: Exception) -> TraceError:
+    return TraceError(f"{place}: not readable Parquet: {' '.join(str(exc).split())}")
 
 
 def _to_table(dataset: ds.Dataset, folder: Path, **options: Any) -> pa.Table:
     """`dataset.to_table(**options)`, validated; a file that cannot be read (the dataset's
     schema comes from its first file only) or holds invalid data is a TraceError naming
-    the folder."""
+    that file (the folder if no one file fails alone)."""
     try:
         table = dataset.to_table(**options)
         table.validate(full=True)  # e.g. a string column holding bytes that are not UTF-8
     except (pa.ArrowException, OSError) as exc:  # any of Arrow's: invalid, not implemented
-        raise _unreadable(folder, exc) from None
+        raise _unreadable_file(dataset, options) or _unreadable(folder, exc) from None
     return table
+
+
+def _unreadable_file(dataset: ds.Dataset, options: dict[str, Any]) -> TraceError | None:
+    """What is wrong with the first file of `dataset` that `_to_table` cannot read alone
+    (Arrow's message for damaged data names no file, and a generated set has 64 or more)."""
+    for fragment in dataset.get_fragments():
+        try:
+            fragment.to_table(schema=dataset.schema, **options).validate(full=True)
+        except (pa.ArrowException, OSError) as exc:
+            return _unreadable(fragment.path, exc)
+    return None
 
 
 @dataclass(frozen=True, slots=True)
