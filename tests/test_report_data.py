@@ -882,3 +882,18 @@ def test_the_summary_names_a_report_whose_name_is_not_utf_8_escaped(
     assert capsys.readouterr().out == (
         f"{tmp_path}/\\udcfc.html: 1 trace, 0 failing, 0 failure signatures\n"
     )
+
+
+def test_report_of_one_trace_given_twice_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `report T ./T` counted the trace twice (2 traces, its verdicts doubled)
+    shutil.copy(DATA / "resend.jsonl", tmp_path / "t.jsonl")
+    monkeypatch.chdir(tmp_path)
+    out = tmp_path / "r.html"
+    assert main(["report", "t.jsonl", "./t.jsonl", "-o", str(out)]) == 2
+    assert capsys.readouterr().err == (
+        "wanconform: error: ./t.jsonl: given twice (also as t.jsonl): a report counts each "
+        "trace once\n"
+    )
+    assert not out.exists()

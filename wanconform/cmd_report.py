@@ -12,6 +12,7 @@ nothing failed, 1 written and some trace failed, 2 bad input (nothing written).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -105,9 +106,19 @@ def run(args: argparse.Namespace) -> int:
                 raise WanconformError(f"{compared}: not a policies comparison: {exc}") from None
             settings = document
     else:
+        seen: dict[tuple[int, int], str] = {}  # (device, inode) -> the path given first
         for path in args.traces:
             if os.path.isdir(path):
                 raise WanconformError(f"{path}: a directory: give it alone, or give trace files")
+            with contextlib.suppress(OSError):  # (a missing file is open_trace's to name)
+                status = os.stat(path)
+                file = (status.st_dev, status.st_ino)
+                if file in seen:
+                    raise WanconformError(
+                        f"{path}: given twice (also as {seen[file]}): a report counts each "
+                        "trace once"
+                    )
+                seen[file] = path
         impl_spec = args.impl or DEFAULT_IMPL
         search = sorted({os.path.dirname(os.path.abspath(p)) for p in args.traces})
         factory = load_impl(impl_spec, search)
