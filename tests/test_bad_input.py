@@ -645,6 +645,24 @@ def test_a_log_observation_with_a_fraction(
     )
 
 
+def test_a_log_observation_with_an_integer_of_5000_digits(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # was: "must be an integer, a string, a boolean or null (SPEC §10), got an integer"
+    path = tmp_path / "l.jsonl"
+    observed = [{"kind": "enqueued", "site": 1, "event": "1:1", "key": "k", "op": "create",
+                 "version": [1, 0, 1], "value": {"n": 12345}, "senders": ["ny"],
+                 "routes": {"ny": {"dispatcher": 0, "bucket": None}}}]  # fmt: skip
+    op = {"op": "put", "site": 1, "key": "k", "value": {"n": 1}, "observed": observed}
+    path.write_text(CONFIG + op_line(op).replace("12345", "-" + "7" * 5000))
+    err = run_cli(capsys, ["validate", str(path)])
+    assert err == (
+        f"wanconform: error: {path}:2: observed[0].value.n: must be an integer, a string, a "
+        "boolean or null (SPEC §10), got an integer with too many digits "
+        "(-77777...(5000 digits))\n"
+    )
+
+
 @pytest.mark.parametrize(
     ("payload", "problem"),
     [({"add": {"sender": "ny"}}, "an add whose record has no string event_id"),

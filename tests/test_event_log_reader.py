@@ -110,6 +110,12 @@ def test_a_flush_line_s_batch_is_its_sent_batch_on_both_paths() -> None:
             "site-1.jsonl:9: observed[0].value.n: must be an integer, a string, a boolean or "
             "null (SPEC §10), got a number with an exponent (1e-7)",
         ),
+        (  # past Python's 4,300 digits: SPEC §10 has no such integer (was: "must be an
+            # integer ..., got an integer")
+            compact(PUT).replace(b"[1,5,1]", b"[1," + b"9" * 5000 + b",1]"),
+            "site-1.jsonl:9: observed[0].version[1]: must be an integer, a string, a boolean "
+            "or null (SPEC §10), got an integer with too many digits (99999...(5000 digits))",
+        ),
         (
             compact({**PUT, "zz": 1}),
             "site-1.jsonl:9: zz: unknown field for 'put' (fields: site, key, value, thread)",

@@ -276,8 +276,9 @@ def json_kind(value: Any) -> str:
     if _is_int(value):
         return "an integer"
     if isinstance(value, JsonNumber):
-        if value.is_integer:
-            return "an integer"
+        if value.is_integer:  # past 4,300 digits: "an integer" alone would contradict a
+            # message that allows integers (an observation's, SPEC §10)
+            return f"an integer with too many digits ({value!r})"
         if "." in value.text:
             return f"a number with a fraction ({value!r})"
         if math.isinf(float(value.text)):
