@@ -735,6 +735,26 @@ def test_r15_the_report_names_the_first_late_step(
     ) in text
 
 
+def test_r15_the_report_names_every_late_step_its_summary_says_it_lists(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # bound 5: batch 1, due at 30 (full at 30), is still not taken at the put of 40 (10 ms
+    # > 5, line 4: counted there once); batch 2, due at 40 + 100, is sent at 150 (line 7)
+    folder = write_logs(tmp_path / "run", two_batches())
+    report = tmp_path / "report.html"
+    assert main(["validate", str(folder), "--max-late-ms", "5", "--report", str(report)]) == 1
+    capsys.readouterr()
+    text = report.read_text()
+    assert "lateness: FAILED (2 violations; " in text
+    # (was: only the first of them)
+    assert (
+        f"first: {folder}/site-1.jsonl:4: lateness: flush of ny dispatcher 0 due at t=30 not "
+        "taken by t=40: late by more than --max-late-ms 5; "
+        f"{folder}/site-1.jsonl:7: lateness: flush of ny dispatcher 0 late by 10 ms (due at "
+        "t=140; --max-late-ms 5)"
+    ) in text
+
+
 def test_at_on_some_files_only_is_the_error_even_where_it_breaks_the_merge(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

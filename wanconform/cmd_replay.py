@@ -641,7 +641,7 @@ def replay_sources(
     status = 0
     rows: list[dict[str, Any]] = []
     kept: dict[str, tuple[Config, list[Op], list[int], str]] = {}
-    watched: dict[str, str] = {}  # the watch's verdict -> its first violation, in words
+    watched: dict[str, str] = {}  # the watch's verdict -> the violations it lists, in words
     verdicts: list[str] = []  # the watch's verdict of each run, in words (the summary's)
     for source in sources:
         steps: list[dict[str, Any]] | None = [] if args.steps and args.json else None
@@ -714,8 +714,9 @@ def replay_sources(
             verdict = watcher.verdict()
             result.verdicts = (*result.verdicts, verdict)
             verdicts.append(str(verdict))
-            if verdict.violations:  # the report names the first, the group has no example
-                watched.setdefault(verdict.property, str(verdict.violations[0]))
+            if verdict.violations:  # the report names those its summary says it lists
+                listed = "; ".join(str(violation) for violation in verdict.violations)
+                watched.setdefault(verdict.property, listed)
         if getattr(args, "checkpoint", None):
             from traces.checkpoint import checkpoint_text
             from traces.outputs import write_text_atomically
