@@ -755,6 +755,27 @@ def test_r15_the_report_names_every_late_step_its_summary_says_it_lists(
     ) in text
 
 
+def test_the_report_on_event_logs_does_not_offer_shrink_which_refuses_them(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    logs = two_batches()
+    logs["site-1"][3] = flush(45, 1, ["1:1"])  # R15 takes the queue's first 2 (batch_size 2)
+    folder = write_logs(tmp_path / "run", logs)
+    report = tmp_path / "report.html"
+    assert main(["validate", str(folder), "--report", str(report)]) == 1
+    capsys.readouterr()
+    text = report.read_text()
+    assert f"{folder}/site-1.jsonl:5" in text
+    # (was: "`wanconform shrink LOG -o T.jsonl` writes the trace up to the disagreement")
+    assert "shrink LOG" not in text
+    assert (
+        "no example: a running system&#39;s event logs cannot be shrunk, not even cut to a "
+        "trace (`wanconform shrink` refuses them): they are only validated (docs/LOG.md)"
+    ) in text
+    assert main(["shrink", str(folder), "-o", str(tmp_path / "t.jsonl")]) == 2
+    assert "cannot be shrunk, only validated" in capsys.readouterr().err
+
+
 def test_at_on_some_files_only_is_the_error_even_where_it_breaks_the_merge(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

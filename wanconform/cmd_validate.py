@@ -32,6 +32,10 @@ NO_EXAMPLE = (
     "no example: a log cannot be shrunk without the system that wrote it; `wanconform "
     "shrink LOG -o T.jsonl` writes the trace up to the disagreement to run on it again"
 )
+NO_EVENT_LOG_EXAMPLE = (
+    "no example: a running system's event logs cannot be shrunk, not even cut to a trace "
+    "(`wanconform shrink` refuses them): they are only validated (docs/LOG.md)"
+)
 
 
 def register(subparsers: Any) -> None:
@@ -128,7 +132,7 @@ def run_events(args: argparse.Namespace, files: list[str]) -> int:
         lambda run: run.log_engine,
         "the log",
         other="the log",
-        no_example=NO_EXAMPLE,
+        no_example=NO_EVENT_LOG_EXAMPLE,
         model_of=lambda run: run.model_engine,
         watch=lambda: LatenessCheck(
             DEFAULT_MAX_LATE_MS if args.max_late_ms is None else args.max_late_ms
