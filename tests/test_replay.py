@@ -354,6 +354,12 @@ class TakesNoOp(Engine):  # the wrong signature: named as the user's, not where 
 class KeysTakeNothing(Engine):
     def observe_keys(self):
         return {}
+
+
+class ReturnsText(Engine):  # a str from apply: not to be taken for what an engine raised
+    def apply(self, op):
+        observations = super().apply(op)
+        return "delivered" if op.op == "deliver" else observations
 """
 
 
@@ -503,6 +509,7 @@ def test_a_user_engine_that_fails_to_build_is_one_line_in_shrink_and_explore(
         # apply returned what is not a list of JSON objects: where it did
         ("ReturnsNothing", 't.jsonl:{deliver}: divergence at {{"op":"deliver"'),
         ("ReturnsASet", 't.jsonl:{deliver}: divergence at {{"op":"deliver"'),
+        ("ReturnsText", 't.jsonl:{deliver}: divergence at {{"op":"deliver"'),
         ("ExitsOnDeliver", 't.jsonl:{deliver}: divergence at {{"op":"deliver"'),
         ("StateNotJson", "t.jsonl:2: divergence at "),
     ],
@@ -534,6 +541,7 @@ def test_a_user_engine_that_raises_or_starts_wrong_is_a_divergence(
             '(mine.py:30, in observe)"'
         ),
         "ReturnsNothing": 'impl="returned None from apply, not a list of observations"',
+        "ReturnsText": 'impl="returned a str from apply, not a list of observations"',
         "ReturnsASet": (
             'impl="returned an observation from apply that is not JSON (Object of type set is '
             'not JSON serializable)"'
@@ -552,6 +560,7 @@ def test_a_user_engine_that_raises_or_starts_wrong_is_a_divergence(
     [
         ("RaisesOnDeliver", 9, "raised KeyError: 'no such batch' (mine.py:17, in apply)"),
         ("ReturnsNothing", 9, "returned None from apply, not a list of observations"),
+        ("ReturnsText", 9, "returned a str from apply, not a list of observations"),
         ("ObserveFails", 12, "raised RuntimeError: not yet (mine.py:30, in observe)"),
         ("KeysFail", 10, "raised LookupError: no keys (mine.py:42, in observe_keys)"),
         ("ExitsOnDeliver", 9, "raised SystemExit: 3 (mine.py:58, in apply)"),

@@ -218,6 +218,11 @@ def _cut(differences: Iterator[Difference]) -> tuple[tuple[Difference, ...], int
     return tuple(found[:MAX_DIFFERENCES]), len(found)
 
 
+class Raised(str):
+    """What a user's engine raised, in words (`traces.engine.raised`): a type of its own,
+    so that a `str` its `apply` or `observe` returned is not taken for it."""
+
+
 def observed_or_raised(impl: Engine) -> Any:
     """The impl's observable state, or what it raised (a user's engine that fails there
     differs there, as one that raises in `apply`)."""
@@ -226,18 +231,18 @@ def observed_or_raised(impl: Engine) -> Any:
     except WanconformError:  # bad input (a log's), not the engine's failure
         raise
     except ENGINE_FAILURES as exc:
-        return raised(exc)
+        return Raised(raised(exc))
 
 
-def applied_or_raised(impl: Engine, op: Op) -> list[Observation] | str:
-    """The impl's observations of `op`, or what it raised (a user's engine that fails in
-    `apply` differs there: P1)."""
+def applied_or_raised(impl: Engine, op: Op) -> list[Observation] | Raised:
+    """The impl's observations of `op` (what its `apply` returned: see `malformed`), or
+    what it raised (a user's engine that fails in `apply` differs there: P1)."""
     try:
         return impl.apply(op)
     except WanconformError:  # bad input (a log's), not the engine's failure
         raise
     except ENGINE_FAILURES as exc:
-        return raised(exc)
+        return Raised(raised(exc))
 
 
 def malformed(observations: Any) -> str | None:
@@ -258,7 +263,7 @@ def malformed(observations: Any) -> str | None:
 
 
 def _state_differences(model: Any, impl: Any) -> tuple[tuple[Difference, ...], int]:
-    if isinstance(impl, str):  # it raised: no path to compare
+    if isinstance(impl, Raised):  # no path to compare
         return (Difference("state", "its observable state", impl),), 1
     differences, total = _cut(json_differences(model, impl, "state"))
     return tuple(_shown(d) for d in differences), total
@@ -361,7 +366,7 @@ class Lockstep:
         else:  # one process, or the helper's record is not the model's: see here
             impl = self._impl_here(index - 1) if ahead is not None else self.impl
             applied = applied_or_raised(impl, op)
-            if isinstance(applied, str):  # the impl failed here: they differ here
+            if isinstance(applied, Raised):  # the impl failed here: they differ here
                 self.impl_observations = []
                 failed = Difference("observations", model_observations, applied)
                 self.divergence = Divergence(index, _named(where, index), op, (failed,), 1)

@@ -46,6 +46,7 @@ from conformance.running.lockstep import (
     ABSENT,
     Divergence,
     Lockstep,
+    Raised,
     applied_or_raised,
     malformed,
     observed_or_raised,
@@ -407,7 +408,7 @@ class Alone:
 
     def apply(self, op: Op) -> list[Observation]:
         observations = applied_or_raised(self.engine, op)
-        if isinstance(observations, str):
+        if isinstance(observations, Raised):
             raise self._error(observations)
         problem = malformed(observations)
         if problem is not None:
@@ -632,7 +633,7 @@ class TraceRun:
             impl = self.lockstep.impl
             logged = getattr(impl, "state_logged", None)  # a log: a state now and then
             observed = observed_or_raised(impl) if logged is None or logged() else {}
-            impl_state = {} if isinstance(observed, str) else observed  # str: it raised
+            impl_state = {} if isinstance(observed, Raised) else observed
             self.failure_states = (self.lockstep.model.observe(), impl_state)
         if self.stop_at_failure:
             self.stopped = f"stopped at {where}, its first failure ({self.failure.signature})"

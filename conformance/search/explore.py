@@ -43,6 +43,7 @@ from conformance.properties.checker import (
 )
 from conformance.running.coverage import Coverage
 from conformance.running.lockstep import (
+    Raised,
     applied_or_raised,
     json_differences,
     malformed,
@@ -553,7 +554,7 @@ def _impl_divergence(
     engine = impl(config)
     for earlier in (*path, op):  # a user's engine that raises differs where it raises
         theirs = applied_or_raised(engine, earlier)
-        if isinstance(theirs, str):
+        if isinstance(theirs, Raised):
             return f"model and impl observations differ: impl {theirs}"
     first = next(json_differences(observations, theirs, "observations"), None)
     problem = None if first is None else malformed(theirs)  # not a list of JSON objects
@@ -562,7 +563,7 @@ def _impl_divergence(
     what = "observations"
     if first is None:
         model_view, impl_view = observe(model_state), observed_or_raised(engine)
-        if isinstance(impl_view, str):
+        if isinstance(impl_view, Raised):
             return f"model and impl states differ: impl {impl_view} in observe"
         if same_state(model_view, impl_view)[0]:
             return None
