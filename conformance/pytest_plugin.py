@@ -101,17 +101,22 @@ def conformance_tests(engine: Any = "impl:Engine", steps: int = 50) -> type[unit
             from conformance.search.machine import ConformanceFailure, machine_with_impl
             from conformance.search.shrink import shrink
             from traces.engine import load_impl
+            from traces.errors import WanconformError
             from traces.outputs import write_text_atomically
             from traces.text import plural
             from traces.tracefile import trace_text
 
             chosen = OPTIONS.get("impl") or engine
-            factory = load_impl(chosen, [str(Path.cwd())]) if isinstance(chosen, str) else chosen
             folder = Path(OPTIONS.get("counterexamples") or DEFAULT_DIRECTORY)
-            machine = machine_with_impl(factory, folder)
             examples = OPTIONS.get("examples") or settings().max_examples
             message = ""
             try:
+                # a wrong engine (no such class, not an engine, fails to build ...): its
+                # one line, as the command line says it
+                factory = (
+                    load_impl(chosen, [str(Path.cwd())]) if isinstance(chosen, str) else chosen
+                )
+                machine = machine_with_impl(factory, folder)
                 run_state_machine_as_test(
                     machine,
                     settings=settings(
@@ -122,6 +127,8 @@ def conformance_tests(engine: Any = "impl:Engine", steps: int = 50) -> type[unit
                         phases=[Phase.explicit, Phase.reuse, Phase.generate],
                     ),
                 )
+            except WanconformError as exc:
+                message = str(exc)  # without Hypothesis's notes: the machine's steps
             except ConformanceFailure as failure:
                 assert machine.last_failure is not None
                 config, ops, path = machine.last_failure

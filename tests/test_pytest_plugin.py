@@ -100,12 +100,25 @@ def test_an_engine_that_cannot_be_built_fails_with_that_alone(tmp_path: Path) ->
     (tmp_path / "test_mine.py").write_text(TESTS)
     run = pytest_in(tmp_path, "--wanconform-examples", "5")
     assert run.returncode == 1, run.stdout + run.stderr
-    assert (
-        "WanconformError: --impl mine:Engine: building the engine raised ValueError: "
+    line = (
+        "--impl mine:Engine: building the engine raised ValueError: "
         "no config yet (mine.py:3, in __init__)"
-    ) in run.stdout
+    )
+    # that line alone: not the plugin's source as a traceback, nor Hypothesis's steps
+    failure = run.stdout.split("test_conformance_machine _")[1].split("\n=")[0]
+    assert failure.splitlines()[1:] == [line], run.stdout
+    assert f"FAILED test_mine.py::TestMine::test_conformance_machine - Failed: {line}" in run.stdout
     # not the machine's teardown failing on the state it never had
     assert "During handling" not in run.stdout and "AttributeError" not in run.stdout
+
+
+def test_a_class_that_is_not_there_fails_with_one_line(tmp_path: Path) -> None:
+    (tmp_path / "mine.py").write_text(BUGGY_ENGINE)
+    (tmp_path / "test_mine.py").write_text(TESTS.replace("mine:Engine", "mine:Engin"))
+    run = pytest_in(tmp_path, "--wanconform-examples", "5")
+    assert run.returncode == 1, run.stdout + run.stderr
+    failure = run.stdout.split("test_conformance_machine _")[1].split("\n=")[0]
+    assert failure.splitlines()[1:] == ["--impl mine:Engin: module mine has no Engin"], run.stdout
 
 
 def test_examples_and_steps_below_one_are_a_usage_error(tmp_path: Path) -> None:
