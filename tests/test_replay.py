@@ -381,6 +381,11 @@ class ReturnsText(Engine):  # a str from apply: not to be taken for what an engi
         (USER_ENGINES, "ExitsAtBuild",
          "--impl {m}:ExitsAtBuild: building the engine raised SystemExit: 4 ({m}.py:64, in "
          "__init__)"),
+        # an exception without a message (a bare raise, a bare assert): its name alone
+        ("class X:\n    def __init__(self, config):\n        raise NotImplementedError\n"
+         "    def apply(self, op):\n        return []\n    def observe(self):\n        return {}\n",
+         "X", "--impl {m}:X: building the engine raised NotImplementedError ({m}.py:3, in "
+         "__init__)"),
     ],
 )  # fmt: skip
 def test_a_user_engine_that_fails_to_import_or_build_is_one_line(

@@ -282,7 +282,7 @@ _CALLERS = tuple(
 def raised(exc: BaseException) -> str:
     """`raised KeyError: 'x' (engine.py:12, in apply)`: an exception of a user's code,
     with where it was raised (the innermost frame; a SyntaxError's file and line)."""
-    text = f"raised {type(exc).__name__}: {exc}"
+    text = f"raised {type(exc).__name__}" + (f": {exc}" if str(exc) else "")
     if isinstance(exc, SyntaxError):
         return text
     frames = [  # the user's code: not this file, nor Python's frozen modules (`exit()`'s)
