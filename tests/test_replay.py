@@ -360,6 +360,14 @@ class ReturnsText(Engine):  # a str from apply: not to be taken for what an engi
     def apply(self, op):
         observations = super().apply(op)
         return "delivered" if op.op == "deliver" else observations
+
+
+class ChangesItsPut(Engine):  # changes the value it was given, which it keeps (as impl does)
+    def apply(self, op):
+        observations = super().apply(op)
+        if op.op == "put":
+            op.value["extra"] = 1
+        return observations
 """
 
 
@@ -404,6 +412,27 @@ def test_a_user_engine_that_fails_to_import_or_build_is_one_line(
     assert main(["replay", str(trace), "--engine", "both", "--impl", f"{module}:{engine}"]) == 2
     expected = message.format(m=module, dir=tmp_path)
     assert capsys.readouterr() == ("", f"wanconform: error: {expected}\n")
+
+
+def test_a_user_engine_that_changes_its_operation_does_not_change_the_model(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """R9: a put writes its value, and its `enqueued` observation shows it. An engine that
+    then changes the put's value in place was given the model's own operation, and so
+    changed the model's observation and entry too: both engines had {"n": 1, "extra": 1}
+    and P1 held."""
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    (tmp_path / "mine.py").write_text(USER_ENGINES)
+    trace = tmp_path / "t.jsonl"
+    trace.write_text((EXAMPLES / "batching_by_size.jsonl").read_text())
+    argv = ["replay", str(trace), "--engine", "both", "--impl", "mine:ChangesItsPut"]
+    assert main(argv) == 1
+    out = capsys.readouterr().out
+    assert (
+        f"P1: FAILED: model and impl (mine:ChangesItsPut) diverge at {trace}:2: divergence at "
+        '{"key":"a","op":"put","site":1,"value":{"n":1}}\n'
+        '    observations[0].value.extra: model="<absent>" impl=1\n'
+    ) in out
 
 
 def test_what_a_user_engine_prints_goes_to_stderr_not_into_json(

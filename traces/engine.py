@@ -22,6 +22,7 @@ this ground floor names them without importing them.
 from __future__ import annotations
 
 import contextlib
+import copy
 import gc
 import importlib
 import importlib.util
@@ -366,7 +367,10 @@ def _to_stderr(method: Callable[..., Any]) -> Callable[..., Any]:
 def _quiet(engine: type) -> type:
     """A user's engine class whose prints (a debugging `print` in apply ...) go to stderr:
     stdout is wanconform's (`--json` a line per trace, `shrink`'s result). A subclass of
-    the same module and name, so that the reproduce commands name the user's class."""
+    the same module and name, so that the reproduce commands name the user's class. Its
+    `apply` is given a copy of the operation: the model was given the same one and may
+    hold its value (a put's), which an engine that changes what it was given (updates a
+    value in place) would change in the model's state too."""
     namespace: dict[str, Any] = {
         "__module__": engine.__module__,
         "__qualname__": engine.__qualname__,
@@ -376,6 +380,8 @@ def _quiet(engine: type) -> type:
         if callable(method):
 
             def through(self: Any, *args: Any, _name: str = name, **kwargs: Any) -> Any:
+                if _name == "apply":
+                    args = copy.deepcopy(args)
                 return _to_stderr(getattr(super(quiet, self), _name))(*args, **kwargs)
 
             namespace[name] = through
