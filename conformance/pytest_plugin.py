@@ -100,7 +100,7 @@ def conformance_tests(engine: Any = "impl:Engine", steps: int = 50) -> type[unit
             from conformance.search.examples import SHRINK_BUDGET
             from conformance.search.machine import ConformanceFailure, machine_with_impl
             from conformance.search.shrink import shrink
-            from traces.engine import load_impl
+            from traces.engine import load_impl, user_engine
             from traces.errors import WanconformError
             from traces.outputs import write_text_atomically
             from traces.text import plural
@@ -114,7 +114,11 @@ def conformance_tests(engine: Any = "impl:Engine", steps: int = 50) -> type[unit
                 # a wrong engine (no such class, not an engine, fails to build ...): its
                 # one line, as the command line says it
                 factory = (
-                    load_impl(chosen, [str(Path.cwd())]) if isinstance(chosen, str) else chosen
+                    load_impl(chosen, [str(Path.cwd())])
+                    if isinstance(chosen, str)
+                    else user_engine(chosen)  # as `--impl` runs it
+                    if isinstance(chosen, type)
+                    else chosen
                 )
                 machine = machine_with_impl(factory, folder)
                 run_state_machine_as_test(

@@ -121,6 +121,27 @@ def test_a_class_that_is_not_there_fails_with_one_line(tmp_path: Path) -> None:
     assert failure.splitlines()[1:] == ["--impl mine:Engin: module mine has no Engin"], run.stdout
 
 
+def test_a_class_that_changes_its_operation_does_not_change_the_model(tmp_path: Path) -> None:
+    """R9: a put's `enqueued` observation and entry hold the value it wrote. A class given
+    to conformance_tests itself was given the model's own operation: changing the put's
+    value after applying it changed the model's too, and the test passed."""
+    (tmp_path / "test_mine.py").write_text(
+        "from conformance.pytest_plugin import conformance_tests\n"
+        "from impl import Engine as Impl\n\n\n"
+        "class ChangesItsPut(Impl):\n"
+        "    def apply(self, op):\n"
+        "        out = super().apply(op)\n"
+        "        if op.op == 'put':\n"
+        "            op.value['extra'] = 1\n"
+        "        return out\n\n\n"
+        "TestMine = conformance_tests(ChangesItsPut)\n"
+    )
+    run = pytest_in(tmp_path, "--wanconform-examples", "20", "--hypothesis-seed", "1")
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert '.value.extra: model="<absent>" impl=1' in run.stdout, run.stdout
+    assert "--impl test_mine:ChangesItsPut --steps" in run.stdout, run.stdout
+
+
 def test_examples_and_steps_below_one_are_a_usage_error(tmp_path: Path) -> None:
     (tmp_path / "test_mine.py").write_text(TESTS)
     for option, value in (("--wanconform-examples", "0"), ("--wanconform-steps", "-5")):

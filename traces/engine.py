@@ -346,7 +346,7 @@ def load_impl(spec: str | None, search: Iterable[str] = ()) -> EngineFactory:
         raise WanconformError(
             f"--impl {spec}: {class_name} is not an engine (a class with apply(op) and observe())"
         )
-    factory: EngineFactory = _quiet(engine)
+    factory: EngineFactory = user_engine(engine)
     return factory
 
 
@@ -364,7 +364,7 @@ def _to_stderr(method: Callable[..., Any]) -> Callable[..., Any]:
     return call
 
 
-def _quiet(engine: type) -> type:
+def user_engine(engine: type) -> type:
     """A user's engine class whose prints (a debugging `print` in apply ...) go to stderr:
     stdout is wanconform's (`--json` a line per trace, `shrink`'s result). A subclass of
     the same module and name, so that the reproduce commands name the user's class. Its
