@@ -362,6 +362,11 @@ class ReturnsText(Engine):  # a str from apply: not to be taken for what an engi
         return "delivered" if op.op == "deliver" else observations
 
 
+class CapsAsAMethod(Engine):  # settle_capped is an attribute; a method is always true
+    def settle_capped(self):
+        return False
+
+
 class ChangesItsPut(Engine):  # changes the value it was given, which it keeps (as impl does)
     def apply(self, op):
         observations = super().apply(op)
@@ -412,6 +417,25 @@ def test_a_user_engine_that_fails_to_import_or_build_is_one_line(
     assert main(["replay", str(trace), "--engine", "both", "--impl", f"{module}:{engine}"]) == 2
     expected = message.format(m=module, dir=tmp_path)
     assert capsys.readouterr() == ("", f"wanconform: error: {expected}\n")
+
+
+@pytest.mark.parametrize("engine", ["impl", "both"])
+def test_a_user_engines_settle_capped_that_is_no_bool_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, engine: str
+) -> None:
+    """R25: `settle_capped` says whether the last settle stopped at its cap. A method is
+    always true: every settle was taken for a capped one, P2 and P12 not applicable."""
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    (tmp_path / "mine.py").write_text(USER_ENGINES)
+    trace = tmp_path / "t.jsonl"
+    trace.write_text((EXAMPLES / "site_down_and_back.jsonl").read_text())
+    argv = ["replay", str(trace), "--engine", engine, "--check-properties"]
+    assert main([*argv, "--impl", "mine:CapsAsAMethod"]) == 2
+    assert capsys.readouterr() == (
+        "",
+        "wanconform: error: --impl mine:CapsAsAMethod: settle_capped is a method, not a bool: "
+        "an attribute (or a property) that says whether the last settle stopped at its cap\n",
+    )
 
 
 def test_a_user_engine_that_changes_its_operation_does_not_change_the_model(

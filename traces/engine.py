@@ -299,6 +299,19 @@ def raised(exc: BaseException) -> str:
     return f"{text} ({os.path.basename(last.filename)}:{last.lineno}, in {last.name})"
 
 
+def settle_capped(engine: Engine, spec: str) -> bool:
+    """The engine's optional `settle_capped` (False without it). Anything but a bool (a
+    method written for the attribute, always true) would take every settle for one that
+    stopped at its cap, and P2 and P12 for not applicable: one line naming it instead."""
+    capped = getattr(engine, "settle_capped", False)
+    if not isinstance(capped, bool):
+        raise WanconformError(
+            f"--impl {spec}: settle_capped is a {type(capped).__name__}, not a bool: an "
+            "attribute (or a property) that says whether the last settle stopped at its cap"
+        )
+    return capped
+
+
 def built(factory: EngineFactory, spec: str, config: Config) -> Engine:
     """`factory(config)`, a user's engine (`--impl spec`) failing to build as one line."""
     if spec == DEFAULT_IMPL:

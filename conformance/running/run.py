@@ -63,6 +63,7 @@ from traces.engine import (
     load_impl,
     make_engine,
     raised,
+    settle_capped,
 )
 from traces.errors import WanconformError
 from traces.observations import Observation
@@ -536,7 +537,7 @@ class TraceRun:
     def _settle_capped(self) -> bool:
         """Did the engine's last settle stop at its cap (R25)? An engine that does not say
         (an optional part of the engine surface, traces/engine.py) is taken not to have."""
-        return bool(getattr(self.engine, "settle_capped", False))
+        return settle_capped(self.engine, self.impl_spec)
 
     def _count_capped(self, in_lockstep: bool) -> None:
         """R25: count each engine's settle that stopped at its cap (`CAPPED_SETTLES`)."""
@@ -547,10 +548,8 @@ class TraceRun:
             counts[CAPPED_SETTLES + ("model" if lockstep else self.engine_name)] += 1
         if lockstep is None or not in_lockstep:
             return
-        if lockstep.ahead:  # its observations agreed: it stopped where the model did
-            impl_capped = capped
-        else:
-            impl_capped = bool(getattr(lockstep.impl, "settle_capped", False))
+        # ahead: its observations agreed, so it stopped where the model did
+        impl_capped = capped if lockstep.ahead else settle_capped(lockstep.impl, self.impl_spec)
         if impl_capped:
             counts[CAPPED_SETTLES + "impl"] += 1
 
