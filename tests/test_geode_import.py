@@ -1451,6 +1451,11 @@ def test_a_data_policy_the_model_does_not_have_is_read_as_replicated_with_a_warn
          "alter gateway-sender --id=a --alert-threshold=-1",
          "1.gfsh:3: alter gateway-sender --id=a: --alert-threshold: must be from 0 to "
          "2147483647 ms (a Java int), got -1"),
+        # ... and so is one that R27's own checks (parse_config) refuse
+        ("create gateway-sender --id=a --remote-distributed-system-id=2\n"
+         "create region --name=r --type=REPLICATE --gateway-sender-id=a\n"
+         "alter gateway-sender --id=a --batch-size=0",
+         "1.gfsh:3: alter gateway-sender --id=a: --batch-size: must be >= 1, got 0"),
         # gfsh checks it before it looks at --parallel (CreateGatewaySenderCommand)
         ("create gateway-sender --id=a --remote-distributed-system-id=2 --parallel "
          "--dispatcher-threads=3",

@@ -847,6 +847,8 @@ def _validated(
         by_field = {**_SENDER_INTEGERS, **_RECEIVER_INTEGERS, **_SENDER_V2, "id": "id"}
         geode_name = next((g for g, f in by_field.items() if f == spec_field), spec_field)
         written = declaration.settings.get(geode_name)
-        where = written.where if written is not None else declaration.where
-        name = written.name if written is not None else geode_name
-        raise GeodeImportError(f"{where}: {declaration.label}: {name}: {problem}") from None
+        if written is None:
+            where = f"{declaration.where}: {declaration.label}: {geode_name}"
+        else:  # named by the command that wrote it (an alter's own)
+            where = f"{_at(written, declaration)}: {written.name}"
+        raise GeodeImportError(f"{where}: {problem}") from None
