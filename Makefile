@@ -32,7 +32,7 @@ SITES ?=
 
 # The campaign exits 1 when it finds a failure: that is its result, not make's error (2 is).
 run: $(COMPILED)
-	@status=0; $(VENV)/bin/wanconform campaign $(CAMPAIGN) $(foreach site,$(SITES),--site $(site)) --out out/campaign --force || status=$$?; \
+	@status=0; $(VENV)/bin/wanconform campaign $(CAMPAIGN) $(foreach site,$(SITES),--site '$(subst ','\'',$(site))') --out out/campaign --force || status=$$?; \
 	if [ $$status -eq 1 ]; then echo "make run: the campaign ran and found failures: see its summary above and its report"; \
 	elif [ $$status -ne 0 ]; then exit $$status; fi
 

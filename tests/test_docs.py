@@ -4,6 +4,8 @@ disagreed with the code or with each other)."""
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +51,22 @@ def test_what_the_pages_say_make_run_does_is_what_the_makefile_runs() -> None:
         assert "`make run` runs a campaign" in text or "then a small campaign" in text, page
         for mention in re.findall(r"`make run`[^()]{0,60}", text):
             assert "replay" not in mention, (page, mention)
+
+
+def test_make_run_hands_each_site_to_the_command_as_one_word(tmp_path: Path) -> None:
+    """`make run SITES=...` passes each site as written, shell characters and all: the
+    command, not the shell, reports a missing file (one line, exit 2)."""
+    odd = tmp_path / "ln'(1).xml"
+    odd.write_bytes((ROOT / "tests/data/geode/ln-cache.xml").read_bytes())
+    missing = tmp_path / "ny;x.xml"
+    venv = Path(sys.executable).parent.parent
+    done = subprocess.run(
+        ["make", "-s", "-C", str(ROOT), "-o", "build/.impl-compiled", "run", f"VENV={venv}",
+         f"SITES=1={odd} 2={missing}"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert done.stderr.splitlines()[0] == f"wanconform: error: {missing}: no such file"
 
 
 def test_the_spec_s_source_documents_are_named_in_a_page_a_clone_has() -> None:
