@@ -2127,11 +2127,34 @@ def test_destroying_a_sender_drops_its_commands(tmp_path: Path) -> None:
         tmp_path,
         "",
         "stop gateway-sender --id=a",
+        "alter region --name=r --gateway-sender-id",
         "destroy gateway-sender --id=a",
         "create gateway-sender --id=a --remote-distributed-system-id=2 --manual-start",
+        "alter region --name=r --gateway-sender-id=a",
         "start gateway-sender --id=a",
     )
     assert imported.operations == (StartSender("a"),)
+
+
+def test_a_sender_a_region_still_names_cannot_be_destroyed(tmp_path: Path) -> None:
+    """Geode's `AbstractGatewaySender.destroy` refuses a sender that is still in a
+    region's gateway-sender-ids, so the sender stays and ships; the import must not
+    drop it."""
+    script = (
+        "create region --name=q --type=REPLICATE\n"
+        "alter region --name=q --gateway-sender-id=a\n"
+        "destroy gateway-sender --id=a\n"
+    )
+    path = tmp_path / "1.gfsh"
+    expect_error(
+        tmp_path,
+        f"{path}:5: destroy gateway-sender --id=a: the gateway-sender-ids of /r ({path}:2), "
+        f"/q ({path}:4) still name it; Geode refuses it ('could not be destroyed as it is "
+        "still used by region(s)'): take it off those regions first (alter region "
+        "--gateway-sender-id)",
+        (1, "1.gfsh", LIFECYCLE_SITE.format(flags="") + script),
+        RECEIVER,
+    )
 
 
 def test_operations_name_the_model_ids_and_skip_senders_left_out(tmp_path: Path) -> None:

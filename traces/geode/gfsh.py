@@ -31,7 +31,9 @@ gateway-sender` and `start gateway-receiver` change no configuration and are ski
 sender that exists: they are kept, in order, as the site's sender commands, which the
 mapping turns into the operations `start_sender`, `stop_sender`, `pause_sender` and
 `resume_sender` (SPEC R37, §16.9); one naming no sender of the site is an error, as gfsh
-reports it. Any other command naming a gateway is an error; the rest (`connect`, `list
+reports it. `destroy gateway-sender` of a sender that a region still names is an
+error, as Geode's `AbstractGatewaySender.destroy` refuses it. Any other command naming a
+gateway is an error; the rest (`connect`, `list
 members`, `deploy`, ...) is not configuration and is skipped.
 """
 
@@ -318,6 +320,15 @@ class _ScriptReader:
         if sender_id is None:
             raise GeodeImportError(f"{command.where}: {command.name}: option --id is missing")
         label = f"destroy gateway-sender --id={sender_id}"
+        users = [r for r in self.site.regions.values() if sender_id in r.senders()]
+        if sender_id in self.site.senders and users:
+            names = ", ".join(f"{r.name} ({r.sender_ids.where})" for r in users if r.sender_ids)
+            raise GeodeImportError(
+                f"{command.where}: {label}: the gateway-sender-ids of {names} still name "
+                "it; Geode refuses it ('could not be destroyed as it is still used by "
+                "region(s)'): take it off those regions first (alter region "
+                "--gateway-sender-id)"
+            )
         exists = self.site.senders.pop(sender_id, None) is not None
         if not exists and not _flag(command, label, options, "if-exists"):
             raise GeodeImportError(
