@@ -700,6 +700,23 @@ def test_gfsh_destroy_region_needs_the_region_and_takes_its_subregions(
     )
 
 
+def test_gfsh_create_region_needs_its_parent_region(tmp_path: Path) -> None:
+    """gfsh's `create region --name=/a/b` refuses to create b when /a does not exist
+    ("Parent region for ... does not exist."), so /b never ships through sender a."""
+    script = (
+        "create gateway-sender --id=a --remote-distributed-system-id=2\n"
+        "create region --name=r --type=REPLICATE\n"
+        "create region --name=/x/sub --type=REPLICATE --gateway-sender-id=a\n"
+    )
+    expect_error(
+        tmp_path,
+        "1.gfsh:3: create region --name=/x/sub: region '/x' does not exist at this site "
+        "(gfsh: 'Parent region for \"/x/sub\" does not exist.'; regions so far: /r)",
+        (1, "1.gfsh", script),
+        RECEIVER,
+    )
+
+
 def test_a_properties_key_given_twice_has_its_last_value(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -439,6 +439,13 @@ class _ScriptReader:
             command, label, options, "if-not-exists", "skip-if-exists"
         ):
             return  # gfsh: "Region ... already exists", skipped without an error
+        parent = name.rsplit("/", 1)[0]
+        if parent and parent not in self.site.regions:
+            raise GeodeImportError(
+                f"{command.where}: {label}: region {parent!r} does not exist at this site "
+                f"(gfsh: 'Parent region for \"{name}\" does not exist.'; regions so far: "
+                f"{', '.join(sorted(self.site.regions)) or 'none'})"
+            )
         declaration = RegionDeclaration(name, command.where)
         template = options.get("template-region")
         if template is not None and _slash(template) not in self.site.regions:
