@@ -700,6 +700,23 @@ def test_gfsh_destroy_region_needs_the_region_and_takes_its_subregions(
     )
 
 
+def test_an_id_written_as_another_site_s_model_name_is_renamed_too(tmp_path: Path) -> None:
+    """SPEC §13: `x` at sites 1 and 2 becomes `1/x` and `2/x`; site 2's own `1/x` then
+    becomes `2/1/x`, so the three model ids differ and each keeps its Geode id."""
+    one = "create gateway-receiver\ncreate gateway-sender --id=x --remote-distributed-system-id=2\n"
+    two = (
+        "create gateway-receiver\n"
+        "create gateway-sender --id=x --remote-distributed-system-id=1\n"
+        "create gateway-sender --id=1/x --remote-distributed-system-id=3\n"
+    )
+    imported = import_texts(
+        tmp_path, (1, "1.gfsh", one), (2, "2.gfsh", two), (3, "3.gfsh", "create gateway-receiver\n")
+    )
+    routes = {(s.id, s.site, s.remote) for s in imported.config.senders}
+    assert routes == {("1/x", 1, 2), ("2/x", 2, 1), ("2/1/x", 2, 3)}
+    assert imported.sender_names == {"1/x": "x", "2/x": "x", "2/1/x": "1/x"}
+
+
 def test_gfsh_create_region_needs_its_parent_region(tmp_path: Path) -> None:
     """gfsh's `create region --name=/a/b` refuses to create b when /a does not exist
     ("Parent region for ... does not exist."), so /b never ships through sender a."""

@@ -787,19 +787,36 @@ def _one_per_pair(senders: list[_Sender], warnings: list[str]) -> list[_Sender]:
 
 
 def _unique_ids(senders: list[_Sender], warnings: list[str]) -> dict[str, str]:
-    """Rename ids used at several sites to `SITE/ID` (SPEC §13); model id -> user's id."""
-    sites_of = Counter(sender.raw["id"] for sender in senders)
+    """Rename ids used at several sites to `SITE/ID` (SPEC §13); model id -> user's id.
+
+    An id used at one site that is written as another's `SITE/ID` (`1/x` at site 2, when
+    `x` is at sites 1 and 2) is renamed too, until no two model ids are the same (a
+    `SITE/ID` is unique: a site has one sender of an id)."""
+    sites_of = Counter(sender.declaration.id for sender in senders)
+    renamed = {i for i, sender in enumerate(senders) if sites_of[sender.declaration.id] > 1}
+    while True:
+        taken = {f"{senders[i].site}/{senders[i].declaration.id}" for i in renamed}
+        clashing = {
+            i for i, s in enumerate(senders) if i not in renamed and s.declaration.id in taken
+        }
+        if not clashing:
+            break
+        renamed |= clashing
     names = {}
-    for sender in senders:
-        written_id = sender.raw["id"]
-        if sites_of[written_id] > 1:
+    for i, sender in enumerate(senders):
+        written_id = sender.declaration.id
+        if i in renamed:
             sender.raw["id"] = f"{sender.site}/{written_id}"
             others = sorted(s.site for s in senders if s.declaration.id == written_id)
+            why = (
+                f"is used at sites {', '.join(map(str, others))}"
+                if len(others) > 1
+                else "is the model name of another site's sender"
+            )
             warnings.append(
                 f"{sender.declaration.where}: {sender.declaration.label}: sender id "
-                f"{written_id!r} is used at sites {', '.join(map(str, others))} (Geode's ids "
-                f"are per site, a trace's are global): named {sender.raw['id']!r} in the "
-                "model"
+                f"{written_id!r} {why} (Geode's ids are per site, a trace's are global): "
+                f"named {sender.raw['id']!r} in the model"
             )
         names[sender.raw["id"]] = written_id
     return names
