@@ -637,6 +637,33 @@ def test_undefined_placeholder_is_an_error_naming_define(tmp_path: Path) -> None
     )
 
 
+def test_an_undefined_placeholder_in_a_command_that_configures_nothing_is_no_error(
+    tmp_path: Path,
+) -> None:
+    """gfsh fills it with "" and `connect`, `deploy` or `list members` change no gateway,
+    so only the placeholders of commands that configure one need a --define."""
+    script = (
+        "connect --locator=${LOCATOR}\n"
+        "deploy --jar=${JAR}\n"
+        "list members --group=${GROUP}\n"
+        "create gateway-sender --id=a --remote-distributed-system-id=2\n"
+    )
+    imported = import_texts(tmp_path, (1, "1.gfsh", script), RECEIVER)
+    assert [(s.id, s.site, s.remote) for s in imported.config.senders] == [("a", 1, 2)]
+    for configures in (
+        "set variable --name=R --value=${UNSET}",
+        "create ${UNSET} --id=b --remote-distributed-system-id=2",
+        "start server --name=${UNSET}",
+    ):
+        expect_error(
+            tmp_path,
+            "1.gfsh:5: gfsh command: placeholder ${UNSET} has no value; give it with "
+            "--define UNSET=VALUE",
+            (1, "1.gfsh", f"{script}{configures}\n"),
+            RECEIVER,
+        )
+
+
 def test_hash_inside_a_value_and_semicolons(tmp_path: Path) -> None:
     imported = import_texts(
         tmp_path,

@@ -9,7 +9,8 @@ Lines are read as gfsh reads a script (Geode's `Gfsh.executeScript`):
 - `;` separates commands on one line (`\\;` is a literal `;`);
 - `${NAME}` is replaced by a gfsh variable (`set variable --name=NAME --value=...`
   earlier in the script) or by `--define NAME=VALUE`; gfsh puts an empty string where
-  nothing is defined, the import stops with an error instead;
+  nothing is defined, the import stops with an error instead (but for `connect` and
+  the commands skipped as not configuration, where "" changes no gateway);
 - words are split at blanks except inside `"..."` or `'...'`; options are
   `--name=value`, `--name value` or a bare `--flag` (= true).
 
@@ -248,7 +249,12 @@ class _ScriptReader:
 
     def run(self, line: int, text: str) -> None:
         where = f"{self.path}:{line}"
-        text = expand_placeholders(text, self.variables, where, "gfsh command")
+        try:
+            text = expand_placeholders(text, self.variables, where, "gfsh command")
+        except GeodeImportError:
+            if self._configures(text):
+                raise
+            return  # `connect --locator=${LOCATOR}`, `deploy --jar=${JAR}`: no gateway
         words = [match.group() for match in _WORD.finditer(text)]
         two = " ".join(words[:2])
         if len(words) > 1 and two in self.handlers:
@@ -269,6 +275,21 @@ class _ScriptReader:
             known = [name for name in self.handlers if "gateway" in name]
             hint = did_you_mean(two, known)
             raise GeodeImportError(f"{where}: unknown gfsh command {two!r}{hint}")
+
+    def _configures(self, text: str) -> bool:
+        """Whether a command, before its `${}` are filled, may configure a gateway or the
+        site: any but `connect` and the commands `run` skips as not configuration (for
+        those an undefined placeholder, which gfsh fills with "", changes nothing)."""
+        words = text.lower().split()[:2]
+        if words[0] == "connect":
+            return False
+        words = words[:1] + [w for w in words[1:] if not w.startswith("-")]  # its name
+        if any("${" in word for word in words):  # the command's name is not known
+            return True
+        two = " ".join(words)
+        if two in self.handlers or words[0] in self.handlers:
+            return True
+        return "gateway" in two and two not in _READ_ONLY_GATEWAY_COMMANDS
 
     # --- gateway senders ---------------------------------------------------------------
 
