@@ -761,6 +761,46 @@ def test_gfsh_create_region_needs_its_parent_region(tmp_path: Path) -> None:
     )
 
 
+def test_a_subregion_of_a_partitioned_region_is_refused_as_geode_refuses_it(
+    tmp_path: Path,
+) -> None:
+    """Geode's PartitionedRegion.createSubregion throws UnsupportedOperationException: a
+    region nested in a partitioned one never exists, whether cache.xml or gfsh asks."""
+    script = (
+        "create gateway-sender --id=a --remote-distributed-system-id=2\n"
+        "create region --name=p --type=PARTITION_REDUNDANT\n"
+        "create region --name=/p/sub --type=REPLICATE --gateway-sender-id=a\n"
+    )
+    expect_error(
+        tmp_path,
+        "1.gfsh:3: create region --name=/p/sub: a subregion of the partitioned region '/p' "
+        f"({tmp_path / '1.gfsh'}:2); Geode's partitioned regions have no subregions",
+        (1, "1.gfsh", script),
+        RECEIVER,
+    )
+    xml = cache(
+        '<gateway-sender id="a" remote-distributed-system-id="2"/>\n'
+        '<region name="p" refid="PARTITION">\n'
+        '  <region name="sub"><region-attributes gateway-sender-ids="a"/></region>\n'
+        "</region>"
+    )
+    expect_error(
+        tmp_path,
+        "1.xml:5: <region name='/p/sub'>: a subregion of the partitioned region '/p' "
+        f"({tmp_path / '1.xml'}:4)",
+        (1, "1.xml", xml),
+        RECEIVER,
+    )
+    # under a replicated region, a subregion (partitioned or not) is created
+    fine = script.replace("--name=p --type=PARTITION_REDUNDANT", "--name=p --type=REPLICATE")
+    fine = fine.replace("--name=/p/sub --type=REPLICATE", "--name=/p/sub --type=PARTITION")
+    imported = import_texts(tmp_path, (1, "1.gfsh", fine), RECEIVER)
+    regions = imported.config.regions  # Geode's default total-num-buckets: 113
+    assert {site: (r.type, r.total_num_buckets) for site, r in regions.items()} == {
+        1: ("partition", 113)
+    }
+
+
 def test_a_properties_key_given_twice_has_its_last_value(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -188,12 +188,22 @@ class SiteDeclarations:
 
     def add_region(self, region: RegionDeclaration, label: str) -> None:
         """A second region of the same full path in one site is refused, as Geode refuses
-        it (cache.xml: `RegionExistsException`; gfsh: "Region ... already exists")."""
+        it (cache.xml: `RegionExistsException`; gfsh: "Region ... already exists"), and so
+        is a subregion of a partitioned region (Geode's `PartitionedRegion.createSubregion`
+        throws `UnsupportedOperationException`)."""
         previous = self.regions.get(region.name)
         if previous is not None:
             raise GeodeImportError(
                 f"{region.where}: {label}: region {region.name!r} already exists at "
                 f"{previous.where}; Geode refuses to create a region twice"
+            )
+        parent = self.regions.get(region.name.rsplit("/", 1)[0])
+        if parent is not None and parent.partitioned:
+            raise GeodeImportError(
+                f"{region.where}: {label}: a subregion of the partitioned region "
+                f"{parent.name!r} ({parent.where}); Geode's partitioned regions have no "
+                "subregions (PartitionedRegion.createSubregion throws "
+                "UnsupportedOperationException)"
             )
         self.regions[region.name] = region
 
