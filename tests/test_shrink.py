@@ -16,7 +16,7 @@ from conformance.running.run import normalize_path
 from conformance.search.shrink import find_failure, shrink
 from tools.planted_bugs import ResendWithoutPossibleDuplicate
 from traces.engine import impl_command, load_impl
-from traces.ops import Put, Tick
+from traces.ops import Deliver, Put, Tick
 from traces.tracefile import read_trace
 from wanconform.cli import main
 
@@ -219,6 +219,44 @@ def test_shrink_keeps_only_the_sites_senders_and_receivers_the_failure_needs(
     assert list(minimal.ops) == [
         Put(1, "a", {"n": 1}), Put(1, "b", {"n": 2}), Tick(2000), Tick(500)
     ]  # fmt: skip
+    failure = find_failure(minimal.config, minimal.ops, load_impl(RESEND))
+    assert failure is not None
+    assert str(failure.signature) == "P1 observations: sent.events_resent"
+
+
+def test_r22_ddmin_runs_again_after_a_sender_is_pruned_without_operations(
+    tmp_path: Path,
+) -> None:
+    # Site 2 writes k, shipped at once to site 1 (b) and queued for site 3 (c, which no
+    # operation names). Site 1 applies it but does not forward it to site 3: c's
+    # recipients hold 3 already (R22). So the delta at site 1 is what puts an event on a
+    # (1->3, batch_size 1: shipped at once, R15), and the tick past a's ack timeout
+    # re-sends it (R20; retry_interval_ms 0: in the same tick), which the bug does without
+    # the flag. Every one of the 4 operations is needed while c exists. Pruning c (no
+    # operation goes with it) makes site 1 forward k to site 3 on a at the delivery
+    # (R22), so the delta is needless: the 1-minimal trace is put, deliver, tick.
+    config = {
+        "sites": [1, 2, 3],
+        "senders": [
+            {"id": "a", "site": 1, "remote": 3, "batch_size": 1, "ack_timeout_ms": 500,
+             "retry_interval_ms": 0},
+            {"id": "b", "site": 2, "remote": 1, "batch_size": 1},
+            {"id": "c", "site": 2, "remote": 3},
+        ],
+    }  # fmt: skip
+    ops = [
+        '{"op": "put", "site": 2, "key": "k", "value": {"v": 1}}',
+        '{"op": "deliver", "sender": "b"}',
+        '{"op": "delta", "site": 1, "key": "k", "changes": {"v": 2}}',
+        '{"op": "tick", "ms": 6000}',
+    ]
+    trace = tmp_path / "r22.jsonl"
+    trace.write_text("\n".join([json.dumps({"config": config}), *ops]) + "\n")
+    out = tmp_path / "min.jsonl"
+    assert main(["shrink", str(trace), "-o", str(out), "--impl", RESEND]) == 0
+    minimal = read_trace(out)
+    assert [s.id for s in minimal.config.senders] == ["a", "b"]
+    assert list(minimal.ops) == [Put(2, "k", {"v": 1}), Deliver("b"), Tick(6000)]
     failure = find_failure(minimal.config, minimal.ops, load_impl(RESEND))
     assert failure is not None
     assert str(failure.signature) == "P1 observations: sent.events_resent"

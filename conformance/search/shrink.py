@@ -21,8 +21,9 @@ signature (after each, the trace is cut after its failure, which may come earlie
 7. prune the configuration: remove each site (with its senders, the senders to it, its
    receiver and the operations that name any of them), then each sender (with its
    operations), then reset each receiver's settings to the defaults, keeping every
-   removal after which the trace still fails the same way; then ddmin again if
-   operations went with them. What is left is what the failure needs.
+   removal after which the trace still fails the same way; then ddmin again if anything
+   was removed (with or without operations: an operation that only the removed part
+   needed, R22's forwarding say, is needless now). What is left is what the failure needs.
 Every kept operation is an operation of the input (no operation is rewritten), so the
 result names the input lines it kept; `Shrunk.config` is the pruned configuration.
 
@@ -431,9 +432,9 @@ def _stages(shrinker: _Shrinker, result: Shrunk, written: dict[str, str], say: P
     stage("removed skipped operations", shrinker.without_skipped(kept))
     stage("removed keys, senders and sites", shrinker.by_groups(kept))
     stage("ddmin", shrinker.ddmin(kept))
-    before = len(kept)
+    unpruned = shrinker.config
     stage("pruned sites, senders and receivers", shrinker.prune_config(kept))
-    if len(kept) < before:
+    if shrinker.config is not unpruned:  # an operation the removed part needed may not be
         stage("ddmin", shrinker.ddmin(kept))
     final = shrinker.test(kept)
     assert final is not None, "shrinking lost the failure"
