@@ -14,9 +14,10 @@ import pytest
 from conformance.running.lockstep import first_divergence
 from conformance.running.run import normalize_path
 from conformance.search.shrink import find_failure, shrink
-from tools.planted_bugs import ResendWithoutPossibleDuplicate
+from tools.planted_bugs import DeadLetterWithoutValue, ResendWithoutPossibleDuplicate
+from traces.config import parse_config
 from traces.engine import impl_command, load_impl
-from traces.ops import Deliver, Put, Tick
+from traces.ops import Deliver, Fail, Op, Put, Settle, Tick
 from traces.tracefile import read_trace
 from wanconform.cli import main
 
@@ -260,6 +261,24 @@ def test_r22_ddmin_runs_again_after_a_sender_is_pruned_without_operations(
     failure = find_failure(minimal.config, minimal.ops, load_impl(RESEND))
     assert failure is not None
     assert str(failure.signature) == "P1 observations: sent.events_resent"
+
+
+def test_r24_a_failure_that_names_no_key_says_so_and_keeps_every_key() -> None:
+    # R24: the failed event's dead letter keeps its value; the bug drops it. The failure
+    # is a difference in state.senders.ny.dlq[0].value at the settle: no entry key in the
+    # path, no key in the settle, no event id in the text, so no key is named and the
+    # stage that keeps only the named keys is skipped (it would remove every write).
+    config = parse_config(
+        {"sites": [1, 2], "senders": [
+            {"id": "ny", "site": 1, "remote": 2, "batch_size": 1, "failure_listener": "dlq"}]}
+    )  # fmt: skip
+    ops: list[Op] = [Fail(2, "k", "Injected", 1), Put(1, "k", {"v": 1}), Settle()]
+    lines: list[str] = []
+    result = shrink(config, ops, DeadLetterWithoutValue, progress=lines.append)
+    assert "keys involved: none named by the failure, so every key is kept" in lines
+    assert not any(line.startswith("kept only the") for line in lines)
+    assert result.kept == [0, 1, 2]
+    assert str(result.failure.signature) == "P1 state.senders.*.dlq[].value"
 
 
 def test_shrinking_within_a_budget_keeps_the_shortest_failing_trace_found(

@@ -426,7 +426,8 @@ def _stages(shrinker: _Shrinker, result: Shrunk, written: dict[str, str], say: P
     stage("cut after the first failure", kept)
     stage("kept the shortest failing suffix", shrinker.suffix(kept))
     keys = shrinker.involved_keys(kept, first, written)
-    say(f"keys involved: {', '.join(sorted(keys)[:10])}{' ...' if len(keys) > 10 else ''}")
+    named = f"{', '.join(sorted(keys)[:10])}{' ...' if len(keys) > 10 else ''}"
+    say(f"keys involved: {named or 'none named by the failure, so every key is kept'}")
     if keys:
         stage(f"kept only the {plural(len(keys), 'key')} involved", shrinker.only_keys(kept, keys))
     stage("removed skipped operations", shrinker.without_skipped(kept))
