@@ -375,6 +375,17 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
         (["--depth", "2", "--ops", "put,teleport"], "--ops: unknown operation 'teleport'"),
         (["--depth", "2", "--max-states", "-5"], "--max-states: must be a positive integer"),
         (["--depth", "2", "--impl", "impl:Engine"], "--impl: goes with --engine both"),
+        # putall of 2..9 keys over 9 values: 10**9 - 1 - 81 operations, never built
+        (
+            ["--depth", "1", "--keys", "9", "--values", "9"],
+            "explore: putall over 9 keys and 9 values is 999,999,918 operations to try on "
+            "every state (at most 100,000 in all)",
+        ),
+        # 6 keys, 6 values: 7**6 - 1 - 36 = 117,612
+        (
+            ["--depth", "1", "--keys", "6", "--values", "6", "--ops", "putall"],
+            "explore: putall over 6 keys and 6 values is 117,612 operations",
+        ),
     ],
 )
 def test_bad_bounds_are_one_line_and_exit_2(

@@ -57,6 +57,7 @@ from traces import ops as vocab
 from traces.canonical import canonical_json
 from traces.config import INT64_MAX, Config
 from traces.engine import EngineFactory
+from traces.errors import WanconformError
 from traces.observations import KINDS, Observation
 from traces.ops import OP_NAMES, Op, op_to_json
 from traces.text import plural, printable
@@ -64,6 +65,10 @@ from traces.text import plural, printable
 DEFAULT_MAX_STATES = 2_000_000
 MAX_KEYS = 9  # keys k1..k9 and values 1..9: all of one size (R4), as symmetry needs
 MAX_VALUES = 9
+MAX_ALPHABET = 100_000
+"""The most operations tried on one state: putall's grow as (values + 1) ** keys (9 keys
+and 9 values: a billion, which would never finish building), each one a step of the
+model on every state."""
 MAX_TIE_ORDERS = 120  # orders of keys of one signature tried by `canonical_relabel`
 EXCEPTION = "Injected"  # the one exception name of `fail`
 FIELD = "v"  # the one field of every value: {"v": 1} .. {"v": V}
@@ -127,6 +132,14 @@ def alphabet(config: Config, keys: int, values: int, names: Iterable[str]) -> tu
             if "destroy" in chosen:
                 out += [vocab.Destroy(site, k, t) for k in ks]
             if "putall" in chosen:
+                putalls = (len(vs) + 1) ** len(ks) - 1 - len(ks) * len(vs)  # 2 keys or more
+                if len(out) + putalls > MAX_ALPHABET:
+                    raise WanconformError(
+                        f"explore: putall over {plural(len(ks), 'key')} and "
+                        f"{plural(len(vs), 'value')} is {putalls:,} operations to try on "
+                        f"every state (at most {MAX_ALPHABET:,} in all): give fewer --keys "
+                        "or --values, or leave putall out of --ops"
+                    )
                 for size in range(2, len(ks) + 1):
                     for subset in itertools.combinations(ks, size):
                         for assignment in itertools.product(vs, repeat=size):
