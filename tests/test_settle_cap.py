@@ -89,3 +89,24 @@ def test_a_campaign_summary_and_report_name_the_traces_whose_settle_stopped_at_t
     report = build_report([*rows, *fine], examples, notes, "never:Engine")
     assert report.capped.endswith("impl 2 times in 2 traces (first: a, b)")
     assert build_report(fine, {}, {}, "impl:Engine").capped == ""
+
+
+def test_steps_say_a_settle_that_stopped_at_its_cap_did_not_settle_R25(
+    never_settles: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    trace = str(never_settles / "t.jsonl")
+    assert main(["replay", "--steps", "--settle-cap", "2", trace]) == 0
+    out = capsys.readouterr().out
+    # R25, by hand: put k at 0 waits for the batch time (1000 ms); the settle's first inner
+    # operation ticks 1000 ms (R15 sends batch 1), its second delivers it; the cap is 2
+    assert (
+        f"{trace}:3 settle → not settled: stopped at its cap of 2 inner operations "
+        "(2 observations)\n"
+        "    ny sent batch 1 [1:1] (7 bytes full, 0 delta)\n"
+        "    site 2 applied 1:1 ok\n"
+    ) in out
+    assert main(["replay", "--steps", "--settle-cap", "1000000", trace]) == 0  # R25's cap
+    out = capsys.readouterr().out
+    # the same and its ack: sent, applied, acked
+    assert f"{trace}:3 settle → settled (3 observations)\n" in out
+    assert "not settled" not in out

@@ -19,6 +19,7 @@ from typing import Any
 from traces.canonical import canonical_json
 from traces.config import Config
 from traces.enabled import ObservedState, why_skipped
+from traces.engine import settle_cap
 from traces.observations import Observation
 from traces.ops import (
     Deliver,
@@ -221,6 +222,7 @@ class Narrator:
         op: Op,
         observations: list[Observation],
         state_before: Callable[[], dict[str, Any]],
+        capped: bool = False,
     ) -> str:
         """`where op → what happened`; `state_before` (the engine's state) is asked only
         for a skipped op, or a batch in flight this run did not see sent."""
@@ -255,7 +257,12 @@ class Narrator:
             case Settle():
                 count = plural(len(observations), "observation")
                 shown = "".join(f"\n    {printable(w)}" for w in words)
-                return printable(head) + f"settled ({count})" + shown
+                outcome = (  # R25: a settle that stopped at its cap did not settle
+                    f"not settled: stopped at its cap of {plural(settle_cap(), 'inner operation')}"
+                    if capped
+                    else "settled"
+                )
+                return printable(head) + f"{outcome} ({count})" + shown
         return printable(head + ("; ".join(words) if words else "nothing to do"))  # one line
 
     def _batch_of(self, sender: str, index: int, state: Callable[[], dict[str, Any]]) -> Any:

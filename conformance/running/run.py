@@ -598,7 +598,8 @@ class TraceRun:
         if self.on_step is not None or self.steps is not None:
             text = ""
             if self.narrator is not None:
-                text = self.narrator.line(where, op, observations, self.engine.observe)
+                capped = type(op) is Settle and self._settle_capped()
+                text = self.narrator.line(where, op, observations, self.engine.observe, capped)
             record = Step(index, where, op, observations, impl_observations, text)
             if self.on_step is not None:
                 self.on_step(record)
