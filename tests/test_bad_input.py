@@ -932,6 +932,28 @@ def test_ctrl_c_names_the_stores_a_run_keeps(
     assert conformance.running.stores.OPENED == []
 
 
+def test_ctrl_c_while_the_command_loads_is_one_line_and_exit_130(tmp_path: Path) -> None:
+    """Ctrl-C a moment after start, while the command imports its modules (traces.engine
+    is one of the first), is the same one line and exit 130, not a traceback."""
+    import subprocess
+
+    program = (
+        "import sys\n"
+        "class CtrlC:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name == 'traces.engine':\n"
+        "            raise KeyboardInterrupt\n"
+        "sys.meta_path.insert(0, CtrlC())\n"
+        "from wanconform.cli import main\n"
+        f"sys.exit(main(['replay', {_ELEVEN!r}]))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, cwd=tmp_path
+    )
+    assert (done.returncode, done.stdout) == (130, "")
+    assert done.stderr == "wanconform: interrupted: nothing written\n"
+
+
 def test_a_directory_given_as_the_checkpoint_is_named_as_one(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

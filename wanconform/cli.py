@@ -20,12 +20,12 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
-from traces.engine import tune_gc
 from traces.errors import WanconformError
-from traces.outputs import check_outputs
 from traces.text import printable
-from wanconform.options import StrictParser, apply_settle_cap
 from wanconform.progress import erase
+
+# Here only what `interrupted` and the error line need (quick to import): the rest is
+# imported inside `_main`'s handlers, so that Ctrl-C while it loads is one line, exit 130
 
 COMMAND_MODULES = (
     "wanconform.cmd_replay",
@@ -73,6 +73,8 @@ def chosen_command(argv: Sequence[str]) -> str | None:
 def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     """The parser; with `argv`, only the named subcommand's module is imported (each
     command imports what it uses: start-up stays quick), else every command's."""
+    from wanconform.options import StrictParser
+
     parser = StrictParser(
         prog="wanconform",
         description="Executable model and conformance harness for WAN gateway replication.",
@@ -123,6 +125,10 @@ def _main(argv: Sequence[str] | None) -> int:
     if stores is not None:
         stores.OPENED.clear()  # this command's, not an earlier one's in this process
     try:
+        from traces.engine import tune_gc
+        from traces.outputs import check_outputs
+        from wanconform.options import apply_settle_cap
+
         words = sys.argv[1:] if argv is None else list(argv)
         args = build_parser(words).parse_args(words)
         check_outputs(args)  # before any work: an unwritable output is found first
