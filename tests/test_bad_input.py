@@ -954,6 +954,26 @@ def test_ctrl_c_while_the_command_loads_is_one_line_and_exit_130(tmp_path: Path)
     assert done.stderr == "wanconform: interrupted: nothing written\n"
 
 
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs Linux's /dev/full")
+@pytest.mark.parametrize("options", [[], ["--json"], ["--steps"]])
+def test_a_standard_output_that_cannot_be_written_is_one_line_and_exit_2(
+    tmp_path: Path, options: list[str]
+) -> None:
+    """`replay T > /dev/full` (a full disk): the output cannot be written, so one line
+    and exit 2, not a traceback and exit 1 (which says a divergence was found)."""
+    import subprocess
+
+    program = "import sys; from wanconform.cli import main; sys.exit(main(sys.argv[1:]))"
+    with open("/dev/full", "w") as full:
+        done = subprocess.run(
+            [sys.executable, "-c", program, "replay", _ELEVEN, *options],
+            stdout=full, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
+        )  # fmt: skip
+    assert (done.returncode, done.stderr) == (
+        2, "wanconform: error: cannot write standard output: No space left on device\n"
+    )  # fmt: skip
+
+
 def test_a_directory_given_as_the_checkpoint_is_named_as_one(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

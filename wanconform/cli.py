@@ -2,7 +2,8 @@
 
 `main(argv) -> int` is the only entry point. Every `WanconformError` (bad trace, bad
 config, bad file) becomes one line on stderr and exit status 2, with nothing written to
-stdout; argparse's own usage errors also exit 2. Every output a command declares is
+stdout; argparse's own usage errors also exit 2, and so does a standard output that
+cannot be written (`_Stdout`). Every output a command declares is
 checked before its work starts (`traces.outputs`). Ctrl-C is one line and exit 130;
 SIGTERM (`kill PID`) is taken as Ctrl-C, and exits 143.
 
@@ -17,8 +18,8 @@ import importlib
 import signal
 import sys
 import threading
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, TextIO, cast
 
 from traces.errors import WanconformError
 from traces.text import printable
@@ -109,13 +110,43 @@ def _on_terminate(signum: int, frame: Any) -> None:
     handler(signal.SIGINT, frame)
 
 
+class _Stdout:
+    """Standard output whose write errors (`> /dev/full`, a full disk) are bad output,
+    one line and exit 2, as for any output that cannot be written; a closed pipe stays
+    a BrokenPipeError (exit 0). Everything else is the stream's own."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        written: int = self._guarded(self._stream.write, text)
+        return written
+
+    def flush(self) -> None:
+        self._guarded(self._stream.flush)
+
+    def _guarded(self, call: Callable[..., Any], *args: Any) -> Any:
+        try:
+            return call(*args)
+        except BrokenPipeError:
+            raise
+        except OSError as exc:
+            raise WanconformError(f"cannot write standard output: {exc.strerror}") from None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     _TERMINATED.clear()
     held = threading.current_thread() is threading.main_thread()  # where handlers can be
     previous = signal.signal(signal.SIGTERM, _on_terminate) if held else None
+    stdout = sys.stdout
+    sys.stdout = cast(TextIO, _Stdout(stdout))
     try:
         return _main(argv)
     finally:
+        sys.stdout = stdout
         if held:
             signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
 
