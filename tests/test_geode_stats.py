@@ -58,6 +58,21 @@ def test_a_lost_ack_and_its_resend_in_geode_s_names(capsys: pytest.CaptureFixtur
     assert "    GatewayReceiverStatistics: eventsReceived 6, exceptionsOccurred 0\n" in out
 
 
+def test_an_invalid_delta_sent_again_in_full_is_no_redistributed_batch() -> None:
+    """delta_and_full_fallback_after_wipe.jsonl: batches 1-3 (a put, two deltas, batch
+    size 1); site 2 is wiped between the deltas, so batch 3's delta is invalid there
+    (R16.4) and R19 sends 1:3 again as its full value in batch 4. R19 does not mark it
+    possible_duplicate (only R20's timeout does), so events_resent stays 0 and no batch
+    counts as redistributed: 4 batches of one event each, 0 redistributed."""
+    trace = read_trace(EXAMPLES / "delta_and_full_fallback_after_wipe.jsonl")
+    result = run_trace(
+        "t", trace.config, [(where("t", i + 2), op) for i, op in enumerate(trace.ops)]
+    )
+    stats = dict(geode_stats.values(result.coverage, geode_stats.SENDER))
+    assert (stats["eventsDistributed"], stats["batchesDistributed"]) == (4, 4)
+    assert stats["batchesRedistributed"] == 0
+
+
 def test_conflation_alerts_and_a_stopped_sender_in_geode_s_names() -> None:
     """Example R32 (conflation_in_queue): 1:2 conflated by 1:3 in the queue, one of five
     writes (eventsNotQueuedConflated 1). A stopped serial sender (stop_serial_loses_queue):

@@ -76,8 +76,9 @@ STATS: tuple[GeodeStat, ...] = (
     GeodeStat(SENDER, "batchesDistributed", "batches sent (R15)", lambda c: c["outcome.sent"]),
     GeodeStat(
         SENDER, "batchesRedistributed",
-        "batches sent that hold an event sent before (events_resent > 0: after a timeout, "
-        "R20, or an invalid delta, R19)",
+        "batches sent that hold an event sent again after a timeout (events_resent > 0, "
+        "R20); a delta sent again as its full value (R19) is not counted: it is not marked "
+        "possible_duplicate",
         lambda c: c["sent.batches_resent"],
     ),
     GeodeStat(
