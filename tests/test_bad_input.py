@@ -130,6 +130,17 @@ CASES: list[tuple[str, str, str]] = [
         "{path}:2: op: unknown operation 'explode' (one of " + OPS + ")",
     ),
     ("missing_op", CONFIG + op_line({"site": 1}), "{path}:2: op: missing (one of " + OPS + ")"),
+    # a null op is there, not missing; a number is no name ("unknown operation None" before)
+    (
+        "null_op",
+        CONFIG + op_line({"op": None}),
+        "{path}:2: op: must be an operation's name, got null",
+    ),
+    (
+        "number_op",
+        CONFIG + op_line({"op": 5}),
+        "{path}:2: op: must be an operation's name, got an integer",
+    ),
     (
         "missing_field",
         CONFIG + op_line({"op": "put", "site": 1, "key": "k"}),

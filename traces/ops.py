@@ -392,10 +392,12 @@ def parse_op(raw: Any, config: Config, kinds: dict[str, dict[str, str]] = FIELD_
     `EVENT_LOG_FIELD_KINDS`)."""
     if not isinstance(raw, dict):
         raise OpError("", f"an operation must be a JSON object, got {json_kind(raw)}")
-    name = raw.get("op")
-    if name is None:
+    if "op" not in raw:
         raise OpError("op", "missing (one of " + ", ".join(kinds) + ")")
-    if not isinstance(name, str) or name not in kinds:
+    name = raw["op"]
+    if not isinstance(name, str):
+        raise OpError("op", f"must be an operation's name, got {json_kind(name)}")
+    if name not in kinds:
         raise OpError("op", f"unknown operation {name!r} (one of " + ", ".join(kinds) + ")")
     fields = kinds[name]
     unknown = sorted(set(raw) - set(fields) - {"op"})
