@@ -142,13 +142,15 @@ def test_an_output_that_is_or_holds_an_input_is_refused_even_with_force(
     for argv, output, how in (
         (["check", str(trace_set), "--out", str(trace_set)], "--out", "is it"),
         (["convert", str(trace_set), "--out", str(tmp_path)], "--out", "holds it"),
-        (["report", str(trace_set), "-o", str(trace_set)], "--output", "is it"),
     ):
         assert main([*argv, "--force"]) == 2
         assert one_error(capsys) == (
             f"wanconform: error: {trace_set}: is an input, and the output {output} {how}; "
             "give the output a path of its own"
         )
+    # an output file (the report) at a folder: that it is one, whatever the folder holds
+    assert main(["report", str(trace_set), "-o", str(trace_set), "--force"]) == 2
+    assert one_error(capsys) == f"wanconform: error: {trace_set}: is a directory; give a file name"
     assert sorted(p.name for p in trace_set.iterdir()) == before
     trace = tmp_path / "t.jsonl"
     trace.write_text(Path(TRACE).read_text())
@@ -1149,3 +1151,19 @@ def test_force_replaces_an_output_directory_holding_a_file_wanconform_wrote_into
     (out / "again.html").write_text("<p>edited</p>")
     with pytest.raises(WanconformError, match=r"and again\.html, which wanconform"):
         check_output_directory(out, force=True)
+
+
+def test_an_output_file_that_is_the_input_s_folder_is_said_to_be_a_directory(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # `replay T --report DIR` (DIR holding T) said "T: is an input, and the output
+    # --report holds it": true, but the output is a folder where a file is asked for
+    trace = tmp_path / "t.jsonl"
+    trace.write_text(Path(TRACE).read_text())
+    assert main(["replay", str(trace), "--report", str(tmp_path)]) == 2
+    assert one_error(capsys) == f"wanconform: error: {tmp_path}: is a directory; give a file name"
+    assert main(["replay", str(trace), "--report", str(trace)]) == 2  # the input itself
+    assert one_error(capsys) == (
+        f"wanconform: error: {trace}: is an input, and the output --report is it; give the "
+        "output a path of its own"
+    )

@@ -337,6 +337,8 @@ def check_outputs(args: argparse.Namespace) -> None:
         if dest in getattr(args, "arrow_outputs", ()):
             check_arrow_path(value)
         path = Path(os.path.abspath(value))
+        if dest in getattr(args, "output_files", ()) and path.is_dir():  # (before "holds")
+            raise WanconformError(f"{value}: is a directory; give a file name")
         if path in named:
             raise WanconformError(
                 f"{value}: given for two outputs (--{named[path]} and --{dest}); give each its own"
