@@ -4,6 +4,7 @@ planted bug is found at its line. Short runs: a few seconds of load each."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -13,6 +14,8 @@ from typing import Any
 
 import pytest
 
+from conformance.live.run import Faults, Proxy
+from conformance.live.wire import read_frame
 from traces.outputs import CONTENTS, LIVE_MARKER
 from wanconform.cli import main
 
@@ -858,3 +861,40 @@ def test_an_ack_timeout_too_short_for_a_real_network_is_refused(
         "timed it out would be a disagreement the system did not cause)\n"
     )
     assert not out.exists()
+
+
+async def connect_while_a_kill_begins(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    """A sender connects through its proxy; while the proxy connects to the remote, the
+    nemesis begins a kill of the remote (its fence sees no greeted link), kills it and
+    marks the proxy down. Return the proxy's first frame to the sender."""
+    remote = await asyncio.start_server(lambda _r, w: w.close(), "127.0.0.1", 0)
+    proxy = Proxy("ny", 1, 2, remote.sockets[0].getsockname()[1], 0, Faults())
+    connect = asyncio.open_connection
+    fence_saw: list[set[int]] = []
+
+    async def kill_meanwhile(host: str, port: int) -> Any:
+        proxy.set_state(proxy.state, passing=False)  # Runner.kill: the fence begins
+        fence_saw.append(set(proxy.greeted))  # it waits for greeted links: none yet
+        connection = await connect(host, port)  # the remote accepted before it died
+        proxy.set_state("down")  # SIGKILL, `site_down` logged: new connections refused
+        return connection
+
+    server = await asyncio.start_server(proxy.handle, "127.0.0.1", 0)
+    monkeypatch.setattr(asyncio, "open_connection", kill_meanwhile)
+    reader, writer = await connect("127.0.0.1", server.sockets[0].getsockname()[1])
+    frame = await asyncio.wait_for(read_frame(reader), timeout=5)
+    writer.close()
+    server.close()
+    remote.close()
+    assert fence_saw == [set()]
+    assert frame is not None
+    return frame
+
+
+def test_r21_a_sender_connecting_while_its_remote_is_killed_is_refused_not_greeted(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # (was: `hello`, so the sender logged its batch `sent` after the nemesis logged
+    # `site_down`, and validate's P1 failed on a run nothing was wrong with: found with
+    # --nemesis kill, 70 kills, at a flush 2 ms after the site_down)
+    assert asyncio.run(connect_while_a_kill_begins(monkeypatch)) == {"type": "refused"}

@@ -147,26 +147,35 @@ class Proxy:
             writer.close()
 
     async def link(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        # Held while the remote is coming back, or while a kill is under way (it ends
-        # "down": refused after the nemesis logged it, or back "up" and passing).
-        while self.state == "hold" or (self.state == "up" and not self.passing):
-            await self.changed.wait()
-        if self.state == "down":  # R15's connection failure, logged before it is let go
-            self.refusing += 1
+        while True:
+            # Held while the remote is coming back, or while a kill is under way (it ends
+            # "down": refused after the nemesis logged it, or back "up" and passing).
+            while self.state == "hold" or (self.state == "up" and not self.passing):
+                await self.changed.wait()
+            if self.state == "down":  # R15's connection failure, logged before it is let go
+                self.refusing += 1
+                try:
+                    await write_frame(writer, {"type": "refused"})
+                    await asyncio.wait_for(read_raw(reader), timeout=2)
+                except (OSError, asyncio.IncompleteReadError, TimeoutError):
+                    pass
+                finally:
+                    self.refusing -= 1
+                    writer.close()
+                return
             try:
-                await write_frame(writer, {"type": "refused"})
-                await asyncio.wait_for(read_raw(reader), timeout=2)
-            except (OSError, asyncio.IncompleteReadError, TimeoutError):
-                pass
-            finally:
-                self.refusing -= 1
-                writer.close()
-            return
-        try:
-            up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.upstream)
-        except OSError:
-            writer.close()
-            return
+                up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.upstream)
+            except OSError:
+                if self.state == "up" and self.passing:
+                    writer.close()
+                    return
+                continue  # a kill began meanwhile: the link waits for its end, as above
+            if self.state == "up" and self.passing:
+                break
+            # A kill began while it connected: its fence did not see this link (not yet
+            # greeted), so a `hello` now would let the sender log a flush after the
+            # `site_down` (R21: it must fail to connect). Wait for the kill's end instead.
+            up_writer.close()
         self.links.update((writer, up_writer))
         link = id(writer)
         self.greeted.add(link)  # until its batch comes: the sender has logged its flush
