@@ -898,3 +898,35 @@ def test_r21_a_sender_connecting_while_its_remote_is_killed_is_refused_not_greet
     # `site_down`, and validate's P1 failed on a run nothing was wrong with: found with
     # --nemesis kill, 70 kills, at a flush 2 ms after the site_down)
     assert asyncio.run(connect_while_a_kill_begins(monkeypatch)) == {"type": "refused"}
+
+
+def test_a_site_that_cannot_write_its_log_stops_the_run_with_one_line(tmp_path: Path) -> None:
+    # A full disk (here: a file size limit, EFBIG, as ENOSPC would be): was a traceback
+    # per site on the terminal, then "live: site 1 did not start (exit None)" or "site
+    # processes failed: {1: 1}", naming neither the directory nor the reason
+    import resource
+    import signal
+
+    def limited() -> None:  # inherited by the sites; SIGXFSZ ignored: the write fails
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (20_000, 20_000))
+
+    (tmp_path / "config.json").write_text(
+        json.dumps(with_senders(TWO_WAY, enable_persistence=True))
+    )
+    out = tmp_path / "run"
+    command = [sys.executable, "-m", "wanconform", "live", "--config",
+               str(tmp_path / "config.json"), "--out", str(out), "--seed", "3",
+               "--duration", "20", "--rate", "200"]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, preexec_fn=limited, timeout=120)
+    assert done.returncode == 2
+    failing = [  # whichever site reaches the limit first; drain 1500 + 200 + 1000 ms
+        [
+            "live: 2 sites running for 20 s (+ 2.7 s to drain)",
+            f"wanconform: error: {out}: cannot write: File too large (site {site}; nothing "
+            "written)",
+        ]
+        for site in (1, 2)
+    ]
+    assert done.stderr.splitlines() in failing
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["config.json"]

@@ -43,7 +43,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from conformance.live.site import BUGS, COMPACT, Clock
+from conformance.live.site import BUGS, COMPACT, FAILED, Clock
 from conformance.live.wire import read_raw, write_frame, write_raw
 from traces.config import Config
 from traces.errors import WanconformError
@@ -241,6 +241,7 @@ class Runner:
     wipes: int = 0
     partitions: int = 0
     stopped: bool = False  # `_run` has killed the sites (Ctrl-C): a site started now is not
+    out: str = ""  # DIR as the user named it (`folder` is where it is built)
 
     def spawn(self, site: int, mode: str = "") -> int:
         command = [sys.executable, "-m", "conformance.live.site",
@@ -258,8 +259,25 @@ class Runner:
         assert process.stdout is not None
         line = process.stdout.readline()
         if not line.startswith("PORT "):
-            raise WanconformError(f"live: site {site} did not start (exit {process.poll()})")
+            raise self.failure(site, line) or WanconformError(
+                f"live: site {site} did not start (exit {process.wait()})"
+            )
         return int(line.split()[1])
+
+    def failure(self, site: int, said: str = "") -> WanconformError | None:
+        """What a site that ended said it could not write (`said`: its stdout read so
+        far), as the error of the run; None if it said nothing of the kind."""
+        process = self.processes[site]
+        process.wait()
+        if process.stdout is not None:
+            said += process.stdout.read()
+        for line in said.splitlines():
+            if line.startswith(FAILED):
+                why = line.removeprefix(FAILED)
+                return WanconformError(
+                    f"{self.out or self.folder}: cannot write: {why} (site {site}; nothing written)"
+                )
+        return None
 
     def go(self, site: int, start: int, end: int, grace: int) -> None:
         process = self.processes[site]
@@ -372,6 +390,9 @@ async def _run(
         ):
             if time.monotonic() > deadline:
                 raise WanconformError("live: a site did not stop in time; it was killed")
+            for site, process in list(runner.processes.items()):  # (a restart may add one)
+                if process.poll() == 2 and (failure := runner.failure(site)) is not None:
+                    raise failure  # at once: the run cannot be written whole
             if progress is not None:  # seconds of the run and its drain, from its start
                 now_ms = time.time_ns() // 1_000_000
                 progress(
@@ -385,6 +406,9 @@ async def _run(
         for server in servers:
             server.close()
         failed = {site: p.returncode for site, p in runner.processes.items() if p.returncode}
+        for site in failed:
+            if (failure := runner.failure(site)) is not None:
+                raise failure
         if failed:
             raise WanconformError(f"live: site processes failed: {failed}")
         return {
@@ -550,34 +574,39 @@ def live(
             "a batch or ack delayed past the timeout would be a disagreement the system did "
             "not cause"
         )
-    with building_directory(out) as work:
-        run = {"config": raw_config, "seed": seed, **load, "bug": bug}
-        runner = Runner(config, run, work)
-        done = asyncio.run(_run(runner, duration_s, faults, nemesis, say, progress))
-        (work / "run.json").unlink()
-        for path in work.glob("*.wipes"):  # the sites' own notes (conformance.live.site)
-            path.unlink()
-        checks = []  # each recovery's persistent queues against the site's log
-        for path in sorted(work.glob("*.stores")):
-            checks += [json.loads(line) for line in path.read_text().splitlines()]
-            path.unlink()
-        if nemesis:
-            header = {"log": "events", "version": 1, "process": "nemesis", "config": raw_config}
-            lines = [json.dumps(header, separators=COMPACT), *runner.nemesis_lines]
-            (work / "nemesis.jsonl").write_text("".join(line + "\n" for line in lines))
-        lines_of = {p.name: sum(1 for _ in p.open()) - 1 for p in sorted(work.glob("*.jsonl"))}
-        record = {**run, "duration_s": duration_s, **asdict(faults),
-                  "nemesis": nemesis, "kills": runner.kills, "wipes": runner.wipes,
-                  "partitions": runner.partitions, "lines": lines_of,
-                  "dropped": {sid: d["dropped"] for sid, d in done.items()},
-                  "duplicated": {sid: d["duplicated"] for sid, d in done.items()},
-                  "resets": {sid: d["resets"] for sid, d in done.items()}}  # fmt: skip
-        if checks:
-            record["queue_stores"] = {
-                "recoveries": len(checks),
-                "exact": sum(c["exact"] for c in checks),
-                "behind": sum(c["behind"] for c in checks),
-                "lost": [q for c in checks for q in c["lost"]],
-            }
-        (work / LIVE_MARKER).write_text(json.dumps(record, indent=2) + "\n")
-        return record
+    try:  # its own files (the sites say theirs: `Runner.failure`), a full disk
+        with building_directory(out) as work:
+            run = {"config": raw_config, "seed": seed, **load, "bug": bug}
+            runner = Runner(config, run, work, out=str(out))
+            done = asyncio.run(_run(runner, duration_s, faults, nemesis, say, progress))
+            (work / "run.json").unlink()
+            for path in work.glob("*.wipes"):  # the sites' own notes (conformance.live.site)
+                path.unlink()
+            checks = []  # each recovery's persistent queues against the site's log
+            for path in sorted(work.glob("*.stores")):
+                checks += [json.loads(line) for line in path.read_text().splitlines()]
+                path.unlink()
+            if nemesis:
+                header = {"log": "events", "version": 1, "process": "nemesis", "config": raw_config}
+                lines = [json.dumps(header, separators=COMPACT), *runner.nemesis_lines]
+                (work / "nemesis.jsonl").write_text("".join(line + "\n" for line in lines))
+            lines_of = {p.name: sum(1 for _ in p.open()) - 1 for p in sorted(work.glob("*.jsonl"))}
+            record = {**run, "duration_s": duration_s, **asdict(faults),
+                      "nemesis": nemesis, "kills": runner.kills, "wipes": runner.wipes,
+                      "partitions": runner.partitions, "lines": lines_of,
+                      "dropped": {sid: d["dropped"] for sid, d in done.items()},
+                      "duplicated": {sid: d["duplicated"] for sid, d in done.items()},
+                      "resets": {sid: d["resets"] for sid, d in done.items()}}  # fmt: skip
+            if checks:
+                record["queue_stores"] = {
+                    "recoveries": len(checks),
+                    "exact": sum(c["exact"] for c in checks),
+                    "behind": sum(c["behind"] for c in checks),
+                    "lost": [q for c in checks for q in c["lost"]],
+                }
+            (work / LIVE_MARKER).write_text(json.dumps(record, indent=2) + "\n")
+            return record
+    except OSError as exc:
+        raise WanconformError(
+            f"{out}: cannot write: {exc.strerror or exc} (nothing written)"
+        ) from None

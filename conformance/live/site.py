@@ -50,6 +50,9 @@ from impl import dlq_store, queue_store
 from traces.canonical import size
 from traces.config import Config, SenderConfig, parse_config
 
+FAILED = "FAILED "
+"""How a site's line on stdout begins when it cannot write its log or a store; the
+reason (the OS's) follows."""
 BUGS = (
     "wrong_flush",
     "forward_to_origin",
@@ -1224,9 +1227,12 @@ async def serve(run: dict[str, Any], folder: Path, site: int, mode: str) -> None
     node.stopping = True
     for task in tasks:
         task.cancel()
-    await asyncio.gather(*tasks, return_exceptions=True)
+    ended = await asyncio.gather(*tasks, return_exceptions=True)
     server.close()
     os.close(node.fd)
+    for outcome in ended:  # a dispatcher that could not write its line or its store
+        if isinstance(outcome, OSError):
+            raise outcome
 
 
 def main() -> None:
@@ -1234,7 +1240,12 @@ def main() -> None:
     run = json.loads(run_file.read_text(encoding="utf-8"))
     modes = {"--recover": "kept", "--recover-wiped": "wiped"}
     mode = modes.get(sys.argv[3], "fresh") if len(sys.argv) > 3 else "fresh"
-    asyncio.run(serve(run, run_file.parent, int(sys.argv[2]), mode))
+    try:
+        asyncio.run(serve(run, run_file.parent, int(sys.argv[2]), mode))
+    except OSError as exc:  # its log or a store cannot be written (a full disk): one line
+        with contextlib.suppress(OSError):  # for `wanconform live` to say (`Runner.failure`)
+            print(f"{FAILED}{exc.strerror or exc}", flush=True)
+        sys.exit(2)
 
 
 if __name__ == "__main__":
