@@ -600,6 +600,30 @@ def test_a_run_directory_missing_a_log_it_wrote_is_named(
     )
 
 
+def test_the_directory_a_killed_live_left_is_refused_not_judged(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # `live` killed with SIGKILL leaves `.DIR.PID.*.tmp` with the sites' logs but not the
+    # nemesis's (written at the end): validate said "P1: FAILED" at the first connection
+    # failure to a site whose site_down was never written, blaming a system that was right
+    staging = tmp_path / ".run.4242.k9x_1.tmp"
+    staging.mkdir()
+    header = {"log": "events", "version": 1, "process": "site-1",
+              "config": {"sites": [1], "senders": []}}  # fmt: skip
+    (staging / "site-1.jsonl").write_text(json.dumps(header) + "\n")
+    (staging / "run.json").write_text("{}")
+    assert main(["validate", str(staging)]) == 2
+    assert capsys.readouterr().err == (
+        f"wanconform: error: {staging}: unfinished: the directory a wanconform command was "
+        "building when it was killed (or still builds), not a whole run: its logs lack what "
+        "the run writes at its end (live's nemesis.jsonl); run it again\n"
+    )
+    (staging / "run.json").unlink()  # the same log in a directory of the user's: valid
+    done = tmp_path / "run"
+    staging.rename(done)
+    assert main(["validate", str(done)]) == 0
+
+
 def test_a_killed_run_s_staging_is_removed_by_the_next_run_once_its_process_is_gone(
     tmp_path: Path,
 ) -> None:

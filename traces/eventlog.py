@@ -642,9 +642,16 @@ def event_log_files(paths: list[str]) -> list[str] | None:
 def _check_whole(folder: Path) -> None:
     """A directory wanconform wrote (`live`) lists its files (`CONTENTS`): a log it lists
     that is gone would be a process whose steps the others' lines point at, reported as
-    a divergence or a merge failure far from the cause."""
-    from traces.outputs import CONTENTS
+    a divergence or a merge failure far from the cause. One it had not finished (killed)
+    lacks what it writes at the end: refused too."""
+    from traces.outputs import CONTENTS, unfinished
 
+    if unfinished(folder):  # a killed `live`: the nemesis's steps come at its end
+        raise TraceError(
+            f"{folder}: unfinished: the directory a wanconform command was building when it "
+            "was killed (or still builds), not a whole run: its logs lack what the run writes "
+            "at its end (live's nemesis.jsonl); run it again"
+        )
     try:
         listed = orjson.loads((folder / CONTENTS).read_bytes())
     except (OSError, orjson.JSONDecodeError):

@@ -65,6 +65,12 @@ _PROBE = ".wanconform-probe-"
 _LEFTOVER = re.compile(r"\.(?P<name>.+)\.(?P<pid>\d+)\.[^.]*\.tmp")
 
 
+def unfinished(path: Path) -> bool:
+    """Whether `path` is an output still being built (`.NAME.PID.*.tmp`, beside NAME): by
+    a command that runs, or that was killed before it finished."""
+    return _LEFTOVER.fullmatch(path.name) is not None
+
+
 def output_kind(directory: Path) -> str | None:
     """What wanconform output `directory` is ("a trace set"), or None."""
     for marker, kind in KINDS:
