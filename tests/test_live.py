@@ -586,6 +586,29 @@ def test_the_summary_counts_the_frames_partitions_dropped(
     ]
 
 
+def test_r36_a_store_that_lost_a_queued_event_fails_the_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # (was: "1 LOST OR CHANGED: ..." printed, exit 0, so `live ... && validate` passed a run
+    # whose persistent queue lost an event; validate reads the logs, not the stores)
+    import conformance.live.run
+
+    record = {"lines": {"nemesis.jsonl": 2, "site-1.jsonl": 40, "site-2.jsonl": 38},
+              "dropped": {"ln": {}, "ny": {}}, "duplicated": {}, "resets": {},
+              "nemesis": ["kill"], "kills": 1, "wipes": 0, "partitions": 0,
+              "queue_stores": {"recoveries": 1, "exact": 0, "behind": 0,
+                               "lost": ["site 1 ny d0"]}}  # fmt: skip
+    monkeypatch.setattr(conformance.live.run, "live", lambda *args: record)
+    (tmp_path / "config.json").write_text(json.dumps(TWO_WAY))
+    command = ["live", "--config", str(tmp_path / "config.json"), "--out", str(tmp_path / "r"),
+               "--nemesis", "kill"]  # fmt: skip
+    assert main(command) == 1
+    out = capsys.readouterr().out
+    assert "1 LOST OR CHANGED: site 1 ny d0" in out
+    record["queue_stores"] = {"recoveries": 1, "exact": 1, "behind": 0, "lost": []}
+    assert main(command) == 0  # every store as the log says: the run passes
+
+
 def test_a_run_directory_missing_a_log_it_wrote_is_named(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

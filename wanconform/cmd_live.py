@@ -143,8 +143,8 @@ def run(args: argparse.Namespace) -> int:
         partitions = plural(record["partitions"], "partition")
         print(f"the nemesis killed {plural(kills, 'site')} ({wipes} of them wiped), {partitions}")
     stores = record.get("queue_stores")
+    lost = stores["lost"] if stores else []
     if stores:
-        lost = stores["lost"]
         recoveries = plural(stores["recoveries"], "recovery", "recoveries")
         print(
             f"the persistent queues' stores after {recoveries}: "
@@ -153,4 +153,6 @@ def run(args: argparse.Namespace) -> int:
             + (f"{len(lost)} LOST OR CHANGED: {', '.join(lost)}" if lost else "none lost")
         )
     print(f"check them: wanconform validate {shell_word(args.out)}")
-    return 0
+    # R36: a persistent queue's store that lost or changed an event its log says was queued
+    # is a failure of the run itself, which validate (reading the logs) cannot see
+    return 1 if lost else 0
