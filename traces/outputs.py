@@ -160,12 +160,18 @@ def _existing_folder(path: Path, create: bool, shown: str | os.PathLike[str]) ->
     raise _fail(shown, f"no such folder {path.parent}")
 
 
+def _not_a_directory(path: str | os.PathLike[str], target: Path) -> None:
+    """An output file asked for at a folder: that is what is wrong (said before any
+    input it may hold)."""
+    if target.is_dir():
+        raise WanconformError(f"{os.fspath(path)}: is a directory; give a file name")
+
+
 def check_output_file(path: str | os.PathLike[str], force: bool = False) -> None:
     """An output file can be written (before any work): absent, or one wanconform wrote
     (unchanged since) that `force` allows to replace; one line if not."""
     target = Path(os.path.abspath(path))
-    if target.is_dir():
-        raise WanconformError(f"{os.fspath(path)}: is a directory; give a file name")
+    _not_a_directory(path, target)
     if target.exists() and not target.is_file():
         raise _fail(path, "not a regular file")
     if target.exists() and not force:
@@ -343,8 +349,8 @@ def check_outputs(args: argparse.Namespace) -> None:
         if dest in getattr(args, "arrow_outputs", ()):
             check_arrow_path(value)
         path = Path(os.path.abspath(value))
-        if dest in getattr(args, "output_files", ()) and path.is_dir():  # (before "holds")
-            raise WanconformError(f"{value}: is a directory; give a file name")
+        if dest in getattr(args, "output_files", ()):
+            _not_a_directory(value, path)
         if path in named:
             raise WanconformError(
                 f"{value}: given for two outputs (--{named[path]} and --{dest}); give each its own"
